@@ -1,0 +1,38 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint install install-test bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed
+	PATH=$(CURDIR)/$(BIN):$$PATH bash examples/demo.sh
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check lakectl server tests benchmarks migrations
+	$(BIN)/mypy lakectl/core
+	$(BIN)/lint-imports
+
+test: lint
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
+
+bench: $(VENV)/.installed-test
+	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/run_all.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,35 @@
+"""Keep-style block storage: locators, signatures, manifests, block adapters and object data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class BlockAdapter(Protocol):
+    """Where block bytes live. Names are bare locators ``<md5>+<size>`` (no hints)."""
+
+    def put(self, locator: str, data: bytes) -> None:
+        """Store the block atomically (readers see all of it or nothing); idempotent."""
+        ...
+
+    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
+        """Return the block's bytes (or a slice); raise ``BlockNotFound``, ``CorruptBlock``."""
+        ...
+
+    def exists(self, locator: str) -> bool:
+        """True when a complete block of that locator is stored."""
+        ...
+
+    def delete(self, locator: str) -> None:
+        """Remove the block; absent is not an error."""
+        ...
+
+    def list(self) -> Iterator[str]:
+        """Yield the locators of every stored block, in no particular order."""
+        ...
+
+    def sync(self) -> None:
+        """Make every block put so far durable (one barrier for many puts)."""
+        ...

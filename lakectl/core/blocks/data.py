@@ -1,0 +1,190 @@
+"""Object data over a block adapter: split into md5-addressed blocks, dedup, ETag, ranged reads."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import BinaryIO, Final
+
+from lakectl.core.blocks import BlockAdapter
+from lakectl.core.model import BLOCK_SIZE
+from lakectl.errors import InvalidArgument, InvalidLocator
+
+EMPTY_LOCATOR: Final = "d41d8cd98f00b204e9800998ecf8427e+0"
+
+# Blocks handed to workers at once. With the block being read by the caller's thread that makes
+# three blocks in memory, and keeps both cores busy: md5 and file writes release the GIL.
+_IN_FLIGHT: Final = 2
+
+_LOCATOR: Final = re.compile(r"[0-9a-f]{32}\+([0-9]{1,20})")
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenObject:
+    """What ``write_object`` stored: the object's size, S3-style ETag and ordered block locators."""
+
+    size: int
+    checksum: str
+    locators: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    digest: bytes
+    locator: str
+    size: int
+
+
+def block_locator(data: bytes) -> str:
+    """The bare locator ``<md5 hex>+<size>`` of a block's bytes."""
+    return f"{hashlib.md5(data).hexdigest()}+{len(data)}"
+
+
+def write_bytes(adapter: BlockAdapter, data: bytes, block_size: int = BLOCK_SIZE) -> WrittenObject:
+    """Store an in-memory object block by block in the calling thread (no pool, no sync)."""
+    _check_block_size(block_size)
+    if len(data) <= block_size:
+        return _written([_store(adapter, data)])
+    return _written(
+        [_store(adapter, data[i : i + block_size]) for i in range(0, len(data), block_size)]
+    )
+
+
+def write_object(
+    adapter: BlockAdapter,
+    source: BinaryIO,
+    block_size: int = BLOCK_SIZE,
+    pool: Executor | None = None,
+) -> WrittenObject:
+    """Store ``source`` (read to its end) as blocks of ``block_size``, skipping existing ones.
+
+    Reading, hashing and writing of consecutive blocks overlap on two worker threads, with at
+    most three blocks in memory. Nothing is made durable here: the caller calls
+    ``adapter.sync()`` once per batch, before publishing metadata that names these blocks.
+    """
+    _check_block_size(block_size)
+    first = _read_block(source, block_size)
+    if len(first) < block_size:  # the whole object fits in one block: no threads needed
+        return _written([_store(adapter, first)])
+    if pool is not None:
+        return _pipeline(adapter, source, block_size, pool, first)
+    with ThreadPoolExecutor(_IN_FLIGHT, thread_name_prefix="lakectl-blocks") as own:
+        return _pipeline(adapter, source, block_size, own, first)
+
+
+def read_object(
+    adapter: BlockAdapter, locators: Sequence[str], offset: int = 0, length: int | None = None
+) -> Iterator[bytes]:
+    """Yield the object's bytes, or those of ``[offset, offset + length)``, one block at a time.
+
+    Arguments are checked here, before the first block is read; a range past the end is cut
+    at the end of the object.
+    """
+    if offset < 0 or (length is not None and length < 0):
+        raise InvalidArgument(f"bad range offset={offset} length={length}")
+    sizes = [_size_of(locator) for locator in locators]
+    total = sum(sizes)
+    end = total if length is None else min(total, offset + length)
+    return _read_range(adapter, list(zip(locators, sizes, strict=True)), offset, end)
+
+
+def _read_range(
+    adapter: BlockAdapter, blocks: list[tuple[str, int]], offset: int, end: int
+) -> Iterator[bytes]:
+    position = 0
+    for locator, size in blocks:
+        block_start, position = position, position + size
+        if position <= offset:
+            continue
+        if block_start >= end:
+            return
+        start = max(offset - block_start, 0)
+        stop = min(end, position) - block_start
+        if start == 0 and stop == size:
+            yield adapter.get(locator)
+        else:
+            yield adapter.get(locator, start, stop - start)
+
+
+def _pipeline(
+    adapter: BlockAdapter, source: BinaryIO, block_size: int, pool: Executor, first: bytes
+) -> WrittenObject:
+    stored: list[_Stored] = []
+    pending: deque[Future[_Stored]] = deque()
+    block = first
+    try:
+        while block:
+            if len(pending) >= _IN_FLIGHT:
+                stored.append(pending.popleft().result())
+            pending.append(pool.submit(_store, adapter, block))
+            if len(block) < block_size:
+                break
+            # Drop our reference first so that at most _IN_FLIGHT + 1 blocks are alive.
+            del block
+            block = _read_block(source, block_size)
+        while pending:
+            stored.append(pending.popleft().result())
+    finally:
+        # On failure, let the workers finish (or skip) before returning: nothing keeps
+        # writing into the adapter behind the caller's back.
+        for future in pending:
+            future.cancel()
+        for future in pending:
+            if not future.cancelled():
+                future.exception()
+    return _written(stored)
+
+
+def _store(adapter: BlockAdapter, data: bytes) -> _Stored:
+    digest = hashlib.md5(data).digest()
+    locator = f"{digest.hex()}+{len(data)}"
+    if not adapter.exists(locator):
+        adapter.put(locator, data)
+    return _Stored(digest, locator, len(data))
+
+
+def _written(stored: list[_Stored]) -> WrittenObject:
+    if len(stored) == 1:
+        checksum = stored[0].digest.hex()
+    else:
+        # The S3 multipart ETag: md5 of the concatenated part digests, then the part count.
+        joined = hashlib.md5(b"".join(s.digest for s in stored)).hexdigest()
+        checksum = f"{joined}-{len(stored)}"
+    return WrittenObject(
+        size=sum(s.size for s in stored),
+        checksum=checksum,
+        locators=tuple(s.locator for s in stored),
+    )
+
+
+def _read_block(source: BinaryIO, block_size: int) -> bytes:
+    """Exactly ``block_size`` bytes, fewer only at the end: block boundaries must not depend
+    on how the stream happens to chunk its reads, or equal data would not dedup."""
+    data = source.read(block_size)
+    if len(data) == block_size or not data:
+        return data
+    parts = [data]
+    missing = block_size - len(data)
+    while missing:
+        more = source.read(missing)
+        if not more:
+            break
+        parts.append(more)
+        missing -= len(more)
+    return b"".join(parts)
+
+
+def _size_of(locator: str) -> int:
+    match = _LOCATOR.fullmatch(locator) if isinstance(locator, str) else None
+    if match is None:
+        raise InvalidLocator(f"not a bare block locator: {locator!r}", locator=repr(locator))
+    return int(match.group(1))
+
+
+def _check_block_size(block_size: int) -> None:
+    if block_size <= 0:
+        raise InvalidArgument(f"block size must be positive, got {block_size}")

@@ -1,0 +1,257 @@
+"""A block adapter on a local directory: atomic puts, batched durability, verified reads."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from lakectl.errors import (
+    BlockNotFound,
+    CorruptBlock,
+    InvalidArgument,
+    InvalidLocator,
+    StorageError,
+)
+
+# Bare locators only (hints never reach an adapter). The size is bounded to 20 digits so that
+# int() can never hit the interpreter's digit limit and raise a foreign ValueError.
+_LOCATOR: Final = re.compile(r"([0-9a-f]{32})\+([0-9]{1,20})")
+_BLOCK_NAME: Final = re.compile(r"[0-9a-f]{32}")
+
+# Below this size, starting writeback at put time costs more (one I/O per tiny file) than it
+# saves; the kernel and the final syncfs batch small files better on their own.
+_EARLY_WRITEBACK_MIN: Final = 1 << 20
+_SYNC_FILE_RANGE_WRITE: Final = 2
+
+_BLOCK_MODE: Final = 0o444  # blocks are immutable; read-only files guard against stray edits
+
+
+def _split(locator: str) -> tuple[str, int]:
+    """Validate a bare locator before any path is built from it."""
+    match = _LOCATOR.fullmatch(locator) if isinstance(locator, str) else None
+    if match is None:
+        raise InvalidLocator(f"not a bare block locator: {locator!r}", locator=repr(locator))
+    return match.group(1), int(match.group(2))
+
+
+@functools.cache
+def _libc_call(name: str) -> Callable[..., int] | None:
+    """A libc function by name, or None where the platform lacks it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        func: Callable[..., int] = getattr(libc, name)
+    except (OSError, AttributeError):
+        return None
+    if name == "syncfs":
+        func.argtypes = [ctypes.c_int]  # type: ignore[attr-defined]
+    elif name == "sync_file_range":
+        func.argtypes = [  # type: ignore[attr-defined]
+            ctypes.c_int,
+            ctypes.c_int64,
+            ctypes.c_int64,
+            ctypes.c_uint,
+        ]
+    func.restype = ctypes.c_int  # type: ignore[attr-defined]
+    return func
+
+
+class LocalAdapter:
+    """Blocks as files ``<root>/<md5[:3]>/<md5>``; the locator's size must match the file's.
+
+    ``put`` writes a temporary file and renames it into place, without fsync: durability is
+    batched by ``sync()`` (one ``syncfs``), after which callers may publish metadata. Pass
+    ``fsync_each=True`` to fsync every block (and its directory) as it is put instead.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync_each: bool = False) -> None:
+        self.root = os.fspath(root)
+        self.fsync_each = fsync_each
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create block directory {self.root}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"LocalAdapter({self.root!r}, fsync_each={self.fsync_each})"
+
+    def _dir(self, md5: str) -> str:
+        return os.path.join(self.root, md5[:3])
+
+    def _path(self, md5: str) -> str:
+        return os.path.join(self.root, md5[:3], md5)
+
+    def put(self, locator: str, data: bytes) -> None:
+        """Store the block atomically; a no-op when a complete copy is already there.
+
+        The md5 is not recomputed here (the caller just computed it, and every read verifies
+        it); the size is checked because it is free.
+        """
+        md5, size = _split(locator)
+        if len(data) != size:
+            raise InvalidLocator(
+                f"locator {locator} names {size} bytes, got {len(data)}", locator=locator
+            )
+        path = self._path(md5)
+        try:
+            if os.stat(path).st_size == size:
+                return
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot stat block {locator}: {exc}", locator=locator) from exc
+        try:
+            self._write_new(md5, path, data)
+        except OSError as exc:
+            raise StorageError(f"cannot write block {locator}: {exc}", locator=locator) from exc
+
+    def _write_new(self, md5: str, path: str, data: bytes) -> None:
+        directory = self._dir(md5)
+        # A unique name per writer lets several processes put the same block at once: each
+        # renames a complete copy over the other, and readers only ever see a complete file.
+        tmp = os.path.join(directory, f".{md5}.{os.urandom(8).hex()}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, _BLOCK_MODE)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            if self.fsync_each:
+                _fsync_dir(self.root)
+            fd = os.open(tmp, flags, _BLOCK_MODE)
+        try:
+            try:
+                _write_all(fd, data)
+                if self.fsync_each:
+                    os.fsync(fd)
+                elif len(data) >= _EARLY_WRITEBACK_MIN:
+                    _start_writeback(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):  # must not hide the error being raised
+                os.unlink(tmp)
+            raise
+        if self.fsync_each:
+            _fsync_dir(directory)
+
+    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
+        """Return the block (or a slice) after checking the whole block's size and md5."""
+        md5, size = _split(locator)
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidArgument(f"bad range offset={offset} length={length}", locator=locator)
+        try:
+            with open(self._path(md5), "rb", buffering=0) as f:
+                actual = os.fstat(f.fileno()).st_size
+                if actual != size:
+                    raise CorruptBlock(
+                        f"block {locator} has {actual} bytes on disk", locator=locator
+                    )
+                data = f.readall()
+        except FileNotFoundError as exc:
+            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+        if len(data) != size or hashlib.md5(data).hexdigest() != md5:
+            raise CorruptBlock(f"block {locator} does not match its locator", locator=locator)
+        if offset == 0 and (length is None or length >= size):
+            return data
+        end = size if length is None else offset + length
+        return data[offset:end]
+
+    def exists(self, locator: str) -> bool:
+        """True when a file of the locator's size is stored (content is checked on read)."""
+        md5, size = _split(locator)
+        try:
+            return os.stat(self._path(md5)).st_size == size
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot stat block {locator}: {exc}", locator=locator) from exc
+
+    def delete(self, locator: str) -> None:
+        """Remove the block; absent is not an error."""
+        md5, _ = _split(locator)
+        try:
+            os.unlink(self._path(md5))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete block {locator}: {exc}", locator=locator) from exc
+
+    def list(self) -> Iterator[str]:
+        """Yield ``<md5>+<size>`` of every stored block; temporary files are skipped."""
+        try:
+            with os.scandir(self.root) as top:
+                prefixes = [e.name for e in top if len(e.name) == 3 and e.is_dir()]
+            for prefix in prefixes:
+                yield from _scan_prefix(os.path.join(self.root, prefix), prefix)
+        except OSError as exc:
+            raise StorageError(f"cannot list blocks in {self.root}: {exc}") from exc
+
+    def sync(self) -> None:
+        """Make every block put so far durable with one ``syncfs`` on the store's filesystem."""
+        syncfs = _libc_call("syncfs")
+        if syncfs is None:
+            os.sync()
+            return
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise StorageError(f"cannot open block directory {self.root}: {exc}") from exc
+        try:
+            if syncfs(fd) != 0:
+                code = ctypes.get_errno()
+                if code == errno.ENOSYS:
+                    os.sync()
+                    return
+                raise StorageError(f"syncfs failed on {self.root}: {os.strerror(code)}", errno=code)
+        finally:
+            os.close(fd)
+
+
+def _scan_prefix(directory: str, prefix: str) -> list[str]:
+    """The locators of the complete-named block files in one prefix directory."""
+    found = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith(prefix) and _BLOCK_NAME.fullmatch(name):
+                    with contextlib.suppress(FileNotFoundError):  # deleted while listing
+                        found.append(f"{name}+{entry.stat().st_size}")
+    except FileNotFoundError:
+        pass  # the prefix directory went away while listing
+    return found
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _start_writeback(fd: int) -> None:
+    """Ask the kernel to start writing the file now, so ``sync()`` finds little left to do.
+
+    Without it a large upload sits dirty in the page cache until ``syncfs`` and the disk idles
+    meanwhile; this is a hint, not a barrier, so failures are ignored.
+    """
+    sync_file_range = _libc_call("sync_file_range")
+    if sync_file_range is not None:
+        sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,185 @@
+"""Committing staged changes under concurrency, merge bases by generation, and the log."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from lakectl.core.blocks import BlockAdapter
+from lakectl.core.graph.refs import RefStore, commit_id_of, new_staging_token
+from lakectl.core.graph.staging import Staging
+from lakectl.core.graph.tree import Trees, Update
+from lakectl.core.model import (
+    Branch,
+    BranchId,
+    Commit,
+    CommitId,
+    MetaRangeId,
+    RepositoryId,
+)
+from lakectl.errors import NothingToCommit, PredicateFailed, TooManyRetries
+
+CAS_ATTEMPTS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    message: str
+    committer: str
+    metadata: Mapping[str, str]
+    creation_date: int
+    allow_empty: bool = False
+
+
+def make_commit(
+    parents: tuple[CommitId, ...],
+    parent_commits: Sequence[Commit],
+    mid: MetaRangeId,
+    req: CommitRequest,
+) -> Commit:
+    generation = max((c.generation for c in parent_commits), default=0) + 1
+    cid = commit_id_of(parents, mid, req.message, req.committer, req.metadata, req.creation_date)
+    return Commit(
+        id=cid,
+        parents=parents,
+        committer=req.committer,
+        message=req.message,
+        creation_date=req.creation_date,
+        meta_range_id=mid,
+        metadata=dict(req.metadata),
+        generation=generation,
+    )
+
+
+class Committer:
+    """Turns a branch's staged changes into a commit without blocking writers.
+
+    (1) CAS the branch to seal its staging token and start a fresh one; (2) apply the sealed
+    tokens onto the head's tree; (3) CAS the branch to the new commit, dropping the tokens it
+    applied. If (3) loses to a concurrent commit or reset, redo (2) on the branch as it is now.
+    """
+
+    def __init__(
+        self, refs: RefStore, staging: Staging, trees: Trees, blocks: BlockAdapter
+    ) -> None:
+        self.refs = refs
+        self.staging = staging
+        self.trees = trees
+        self.blocks = blocks
+
+    def commit(self, repo: RepositoryId, name: BranchId, req: CommitRequest) -> Commit:
+        branch, raw = self._seal(repo, name, req.allow_empty)
+        for _ in range(CAS_ATTEMPTS):
+            head = self.refs.get_commit(repo, branch.commit_id)
+            applied = branch.sealed_tokens
+            updates = self.staging.staged_updates(repo, applied)
+            mid = self.trees.apply(head.meta_range_id, updates)
+            new_head: Commit | None = None
+            if mid != head.meta_range_id or req.allow_empty:
+                new_head = make_commit((head.id,), [head], mid, req)
+                # Blocks and range files must be durable before any record points at them.
+                self.blocks.sync()
+                self.refs.put_commit(repo, new_head)
+            updated = Branch(
+                name=branch.name,
+                commit_id=new_head.id if new_head else head.id,
+                staging_token=branch.staging_token,
+                sealed_tokens=tuple(t for t in branch.sealed_tokens if t not in applied),
+            )
+            try:
+                self.refs.swap_branch(repo, raw, updated)
+            except PredicateFailed:
+                branch, raw = self.refs.get_branch_raw(repo, name)
+                continue
+            self.staging.drop_tokens(repo, applied)
+            if new_head is None:
+                raise NothingToCommit(f"nothing to commit on branch {name!r}")
+            return new_head
+        raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
+
+    def _seal(self, repo: RepositoryId, name: BranchId, allow_empty: bool) -> tuple[Branch, bytes]:
+        for _ in range(CAS_ATTEMPTS):
+            branch, raw = self.refs.get_branch_raw(repo, name)
+            if not allow_empty and not self.staging.has_staged(repo, branch):
+                raise NothingToCommit(f"nothing to commit on branch {name!r}")
+            sealed = Branch(
+                name=branch.name,
+                commit_id=branch.commit_id,
+                staging_token=new_staging_token(),
+                sealed_tokens=branch.tokens,
+            )
+            try:
+                self.refs.swap_branch(repo, raw, sealed)
+            except PredicateFailed:
+                continue
+            return sealed, sealed.encode()
+        raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
+
+    def commit_tree(
+        self,
+        repo: RepositoryId,
+        name: BranchId,
+        parents: Sequence[Commit],
+        updates: Sequence[Update],
+        req: CommitRequest,
+        expected_head: CommitId,
+    ) -> Commit:
+        """Commit ``updates`` applied on the first parent's tree and move a clean branch to it
+        (merge, revert, cherry-pick). Raises PredicateFailed if the branch moved meanwhile."""
+        mid = self.trees.apply(parents[0].meta_range_id, updates)
+        commit = make_commit(tuple(p.id for p in parents), parents, mid, req)
+        self.blocks.sync()
+        self.refs.put_commit(repo, commit)
+        branch, raw = self.refs.get_branch_raw(repo, name)
+        if branch.commit_id != expected_head:
+            raise PredicateFailed(f"branch {name!r} moved during the operation; try again")
+        self.refs.swap_branch(
+            repo, raw, Branch(branch.name, commit.id, branch.staging_token, branch.sealed_tokens)
+        )
+        return commit
+
+
+def merge_base(refs: RefStore, repo: RepositoryId, a: Commit, b: Commit) -> Commit | None:
+    """The best common ancestor: walk both histories highest generation first."""
+    if a.id == b.id:
+        return a
+    colors: dict[CommitId, int] = {a.id: 1, b.id: 2}
+    heap: list[tuple[int, CommitId]] = [(-a.generation, a.id), (-b.generation, b.id)]
+    commits = {a.id: a, b.id: b}
+    queued = {a.id, b.id}
+    while heap:
+        _, cid = heapq.heappop(heap)
+        queued.discard(cid)
+        color = colors[cid]
+        if color == 3:
+            return commits[cid]
+        for pid in commits[cid].parents:
+            parent = commits.get(pid) or refs.get_commit(repo, pid)
+            commits[pid] = parent
+            colors[pid] = colors.get(pid, 0) | color
+            if pid not in queued:
+                queued.add(pid)
+                heapq.heappush(heap, (-parent.generation, pid))
+    return None
+
+
+def walk_log(
+    refs: RefStore, repo: RepositoryId, start: Commit, first_parent: bool = False
+) -> Iterator[Commit]:
+    """Commits reachable from ``start``, newest first (by generation, then date)."""
+    heap: list[tuple[int, int, CommitId]] = [(-start.generation, -start.creation_date, start.id)]
+    seen = {start.id}
+    commits = {start.id: start}
+    while heap:
+        _, _, cid = heapq.heappop(heap)
+        commit = commits.pop(cid)
+        yield commit
+        parents = commit.parents[:1] if first_parent else commit.parents
+        for pid in parents:
+            if pid in seen:
+                continue
+            seen.add(pid)
+            parent = refs.get_commit(repo, pid)
+            commits[pid] = parent
+            heapq.heappush(heap, (-parent.generation, -parent.creation_date, pid))

@@ -1,0 +1,242 @@
+"""Ranges and metaranges: immutable sorted Parquet files of rows, stored as content-addressed blocks."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import io
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakectl.core.blocks import BlockAdapter
+from lakectl.core.model import MetaRangeId, RangeId, RangeInfo, Row
+from lakectl.errors import CorruptBlock
+
+_T = TypeVar("_T")
+
+RANGE_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("size", pa.int64()),
+        ("checksum", pa.string()),
+        ("locators", pa.string()),
+        ("mtime", pa.int64()),
+        ("content_type", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
+
+METARANGE_SCHEMA = pa.schema(
+    [
+        ("range_id", pa.string()),
+        ("min_key", pa.string()),
+        ("max_key", pa.string()),
+        ("count", pa.int64()),
+        ("size_bytes", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPolicy:
+    """Content-defined range boundaries: close a range after a key whose hash is 0 mod ``avg``,
+    once it holds ``min_rows``; always close it at ``max_rows``. Boundaries depend only on the
+    keys, so an unchanged region of the tree keeps its range ids from commit to commit."""
+
+    avg: int = 2048
+    min_rows: int = 256
+    max_rows: int = 16384
+
+    def is_boundary(self, key: str, count: int) -> bool:
+        if count >= self.max_rows:
+            return True
+        return count >= self.min_rows and zlib.crc32(key.encode()) % self.avg == 0
+
+
+DEFAULT_POLICY = ChunkPolicy()
+
+
+def _locator(data: bytes) -> str:
+    return f"{hashlib.md5(data).hexdigest()}+{len(data)}"
+
+
+@dataclass(frozen=True, slots=True)
+class RangeData:
+    """A decoded range: parallel lists of paths and rows, sorted by path."""
+
+    paths: list[str]
+    rows: list[Row]
+
+
+class RangeStore:
+    """Reads and writes range and metarange files in a block adapter, with an LRU of decoded ranges."""
+
+    def __init__(self, blocks: BlockAdapter, cache_size: int = 64) -> None:
+        self.blocks = blocks
+        self._cache: OrderedDict[str, RangeData] = OrderedDict()
+        self._meta_cache: OrderedDict[str, list[RangeInfo]] = OrderedDict()
+        self._cache_size = cache_size
+
+    # -- ranges -----------------------------------------------------------------------------
+
+    def write_range(self, paths: list[str], rows: list[Row]) -> RangeInfo:
+        """Store one range of sorted, non-empty rows; return its metarange row."""
+        cols = list(zip(*rows, strict=True))
+        table = pa.Table.from_arrays(
+            [
+                pa.array(paths, pa.string()),
+                *(pa.array(c, t.type) for c, t in zip(cols, list(RANGE_SCHEMA)[1:], strict=True)),
+            ],
+            schema=RANGE_SCHEMA,
+        )
+        data = _to_parquet(table)
+        rid = RangeId(_locator(data))
+        self.blocks.put(rid, data)
+        self._remember(self._cache, rid, RangeData(paths, rows))
+        return RangeInfo(
+            id=rid,
+            min_key=paths[0],
+            max_key=paths[-1],
+            count=len(paths),
+            size_bytes=sum(r[0] for r in rows),
+        )
+
+    def read_range(self, rid: RangeId) -> RangeData:
+        cached = self._cache.get(rid)
+        if cached is not None:
+            self._cache.move_to_end(rid)
+            return cached
+        table = _from_parquet(self.blocks.get(rid), rid)
+        d = table.to_pydict()
+        rows: list[Row] = list(
+            zip(
+                d["size"],
+                d["checksum"],
+                d["locators"],
+                d["mtime"],
+                d["content_type"],
+                d["metadata"],
+                strict=True,
+            )
+        )
+        data = RangeData(d["path"], rows)
+        self._remember(self._cache, rid, data)
+        return data
+
+    # -- metaranges -------------------------------------------------------------------------
+
+    def write_metarange(self, ranges: list[RangeInfo]) -> MetaRangeId:
+        table = pa.Table.from_arrays(
+            [
+                pa.array([r.id for r in ranges], pa.string()),
+                pa.array([r.min_key for r in ranges], pa.string()),
+                pa.array([r.max_key for r in ranges], pa.string()),
+                pa.array([r.count for r in ranges], pa.int64()),
+                pa.array([r.size_bytes for r in ranges], pa.int64()),
+            ],
+            schema=METARANGE_SCHEMA,
+        )
+        data = _to_parquet(table)
+        mid = MetaRangeId(_locator(data))
+        self.blocks.put(mid, data)
+        self._remember(self._meta_cache, mid, list(ranges))
+        return mid
+
+    def read_metarange(self, mid: MetaRangeId) -> list[RangeInfo]:
+        cached = self._meta_cache.get(mid)
+        if cached is not None:
+            self._meta_cache.move_to_end(mid)
+            return cached
+        d = _from_parquet(self.blocks.get(mid), mid).to_pydict()
+        ranges = [
+            RangeInfo(RangeId(i), lo, hi, n, sz)
+            for i, lo, hi, n, sz in zip(
+                d["range_id"],
+                d["min_key"],
+                d["max_key"],
+                d["count"],
+                d["size_bytes"],
+                strict=True,
+            )
+        ]
+        self._remember(self._meta_cache, mid, ranges)
+        return ranges
+
+    def _remember(self, cache: OrderedDict[str, _T], key: str, value: _T) -> None:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > self._cache_size:
+            cache.popitem(last=False)
+
+
+def _to_parquet(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    # Deterministic bytes for equal rows: same writer options, no timestamps in the footer.
+    pq.write_table(table, buf, compression="zstd", write_statistics=False, store_schema=False)
+    return buf.getvalue()
+
+
+def _from_parquet(data: bytes, what: str) -> pa.Table:
+    try:
+        return pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptBlock(f"range file {what} is not valid Parquet: {e}") from e
+
+
+class RangeWriter:
+    """Accepts rows in key order and cuts them into ranges at content-defined boundaries."""
+
+    def __init__(self, store: RangeStore, policy: ChunkPolicy = DEFAULT_POLICY) -> None:
+        self.store = store
+        self.policy = policy
+        self.ranges: list[RangeInfo] = []
+        self._paths: list[str] = []
+        self._rows: list[Row] = []
+
+    @property
+    def empty(self) -> bool:
+        """True when every row added so far is in a closed range (the writer is at a boundary)."""
+        return not self._paths
+
+    def add(self, path: str, row: Row) -> None:
+        self._paths.append(path)
+        self._rows.append(row)
+        if self.policy.is_boundary(path, len(self._paths)):
+            self._cut()
+
+    def add_all(self, items: Iterable[tuple[str, Row]]) -> None:
+        for path, row in items:
+            self.add(path, row)
+
+    def reuse(self, info: RangeInfo) -> None:
+        """Append an existing range whole; only allowed at a boundary."""
+        assert self.empty, "a range can be reused only at a boundary"
+        self.ranges.append(info)
+
+    def close(self) -> list[RangeInfo]:
+        if self._paths:
+            self._cut()
+        return self.ranges
+
+    def _cut(self) -> None:
+        self.ranges.append(self.store.write_range(self._paths, self._rows))
+        self._paths = []
+        self._rows = []
+
+
+def iter_rows(
+    store: RangeStore, ranges: Iterable[RangeInfo], start: str = ""
+) -> Iterator[tuple[str, Row]]:
+    """Yield (path, row) of the given ranges in order, from the first path >= start."""
+    for info in ranges:
+        if info.max_key < start:
+            continue
+        data = store.read_range(info.id)
+        i = bisect.bisect_left(data.paths, start) if start > info.min_key else 0
+        yield from zip(data.paths[i:], data.rows[i:], strict=True)

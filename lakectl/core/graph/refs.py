@@ -1,0 +1,289 @@
+"""Repositories, branches, tags and commits in the KV store, and resolution of ref expressions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from lakectl.core import keys
+from lakectl.core.kv import KVStore
+from lakectl.core.kv.helpers import scan_prefix
+from lakectl.core.model import (
+    Branch,
+    BranchId,
+    Commit,
+    CommitId,
+    MetaRangeId,
+    Repository,
+    RepositoryId,
+    StagingToken,
+    Tag,
+    TagId,
+)
+from lakectl.errors import (
+    AlreadyExists,
+    BranchNotFound,
+    CommitNotFound,
+    InvalidName,
+    InvalidRef,
+    KeyNotFound,
+    PredicateFailed,
+    RefNotFound,
+    RepositoryNotFound,
+    TagNotFound,
+)
+
+REPO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{2,62}$")
+BRANCH_NAME = re.compile(r"^\w[-\w]{0,254}$", re.ASCII)
+TAG_NAME = re.compile(r"^\w[-\w.]{0,254}$", re.ASCII)
+COMMIT_ID = re.compile(r"^[0-9a-f]{64}$")
+COMMIT_PREFIX = re.compile(r"^[0-9a-f]{4,64}$")
+_MODIFIER = re.compile(r"([~^])(\d*)")
+
+
+def check_repo_name(name: str) -> RepositoryId:
+    if not REPO_NAME.match(name):
+        raise InvalidName(
+            f"invalid repository name {name!r}: 3-63 characters of a-z, 0-9 and '-', "
+            "starting with a letter or digit"
+        )
+    return RepositoryId(name)
+
+
+def check_branch_name(name: str) -> BranchId:
+    if not BRANCH_NAME.match(name):
+        raise InvalidName(
+            f"invalid branch name {name!r}: letters, digits, '_' and '-', not starting with '-'"
+        )
+    return BranchId(name)
+
+
+def check_tag_name(name: str) -> TagId:
+    if not TAG_NAME.match(name) or ".." in name or name.endswith((".", ".lock")):
+        raise InvalidName(
+            f"invalid tag name {name!r}: letters, digits, '_', '-' and '.', "
+            "not starting with '-' or '.', no '..'"
+        )
+    return TagId(name)
+
+
+def commit_id_of(
+    parents: tuple[CommitId, ...],
+    meta_range_id: MetaRangeId,
+    message: str,
+    committer: str,
+    metadata: Mapping[str, str],
+    creation_date: int,
+) -> CommitId:
+    """Content hash of a commit, as lakeFS: equal content gives an equal id."""
+    canonical = json.dumps(
+        {
+            "parents": list(parents),
+            "meta_range_id": meta_range_id,
+            "message": message,
+            "committer": committer,
+            "metadata": dict(sorted(metadata.items())),
+            "creation_date": creation_date,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return CommitId(hashlib.sha256(canonical.encode()).hexdigest())
+
+
+@dataclass(frozen=True, slots=True)
+class RefExpr:
+    """A parsed ref expression: ``base`` (branch, tag or commit id), ``committed_only`` for
+    ``branch@``, and the ``~N`` / ``^N`` steps in order (kind, N)."""
+
+    base: str
+    committed_only: bool
+    steps: tuple[tuple[str, int], ...]
+
+
+def parse_ref(text: str) -> RefExpr:
+    if not text:
+        raise InvalidRef("empty ref")
+    cut = min((i for i in (text.find("~"), text.find("^")) if i >= 0), default=len(text))
+    base, rest = text[:cut], text[cut:]
+    committed_only = base.endswith("@")
+    if committed_only:
+        base = base[:-1]
+    if not base or not (BRANCH_NAME.match(base) or TAG_NAME.match(base)):
+        raise InvalidRef(f"invalid ref {text!r}")
+    steps: list[tuple[str, int]] = []
+    pos = 0
+    while pos < len(rest):
+        m = _MODIFIER.match(rest, pos)
+        if m is None:
+            raise InvalidRef(f"invalid ref {text!r}: bad modifier at {rest[pos:]!r}")
+        steps.append((m.group(1), int(m.group(2)) if m.group(2) else 1))
+        pos = m.end()
+    return RefExpr(base, committed_only, tuple(steps))
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A ref resolved to a commit; ``branch`` is set when reads must include its staged changes."""
+
+    commit: Commit
+    branch: Branch | None = None
+
+
+class RefStore:
+    """CRUD of repositories, branches, tags and commits; every update of a branch is a CAS."""
+
+    def __init__(self, kv: KVStore) -> None:
+        self.kv = kv
+
+    # -- repositories ---------------------------------------------------------------------
+
+    def get_repo(self, name: RepositoryId) -> Repository:
+        try:
+            return Repository.decode(self.kv.get(keys.REPOSITORIES, name))
+        except KeyNotFound:
+            raise RepositoryNotFound(f"repository {name!r} not found") from None
+
+    def create_repo(self, repo: Repository) -> None:
+        try:
+            self.kv.set_if(keys.REPOSITORIES, repo.name, repo.encode(), None)
+        except PredicateFailed:
+            raise AlreadyExists(f"repository {repo.name!r} already exists") from None
+
+    def delete_repo_record(self, name: RepositoryId) -> None:
+        self.kv.delete(keys.REPOSITORIES, name)
+
+    def list_repos(self, after: str = "") -> Iterator[Repository]:
+        for key, raw in self.kv.scan(keys.REPOSITORIES, after):
+            if key != after or not after:
+                yield Repository.decode(raw)
+
+    # -- branches -------------------------------------------------------------------------
+
+    def get_branch_raw(self, repo: RepositoryId, name: BranchId) -> tuple[Branch, bytes]:
+        try:
+            raw = self.kv.get(keys.repo_partition(repo), keys.branch_key(name))
+        except KeyNotFound:
+            raise BranchNotFound(f"branch {name!r} not found in repository {repo!r}") from None
+        return Branch.decode(raw), raw
+
+    def get_branch(self, repo: RepositoryId, name: BranchId) -> Branch:
+        return self.get_branch_raw(repo, name)[0]
+
+    def create_branch(self, repo: RepositoryId, branch: Branch) -> None:
+        try:
+            self.kv.set_if(
+                keys.repo_partition(repo), keys.branch_key(branch.name), branch.encode(), None
+            )
+        except PredicateFailed:
+            raise AlreadyExists(f"branch {branch.name!r} already exists") from None
+
+    def swap_branch(self, repo: RepositoryId, old_raw: bytes, new: Branch) -> None:
+        """Replace the branch record if it is still ``old_raw``; raise PredicateFailed if not."""
+        self.kv.set_if(keys.repo_partition(repo), keys.branch_key(new.name), new.encode(), old_raw)
+
+    def delete_branch(self, repo: RepositoryId, name: BranchId) -> None:
+        self.kv.delete(keys.repo_partition(repo), keys.branch_key(name))
+
+    def list_branches(self, repo: RepositoryId) -> Iterator[Branch]:
+        for _, raw in scan_prefix(self.kv, keys.repo_partition(repo), keys.BRANCH_PREFIX):
+            yield Branch.decode(raw)
+
+    # -- tags -----------------------------------------------------------------------------
+
+    def get_tag(self, repo: RepositoryId, name: TagId) -> Tag:
+        try:
+            raw = self.kv.get(keys.repo_partition(repo), keys.tag_key(name))
+        except KeyNotFound:
+            raise TagNotFound(f"tag {name!r} not found in repository {repo!r}") from None
+        return Tag(name, CommitId(raw.decode()))
+
+    def create_tag(self, repo: RepositoryId, tag: Tag) -> None:
+        try:
+            self.kv.set_if(
+                keys.repo_partition(repo), keys.tag_key(tag.name), tag.commit_id.encode(), None
+            )
+        except PredicateFailed:
+            raise AlreadyExists(f"tag {tag.name!r} already exists (tags are immutable)") from None
+
+    def delete_tag(self, repo: RepositoryId, name: TagId) -> None:
+        self.get_tag(repo, name)
+        self.kv.delete(keys.repo_partition(repo), keys.tag_key(name))
+
+    def list_tags(self, repo: RepositoryId) -> Iterator[Tag]:
+        for key, raw in scan_prefix(self.kv, keys.repo_partition(repo), keys.TAG_PREFIX):
+            yield Tag(TagId(key[len(keys.TAG_PREFIX) :]), CommitId(raw.decode()))
+
+    # -- commits --------------------------------------------------------------------------
+
+    def get_commit(self, repo: RepositoryId, cid: CommitId) -> Commit:
+        try:
+            return Commit.decode(self.kv.get(keys.repo_partition(repo), keys.commit_key(cid)))
+        except KeyNotFound:
+            raise CommitNotFound(f"commit {cid!r} not found in repository {repo!r}") from None
+
+    def put_commit(self, repo: RepositoryId, commit: Commit) -> None:
+        # Commits are content-addressed: writing the same id twice writes the same bytes.
+        self.kv.set(keys.repo_partition(repo), keys.commit_key(commit.id), commit.encode())
+
+    def find_commit(self, repo: RepositoryId, prefix: str) -> Commit | None:
+        """The commit whose id starts with ``prefix``; None if there is none; InvalidRef if several."""
+        found: list[bytes] = []
+        for _, raw in scan_prefix(
+            self.kv, keys.repo_partition(repo), keys.commit_key(CommitId(prefix))
+        ):
+            found.append(raw)
+            if len(found) > 1:
+                raise InvalidRef(f"ambiguous commit id prefix {prefix!r}")
+        return Commit.decode(found[0]) if found else None
+
+    # -- resolution -----------------------------------------------------------------------
+
+    def resolve(self, repo: RepositoryId, text: str) -> Resolved:
+        """Resolve ``main``, ``main@``, a tag, a (prefix of a) commit id, then ``~N``/``^N``."""
+        expr = parse_ref(text)
+        resolved: Resolved | None = None
+        try:
+            branch = self.get_branch(repo, BranchId(expr.base))
+            commit = self.get_commit(repo, branch.commit_id)
+            resolved = Resolved(commit, None if expr.committed_only else branch)
+        except BranchNotFound:
+            if expr.committed_only:
+                raise InvalidRef(f"{text!r}: '@' applies to branches only") from None
+        if resolved is None:
+            try:
+                tag = self.get_tag(repo, TagId(expr.base))
+                resolved = Resolved(self.get_commit(repo, tag.commit_id))
+            except TagNotFound:
+                pass
+        if resolved is None and COMMIT_PREFIX.match(expr.base):
+            found = self.find_commit(repo, expr.base)
+            if found is not None:
+                resolved = Resolved(found)
+        if resolved is None:
+            self.get_repo(repo)
+            raise RefNotFound(f"ref {expr.base!r} not found in repository {repo!r}")
+        if not expr.steps:
+            return resolved
+        commit = resolved.commit
+        for kind, n in expr.steps:
+            if kind == "~":
+                for _ in range(n):
+                    commit = self._parent(repo, commit, 1, text)
+            else:
+                commit = self._parent(repo, commit, n, text) if n else commit
+        return Resolved(commit)
+
+    def _parent(self, repo: RepositoryId, commit: Commit, n: int, text: str) -> Commit:
+        if n > len(commit.parents):
+            raise RefNotFound(f"{text!r}: commit {commit.id[:12]} has no parent number {n}")
+        return self.get_commit(repo, commit.parents[n - 1])
+
+
+def new_staging_token() -> StagingToken:
+    import uuid
+
+    return StagingToken(uuid.uuid4().hex)

@@ -1,0 +1,138 @@
+"""Staged (uncommitted) changes of branches: writes that never wait, and reads merged over tokens."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+
+from lakectl.core import keys
+from lakectl.core.graph.refs import RefStore
+from lakectl.core.graph.tree import Trees, Update, diff_rows
+from lakectl.core.kv import KVStore
+from lakectl.core.kv.helpers import delete_many, drop_partition, set_many
+from lakectl.core.model import (
+    TOMBSTONE,
+    Branch,
+    BranchId,
+    Change,
+    RepositoryId,
+    Row,
+    StagingToken,
+    decode_row,
+    encode_row,
+)
+from lakectl.errors import KeyNotFound, TooManyRetries
+
+WRITE_ATTEMPTS = 20
+
+
+class Staging:
+    """Stages rows into a branch's current token and reads a branch as tokens over its commit."""
+
+    def __init__(self, kv: KVStore, refs: RefStore, trees: Trees) -> None:
+        self.kv = kv
+        self.refs = refs
+        self.trees = trees
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def write(self, repo: RepositoryId, branch: BranchId, updates: Sequence[Update]) -> None:
+        """Stage rows (None = delete). Acknowledged only once the token they went to is still the
+        branch's current one afterwards; otherwise a commit sealed it meanwhile and may have
+        missed them, so they are written again into the new token (writes are idempotent)."""
+        items = [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
+        for _ in range(WRITE_ATTEMPTS):
+            token = self.refs.get_branch(repo, branch).staging_token
+            set_many(self.kv, keys.staging_partition(repo, token), items)
+            if self.refs.get_branch(repo, branch).staging_token == token:
+                return
+        raise TooManyRetries(f"could not stage on branch {branch!r}: too many concurrent commits")
+
+    def drop_tokens(self, repo: RepositoryId, tokens: Sequence[StagingToken]) -> None:
+        for token in tokens:
+            drop_partition(self.kv, keys.staging_partition(repo, token))
+
+    def unstage(self, repo: RepositoryId, token: StagingToken, paths: list[str]) -> None:
+        delete_many(self.kv, keys.staging_partition(repo, token), paths)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_staged(self, repo: RepositoryId, branch: Branch, path: str) -> bytes | None:
+        """The newest staged value of ``path`` (row bytes or TOMBSTONE), None if not staged."""
+        for token in branch.tokens:
+            try:
+                return self.kv.get(keys.staging_partition(repo, token), path)
+            except KeyNotFound:
+                continue
+        return None
+
+    def lookup(self, repo: RepositoryId, branch: Branch, path: str) -> Row | None:
+        staged = self.get_staged(repo, branch, path)
+        if staged is not None:
+            return decode_row(staged) if staged != TOMBSTONE else None
+        commit = self.refs.get_commit(repo, branch.commit_id)
+        return self.trees.lookup(commit.meta_range_id, path)
+
+    def iter_staged(
+        self, repo: RepositoryId, tokens: Sequence[StagingToken], start: str = "", prefix: str = ""
+    ) -> Iterator[tuple[str, bytes]]:
+        """(path, value) staged in any of ``tokens`` (newest first wins), in path order."""
+        start = max(start, prefix)
+        streams = [
+            ((key, i, value) for key, value in self.kv.scan(keys.staging_partition(repo, t), start))
+            for i, t in enumerate(tokens)
+        ]
+        last = None
+        for key, _, value in heapq.merge(*streams):
+            if prefix and not key.startswith(prefix):
+                return
+            if key != last:
+                last = key
+                yield key, value
+
+    def staged_updates(
+        self, repo: RepositoryId, tokens: Sequence[StagingToken], prefix: str = ""
+    ) -> list[Update]:
+        return [
+            (p, decode_row(v) if v != TOMBSTONE else None)
+            for p, v in self.iter_staged(repo, tokens, prefix=prefix)
+        ]
+
+    def iter_view(
+        self, repo: RepositoryId, branch: Branch, start: str = "", prefix: str = ""
+    ) -> Iterator[tuple[str, Row]]:
+        """The branch as users see it: staged values over the committed tree, in path order."""
+        commit = self.refs.get_commit(repo, branch.commit_id)
+        committed = self.trees.iter(commit.meta_range_id, start, prefix)
+        staged = self.iter_staged(repo, branch.tokens, start, prefix)
+        c = next(committed, None)
+        s = next(staged, None)
+        while c is not None or s is not None:
+            if s is None or (c is not None and c[0] < s[0]):
+                assert c is not None
+                yield c
+                c = next(committed, None)
+                continue
+            if c is not None and c[0] == s[0]:
+                c = next(committed, None)
+            if s[1] != TOMBSTONE:
+                yield s[0], decode_row(s[1])
+            s = next(staged, None)
+
+    def changes(self, repo: RepositoryId, branch: Branch, prefix: str = "") -> Iterator[Change]:
+        """Uncommitted changes of the branch (staged values equal to the committed ones are none)."""
+        commit = self.refs.get_commit(repo, branch.commit_id)
+        mid = commit.meta_range_id
+        staged = self.iter_staged(repo, branch.tokens, prefix=prefix)
+        for path, value in staged:
+            old = self.trees.lookup(mid, path)
+            new = decode_row(value) if value != TOMBSTONE else None
+            left = iter([(path, old)]) if old is not None else iter(())
+            right = iter([(path, new)]) if new is not None else iter(())
+            yield from diff_rows(left, right)
+
+    def is_dirty(self, repo: RepositoryId, branch: Branch) -> bool:
+        return next(self.changes(repo, branch), None) is not None
+
+    def has_staged(self, repo: RepositoryId, branch: Branch) -> bool:
+        return next(self.iter_staged(repo, branch.tokens), None) is not None

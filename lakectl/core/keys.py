@@ -1,0 +1,43 @@
+"""Every KV key layout of the lake, in one place."""
+
+from __future__ import annotations
+
+from lakectl.core.model import BranchId, CommitId, RepositoryId, StagingToken, TagId
+
+REPOSITORIES = "repositories"
+"""Partition of repository records, key = repository name."""
+
+LAKE = "lake"
+"""Partition of lake-wide settings."""
+SIGNING_SECRET = "signing-secret"
+
+
+def repo_partition(repo: RepositoryId) -> str:
+    """Partition of one repository's refs and commits."""
+    return f"repo/{repo}"
+
+
+def branch_key(branch: BranchId) -> str:
+    return f"branch/{branch}"
+
+
+BRANCH_PREFIX = "branch/"
+
+
+def tag_key(tag: TagId) -> str:
+    return f"tag/{tag}"
+
+
+TAG_PREFIX = "tag/"
+
+
+def commit_key(commit: CommitId) -> str:
+    return f"commit/{commit}"
+
+
+COMMIT_PREFIX = "commit/"
+
+
+def staging_partition(repo: RepositoryId, token: StagingToken) -> str:
+    """Partition of one staging token: key = object path, value = row or tombstone."""
+    return f"staging/{repo}/{token}"

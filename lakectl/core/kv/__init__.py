@@ -1,0 +1,62 @@
+"""The KV store protocol: five methods over (partition, key) -> value, ordered by key.
+
+Keys and partitions are ``str`` compared by code point, which is the byte order of their UTF-8
+encoding; values are ``bytes``. Conveniences (prefix scans, batched writes) live in
+:mod:`lakectl.core.kv.helpers`, never in the protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class KVStore(Protocol):
+    def get(self, partition: str, key: str) -> bytes:
+        """Return the value; raise ``KeyNotFound`` when absent."""
+        ...
+
+    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
+        """Yield ``(key, value)`` for keys >= start in key order (a consistent-enough snapshot per page)."""
+        ...
+
+    def set(self, partition: str, key: str, value: bytes) -> None:
+        """Store the value unconditionally."""
+        ...
+
+    def delete(self, partition: str, key: str) -> None:
+        """Remove the key; deleting an absent key is not an error."""
+        ...
+
+    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+        """Store only if the current value equals ``expected`` (None: key must not exist);
+        raise ``PredicateFailed`` otherwise."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class BatchWriter(Protocol):
+    """Optional fast path a driver may offer: many writes in one transaction."""
+
+    def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None: ...
+
+    def delete_many(self, partition: str, keys: list[str]) -> None: ...
+
+
+def open_store(url: str) -> KVStore:
+    """Open a KV store by URL: ``memory://`` or ``sqlite:///path/to/lake.db``."""
+    from lakectl.errors import InvalidArgument
+
+    if url.startswith("memory://"):
+        from lakectl.core.kv.memory import MemoryStore
+
+        return MemoryStore()
+    if url.startswith("sqlite:///"):
+        from lakectl.core.kv.sqlite import SQLiteStore
+
+        return SQLiteStore(url[len("sqlite:///") :])
+    raise InvalidArgument(f"unsupported metadata database URL: {url!r}")

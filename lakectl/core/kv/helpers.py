@@ -1,0 +1,100 @@
+"""Conveniences built on the KV protocol: prefix scans, batches, partition drops, CAS retry loops."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import cast
+
+from lakectl.core.kv import BatchWriter, KVStore
+from lakectl.errors import KeyNotFound, PredicateFailed, TooManyRetries
+
+DROP_CHUNK = 10_000
+"""Keys deleted per batch by :func:`drop_partition`: bounded memory, few transactions."""
+
+
+def scan_prefix(store: KVStore, partition: str, prefix: str) -> Iterator[tuple[str, bytes]]:
+    """Yield ``(key, value)`` for the keys starting with ``prefix``, in key order."""
+    # Keys with a common prefix are contiguous in code-point order and start at the prefix.
+    for key, value in store.scan(partition, prefix):
+        if not key.startswith(prefix):
+            return
+        yield key, value
+
+
+def _batch_writer(store: KVStore) -> BatchWriter | None:
+    # BatchWriter is optional and not runtime-checkable: look for both methods by name.
+    if callable(getattr(store, "set_many", None)) and callable(getattr(store, "delete_many", None)):
+        return cast(BatchWriter, store)
+    return None
+
+
+def set_many(store: KVStore, partition: str, items: Iterable[tuple[str, bytes]]) -> None:
+    """Store every ``(key, value)``: one transaction when the driver offers it, else one by one."""
+    writer = _batch_writer(store)
+    if writer is not None:
+        writer.set_many(partition, list(items))
+        return
+    for key, value in items:
+        store.set(partition, key, value)
+
+
+def delete_many(store: KVStore, partition: str, keys: Iterable[str]) -> None:
+    """Remove every key (absent keys are fine): one transaction when the driver offers it."""
+    writer = _batch_writer(store)
+    if writer is not None:
+        writer.delete_many(partition, list(keys))
+        return
+    for key in keys:
+        store.delete(partition, key)
+
+
+def drop_partition(store: KVStore, partition: str) -> None:
+    """Remove every key of the partition, in batches of :data:`DROP_CHUNK`."""
+    batch: list[str] = []
+    # Deleting behind a scan is safe: scans resume after the last key they yielded.
+    for key, _ in store.scan(partition):
+        batch.append(key)
+        if len(batch) >= DROP_CHUNK:
+            delete_many(store, partition, batch)
+            batch = []
+    if batch:
+        delete_many(store, partition, batch)
+
+
+def update_with_retries(
+    store: KVStore,
+    partition: str,
+    key: str,
+    fn: Callable[[bytes | None], bytes],
+    attempts: int = 10,
+    base_delay: float = 0.002,
+    max_delay: float = 0.2,
+) -> bytes:
+    """Read the value (None when absent), store ``fn(old)`` with ``set_if``, and return it.
+
+    When another writer wins the compare-and-swap, wait a random time of up to ``base_delay``
+    doubled per attempt (capped at ``max_delay``) and start again from the read; ``fn`` may
+    therefore run several times and must not have side effects. Raises ``TooManyRetries``
+    after ``attempts`` lost races.
+    """
+    for attempt in range(attempts):
+        try:
+            old: bytes | None = store.get(partition, key)
+        except KeyNotFound:
+            old = None
+        new = fn(old)
+        try:
+            store.set_if(partition, key, new, old)
+            return new
+        except PredicateFailed:
+            if attempt + 1 < attempts:
+                # Full jitter: contenders spread out instead of colliding again in lockstep.
+                time.sleep(random.uniform(0, min(max_delay, base_delay * 2**attempt)))
+    raise TooManyRetries(
+        f"gave up updating {key!r} in partition {partition!r} after {attempts} attempts",
+        partition=partition,
+        key=key,
+        attempts=attempts,
+    )

@@ -1,0 +1,271 @@
+"""SQLite KV store on the stdlib ``sqlite3`` module; alembic brings the schema to head on open.
+
+Why not SQLAlchemy here: see docs/decisions/0001-sqlite-driver-on-stdlib.md. This is the only
+module that imports ``sqlite3``; its errors leave it as :class:`~lakectl.errors.StorageError`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+from lakectl.errors import KeyNotFound, PredicateFailed, StorageError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+HEAD_REVISION = "0001"
+"""The alembic head this code expects; a test checks it against ``migrations/versions``."""
+
+BUSY_TIMEOUT_S = 30.0
+"""How long a writer waits for another process's write transaction before giving up."""
+
+SCAN_PAGE = 5_000
+"""Rows per scan query: each page is its own short read, so a long scan never pins the WAL."""
+
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+"""Bytes the WAL file is truncated to after a checkpoint."""
+
+_GET = "SELECT value FROM kv WHERE partition = ? AND key = ?"
+_SCAN_FROM = "SELECT key, value FROM kv WHERE partition = ? AND key >= ? ORDER BY key LIMIT ?"
+_SCAN_AFTER = "SELECT key, value FROM kv WHERE partition = ? AND key > ? ORDER BY key LIMIT ?"
+_UPSERT = (
+    "INSERT INTO kv (partition, key, value) VALUES (?, ?, ?)"
+    " ON CONFLICT (partition, key) DO UPDATE SET value = excluded.value"
+)
+_INSERT_NEW = (
+    "INSERT INTO kv (partition, key, value) VALUES (?, ?, ?) ON CONFLICT (partition, key) DO NOTHING"
+)
+_UPDATE_IF = "UPDATE kv SET value = ? WHERE partition = ? AND key = ? AND value = ?"
+_DELETE = "DELETE FROM kv WHERE partition = ? AND key = ?"
+
+
+class SQLiteStore:
+    """A :class:`~lakectl.core.kv.KVStore` (and ``BatchWriter``) in one SQLite file.
+
+    Safe to share between threads (one connection per thread) and between processes (WAL,
+    busy timeout, compare-and-swap done by single conditional statements).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise StorageError(f"cannot create directory {directory!r}: {e}", path=path) from e
+        conn = self._conn()
+        try:
+            # WAL is a property of the file; set it outside any transaction, before migrating.
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            at_head = _schema_version(conn) == HEAD_REVISION
+        except sqlite3.Error as e:
+            self.close()
+            raise _storage_error(e, path) from e
+        if not at_head:
+            try:
+                _upgrade_to_head(os.path.abspath(path))
+            except BaseException:
+                self.close()
+                raise
+
+    def _conn(self) -> sqlite3.Connection:
+        # One connection per thread and per process: sqlite3 connections must not be shared
+        # between threads mid-transaction, nor survive a fork.
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        pid = os.getpid()
+        if conn is not None and local.pid == pid:
+            return conn
+        if self._closed:
+            raise StorageError("the KV store is closed", path=self.path)
+        try:
+            # isolation_level=None: autocommit, so reads never hold a transaction open and
+            # the transactions below are exactly the BEGIN ... COMMIT we write.
+            conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            # NORMAL in WAL mode: a crash may lose the last commits but never corrupts the file;
+            # FULL would cost an fsync per commit (~6x fewer commits per second here).
+            conn.execute("PRAGMA synchronous = NORMAL")
+            # A million-row batch grows the WAL to hundreds of MB; shrink it after checkpoints.
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+        local.conn = conn
+        local.pid = pid
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    def get(self, partition: str, key: str) -> bytes:
+        try:
+            row = self._conn().execute(_GET, (partition, key)).fetchone()
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+        if row is None:
+            raise KeyNotFound(f"no key {key!r} in partition {partition!r}", partition=partition, key=key)
+        value: bytes = row[0]
+        return value
+
+    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
+        query, bound = _SCAN_FROM, start
+        while True:
+            try:
+                rows: list[tuple[str, bytes]] = (
+                    self._conn().execute(query, (partition, bound, SCAN_PAGE)).fetchall()
+                )
+            except sqlite3.Error as e:
+                raise _storage_error(e, self.path) from e
+            yield from rows
+            if len(rows) < SCAN_PAGE:
+                return
+            query, bound = _SCAN_AFTER, rows[-1][0]
+
+    def set(self, partition: str, key: str, value: bytes) -> None:
+        try:
+            self._conn().execute(_UPSERT, (partition, key, value))
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+
+    def delete(self, partition: str, key: str) -> None:
+        try:
+            self._conn().execute(_DELETE, (partition, key))
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+
+    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+        # One statement is one atomic write transaction, so the compare and the swap cannot
+        # be split by another process; rowcount says whether the predicate held.
+        try:
+            if expected is None:
+                cur = self._conn().execute(_INSERT_NEW, (partition, key, value))
+            else:
+                cur = self._conn().execute(_UPDATE_IF, (value, partition, key, expected))
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+        if cur.rowcount != 1:
+            raise PredicateFailed(
+                f"value of {key!r} in partition {partition!r} changed",
+                partition=partition,
+                key=key,
+            )
+
+    def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None:
+        # Key order makes the inserts append to the B-tree (several times faster than random
+        # order); the sort is stable, so the last value of a repeated key still wins.
+        ordered = sorted(items, key=itemgetter(0))
+        self._in_transaction(_UPSERT, ((partition, k, v) for k, v in ordered))
+
+    def delete_many(self, partition: str, keys: list[str]) -> None:
+        self._in_transaction(_DELETE, ((partition, k) for k in sorted(keys)))
+
+    def _in_transaction(self, sql: str, rows: Iterator[tuple[Any, ...]]) -> None:
+        conn = self._conn()
+        try:
+            # IMMEDIATE takes the write lock up front (waiting out other writers), instead of
+            # failing halfway when a deferred transaction tries to upgrade its lock.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(sql, rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # some errors already rolled it back
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            conns, self._all = self._all, []
+        self._local = threading.local()
+        for conn in conns:
+            conn.close()
+
+
+def _storage_error(e: sqlite3.Error, path: str) -> StorageError:
+    return StorageError(f"SQLite error on {path!r}: {e}", path=path)
+
+
+def _schema_version(conn: sqlite3.Connection) -> str | None:
+    """The revision stamped in ``alembic_version``, or None for a database alembic never ran on."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+    ).fetchone()
+    if exists is None:
+        return None
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return None if row is None else str(row[0])
+
+
+def migrations_dir() -> str:
+    """The directory of the ``migrations`` package, installed or in a source checkout."""
+    spec = importlib.util.find_spec("migrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise StorageError("the 'migrations' package is not installed")
+    return str(next(iter(spec.submodule_search_locations)))
+
+
+def alembic_config() -> Config:
+    """An alembic configuration built in code, so no alembic.ini has to be found at run time."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", migrations_dir())
+    cfg.set_main_option("path_separator", "os")
+    return cfg
+
+
+def _upgrade_to_head(path: str) -> None:
+    """Run ``alembic upgrade head`` on the file, serialised across processes.
+
+    Everything happens in one ``BEGIN IMMEDIATE`` transaction (SQLite DDL is transactional):
+    concurrent first opens queue on the write lock, and the ones that come second find the
+    schema at head and do nothing. Imports are local: this is the slow path, taken once.
+    """
+    from alembic import command
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import URL
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(
+        URL.create("sqlite", database=path),
+        poolclass=NullPool,
+        connect_args={"timeout": BUSY_TIMEOUT_S},
+    )
+
+    # SQLAlchemy's documented recipe for real SQLite transactions: stop pysqlite's implicit
+    # BEGIN and emit our own, IMMEDIATE, so the version check and the DDL are one critical
+    # section.
+    @event.listens_for(engine, "connect")
+    def _autocommit(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    cfg = alembic_config()
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    except (SQLAlchemyError, sqlite3.Error) as e:
+        raise StorageError(f"cannot migrate {path!r} to {HEAD_REVISION}: {e}", path=path) from e
+    finally:
+        engine.dispose()

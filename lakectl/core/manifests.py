@@ -1,0 +1,82 @@
+"""Porcelain for Keep manifests: export a tree as a normalized manifest, import one as staged objects."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+from lakectl.core import porcelain
+from lakectl.core.blocks.data import read_object, write_object
+from lakectl.core.blocks.locator import parse_locator
+from lakectl.core.blocks.manifest import Segment, format_manifest, parse_manifest
+from lakectl.core.graph.tree import Update
+from lakectl.core.model import Entry
+from lakectl.core.uri import check_path
+from lakectl.errors import BlockNotFound, InvalidManifest
+
+
+def export_manifest(lake: porcelain.Lake, repo: str, ref: str, prefix: str = "") -> str:
+    """The normalized Keep manifest of the objects under ``prefix`` at ``ref`` (paths relative to it)."""
+    base = _directory(check_path(prefix, allow_empty=True))
+    files: dict[str, list[Segment]] = {}
+    for info in porcelain.list_objects(lake, repo, ref, base):
+        assert info.entry is not None
+        files[info.path[len(base) :]] = [
+            Segment(loc, 0, int(loc.split("+")[1])) for loc in info.entry.locators if not loc.endswith("+0")
+        ]
+    return format_manifest(files)
+
+
+def _etag(locators: list[str]) -> str:
+    md5s = [loc.split("+")[0] for loc in locators]
+    if len(md5s) == 1:
+        return md5s[0]
+    joined = b"".join(bytes.fromhex(m) for m in md5s)
+    return f"{hashlib.md5(joined).hexdigest()}-{len(md5s)}"
+
+
+def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, text: str) -> list[str]:
+    """Stage every file of the manifest under ``prefix``. Every block must already be stored;
+    otherwise BlockNotFound and nothing is staged. Returns the staged paths."""
+    base = _directory(check_path(prefix, allow_empty=True))
+    files = parse_manifest(text).files()
+    bare: dict[str, str] = {}
+    for segments in files.values():
+        for seg in segments:
+            b = parse_locator(seg.locator).bare
+            if b not in bare and not lake.blocks.exists(b):
+                raise BlockNotFound(f"block {b} of the manifest is not stored in this lake; nothing imported")
+            bare[seg.locator] = b
+    mtime = porcelain._now()
+    updates: list[Update] = []
+    for name, segments in sorted(files.items()):
+        path = check_path(base + name)
+        whole = all(seg.offset == 0 and seg.length == _size(bare[seg.locator]) for seg in segments)
+        if whole and segments:
+            locators = [bare[s.locator] for s in segments]
+            size = sum(s.length for s in segments)
+            entry = Entry(size, _etag(locators), tuple(locators), mtime)
+        else:
+            # Partial blocks cannot be referenced by an entry: copy those bytes into new blocks.
+            data = b"".join(
+                chunk
+                for seg in segments
+                for chunk in read_object(lake.blocks, [bare[seg.locator]], seg.offset, seg.length)
+            )
+            written = write_object(lake.blocks, io.BytesIO(data))
+            entry = Entry(written.size, written.checksum, written.locators, mtime)
+        updates.append((path, entry.to_row()))
+    if not updates:
+        raise InvalidManifest("the manifest holds no files")
+    lake.blocks.sync()
+    porcelain.stage_rows(lake, repo, branch, updates)
+    return [p for p, _ in updates]
+
+
+def _directory(prefix: str) -> str:
+    """A prefix names a directory: ``data`` and ``data/`` both mean ``data/``."""
+    return prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+def _size(bare: str) -> int:
+    return int(bare.split("+")[1])

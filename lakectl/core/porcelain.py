@@ -1,0 +1,654 @@
+"""User-level verbs: one function per verb, turning user input (names, refs, paths) into plumbing."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from lakectl.core import keys
+from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks.data import WrittenObject, read_object, write_bytes, write_object
+from lakectl.core.graph.commits import (
+    CommitRequest,
+    Committer,
+    make_commit,
+    merge_base,
+    walk_log,
+)
+from lakectl.core.graph.merge import StrategyRules, plan_merge
+from lakectl.core.graph.ranges import RangeStore
+from lakectl.core.graph.refs import (
+    RefStore,
+    Resolved,
+    check_branch_name,
+    check_repo_name,
+    check_tag_name,
+    new_staging_token,
+)
+from lakectl.core.graph.staging import Staging
+from lakectl.core.graph.tree import Trees, Update, prefix_end
+from lakectl.core.kv import KVStore
+from lakectl.core.kv.helpers import drop_partition
+from lakectl.core.model import (
+    DEFAULT_BRANCH,
+    INITIAL_COMMIT_MESSAGE,
+    Branch,
+    BranchId,
+    Change,
+    Commit,
+    DiffType,
+    Entry,
+    ObjectInfo,
+    PathType,
+    Repository,
+    RepositoryId,
+    ResetKind,
+    Row,
+    Tag,
+)
+from lakectl.core.uri import check_path
+from lakectl.errors import (
+    DirtyBranch,
+    InvalidArgument,
+    MergeConflict,
+    ObjectNotFound,
+    PredicateFailed,
+    ProtectedBranch,
+    TooManyRetries,
+)
+
+Progress = Callable[[int], None]
+"""Called with a number of bytes (or files) just done."""
+
+READ_ATTEMPTS = 20
+
+
+@dataclass
+class Lake:
+    """An opened lake: its KV store and block adapter, and the plumbing built from them."""
+
+    kv: KVStore
+    blocks: BlockAdapter
+    home: str = ""
+
+    def __post_init__(self) -> None:
+        self.ranges = RangeStore(self.blocks)
+        self.trees = Trees(self.ranges)
+        self.refs = RefStore(self.kv)
+        self.staging = Staging(self.kv, self.refs, self.trees)
+        self.committer = Committer(self.refs, self.staging, self.trees, self.blocks)
+
+    def close(self) -> None:
+        self.kv.close()
+
+
+def default_home() -> str:
+    """``LAKECTL_HOME``, else lakectl's directory under the user's data directory."""
+    home = os.environ.get("LAKECTL_HOME")
+    if home:
+        return home
+    from platformdirs import user_data_dir
+
+    return user_data_dir("lakectl", appauthor=False)
+
+
+def open_lake(home: str | None = None) -> Lake:
+    """Open (creating on first use) the embedded lake at ``home``: SQLite metadata + block directory."""
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    home = os.path.abspath(home or default_home())
+    os.makedirs(home, exist_ok=True)
+    kv = SQLiteStore(os.path.join(home, "lake.db"))
+    return Lake(kv=kv, blocks=LocalAdapter(os.path.join(home, "blocks")), home=home)
+
+
+def default_committer() -> str:
+    """``LAKECTL_COMMITTER``, else the login name."""
+    name = os.environ.get("LAKECTL_COMMITTER")
+    if name:
+        return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+# -- repositories ---------------------------------------------------------------------------
+
+
+def create_repo(
+    lake: Lake, name: str, default_branch: str = DEFAULT_BRANCH, storage_namespace: str = ""
+) -> Repository:
+    repo_id = check_repo_name(name)
+    branch_id = check_branch_name(default_branch)
+    repo = Repository(repo_id, branch_id, _now(), storage_namespace or f"local://{name}")
+    req = CommitRequest(INITIAL_COMMIT_MESSAGE, "", {}, repo.creation_date, allow_empty=True)
+    first = make_commit((), [], lake.trees.empty(), req)
+    lake.blocks.sync()
+    lake.refs.put_commit(repo_id, first)
+    lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
+    # The repository record goes last: a repository is visible only once it is whole.
+    lake.refs.create_repo(repo)
+    return repo
+
+
+def get_repo(lake: Lake, name: str) -> Repository:
+    return lake.refs.get_repo(check_repo_name(name))
+
+
+def list_repos(lake: Lake) -> list[Repository]:
+    return list(lake.refs.list_repos())
+
+
+def delete_repo(lake: Lake, name: str) -> None:
+    repo = get_repo(lake, name)
+    lake.refs.delete_repo_record(repo.name)
+    for branch in lake.refs.list_branches(repo.name):
+        lake.staging.drop_tokens(repo.name, branch.tokens)
+    drop_partition(lake.kv, keys.repo_partition(repo.name))
+
+
+# -- branches and tags ----------------------------------------------------------------------
+
+
+def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
+    r = get_repo(lake, repo)
+    bid = check_branch_name(name)
+    commit = lake.refs.resolve(r.name, source).commit
+    branch = Branch(bid, commit.id, new_staging_token())
+    lake.refs.create_branch(r.name, branch)
+    return branch
+
+
+def get_branch(lake: Lake, repo: str, name: str) -> Branch:
+    r = get_repo(lake, repo)
+    return lake.refs.get_branch(r.name, check_branch_name(name))
+
+
+def list_branches(lake: Lake, repo: str) -> list[Branch]:
+    return list(lake.refs.list_branches(get_repo(lake, repo).name))
+
+
+def delete_branch(lake: Lake, repo: str, name: str) -> None:
+    r = get_repo(lake, repo)
+    branch = lake.refs.get_branch(r.name, check_branch_name(name))
+    if branch.name == r.default_branch:
+        raise ProtectedBranch(f"cannot delete the default branch {branch.name!r} of {r.name!r}")
+    lake.refs.delete_branch(r.name, branch.name)
+    lake.staging.drop_tokens(r.name, branch.tokens)
+
+
+def create_tag(lake: Lake, repo: str, name: str, ref: str) -> Tag:
+    r = get_repo(lake, repo)
+    tid = check_tag_name(name)
+    tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
+    lake.refs.create_tag(r.name, tag)
+    return tag
+
+
+def list_tags(lake: Lake, repo: str) -> list[Tag]:
+    return list(lake.refs.list_tags(get_repo(lake, repo).name))
+
+
+def delete_tag(lake: Lake, repo: str, name: str) -> None:
+    lake.refs.delete_tag(get_repo(lake, repo).name, check_tag_name(name))
+
+
+# -- reading objects ------------------------------------------------------------------------
+
+
+def resolve(lake: Lake, repo: str, ref: str) -> Resolved:
+    return lake.refs.resolve(get_repo(lake, repo).name, ref)
+
+
+def _lookup(lake: Lake, repo: str, ref: str, path: str) -> Row | None:
+    """The row of ``path`` at a ref. On a branch, retry until the branch record did not change
+    under the read (a commit may move staged rows into the tree between the two looks)."""
+    rid = get_repo(lake, repo).name
+    for _ in range(READ_ATTEMPTS):
+        res = lake.refs.resolve(rid, ref)
+        if res.branch is None:
+            return lake.trees.lookup(res.commit.meta_range_id, path)
+        row = lake.staging.lookup(rid, res.branch, path)
+        if lake.refs.get_branch(rid, res.branch.name) == res.branch:
+            return row
+    raise TooManyRetries(f"could not read {ref!r}: the branch kept changing")
+
+
+def stat(lake: Lake, repo: str, ref: str, path: str) -> ObjectInfo:
+    path = check_path(path)
+    row = _lookup(lake, repo, ref, path)
+    if row is None:
+        raise ObjectNotFound(f"object {path!r} not found in {repo}/{ref}")
+    return ObjectInfo(path, PathType.OBJECT, Entry.from_row(row))
+
+
+def read(
+    lake: Lake, repo: str, ref: str, path: str, offset: int = 0, length: int | None = None
+) -> Iterator[bytes]:
+    """The object's bytes (or a range of them), block by block, md5-verified."""
+    info = stat(lake, repo, ref, path)
+    assert info.entry is not None
+    return read_object(lake.blocks, info.entry.locators, offset, length)
+
+
+def _iter_view(
+    lake: Lake, res: Resolved, rid: RepositoryId, start: str, prefix: str
+) -> Iterator[tuple[str, Row]]:
+    if res.branch is not None:
+        return lake.staging.iter_view(rid, res.branch, start, prefix)
+    return lake.trees.iter(res.commit.meta_range_id, start, prefix)
+
+
+def list_objects(
+    lake: Lake,
+    repo: str,
+    ref: str,
+    prefix: str = "",
+    delimiter: str = "",
+    after: str = "",
+    amount: int | None = None,
+) -> Iterator[ObjectInfo]:
+    """Objects (and, with a delimiter, common prefixes) under ``prefix`` in path order."""
+    check_path(prefix, allow_empty=True)
+    r = get_repo(lake, repo)
+    res = resolve(lake, repo, ref)
+    count = 0
+    start = after + "\x00" if after else ""
+    while amount is None or count < amount:
+        found = False
+        for path, row in _iter_view(lake, res, r.name, start, prefix):
+            if delimiter:
+                cut = path.find(delimiter, len(prefix))
+                if cut >= 0:
+                    common = path[: cut + len(delimiter)]
+                    if common <= after:
+                        start = prefix_end(common)
+                        found = True
+                        break
+                    yield ObjectInfo(common, PathType.COMMON_PREFIX)
+                    count += 1
+                    # Skip everything under the common prefix by seeking past it.
+                    start = prefix_end(common)
+                    found = True
+                    break
+            yield ObjectInfo(path, PathType.OBJECT, Entry.from_row(row))
+            count += 1
+            if amount is not None and count >= amount:
+                return
+        if not found:
+            return
+
+
+# -- writing objects ------------------------------------------------------------------------
+
+
+def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
+    r = get_repo(lake, repo)
+    bid = check_branch_name(branch)
+    lake.refs.get_branch(r.name, bid)
+    return r.name, bid
+
+
+def _entry(
+    written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None
+) -> Entry:
+    return Entry(
+        size=written.size,
+        checksum=written.checksum,
+        locators=written.locators,
+        mtime=_now(),
+        content_type=content_type or "application/octet-stream",
+        metadata=dict(metadata or {}),
+    )
+
+
+def upload(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    path: str,
+    source: BinaryIO | bytes,
+    content_type: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> ObjectInfo:
+    """Store the bytes as blocks (deduplicated), make them durable, then stage the object."""
+    path = check_path(path)
+    rid, bid = _branch_target(lake, repo, branch)
+    if isinstance(source, bytes):
+        written = write_bytes(lake.blocks, source)
+    else:
+        written = write_object(lake.blocks, source)
+    entry = _entry(written, content_type, metadata)
+    lake.blocks.sync()
+    lake.staging.write(rid, bid, [(path, entry.to_row())])
+    return ObjectInfo(path, PathType.OBJECT, entry)
+
+
+def upload_files(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    files: Sequence[tuple[str, str]],
+    content_type: str | None = None,
+    progress: Progress | None = None,
+) -> list[ObjectInfo]:
+    """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
+    barrier, then one staging batch, so a crash never leaves staged objects without data."""
+    rid, bid = _branch_target(lake, repo, branch)
+    for path, _ in files:
+        check_path(path)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(item: tuple[str, str]) -> ObjectInfo:
+        path, local = item
+        with open(local, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size <= 8 * 1024 * 1024:
+                written = write_bytes(lake.blocks, f.read())
+            else:
+                written = write_object(lake.blocks, f)
+        if progress is not None:
+            progress(1)
+        return ObjectInfo(path, PathType.OBJECT, _entry(written, content_type, None))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        infos = list(pool.map(one, files))
+    lake.blocks.sync()
+    updates: list[Update] = []
+    for info in infos:
+        assert info.entry is not None
+        updates.append((info.path, info.entry.to_row()))
+    updates.sort()
+    lake.staging.write(rid, bid, updates)
+    return infos
+
+
+def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
+    """Stage prepared rows (library fast path for bulk staging: no data is written)."""
+    rid, bid = _branch_target(lake, repo, branch)
+    lake.staging.write(rid, bid, updates)
+
+
+def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:
+    rid, bid = _branch_target(lake, repo, branch)
+    missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
+    if missing:
+        raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
+    lake.staging.write(rid, bid, [(p, None) for p in sorted(paths)])
+
+
+def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
+    """Delete every object under ``prefix`` on the branch; returns the deleted paths."""
+    check_path(prefix, allow_empty=True)
+    paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
+    if paths:
+        rid, bid = _branch_target(lake, repo, branch)
+        lake.staging.write(rid, bid, [(p, None) for p in paths])
+    return paths
+
+
+# -- commits and history --------------------------------------------------------------------
+
+
+def commit(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    message: str,
+    metadata: Mapping[str, str] | None = None,
+    committer: str | None = None,
+    allow_empty: bool = False,
+) -> Commit:
+    if not message:
+        raise InvalidArgument("a commit message is required")
+    rid, bid = _branch_target(lake, repo, branch)
+    req = CommitRequest(
+        message=message,
+        committer=committer or default_committer(),
+        metadata=dict(metadata or {}),
+        creation_date=_now(),
+        allow_empty=allow_empty,
+    )
+    return lake.committer.commit(rid, bid, req)
+
+
+def get_commit(lake: Lake, repo: str, ref: str) -> Commit:
+    return resolve(lake, repo, ref).commit
+
+
+def log(
+    lake: Lake,
+    repo: str,
+    ref: str,
+    amount: int | None = None,
+    first_parent: bool = False,
+    no_merges: bool = False,
+    objects: Sequence[str] = (),
+    prefixes: Sequence[str] = (),
+) -> Iterator[Commit]:
+    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would."""
+    rid = get_repo(lake, repo).name
+    start = resolve(lake, repo, ref).commit
+    count = 0
+    for c in walk_log(lake.refs, rid, start, first_parent):
+        if amount is not None and count >= amount:
+            return
+        if no_merges and len(c.parents) > 1:
+            continue
+        if (objects or prefixes) and not _touches(lake, rid, c, objects, prefixes):
+            continue
+        count += 1
+        yield c
+
+
+def _touches(
+    lake: Lake, rid: RepositoryId, c: Commit, objects: Sequence[str], prefixes: Sequence[str]
+) -> bool:
+    parent_mid = (
+        lake.refs.get_commit(rid, c.parents[0]).meta_range_id if c.parents else lake.trees.empty()
+    )
+    for path in objects:
+        before = lake.trees.lookup(parent_mid, path)
+        after = lake.trees.lookup(c.meta_range_id, path)
+        if (before is None) != (after is None) or (
+            before is not None and after is not None and before != after
+        ):
+            return True
+    return any(
+        next(lake.trees.diff(parent_mid, c.meta_range_id, prefix), None) is not None
+        for prefix in prefixes
+    )
+
+
+# -- diff -----------------------------------------------------------------------------------
+
+
+def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[Change]:
+    rid, bid = _branch_target(lake, repo, branch)
+    check_path(prefix, allow_empty=True)
+    for _ in range(READ_ATTEMPTS):
+        before = lake.refs.get_branch(rid, bid)
+        changes = list(lake.staging.changes(rid, before, prefix))
+        if lake.refs.get_branch(rid, bid) == before:
+            return changes
+    raise TooManyRetries(f"could not diff branch {branch!r}: it kept changing")
+
+
+def diff_refs(
+    lake: Lake, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
+) -> Iterator[Change]:
+    """Committed changes from ``left`` to ``right``: three-dot (since their merge base) by
+    default, or two-dot with ``two_way``."""
+    check_path(prefix, allow_empty=True)
+    rid = get_repo(lake, repo).name
+    lc = resolve(lake, repo, left).commit
+    rc = resolve(lake, repo, right).commit
+    base = lc
+    if not two_way:
+        found = merge_base(lake.refs, rid, lc, rc)
+        base = found if found is not None else lc
+    return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
+
+
+# -- merge, revert, cherry-pick, reset ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    commit: Commit
+    changed: bool
+    """False when there was nothing to merge (the destination already had the source)."""
+
+
+def merge(
+    lake: Lake,
+    repo: str,
+    source: str,
+    dest: str,
+    strategies: Sequence[str] = (),
+    message: str | None = None,
+    committer: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> MergeResult:
+    """Three-way merge of ``source`` into the destination branch, as a merge commit."""
+    rid, bid = _branch_target(lake, repo, dest)
+    rules = StrategyRules.parse(strategies)
+    src = resolve(lake, repo, source).commit
+    branch = lake.refs.get_branch(rid, bid)
+    if lake.staging.is_dirty(rid, branch):
+        raise DirtyBranch(f"branch {dest!r} has uncommitted changes; commit or reset them first")
+    dst = lake.refs.get_commit(rid, branch.commit_id)
+    base = merge_base(lake.refs, rid, src, dst)
+    if base is not None and base.id == src.id:
+        return MergeResult(dst, changed=False)
+    base_mid = base.meta_range_id if base is not None else lake.trees.empty()
+    plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
+    if plan.conflicts:
+        raise MergeConflict(
+            f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
+            paths=plan.conflicts,
+        )
+    req = CommitRequest(
+        message=message or f"Merge '{source}' into '{dest}'",
+        committer=committer or default_committer(),
+        metadata=dict(metadata or {}),
+        creation_date=_now(),
+    )
+    new = lake.committer.commit_tree(rid, bid, [dst, src], plan.updates, req, dst.id)
+    return MergeResult(new, changed=True)
+
+
+def _apply_commit_change(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    ref: str,
+    parent_number: int,
+    revert: bool,
+    committer: str | None,
+) -> Commit:
+    rid, bid = _branch_target(lake, repo, branch)
+    target = resolve(lake, repo, ref).commit
+    if len(target.parents) > 1 and parent_number < 1:
+        raise InvalidArgument(
+            f"commit {target.id[:12]} is a merge commit: give --parent-number (1..{len(target.parents)})"
+        )
+    number = parent_number or 1
+    if target.parents and not 1 <= number <= len(target.parents):
+        raise InvalidArgument(f"commit {target.id[:12]} has no parent number {number}")
+    parent_mid = (
+        lake.refs.get_commit(rid, target.parents[number - 1]).meta_range_id
+        if target.parents
+        else lake.trees.empty()
+    )
+    head_branch = lake.refs.get_branch(rid, bid)
+    if lake.staging.is_dirty(rid, head_branch):
+        raise DirtyBranch(f"branch {branch!r} has uncommitted changes; commit or reset them first")
+    head = lake.refs.get_commit(rid, head_branch.commit_id)
+    # Revert = merge the parent's tree with the commit as base; cherry-pick the reverse.
+    base, source = (
+        (target.meta_range_id, parent_mid) if revert else (parent_mid, target.meta_range_id)
+    )
+    plan = plan_merge(lake.trees, base, source, head.meta_range_id, StrategyRules())
+    verb = "revert" if revert else "cherry-pick"
+    if plan.conflicts:
+        raise MergeConflict(
+            f"{verb} of {target.id[:12]} conflicts on {len(plan.conflicts)} path(s)",
+            paths=plan.conflicts,
+        )
+    message = f'Revert "{target.message}"' if revert else target.message
+    req = CommitRequest(
+        message=message,
+        committer=committer or default_committer(),
+        metadata={} if revert else dict(target.metadata),
+        creation_date=_now(),
+    )
+    return lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
+
+
+def revert(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    ref: str,
+    parent_number: int = 0,
+    committer: str | None = None,
+) -> Commit:
+    return _apply_commit_change(lake, repo, branch, ref, parent_number, True, committer)
+
+
+def cherry_pick(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    ref: str,
+    parent_number: int = 0,
+    committer: str | None = None,
+) -> Commit:
+    return _apply_commit_change(lake, repo, branch, ref, parent_number, False, committer)
+
+
+def reset(
+    lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = ""
+) -> int:
+    """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
+    rid, bid = _branch_target(lake, repo, branch)
+    if kind is ResetKind.ALL:
+        for _ in range(READ_ATTEMPTS):
+            b, raw = lake.refs.get_branch_raw(rid, bid)
+            n = sum(1 for _ in lake.staging.changes(rid, b))
+            try:
+                lake.refs.swap_branch(rid, raw, Branch(b.name, b.commit_id, new_staging_token()))
+            except PredicateFailed:
+                continue
+            lake.staging.drop_tokens(rid, b.tokens)
+            return n
+        raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")
+    check_path(path, allow_empty=kind is ResetKind.PREFIX)
+    b = lake.refs.get_branch(rid, bid)
+    if kind is ResetKind.OBJECT:
+        changed = [c for c in lake.staging.changes(rid, b, path) if c.path == path]
+    else:
+        changed = list(lake.staging.changes(rid, b, path))
+    # Sealed tokens are immutable (a commit may be reading them): restage committed values.
+    updates: list[Update] = [(c.path, c.old) for c in changed]
+    if updates:
+        lake.staging.write(rid, bid, updates)
+    return len(updates)
+
+
+def summarize(changes: Sequence[Change]) -> dict[str, int]:
+    out = {t.value: 0 for t in (DiffType.ADDED, DiffType.REMOVED, DiffType.CHANGED)}
+    for c in changes:
+        out[c.type.value] += 1
+    return out

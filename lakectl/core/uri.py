@@ -1,0 +1,60 @@
+"""lakeFS URIs (``lakefs://repo/ref/path``) and object path rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lakectl.errors import InvalidPath, InvalidURI
+
+SCHEME = "lakefs://"
+
+
+@dataclass(frozen=True, slots=True)
+class URI:
+    repo: str
+    ref: str | None = None
+    path: str = ""
+
+    def __str__(self) -> str:
+        out = SCHEME + self.repo
+        if self.ref is not None:
+            out += "/" + self.ref
+            if self.path:
+                out += "/" + self.path
+        return out
+
+
+def parse_uri(text: str) -> URI:
+    """Split ``lakefs://repo[/ref[/path]]``; names are validated where they are used."""
+    if not text.startswith(SCHEME):
+        raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>/<ref>/<path>")
+    rest = text[len(SCHEME) :]
+    repo, sep, rest = rest.partition("/")
+    if not repo:
+        raise InvalidURI(f"invalid URI {text!r}: missing repository")
+    if not sep:
+        return URI(repo)
+    ref, _, path = rest.partition("/")
+    if not ref:
+        raise InvalidURI(f"invalid URI {text!r}: missing ref after the repository")
+    if "\x00" in text:
+        raise InvalidURI(f"invalid URI {text!r}: contains a NUL character")
+    return URI(repo, ref, path)
+
+
+def check_path(path: str, *, allow_empty: bool = False) -> str:
+    """An object path or prefix: no NUL, no ``.``/``..`` segments, no leading ``/``."""
+    if not path:
+        if allow_empty:
+            return path
+        raise InvalidPath("an object path is required")
+    if "\x00" in path:
+        raise InvalidPath(f"invalid path {path!r}: contains a NUL character")
+    if path.startswith("/"):
+        raise InvalidPath(f"invalid path {path!r}: must not start with '/'")
+    segments = path.split("/")
+    if any(s in (".", "..") for s in segments):
+        raise InvalidPath(f"invalid path {path!r}: '.' and '..' segments are not allowed")
+    if len(path.encode()) > 1024:
+        raise InvalidPath(f"invalid path {path[:40]!r}...: longer than 1024 bytes")
+    return path

@@ -1,0 +1,1 @@
+"""Contract tests: one suite per protocol, run against every implementation."""

@@ -1,0 +1,324 @@
+"""LocalAdapter: atomic puts, dedup, verified reads, strict locators, listing, durability."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import lakectl.core.blocks.local as local_module
+from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks.local import LocalAdapter
+from lakectl.errors import (
+    BlockNotFound,
+    CorruptBlock,
+    InvalidArgument,
+    InvalidLocator,
+    StorageError,
+)
+
+
+def loc(data: bytes) -> str:
+    return f"{hashlib.md5(data).hexdigest()}+{len(data)}"
+
+
+def block_path(root: Path, locator: str) -> Path:
+    md5 = locator.split("+")[0]
+    return root / md5[:3] / md5
+
+
+def all_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def rewrite(path: Path, data: bytes) -> None:
+    path.chmod(0o644)  # blocks are stored read-only
+    path.write_bytes(data)
+
+
+@pytest.fixture
+def adapter(tmp_path: Path) -> LocalAdapter:
+    return LocalAdapter(tmp_path / "blocks")
+
+
+def test_satisfies_the_protocol(adapter: LocalAdapter) -> None:
+    assert isinstance(adapter, BlockAdapter)
+
+
+def test_put_get_round_trip_and_layout(adapter: LocalAdapter, tmp_path: Path) -> None:
+    data = b"hello, blocks"
+    locator = loc(data)
+    adapter.put(locator, data)
+    assert block_path(tmp_path / "blocks", locator).read_bytes() == data
+    assert adapter.exists(locator)
+    assert adapter.get(locator) == data
+    assert adapter.get(locator, 7) == b"blocks"
+    assert adapter.get(locator, 0, 5) == b"hello"
+    assert adapter.get(locator, 7, 100) == b"blocks"
+    assert adapter.get(locator, 100) == b""
+    assert adapter.get(locator, 3, 0) == b""
+
+
+def test_empty_block(adapter: LocalAdapter) -> None:
+    locator = "d41d8cd98f00b204e9800998ecf8427e+0"
+    adapter.put(locator, b"")
+    assert adapter.exists(locator)
+    assert adapter.get(locator) == b""
+    assert list(adapter.list()) == [locator]
+
+
+def test_put_leaves_no_temporary_files(adapter: LocalAdapter, tmp_path: Path) -> None:
+    blobs = [os.urandom(n) for n in (0, 1, 4096, 2 << 20)]
+    for data in blobs:
+        adapter.put(loc(data), data)
+    files = all_files(tmp_path / "blocks")
+    assert sorted(p.name for p in files) == sorted(hashlib.md5(d).hexdigest() for d in blobs)
+
+
+def test_failed_put_leaves_neither_block_nor_temporary_file(
+    adapter: LocalAdapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(local_module.os, "write", disk_full)
+    data = b"x" * 1000
+    with pytest.raises(StorageError) as info:
+        adapter.put(loc(data), data)
+    assert isinstance(info.value.__cause__, OSError)
+    monkeypatch.undo()
+    assert not adapter.exists(loc(data))
+    assert all_files(tmp_path / "blocks") == []
+
+
+def test_put_is_idempotent_and_a_no_op_for_a_complete_block(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    data = os.urandom(10_000)
+    locator = loc(data)
+    adapter.put(locator, data)
+    before = os.stat(block_path(tmp_path / "blocks", locator))
+    adapter.put(locator, data)
+    after = os.stat(block_path(tmp_path / "blocks", locator))
+    assert before.st_ino == after.st_ino  # not rewritten
+    assert list(adapter.list()) == [locator]
+
+
+def test_put_rejects_data_of_another_size(adapter: LocalAdapter) -> None:
+    with pytest.raises(InvalidLocator):
+        adapter.put(loc(b"abc"), b"abcd")
+
+
+def test_truncated_block_does_not_exist_reads_corrupt_and_put_repairs(
+    adapter: LocalAdapter, tmp_path: Path
+) -> None:
+    data = os.urandom(5000)
+    locator = loc(data)
+    adapter.put(locator, data)
+    rewrite(block_path(tmp_path / "blocks", locator), data[:1234])
+    assert not adapter.exists(locator)
+    with pytest.raises(CorruptBlock):
+        adapter.get(locator)
+    with pytest.raises(CorruptBlock):
+        adapter.get(locator, 0, 10)
+    adapter.put(locator, data)
+    assert adapter.exists(locator)
+    assert adapter.get(locator) == data
+
+
+@pytest.mark.parametrize("position", [0, 2500, 4999])
+def test_corrupted_byte_raises_corrupt_block_on_every_read(
+    adapter: LocalAdapter, tmp_path: Path, position: int
+) -> None:
+    data = os.urandom(5000)
+    locator = loc(data)
+    adapter.put(locator, data)
+    path = block_path(tmp_path / "blocks", locator)
+    damaged = bytearray(data)
+    damaged[position] ^= 0x01
+    rewrite(path, bytes(damaged))
+    assert adapter.exists(locator)  # same size: only reading can tell
+    with pytest.raises(CorruptBlock):
+        adapter.get(locator)
+    with pytest.raises(CorruptBlock):  # even a range far from the damaged byte
+        adapter.get(locator, 0 if position > 100 else 4000, 10)
+
+
+def test_missing_block(adapter: LocalAdapter) -> None:
+    locator = loc(b"never stored")
+    assert not adapter.exists(locator)
+    with pytest.raises(BlockNotFound) as info:
+        adapter.get(locator)
+    assert isinstance(info.value.__cause__, FileNotFoundError)
+    adapter.delete(locator)  # absent is not an error
+
+
+def test_negative_range_is_invalid(adapter: LocalAdapter) -> None:
+    adapter.put(loc(b"abc"), b"abc")
+    with pytest.raises(InvalidArgument):
+        adapter.get(loc(b"abc"), -1)
+    with pytest.raises(InvalidArgument):
+        adapter.get(loc(b"abc"), 0, -1)
+
+
+BAD_LOCATORS = [
+    "../../etc",
+    "../../etc/passwd+1",
+    "/etc/passwd",
+    "",
+    "d41d8cd98f00b204e9800998ecf8427e",
+    "d41d8cd98f00b204e9800998ecf8427e+",
+    "D41D8CD98F00B204E9800998ECF8427E+0",
+    "d41d8cd98f00b204e9800998ecf8427+0",
+    "d41d8cd98f00b204e9800998ecf8427e+0\n",
+    "d41d8cd98f00b204e9800998ecf8427e+-1",
+    "d41d8cd98f00b204e9800998ecf8427e+0+Afff@1234",
+    "d41d8cd98f00b204e9800998ecf8427e+٣",  # a non-ASCII digit
+    "d41d8cd98f00b204e9800998ecf8427e+" + "9" * 5000,
+    "../d41d8cd98f00b204e9800998ecf8427e+0",
+]
+
+
+@pytest.mark.parametrize("bad", BAD_LOCATORS)
+def test_invalid_locator_text_is_rejected_before_any_path_is_built(
+    adapter: LocalAdapter, tmp_path: Path, bad: str
+) -> None:
+    with pytest.raises(InvalidLocator):
+        adapter.put(bad, b"")
+    with pytest.raises(InvalidLocator):
+        adapter.get(bad)
+    with pytest.raises(InvalidLocator):
+        adapter.exists(bad)
+    with pytest.raises(InvalidLocator):
+        adapter.delete(bad)
+    assert all_files(tmp_path) == []
+
+
+def test_non_string_locator_is_invalid(adapter: LocalAdapter) -> None:
+    with pytest.raises(InvalidLocator):
+        adapter.exists(None)  # type: ignore[arg-type]
+
+
+def test_list_and_delete(adapter: LocalAdapter, tmp_path: Path) -> None:
+    blobs = [os.urandom(n) for n in (1, 100, 10_000)]
+    for data in blobs:
+        adapter.put(loc(data), data)
+    # Leftovers of a crashed writer and foreign files are not blocks.
+    some_dir = block_path(tmp_path / "blocks", loc(blobs[0])).parent
+    (some_dir / f".{loc(blobs[0]).split('+')[0]}.deadbeef.tmp").write_bytes(b"partial")
+    (tmp_path / "blocks" / "README").write_text("not a block")
+    assert sorted(adapter.list()) == sorted(loc(d) for d in blobs)
+    adapter.delete(loc(blobs[1]))
+    assert not adapter.exists(loc(blobs[1]))
+    assert sorted(adapter.list()) == sorted(loc(d) for d in (blobs[0], blobs[2]))
+    adapter.delete(loc(blobs[1]))
+
+
+def test_list_of_an_empty_store(adapter: LocalAdapter) -> None:
+    assert list(adapter.list()) == []
+
+
+def test_sync_makes_puts_durable(adapter: LocalAdapter) -> None:
+    for i in range(3):
+        data = f"block {i}".encode()
+        adapter.put(loc(data), data)
+    adapter.sync()  # one syncfs; must not raise
+    assert len(list(adapter.list())) == 3
+
+
+def test_sync_falls_back_to_os_sync_without_syncfs(
+    adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(local_module, "_libc_call", lambda name: None)
+    monkeypatch.setattr(local_module.os, "sync", lambda: calls.append("sync"))
+    adapter.sync()
+    assert calls == ["sync"]
+
+
+def test_sync_failure_is_a_storage_error(
+    adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_syncfs(fd: int) -> int:
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    monkeypatch.setattr(local_module, "_libc_call", lambda name: failing_syncfs)
+    with pytest.raises(StorageError):
+        adapter.sync()
+
+
+def test_fsync_each_fsyncs_file_and_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks", fsync_each=True)
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(local_module.os, "fsync", counting_fsync)
+    adapter.put(loc(b"durable"), b"durable")
+    assert len(synced) >= 2  # the file, then the directory holding its new name
+    assert adapter.get(loc(b"durable")) == b"durable"
+
+
+def test_unreadable_store_is_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StorageError):
+        LocalAdapter(tmp_path / "file" / "blocks")
+
+
+WRITER = textwrap.dedent(
+    """
+    import hashlib, sys
+    from lakectl.core.blocks.local import LocalAdapter
+
+    adapter = LocalAdapter(sys.argv[1])
+    print("ready", flush=True)
+    sys.stdin.read()  # all start writing at once, when the parent closes stdin
+    for i in range(int(sys.argv[2])):
+        data = hashlib.sha256(str(i).encode()).digest() * (2048 + i)
+        adapter.put(f"{hashlib.md5(data).hexdigest()}+{len(data)}", data)
+    """
+)
+
+
+def test_processes_putting_the_same_blocks_concurrently(tmp_path: Path) -> None:
+    root = tmp_path / "blocks"
+    count = 60
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(root), str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    for proc in procs:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"ready\n"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+    adapter = LocalAdapter(root)
+    expected = set()
+    for i in range(count):
+        data = hashlib.sha256(str(i).encode()).digest() * (2048 + i)
+        expected.add(loc(data))
+        assert adapter.get(loc(data)) == data
+    assert set(adapter.list()) == expected
+    assert not [p for p in all_files(root) if p.name.startswith(".")]
