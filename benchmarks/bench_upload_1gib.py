@@ -10,6 +10,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lakectl.core.blocks.data import write_object
 from lakectl.core.blocks.local import LocalAdapter
@@ -66,6 +67,31 @@ def copy_file(src: str, dst: str) -> None:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class Timing:
+    write: float
+    sync: float
+    cpu: float
+
+    @property
+    def total(self) -> float:
+        return self.write + self.sync
+
+    def __str__(self) -> str:
+        return f"write_object {self.write:.2f} s + sync {self.sync:.2f} s, CPU {self.cpu:.2f} s"
+
+
+def upload(adapter: LocalAdapter, src: str, block_size: int) -> Timing:
+    cpu = time.process_time()
+    start = time.perf_counter()
+    with open(src, "rb") as f:
+        write_object(adapter, f, block_size=block_size)
+    written = time.perf_counter()
+    adapter.sync()
+    synced = time.perf_counter()
+    return Timing(written - start, synced - written, time.process_time() - cpu)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size-mib", type=int, default=1024, help="file size (default 1 GiB)")
@@ -105,24 +131,19 @@ def main() -> None:
         for run in range(args.runs):
             store = os.path.join(work, f"store-{run}")
             adapter = LocalAdapter(store)
-
-            def upload(adapter: LocalAdapter = adapter) -> None:
-                with open(src, "rb") as f:
-                    write_object(adapter, f, block_size=args.block_size)
-                adapter.sync()
-
             prepare()
-            t_first = timed(upload)
+            first = upload(adapter, src, args.block_size)
             before = sum(1 for _ in adapter.list())
             prepare()
-            t_second = timed(upload)
+            second = upload(adapter, src, args.block_size)
             new_blocks = sum(1 for _ in adapter.list()) - before
-            firsts.append(mb / t_first)
-            seconds.append(mb / t_second)
+            firsts.append(mb / first.total)
+            seconds.append(mb / second.total)
             print(
-                f"run {run + 1}: upload + sync {mb / t_first:6.0f} MB/s ({t_first:.2f} s, "
-                f"{before} blocks); again (dedup) {mb / t_second:6.0f} MB/s, "
-                f"{new_blocks} new blocks written"
+                f"run {run + 1}: upload + sync {mb / first.total:5.0f} MB/s ({first}, "
+                f"{before} blocks)\n"
+                f"       again (dedup) {mb / second.total:5.0f} MB/s ({second}, "
+                f"{new_blocks} new blocks written)"
             )
             shutil.rmtree(store)
         print(f"median upload + sync:             {statistics.median(firsts):8.0f} MB/s")

@@ -1,0 +1,1 @@
+"""The lakectl command line: typer sub-apps per noun, one function per verb, over a Backend."""

@@ -1,0 +1,183 @@
+"""The Backend protocol: every operation the CLI performs, whatever runs the lake.
+
+The CLI talks only to a :class:`Backend` and never knows which one it holds: a
+``LocalBackend`` (the embedded lake, in this process) or, later, a ``RemoteBackend`` (HTTP
+to ``lakectl server run``). Arguments are plain values — repository names, ref strings
+(``main``, ``v1``, ``main~2``), object paths, file objects — and results are the records of
+:mod:`lakectl.core.model`. Every method raises only :class:`~lakectl.errors.LakectlError`
+subclasses.
+
+This module is imported by the CLI at start-up, so it imports nothing heavy: the records
+are named for type checkers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+if TYPE_CHECKING:
+    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+    from lakectl.core.porcelain import MergeResult
+
+__all__ = ["Backend", "Progress", "get_backend"]
+
+Progress = Callable[[int], None]
+"""Called with a number of files just done."""
+
+
+class Backend(Protocol):
+    """What the CLI needs from a lake, one method per verb (mirrors ``lakectl.core.porcelain``)."""
+
+    def init(self) -> str:
+        """Make sure the lake exists; return where it is (a directory or a server URL)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds (database connections, HTTP sessions)."""
+        ...
+
+    # -- repositories ----------------------------------------------------------------------
+
+    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
+        """Create a repository with one branch holding its initial commit."""
+        ...
+
+    def get_repo(self, name: str) -> Repository: ...
+
+    def list_repos(self) -> list[Repository]: ...
+
+    def delete_repo(self, name: str) -> None: ...
+
+    # -- branches and tags -----------------------------------------------------------------
+
+    def create_branch(self, repo: str, name: str, source: str) -> Branch:
+        """A new branch at the commit ``source`` (any ref) resolves to."""
+        ...
+
+    def get_branch(self, repo: str, name: str) -> Branch: ...
+
+    def list_branches(self, repo: str) -> list[Branch]: ...
+
+    def delete_branch(self, repo: str, name: str) -> None:
+        """Delete a branch; the default branch is protected."""
+        ...
+
+    def create_tag(self, repo: str, name: str, ref: str) -> Tag: ...
+
+    def get_tag(self, repo: str, name: str) -> Tag: ...
+
+    def list_tags(self, repo: str) -> list[Tag]: ...
+
+    def delete_tag(self, repo: str, name: str) -> None: ...
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def stat(self, repo: str, ref: str, path: str) -> ObjectInfo: ...
+
+    def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
+        """The object's bytes, chunk by chunk (verified against their locators)."""
+        ...
+
+    def list_objects(
+        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
+    ) -> Iterator[ObjectInfo]:
+        """Objects (and with a delimiter, common prefixes) under ``prefix``, in path order."""
+        ...
+
+    def upload(
+        self,
+        repo: str,
+        branch: str,
+        path: str,
+        source: BinaryIO | bytes,
+        content_type: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> ObjectInfo:
+        """Store the bytes read from ``source`` and stage them at ``path`` on the branch."""
+        ...
+
+    def upload_files(
+        self,
+        repo: str,
+        branch: str,
+        files: Sequence[tuple[str, str]],
+        content_type: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[ObjectInfo]:
+        """Upload local files ``(path in the lake, local path)`` as one staged batch."""
+        ...
+
+    def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None: ...
+
+    def delete_prefix(self, repo: str, branch: str, prefix: str) -> list[str]:
+        """Delete every object under ``prefix``; return the deleted paths."""
+        ...
+
+    # -- commits and history ---------------------------------------------------------------
+
+    def commit(
+        self,
+        repo: str,
+        branch: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        allow_empty: bool = False,
+    ) -> Commit: ...
+
+    def get_commit(self, repo: str, ref: str) -> Commit: ...
+
+    def log(
+        self,
+        repo: str,
+        ref: str,
+        amount: int | None = None,
+        first_parent: bool = False,
+        no_merges: bool = False,
+        objects: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+    ) -> Iterator[Commit]: ...
+
+    def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]: ...
+
+    def diff_refs(
+        self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
+    ) -> Iterator[Change]: ...
+
+    # -- merge, revert, cherry-pick, reset -------------------------------------------------
+
+    def merge(
+        self,
+        repo: str,
+        source: str,
+        dest: str,
+        strategies: Sequence[str] = (),
+        message: str | None = None,
+    ) -> MergeResult:
+        """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree."""
+        ...
+
+    def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit: ...
+
+    def revert(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit: ...
+
+    def reset(self, repo: str, branch: str, kind: ResetKind, path: str = "") -> int:
+        """Discard uncommitted changes; return how many paths were reset."""
+        ...
+
+    # -- manifests -------------------------------------------------------------------------
+
+    def export_manifest(self, repo: str, ref: str, prefix: str = "") -> str:
+        """The normalized Keep manifest of the objects under ``prefix`` (paths relative to it)."""
+        ...
+
+    def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
+        """Stage the files a manifest describes under ``prefix``, all or nothing; return their paths."""
+        ...
+
+
+def get_backend() -> Backend:
+    """The backend this process should use: the embedded lake at ``$LAKECTL_HOME``."""
+    from lakectl.client.local import LocalBackend
+
+    return LocalBackend(None)

@@ -113,13 +113,18 @@ spaces, mtime, content_type, metadata as sorted JSON or ""). The hot paths (comm
 merge) move rows and build :class:`Entry` objects only for output."""
 
 
+_SEP = "\x00"
+
+
 def encode_row(row: Row) -> bytes:
-    return json.dumps(row, separators=(",", ":")).encode()
+    """NUL-separated fields: no field can hold a NUL (metadata is JSON, which escapes it; the
+    other fields are validated), and splitting is several times faster than JSON on 1M rows."""
+    return _SEP.join(map(str, row)).encode()
 
 
 def decode_row(raw: bytes) -> Row:
-    size, checksum, locs, mtime, content_type, meta = json.loads(raw)
-    return (size, checksum, locs, mtime, content_type, meta)
+    size, checksum, locs, mtime, content_type, meta = raw.decode().split(_SEP)
+    return (int(size), checksum, locs, int(mtime), content_type, meta)
 
 
 def same_row(a: Row | None, b: Row | None) -> bool:

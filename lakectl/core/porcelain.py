@@ -299,6 +299,14 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
     return r.name, bid
 
 
+def _check_content_type(content_type: str | None) -> str:
+    if content_type is None:
+        return "application/octet-stream"
+    if not content_type.isprintable() or len(content_type) > 255:
+        raise InvalidArgument(f"invalid content type {content_type!r}")
+    return content_type
+
+
 def _entry(
     written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None
 ) -> Entry:
@@ -307,7 +315,7 @@ def _entry(
         checksum=written.checksum,
         locators=written.locators,
         mtime=_now(),
-        content_type=content_type or "application/octet-stream",
+        content_type=_check_content_type(content_type),
         metadata=dict(metadata or {}),
     )
 

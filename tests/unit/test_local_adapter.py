@@ -88,7 +88,7 @@ def test_failed_put_leaves_neither_block_nor_temporary_file(
     def disk_full(fd: int, data: object) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(local_module.os, "write", disk_full)
+    monkeypatch.setattr("lakectl.core.blocks.local.os.write", disk_full)
     data = b"x" * 1000
     with pytest.raises(StorageError) as info:
         adapter.put(loc(data), data)
@@ -98,9 +98,7 @@ def test_failed_put_leaves_neither_block_nor_temporary_file(
     assert all_files(tmp_path / "blocks") == []
 
 
-def test_put_is_idempotent_and_a_no_op_for_a_complete_block(
-    adapter: LocalAdapter, tmp_path: Path
-) -> None:
+def test_put_is_idempotent_and_a_no_op_for_a_complete_block(adapter: LocalAdapter, tmp_path: Path) -> None:
     data = os.urandom(10_000)
     locator = loc(data)
     adapter.put(locator, data)
@@ -238,14 +236,12 @@ def test_sync_falls_back_to_os_sync_without_syncfs(
 ) -> None:
     calls: list[str] = []
     monkeypatch.setattr(local_module, "_libc_call", lambda name: None)
-    monkeypatch.setattr(local_module.os, "sync", lambda: calls.append("sync"))
+    monkeypatch.setattr("lakectl.core.blocks.local.os.sync", lambda: calls.append("sync"))
     adapter.sync()
     assert calls == ["sync"]
 
 
-def test_sync_failure_is_a_storage_error(
-    adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_sync_failure_is_a_storage_error(adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch) -> None:
     def failing_syncfs(fd: int) -> int:
         ctypes.set_errno(errno.EIO)
         return -1
@@ -255,9 +251,7 @@ def test_sync_failure_is_a_storage_error(
         adapter.sync()
 
 
-def test_fsync_each_fsyncs_file_and_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fsync_each_fsyncs_file_and_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     adapter = LocalAdapter(tmp_path / "blocks", fsync_each=True)
     synced: list[int] = []
     real_fsync = os.fsync
@@ -266,7 +260,7 @@ def test_fsync_each_fsyncs_file_and_directory(
         synced.append(fd)
         real_fsync(fd)
 
-    monkeypatch.setattr(local_module.os, "fsync", counting_fsync)
+    monkeypatch.setattr("lakectl.core.blocks.local.os.fsync", counting_fsync)
     adapter.put(loc(b"durable"), b"durable")
     assert len(synced) >= 2  # the file, then the directory holding its new name
     assert adapter.get(loc(b"durable")) == b"durable"

@@ -49,9 +49,7 @@ def write_bytes(adapter: BlockAdapter, data: bytes, block_size: int = BLOCK_SIZE
     _check_block_size(block_size)
     if len(data) <= block_size:
         return _written([_store(adapter, data)])
-    return _written(
-        [_store(adapter, data[i : i + block_size]) for i in range(0, len(data), block_size)]
-    )
+    return _written([_store(adapter, data[i : i + block_size]) for i in range(0, len(data), block_size)])
 
 
 def write_object(
@@ -63,17 +61,23 @@ def write_object(
     """Store ``source`` (read to its end) as blocks of ``block_size``, skipping existing ones.
 
     Reading, hashing and writing of consecutive blocks overlap on two worker threads, with at
-    most three blocks in memory. Nothing is made durable here: the caller calls
-    ``adapter.sync()`` once per batch, before publishing metadata that names these blocks.
+    most three blocks in memory. ``pool`` (default: two threads of our own) must not be one
+    whose workers themselves wait in ``write_object``, or they may wait for each other forever.
+    Nothing is made durable here: the caller calls ``adapter.sync()`` once per batch, before
+    publishing metadata that names these blocks.
     """
     _check_block_size(block_size)
     first = _read_block(source, block_size)
     if len(first) < block_size:  # the whole object fits in one block: no threads needed
         return _written([_store(adapter, first)])
+    # Handed over in a list that the pipeline empties: a name kept here would hold the first
+    # block in memory until the whole object is written.
+    head = [first]
+    del first
     if pool is not None:
-        return _pipeline(adapter, source, block_size, pool, first)
+        return _pipeline(adapter, source, block_size, pool, head)
     with ThreadPoolExecutor(_IN_FLIGHT, thread_name_prefix="lakectl-blocks") as own:
-        return _pipeline(adapter, source, block_size, own, first)
+        return _pipeline(adapter, source, block_size, own, head)
 
 
 def read_object(
@@ -98,8 +102,8 @@ def _read_range(
     position = 0
     for locator, size in blocks:
         block_start, position = position, position + size
-        if position <= offset:
-            continue
+        if size == 0 or position <= offset:
+            continue  # the empty block needs no read: its content is known
         if block_start >= end:
             return
         start = max(offset - block_start, 0)
@@ -111,11 +115,11 @@ def _read_range(
 
 
 def _pipeline(
-    adapter: BlockAdapter, source: BinaryIO, block_size: int, pool: Executor, first: bytes
+    adapter: BlockAdapter, source: BinaryIO, block_size: int, pool: Executor, head: list[bytes]
 ) -> WrittenObject:
     stored: list[_Stored] = []
     pending: deque[Future[_Stored]] = deque()
-    block = first
+    block = head.pop()
     try:
         while block:
             if len(pending) >= _IN_FLIGHT:

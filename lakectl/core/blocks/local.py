@@ -45,20 +45,14 @@ def _split(locator: str) -> tuple[str, int]:
 def _libc_call(name: str) -> Callable[..., int] | None:
     """A libc function by name, or None where the platform lacks it."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        func: Callable[..., int] = getattr(libc, name)
+        func = ctypes.CDLL(None, use_errno=True)[name]
     except (OSError, AttributeError):
         return None
     if name == "syncfs":
-        func.argtypes = [ctypes.c_int]  # type: ignore[attr-defined]
+        func.argtypes = [ctypes.c_int]
     elif name == "sync_file_range":
-        func.argtypes = [  # type: ignore[attr-defined]
-            ctypes.c_int,
-            ctypes.c_int64,
-            ctypes.c_int64,
-            ctypes.c_uint,
-        ]
-    func.restype = ctypes.c_int  # type: ignore[attr-defined]
+        func.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    func.restype = ctypes.c_int
     return func
 
 
@@ -95,9 +89,7 @@ class LocalAdapter:
         """
         md5, size = _split(locator)
         if len(data) != size:
-            raise InvalidLocator(
-                f"locator {locator} names {size} bytes, got {len(data)}", locator=locator
-            )
+            raise InvalidLocator(f"locator {locator} names {size} bytes, got {len(data)}", locator=locator)
         path = self._path(md5)
         try:
             if os.stat(path).st_size == size:
@@ -150,9 +142,7 @@ class LocalAdapter:
             with open(self._path(md5), "rb", buffering=0) as f:
                 actual = os.fstat(f.fileno()).st_size
                 if actual != size:
-                    raise CorruptBlock(
-                        f"block {locator} has {actual} bytes on disk", locator=locator
-                    )
+                    raise CorruptBlock(f"block {locator} has {actual} bytes on disk", locator=locator)
                 data = f.readall()
         except FileNotFoundError as exc:
             raise BlockNotFound(f"no block {locator}", locator=locator) from exc

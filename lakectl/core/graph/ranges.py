@@ -211,8 +211,17 @@ class RangeWriter:
             self._cut()
 
     def add_all(self, items: Iterable[tuple[str, Row]]) -> None:
+        # The hot loop of a large commit: is_boundary inlined, locals bound once.
+        paths, rows = self._paths, self._rows
+        avg, lo, hi = self.policy.avg, self.policy.min_rows, self.policy.max_rows
+        crc32 = zlib.crc32
         for path, row in items:
-            self.add(path, row)
+            paths.append(path)
+            rows.append(row)
+            n = len(paths)
+            if n >= lo and (n >= hi or crc32(path.encode()) % avg == 0):
+                self._cut()
+                paths, rows = self._paths, self._rows
 
     def reuse(self, info: RangeInfo) -> None:
         """Append an existing range whole; only allowed at a boundary."""

@@ -78,6 +78,12 @@ class Staging:
     ) -> Iterator[tuple[str, bytes]]:
         """(path, value) staged in any of ``tokens`` (newest first wins), in path order."""
         start = max(start, prefix)
+        if len(tokens) == 1:
+            for key, value in self.kv.scan(keys.staging_partition(repo, tokens[0]), start):
+                if prefix and not key.startswith(prefix):
+                    return
+                yield key, value
+            return
         streams = [
             ((key, i, value) for key, value in self.kv.scan(keys.staging_partition(repo, t), start))
             for i, t in enumerate(tokens)
@@ -93,10 +99,8 @@ class Staging:
     def staged_updates(
         self, repo: RepositoryId, tokens: Sequence[StagingToken], prefix: str = ""
     ) -> list[Update]:
-        return [
-            (p, decode_row(v) if v != TOMBSTONE else None)
-            for p, v in self.iter_staged(repo, tokens, prefix=prefix)
-        ]
+        decode = decode_row
+        return [(p, decode(v) if v else None) for p, v in self.iter_staged(repo, tokens, prefix=prefix)]
 
     def iter_view(
         self, repo: RepositoryId, branch: Branch, start: str = "", prefix: str = ""

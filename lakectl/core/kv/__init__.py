@@ -46,6 +46,8 @@ class BatchWriter(Protocol):
 
     def delete_many(self, partition: str, keys: list[str]) -> None: ...
 
+    def drop_partition(self, partition: str) -> None: ...
+
 
 def open_store(url: str) -> KVStore:
     """Open a KV store by URL: ``memory://`` or ``sqlite:///path/to/lake.db``."""

@@ -24,8 +24,8 @@ def scan_prefix(store: KVStore, partition: str, prefix: str) -> Iterator[tuple[s
 
 
 def _batch_writer(store: KVStore) -> BatchWriter | None:
-    # BatchWriter is optional and not runtime-checkable: look for both methods by name.
-    if callable(getattr(store, "set_many", None)) and callable(getattr(store, "delete_many", None)):
+    # BatchWriter is optional and not runtime-checkable: look for its methods by name.
+    if all(callable(getattr(store, m, None)) for m in ("set_many", "delete_many", "drop_partition")):
         return cast(BatchWriter, store)
     return None
 
@@ -52,6 +52,10 @@ def delete_many(store: KVStore, partition: str, keys: Iterable[str]) -> None:
 
 def drop_partition(store: KVStore, partition: str) -> None:
     """Remove every key of the partition, in batches of :data:`DROP_CHUNK`."""
+    writer = _batch_writer(store)
+    if writer is not None:
+        writer.drop_partition(partition)
+        return
     batch: list[str] = []
     # Deleting behind a scan is safe: scans resume after the last key they yielded.
     for key, _ in store.scan(partition):

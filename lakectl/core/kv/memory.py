@@ -137,5 +137,9 @@ class MemoryStore:
                 for key in keys:
                     part.remove(key)
 
+    def drop_partition(self, partition: str) -> None:
+        with self._lock:
+            self._partitions.pop(partition, None)
+
     def close(self) -> None:
         """Nothing to release; the data lives as long as the object."""

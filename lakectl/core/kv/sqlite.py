@@ -172,6 +172,13 @@ class SQLiteStore:
     def delete_many(self, partition: str, keys: list[str]) -> None:
         self._in_transaction(_DELETE, ((partition, k) for k in sorted(keys)))
 
+    def drop_partition(self, partition: str) -> None:
+        try:
+            # One statement in autocommit mode: one transaction, no Python loop over keys.
+            self._conn().execute("DELETE FROM kv WHERE partition = ?", (partition,))
+        except sqlite3.Error as e:
+            raise _storage_error(e, self.path) from e
+
     def _in_transaction(self, sql: str, rows: Iterator[tuple[Any, ...]]) -> None:
         conn = self._conn()
         try:

@@ -1,0 +1,252 @@
+"""``lakectl fs``: objects on a ref — upload, download, cat, stat, ls, rm."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Annotated
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, local_error, noun, path_uri
+from lakectl.errors import InvalidArgument, ObjectNotFound
+
+app = noun("Upload, download, list, inspect and remove objects.")
+
+Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="Every object under the path (a prefix).")]
+
+
+def _as_dir(prefix: str) -> str:
+    """A prefix naming a directory: ``a`` becomes ``a/`` so that ``ab`` is not under it."""
+    return prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+def _local_files(root: str, prefix: str) -> list[tuple[str, str]]:
+    """``(path in the lake, local path)`` for every file under ``root``, in path order."""
+    out: list[tuple[str, str]] = []
+    for directory, dirs, files in os.walk(root, onerror=lambda e: _raise(e, root)):
+        dirs.sort()
+        rel_dir = os.path.relpath(directory, root)
+        for name in sorted(files):
+            local = os.path.join(directory, name)
+            rel = name if rel_dir == "." else os.path.join(rel_dir, name)
+            out.append((prefix + rel.replace(os.sep, "/"), local))
+    out.sort()
+    return out
+
+
+def _raise(exc: OSError, path: str) -> None:
+    raise local_error(exc, exc.filename or path, "read") from exc
+
+
+@app.command("upload")
+def upload(
+    dest: Annotated[
+        str,
+        typer.Argument(help="lakefs://<repository>/<branch>/<path> (a prefix with -r)", show_default=False),
+    ],
+    source: Annotated[
+        str,
+        typer.Option(
+            "--source", "-s", help="Local file, directory (with -r), or - for stdin.", show_default=False
+        ),
+    ],
+    recursive: Recursive = False,
+    content_type: Annotated[
+        str | None,
+        typer.Option("--content-type", help="MIME type to record (default application/octet-stream)."),
+    ] = None,
+    json_: JsonFlag = False,
+) -> None:
+    """Upload a local file, a directory (-r) or stdin (--source -) to a branch, staged.
+
+    A destination ending in / gets the file's name appended. With -r, every file under the
+    directory is uploaded under the destination prefix, as one staged batch.
+    """
+    uri = path_uri(dest, required=not recursive)
+    assert uri.ref is not None
+    b = backend()
+    if source == "-":
+        if not uri.path or uri.path.endswith("/"):
+            raise InvalidArgument("uploading stdin needs a full object path, not a prefix")
+        info = b.upload(uri.repo, uri.ref, uri.path, typer.get_binary_stream("stdin"), content_type)
+        render.emit(info.to_dict(), json_, render.stat)
+        return
+    if os.path.isdir(source):
+        if not recursive:
+            raise InvalidArgument(f"{source!r} is a directory: use --recursive to upload what is in it")
+        files = _local_files(source, _as_dir(uri.path))
+        with render.progress(len(files), "uploading", not json_) as advance:
+            try:
+                infos = b.upload_files(uri.repo, uri.ref, files, content_type, advance)
+            except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
+                raise local_error(exc, exc.filename or source, "read") from exc
+        render.emit([i.to_dict() for i in infos], json_, _uploaded)
+        return
+    path = uri.path + os.path.basename(source) if not uri.path or uri.path.endswith("/") else uri.path
+    try:
+        f = open(source, "rb")  # noqa: SIM115 - closed below, after the upload
+    except OSError as exc:
+        raise local_error(exc, source, "read") from exc
+    with f:
+        try:
+            info = b.upload(uri.repo, uri.ref, path, f, content_type)
+        except OSError as exc:
+            raise local_error(exc, source, "read") from exc
+    render.emit(info.to_dict(), json_, render.stat)
+
+
+def _uploaded(data: list[dict[str, object]]) -> None:
+    for o in data:
+        render.line(f"uploaded {o['path']} ({render.size(int(str(o['size_bytes'])))})")
+    total = sum(int(str(o["size_bytes"])) for o in data)
+    render.note(f"{len(data)} object(s), {render.size(total)} staged")
+
+
+def _write_file(chunks: Iterable[bytes], target: str) -> None:
+    """Write atomically: a temporary file next to ``target``, renamed over it when complete."""
+    directory = os.path.dirname(target) or "."
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.lakectl-{os.getpid()}")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(tmp, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise local_error(exc, target, "write") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@app.command("download")
+def download(
+    src: Annotated[
+        str,
+        typer.Argument(help="lakefs://<repository>/<ref>/<path> (a prefix with -r)", show_default=False),
+    ],
+    dest: Annotated[
+        str | None,
+        typer.Argument(
+            help="Local file or directory; - for stdout. Default: the object's name (with -r: .)",
+            show_default=False,
+        ),
+    ] = None,
+    recursive: Recursive = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Download an object, or (-r) every object under a prefix into a local directory."""
+    uri = path_uri(src, required=not recursive)
+    assert uri.ref is not None
+    b = backend()
+    if not recursive:
+        if dest == "-":
+            _to_stdout(b.read(uri.repo, uri.ref, uri.path))
+            return
+        name = uri.path.rsplit("/", 1)[-1]
+        target = dest or name
+        if os.path.isdir(target):
+            target = os.path.join(target, name)
+        info = b.stat(uri.repo, uri.ref, uri.path)
+        _write_file(b.read(uri.repo, uri.ref, uri.path), target)
+        done = [{"path": info.path, "local_path": target, "size_bytes": info.entry.size if info.entry else 0}]
+        render.emit(done, json_, _downloaded)
+        return
+    if dest == "-":
+        raise InvalidArgument("--recursive downloads into a directory, not to stdout")
+    prefix = _as_dir(uri.path)
+    root = dest or "."
+    objects = [o for o in b.list_objects(uri.repo, uri.ref, prefix) if not o.path.endswith("/")]
+    out: list[dict[str, object]] = []
+    with render.progress(len(objects), "downloading", not json_) as advance:
+        for o in objects:
+            target = os.path.join(root, *o.path[len(prefix) :].split("/"))
+            _write_file(b.read(uri.repo, uri.ref, o.path), target)
+            out.append({"path": o.path, "local_path": target, "size_bytes": o.entry.size if o.entry else 0})
+            advance(1)
+    render.emit(out, json_, _downloaded)
+
+
+def _downloaded(data: list[dict[str, object]]) -> None:
+    for o in data:
+        render.line(f"downloaded {o['path']} -> {o['local_path']}")
+    if len(data) != 1:
+        render.note(f"{len(data)} object(s) downloaded")
+
+
+def _to_stdout(chunks: Iterable[bytes]) -> None:
+    out = typer.get_binary_stream("stdout")
+    for chunk in chunks:
+        out.write(chunk)
+    out.flush()
+
+
+@app.command("cat")
+def cat(
+    src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/<path>", show_default=False)],
+    json_: JsonFlag = False,
+) -> None:
+    """Write an object's bytes to stdout (with --json only errors change: they are JSON)."""
+    uri = path_uri(src)
+    assert uri.ref is not None
+    _to_stdout(backend().read(uri.repo, uri.ref, uri.path))
+
+
+@app.command("stat")
+def stat(
+    src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/<path>", show_default=False)],
+    json_: JsonFlag = False,
+) -> None:
+    """Show an object's size, checksum, content type, modification time and metadata."""
+    uri = path_uri(src)
+    assert uri.ref is not None
+    render.emit(backend().stat(uri.repo, uri.ref, uri.path).to_dict(), json_, render.stat)
+
+
+@app.command("ls")
+def ls(
+    src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/[<prefix>]", show_default=False)],
+    recursive: Annotated[
+        bool, typer.Option("--recursive", "-r", help="List every object under the prefix, not one level.")
+    ] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """List the objects and common prefixes ("directories") under a prefix.
+
+    The prefix names a directory: lakefs://repo/main/a lists what is under a/.
+    """
+    uri = path_uri(src, required=False)
+    assert uri.ref is not None
+    found = backend().list_objects(uri.repo, uri.ref, _as_dir(uri.path), "" if recursive else "/")
+    render.emit([o.to_dict() for o in found], json_, render.objects)
+
+
+@app.command("rm")
+def rm(
+    target: Annotated[
+        str,
+        typer.Argument(help="lakefs://<repository>/<branch>/<path> (a prefix with -r)", show_default=False),
+    ],
+    recursive: Recursive = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Delete an object, or (-r) every object under a prefix, from a branch (staged)."""
+    uri = path_uri(target, required=not recursive)
+    assert uri.ref is not None
+    b = backend()
+    if recursive:
+        prefix = _as_dir(uri.path)
+        deleted = b.delete_prefix(uri.repo, uri.ref, prefix)
+        if not deleted:
+            raise ObjectNotFound(f"no objects under {prefix!r} on branch {uri.ref!r}")
+    else:
+        b.delete_objects(uri.repo, uri.ref, [uri.path])
+        deleted = [uri.path]
+    render.emit(deleted, json_, _deleted)
+
+
+def _deleted(paths: list[str]) -> None:
+    for path in paths:
+        render.line(f"deleted {path}")

@@ -1,0 +1,71 @@
+"""``lakectl manifest``: export a tree as a Keep manifest, import one onto a branch."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, local_error, noun, path_uri
+from lakectl.errors import InvalidManifest
+
+app = noun(
+    "Export and import Keep manifests.\n\n"
+    "A Keep manifest v1 is a text list of the blocks and files of a tree."
+)
+
+
+@app.command("export")
+def export(
+    src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>[/<prefix>]", show_default=False)],
+    json_: JsonFlag = False,
+) -> None:
+    """Print the normalized Keep manifest v1 of the objects under a ref or prefix.
+
+    Paths in the manifest are relative to the prefix; each object is listed as its blocks.
+    With --json: {"ref", "prefix", "manifest"}.
+    """
+    uri = path_uri(src, required=False)
+    assert uri.ref is not None
+    text = backend().export_manifest(uri.repo, uri.ref, uri.path)
+    if json_:
+        render.print_json({"ref": uri.ref, "prefix": uri.path, "manifest": text})
+    else:
+        typer.echo(text, nl=False)
+
+
+@app.command("import")
+def import_(
+    dest: Annotated[str, typer.Argument(help="lakefs://<repository>/<branch>/<prefix>", show_default=False)],
+    manifest_file: Annotated[
+        str, typer.Argument(metavar="FILE", help="Manifest file, or - for stdin.", show_default=False)
+    ],
+    json_: JsonFlag = False,
+) -> None:
+    """Stage the files a Keep manifest describes under a prefix of a branch, all or nothing.
+
+    Every block the manifest names must already be in the lake (else exit 3, nothing staged).
+    """
+    uri = path_uri(dest, required=False)
+    assert uri.ref is not None
+    try:
+        if manifest_file == "-":
+            raw = typer.get_binary_stream("stdin").read()
+        else:
+            with open(manifest_file, "rb") as f:
+                raw = f.read()
+    except OSError as exc:
+        raise local_error(exc, manifest_file, "read") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidManifest(f"{manifest_file!r} is not UTF-8 text: {exc}") from exc
+    paths = backend().import_manifest(uri.repo, uri.ref, uri.path, text)
+    render.emit(paths, json_, _imported)
+
+
+def _imported(paths: list[str]) -> None:
+    for path in paths:
+        render.line(f"staged {path}")
+    render.note(f"{len(paths)} object(s) staged")

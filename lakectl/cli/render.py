@@ -1,0 +1,231 @@
+"""Output of the CLI: records as lakeFS-shaped JSON, and human renderings of that same JSON.
+
+The only module of lakectl that imports rich, and only inside the functions that draw a table
+or a progress bar: plain-text output (log, diff, messages) and JSON never load it, so the
+common commands start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lakectl.core.model import Branch, Repository, Tag
+    from lakectl.errors import LakectlError
+
+Data = dict[str, Any]
+
+# -- records -> JSON (the lakeFS API's field names) -----------------------------------------
+
+
+def repo_dict(r: Repository) -> Data:
+    return {
+        "id": r.name,
+        "creation_date": r.creation_date,
+        "default_branch": r.default_branch,
+        "storage_namespace": r.storage_namespace,
+    }
+
+
+def ref_dict(ref: Branch | Tag) -> Data:
+    """A branch or a tag as a lakeFS ``Ref``."""
+    return {"id": ref.name, "commit_id": ref.commit_id}
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
+    """Print ``data`` as JSON, or hand it to its human renderer."""
+    if as_json:
+        print_json(data)
+    else:
+        human(data)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def line(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def note(text: str) -> None:
+    """A remark for the person at the terminal, on stderr so that stdout stays data."""
+    sys.stderr.write(text + "\n")
+
+
+def error(exc: LakectlError, as_json: bool) -> None:
+    """Report an error: one line ``error: ...`` on stderr, or its JSON on stdout."""
+    if as_json:
+        print_json(exc.to_dict())
+        return
+    message = exc.message
+    conflicts = exc.details.get("conflicts")
+    if conflicts:
+        shown = ", ".join(conflicts[:10])
+        more = f" (and {len(conflicts) - 10} more)" if len(conflicts) > 10 else ""
+        message = f"{message}: {shown}{more}"
+    sys.stderr.write(f"error: {' '.join(message.splitlines())}\n")
+
+
+# -- human renderings -----------------------------------------------------------------------
+
+
+def when(ts: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(ts))
+
+
+def size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def fields(pairs: Iterable[tuple[str, Any]]) -> None:
+    """Aligned ``Name: value`` lines."""
+    items = list(pairs)
+    width = max((len(k) for k, _ in items), default=0) + 1
+    for key, value in items:
+        line(f"{key + ':':<{width}} {value}")
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A borderless table; on a pipe it is as wide as its content, never folded."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(*columns, box=None, pad_edge=False, header_style="bold")
+    for row in rows:
+        t.add_row(*(str(v) for v in row))
+    console = Console(width=None if sys.stdout.isatty() else 1 << 16, highlight=False)
+    with console.capture() as captured:
+        console.print(t, soft_wrap=False)
+    for text in captured.get().splitlines():
+        line(text.rstrip())
+
+
+def repos(data: list[Data]) -> None:
+    table(
+        ("REPOSITORY", "CREATION DATE", "DEFAULT BRANCH", "STORAGE NAMESPACE"),
+        ((r["id"], when(r["creation_date"]), r["default_branch"], r["storage_namespace"]) for r in data),
+    )
+
+
+def repo(data: Data) -> None:
+    fields(
+        [
+            ("Repository", data["id"]),
+            ("Default branch", data["default_branch"]),
+            ("Storage namespace", data["storage_namespace"]),
+            ("Created", when(data["creation_date"])),
+        ]
+    )
+
+
+def refs(data: list[Data]) -> None:
+    table(("NAME", "COMMIT ID"), ((r["id"], r["commit_id"]) for r in data))
+
+
+def ref(data: Data) -> None:
+    fields([("Name", data["id"]), ("Commit ID", data["commit_id"])])
+
+
+def commit(data: Data) -> None:
+    """A commit as ``lakectl log`` shows it."""
+    line(f"ID:            {data['id']}")
+    if data["committer"]:
+        line(f"Author:        {data['committer']}")
+    line(f"Date:          {when(data['creation_date'])}")
+    if len(data["parents"]) > 1:
+        line(f"Merge:         {' '.join(p[:12] for p in data['parents'])}")
+    line("")
+    for text in data["message"].splitlines() or [""]:
+        line(f"    {text}")
+    if data["metadata"]:
+        line("")
+        for key, value in sorted(data["metadata"].items()):
+            line(f"    {key} = {value}")
+
+
+def commit_full(data: Data) -> None:
+    """A commit with everything it records (``show commit``)."""
+    commit(data)
+    line("")
+    fields(
+        [
+            ("Parents", ", ".join(data["parents"]) or "(none)"),
+            ("Meta range ID", data["meta_range_id"]),
+            ("Generation", data["generation"]),
+        ]
+    )
+
+
+def commits(data: list[Data]) -> None:
+    for i, c in enumerate(data):
+        if i:
+            line("")
+        commit(c)
+
+
+def stat(data: Data) -> None:
+    pairs: list[tuple[str, Any]] = [
+        ("Path", data["path"]),
+        ("Modified Time", when(data["mtime"])),
+        ("Size", f"{data['size_bytes']} bytes"),
+        ("Human Size", size(data["size_bytes"])),
+        ("Checksum", data["checksum"]),
+        ("Content-Type", data["content_type"]),
+    ]
+    pairs.extend((f"Metadata {k}", v) for k, v in sorted(data["metadata"].items()))
+    fields(pairs)
+
+
+def objects(data: list[Data]) -> None:
+    """One line per object or common prefix, as ``lakectl fs ls``."""
+    for o in data:
+        if o["path_type"] == "common_prefix":
+            line(f"{'common_prefix':<15}{'':<27}{'':>12}  {o['path']}")
+        else:
+            line(f"{'object':<15}{when(o['mtime']):<27}{size(o['size_bytes']):>12}  {o['path']}")
+
+
+_DIFF_MARK = {"added": "+", "removed": "-", "changed": "~", "conflict": "!"}
+
+
+def changes(data: list[Data]) -> None:
+    if not data:
+        note("no changes")
+    for c in data:
+        line(f"{_DIFF_MARK[c['type']]} {c['path']}")
+
+
+def message(data: Data) -> None:
+    """Commands whose result is a sentence: the ``message`` field of their JSON."""
+    line(data["message"])
+
+
+# -- progress -------------------------------------------------------------------------------
+
+
+@contextmanager
+def progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """A callback advancing a progress bar of ``total`` files; a no-op unless ``enabled`` and
+    stdout is a terminal (pipes and JSON output never see a bar)."""
+    if not enabled or total < 2 or not sys.stdout.isatty():
+        yield lambda n: None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)

@@ -1,0 +1,59 @@
+"""``lakectl repo``: create, list, show and delete repositories."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, noun, repo_uri
+
+app = noun("Create, list, show and delete repositories.")
+
+RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
+
+
+@app.command("create")
+def create(
+    repository: RepoArg,
+    default_branch: Annotated[
+        str, typer.Option("--default-branch", "-d", help="Name of the first branch.")
+    ] = "main",
+    json_: JsonFlag = False,
+) -> None:
+    """Create a repository, with one branch holding an empty initial commit."""
+    repo = backend().create_repo(repo_uri(repository), default_branch)
+    render.emit(
+        render.repo_dict(repo),
+        json_,
+        lambda d: render.line(f"Repository {d['id']!r} created, default branch {d['default_branch']!r}"),
+    )
+
+
+@app.command("list")
+def list_(json_: JsonFlag = False) -> None:
+    """List repositories."""
+    render.emit([render.repo_dict(r) for r in backend().list_repos()], json_, render.repos)
+
+
+@app.command("show")
+def show(repository: RepoArg, json_: JsonFlag = False) -> None:
+    """Show a repository: its default branch, storage namespace and creation date."""
+    render.emit(render.repo_dict(backend().get_repo(repo_uri(repository))), json_, render.repo)
+
+
+@app.command("delete")
+def delete(
+    repository: RepoArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Delete a repository with all its branches, tags, commits and staged changes."""
+    name = repo_uri(repository)
+    b = backend()
+    b.get_repo(name)
+    if not yes:
+        typer.confirm(f"Delete repository {name!r} and all its history?", abort=True, err=True)
+    b.delete_repo(name)
+    render.emit({"id": name, "message": f"Repository {name!r} deleted"}, json_, render.message)

@@ -1,0 +1,195 @@
+"""LocalBackend: the embedded lake, opened lazily in this process, every verb delegated to porcelain.
+
+Only :func:`lakectl.client.get_backend` imports this module, when a command runs: porcelain
+pulls in pyarrow and sqlite, which ``lakectl --help`` must not pay for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, BinaryIO
+
+from lakectl.client import Progress
+from lakectl.core import manifests
+from lakectl.core import porcelain as p
+from lakectl.core.graph.refs import check_tag_name
+from lakectl.core.porcelain import Lake, MergeResult
+from lakectl.errors import AlreadyExists, RepositoryNotFound
+
+if TYPE_CHECKING:
+    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+
+
+class LocalBackend:
+    """A :class:`~lakectl.client.Backend` over the lake at ``home`` (None: ``$LAKECTL_HOME`` or
+    the default directory), opened on the first operation."""
+
+    def __init__(self, home: str | None = None) -> None:
+        self._home = home
+        self._lake: Lake | None = None
+
+    @property
+    def lake(self) -> Lake:
+        if self._lake is None:
+            self._lake = p.open_lake(self._home)
+        return self._lake
+
+    def init(self) -> str:
+        return self.lake.home
+
+    def close(self) -> None:
+        if self._lake is not None:
+            self._lake.close()
+            self._lake = None
+
+    # -- repositories ----------------------------------------------------------------------
+
+    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
+        # porcelain.create_repo writes the branch before the repository record, so on an existing
+        # repository it adds a stray branch and reports "branch already exists": look first.
+        try:
+            p.get_repo(self.lake, name)
+        except RepositoryNotFound:
+            return p.create_repo(self.lake, name, default_branch)
+        raise AlreadyExists(f"repository {name!r} already exists")
+
+    def get_repo(self, name: str) -> Repository:
+        return p.get_repo(self.lake, name)
+
+    def list_repos(self) -> list[Repository]:
+        return p.list_repos(self.lake)
+
+    def delete_repo(self, name: str) -> None:
+        p.delete_repo(self.lake, name)
+
+    # -- branches and tags -----------------------------------------------------------------
+
+    def create_branch(self, repo: str, name: str, source: str) -> Branch:
+        return p.create_branch(self.lake, repo, name, source)
+
+    def get_branch(self, repo: str, name: str) -> Branch:
+        return p.get_branch(self.lake, repo, name)
+
+    def list_branches(self, repo: str) -> list[Branch]:
+        return p.list_branches(self.lake, repo)
+
+    def delete_branch(self, repo: str, name: str) -> None:
+        p.delete_branch(self.lake, repo, name)
+
+    def create_tag(self, repo: str, name: str, ref: str) -> Tag:
+        return p.create_tag(self.lake, repo, name, ref)
+
+    def get_tag(self, repo: str, name: str) -> Tag:
+        # porcelain has no get_tag yet: the same checks it would make, then the ref store.
+        rid = p.get_repo(self.lake, repo).name
+        return self.lake.refs.get_tag(rid, check_tag_name(name))
+
+    def list_tags(self, repo: str) -> list[Tag]:
+        return p.list_tags(self.lake, repo)
+
+    def delete_tag(self, repo: str, name: str) -> None:
+        p.delete_tag(self.lake, repo, name)
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def stat(self, repo: str, ref: str, path: str) -> ObjectInfo:
+        return p.stat(self.lake, repo, ref, path)
+
+    def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
+        return p.read(self.lake, repo, ref, path)
+
+    def list_objects(
+        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
+    ) -> Iterator[ObjectInfo]:
+        return p.list_objects(self.lake, repo, ref, prefix, delimiter, after)
+
+    def upload(
+        self,
+        repo: str,
+        branch: str,
+        path: str,
+        source: BinaryIO | bytes,
+        content_type: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> ObjectInfo:
+        return p.upload(self.lake, repo, branch, path, source, content_type, metadata)
+
+    def upload_files(
+        self,
+        repo: str,
+        branch: str,
+        files: Sequence[tuple[str, str]],
+        content_type: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[ObjectInfo]:
+        return p.upload_files(self.lake, repo, branch, files, content_type, progress)
+
+    def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
+        p.delete_objects(self.lake, repo, branch, paths)
+
+    def delete_prefix(self, repo: str, branch: str, prefix: str) -> list[str]:
+        return p.delete_prefix(self.lake, repo, branch, prefix)
+
+    # -- commits and history ---------------------------------------------------------------
+
+    def commit(
+        self,
+        repo: str,
+        branch: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        allow_empty: bool = False,
+    ) -> Commit:
+        return p.commit(self.lake, repo, branch, message, metadata, allow_empty=allow_empty)
+
+    def get_commit(self, repo: str, ref: str) -> Commit:
+        return p.get_commit(self.lake, repo, ref)
+
+    def log(
+        self,
+        repo: str,
+        ref: str,
+        amount: int | None = None,
+        first_parent: bool = False,
+        no_merges: bool = False,
+        objects: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+    ) -> Iterator[Commit]:
+        return p.log(self.lake, repo, ref, amount, first_parent, no_merges, objects, prefixes)
+
+    def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
+        return p.diff_uncommitted(self.lake, repo, branch, prefix)
+
+    def diff_refs(
+        self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
+    ) -> Iterator[Change]:
+        return p.diff_refs(self.lake, repo, left, right, two_way, prefix)
+
+    # -- merge, revert, cherry-pick, reset -------------------------------------------------
+
+    def merge(
+        self,
+        repo: str,
+        source: str,
+        dest: str,
+        strategies: Sequence[str] = (),
+        message: str | None = None,
+    ) -> MergeResult:
+        return p.merge(self.lake, repo, source, dest, strategies, message)
+
+    def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
+        return p.cherry_pick(self.lake, repo, branch, ref, parent_number)
+
+    def revert(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
+        return p.revert(self.lake, repo, branch, ref, parent_number)
+
+    def reset(self, repo: str, branch: str, kind: ResetKind, path: str = "") -> int:
+        return p.reset(self.lake, repo, branch, kind, path)
+
+    # -- manifests -------------------------------------------------------------------------
+
+    def export_manifest(self, repo: str, ref: str, prefix: str = "") -> str:
+        return manifests.export_manifest(self.lake, repo, ref, prefix)
+
+    def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
+        return manifests.import_manifest(self.lake, repo, branch, prefix, text)
