@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, BinaryIO
 from lakectl.client import Progress
 from lakectl.core import manifests
 from lakectl.core import porcelain as p
-from lakectl.core.graph.refs import check_tag_name
 from lakectl.core.porcelain import Lake, MergeResult
 from lakectl.errors import AlreadyExists, RepositoryNotFound
 
@@ -80,9 +79,7 @@ class LocalBackend:
         return p.create_tag(self.lake, repo, name, ref)
 
     def get_tag(self, repo: str, name: str) -> Tag:
-        # porcelain has no get_tag yet: the same checks it would make, then the ref store.
-        rid = p.get_repo(self.lake, repo).name
-        return self.lake.refs.get_tag(rid, check_tag_name(name))
+        return p.get_tag(self.lake, repo, name)
 
     def list_tags(self, repo: str) -> list[Tag]:
         return p.list_tags(self.lake, repo)

@@ -12,7 +12,7 @@ from lakectl.core.blocks.manifest import Segment, format_manifest, parse_manifes
 from lakectl.core.graph.tree import Update
 from lakectl.core.model import Entry
 from lakectl.core.uri import check_path
-from lakectl.errors import BlockNotFound, InvalidManifest
+from lakectl.errors import BlockNotFound
 
 
 def export_manifest(lake: porcelain.Lake, repo: str, ref: str, prefix: str = "") -> str:
@@ -43,11 +43,13 @@ def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, t
     bare: dict[str, str] = {}
     for segments in files.values():
         for seg in segments:
+            if seg.locator in bare:
+                continue
             b = parse_locator(seg.locator).bare
-            if b not in bare and not lake.blocks.exists(b):
+            if not lake.blocks.exists(b):
                 raise BlockNotFound(f"block {b} of the manifest is not stored in this lake; nothing imported")
             bare[seg.locator] = b
-    mtime = porcelain._now()
+    mtime = porcelain.now()
     updates: list[Update] = []
     for name, segments in sorted(files.items()):
         path = check_path(base + name)
@@ -67,7 +69,7 @@ def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, t
             entry = Entry(written.size, written.checksum, written.locators, mtime)
         updates.append((path, entry.to_row()))
     if not updates:
-        raise InvalidManifest("the manifest holds no files")
+        return []
     lake.blocks.sync()
     porcelain.stage_rows(lake, repo, branch, updates)
     return [p for p, _ in updates]

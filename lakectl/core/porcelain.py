@@ -52,12 +52,14 @@ from lakectl.core.model import (
 )
 from lakectl.core.uri import check_path
 from lakectl.errors import (
+    AlreadyExists,
     DirtyBranch,
     InvalidArgument,
     MergeConflict,
     ObjectNotFound,
     PredicateFailed,
     ProtectedBranch,
+    RepositoryNotFound,
     TooManyRetries,
 )
 
@@ -118,7 +120,7 @@ def default_committer() -> str:
         return "unknown"
 
 
-def _now() -> int:
+def now() -> int:
     return int(time.time())
 
 
@@ -130,12 +132,22 @@ def create_repo(
 ) -> Repository:
     repo_id = check_repo_name(name)
     branch_id = check_branch_name(default_branch)
-    repo = Repository(repo_id, branch_id, _now(), storage_namespace or f"local://{name}")
+    try:
+        lake.refs.get_repo(repo_id)
+    except RepositoryNotFound:
+        pass
+    else:
+        raise AlreadyExists(f"repository {name!r} already exists")
+    repo = Repository(repo_id, branch_id, now(), storage_namespace or f"local://{name}")
     req = CommitRequest(INITIAL_COMMIT_MESSAGE, "", {}, repo.creation_date, allow_empty=True)
     first = make_commit((), [], lake.trees.empty(), req)
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
-    lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
+    try:
+        lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
+    except AlreadyExists:
+        # Another process is creating the same repository right now.
+        raise AlreadyExists(f"repository {name!r} already exists") from None
     # The repository record goes last: a repository is visible only once it is whole.
     lake.refs.create_repo(repo)
     return repo
@@ -193,6 +205,10 @@ def create_tag(lake: Lake, repo: str, name: str, ref: str) -> Tag:
     tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
     lake.refs.create_tag(r.name, tag)
     return tag
+
+
+def get_tag(lake: Lake, repo: str, name: str) -> Tag:
+    return lake.refs.get_tag(get_repo(lake, repo).name, check_tag_name(name))
 
 
 def list_tags(lake: Lake, repo: str) -> list[Tag]:
@@ -307,14 +323,12 @@ def _check_content_type(content_type: str | None) -> str:
     return content_type
 
 
-def _entry(
-    written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None
-) -> Entry:
+def _entry(written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None) -> Entry:
     return Entry(
         size=written.size,
         checksum=written.checksum,
         locators=written.locators,
-        mtime=_now(),
+        mtime=now(),
         content_type=_check_content_type(content_type),
         metadata=dict(metadata or {}),
     )
@@ -424,7 +438,7 @@ def commit(
         message=message,
         committer=committer or default_committer(),
         metadata=dict(metadata or {}),
-        creation_date=_now(),
+        creation_date=now(),
         allow_empty=allow_empty,
     )
     return lake.committer.commit(rid, bid, req)
@@ -462,9 +476,7 @@ def log(
 def _touches(
     lake: Lake, rid: RepositoryId, c: Commit, objects: Sequence[str], prefixes: Sequence[str]
 ) -> bool:
-    parent_mid = (
-        lake.refs.get_commit(rid, c.parents[0]).meta_range_id if c.parents else lake.trees.empty()
-    )
+    parent_mid = lake.refs.get_commit(rid, c.parents[0]).meta_range_id if c.parents else lake.trees.empty()
     for path in objects:
         before = lake.trees.lookup(parent_mid, path)
         after = lake.trees.lookup(c.meta_range_id, path)
@@ -473,8 +485,7 @@ def _touches(
         ):
             return True
     return any(
-        next(lake.trees.diff(parent_mid, c.meta_range_id, prefix), None) is not None
-        for prefix in prefixes
+        next(lake.trees.diff(parent_mid, c.meta_range_id, prefix), None) is not None for prefix in prefixes
     )
 
 
@@ -550,7 +561,7 @@ def merge(
         message=message or f"Merge '{source}' into '{dest}'",
         committer=committer or default_committer(),
         metadata=dict(metadata or {}),
-        creation_date=_now(),
+        creation_date=now(),
     )
     new = lake.committer.commit_tree(rid, bid, [dst, src], plan.updates, req, dst.id)
     return MergeResult(new, changed=True)
@@ -584,9 +595,7 @@ def _apply_commit_change(
         raise DirtyBranch(f"branch {branch!r} has uncommitted changes; commit or reset them first")
     head = lake.refs.get_commit(rid, head_branch.commit_id)
     # Revert = merge the parent's tree with the commit as base; cherry-pick the reverse.
-    base, source = (
-        (target.meta_range_id, parent_mid) if revert else (parent_mid, target.meta_range_id)
-    )
+    base, source = (target.meta_range_id, parent_mid) if revert else (parent_mid, target.meta_range_id)
     plan = plan_merge(lake.trees, base, source, head.meta_range_id, StrategyRules())
     verb = "revert" if revert else "cherry-pick"
     if plan.conflicts:
@@ -599,7 +608,7 @@ def _apply_commit_change(
         message=message,
         committer=committer or default_committer(),
         metadata={} if revert else dict(target.metadata),
-        creation_date=_now(),
+        creation_date=now(),
     )
     return lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
 
@@ -626,9 +635,7 @@ def cherry_pick(
     return _apply_commit_change(lake, repo, branch, ref, parent_number, False, committer)
 
 
-def reset(
-    lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = ""
-) -> int:
+def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = "") -> int:
     """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
     rid, bid = _branch_target(lake, repo, branch)
     if kind is ResetKind.ALL:

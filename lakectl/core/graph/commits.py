@@ -60,9 +60,7 @@ class Committer:
     applied. If (3) loses to a concurrent commit or reset, redo (2) on the branch as it is now.
     """
 
-    def __init__(
-        self, refs: RefStore, staging: Staging, trees: Trees, blocks: BlockAdapter
-    ) -> None:
+    def __init__(self, refs: RefStore, staging: Staging, trees: Trees, blocks: BlockAdapter) -> None:
         self.refs = refs
         self.staging = staging
         self.trees = trees

@@ -121,9 +121,7 @@ def plan_merge(
     return plan
 
 
-def _join(
-    a: Iterator[Change], b: Iterator[Change]
-) -> Iterator[tuple[str, Change | None, Change | None]]:
+def _join(a: Iterator[Change], b: Iterator[Change]) -> Iterator[tuple[str, Change | None, Change | None]]:
     x = next(a, None)
     y = next(b, None)
     while x is not None or y is not None:

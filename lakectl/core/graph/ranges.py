@@ -9,38 +9,48 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.model import MetaRangeId, RangeId, RangeInfo, Row
 from lakectl.errors import CorruptBlock
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow is imported where a range is first read or written, not at import: `lakectl log` and
+# `lakectl --help` never open a range and should not pay for it.
+
 _T = TypeVar("_T")
 
-RANGE_SCHEMA = pa.schema(
-    [
-        ("path", pa.string()),
-        ("size", pa.int64()),
-        ("checksum", pa.string()),
-        ("locators", pa.string()),
-        ("mtime", pa.int64()),
-        ("content_type", pa.string()),
-        ("metadata", pa.string()),
-    ]
-)
 
-METARANGE_SCHEMA = pa.schema(
-    [
-        ("range_id", pa.string()),
-        ("min_key", pa.string()),
-        ("max_key", pa.string()),
-        ("count", pa.int64()),
-        ("size_bytes", pa.int64()),
-    ]
-)
+@cache
+def _schemas() -> tuple[Any, Any]:
+    """The Parquet schemas of range and metarange files."""
+    import pyarrow as pa
+
+    range_schema = pa.schema(
+        [
+            ("path", pa.string()),
+            ("size", pa.int64()),
+            ("checksum", pa.string()),
+            ("locators", pa.string()),
+            ("mtime", pa.int64()),
+            ("content_type", pa.string()),
+            ("metadata", pa.string()),
+        ]
+    )
+    metarange_schema = pa.schema(
+        [
+            ("range_id", pa.string()),
+            ("min_key", pa.string()),
+            ("max_key", pa.string()),
+            ("count", pa.int64()),
+            ("size_bytes", pa.int64()),
+        ]
+    )
+    return range_schema, metarange_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +97,16 @@ class RangeStore:
 
     def write_range(self, paths: list[str], rows: list[Row]) -> RangeInfo:
         """Store one range of sorted, non-empty rows; return its metarange row."""
+        import pyarrow as pa
+
+        range_schema = _schemas()[0]
         cols = list(zip(*rows, strict=True))
         table = pa.Table.from_arrays(
             [
                 pa.array(paths, pa.string()),
-                *(pa.array(c, t.type) for c, t in zip(cols, list(RANGE_SCHEMA)[1:], strict=True)),
+                *(pa.array(c, t.type) for c, t in zip(cols, list(range_schema)[1:], strict=True)),
             ],
-            schema=RANGE_SCHEMA,
+            schema=range_schema,
         )
         data = _to_parquet(table)
         rid = RangeId(_locator(data))
@@ -132,6 +145,8 @@ class RangeStore:
     # -- metaranges -------------------------------------------------------------------------
 
     def write_metarange(self, ranges: list[RangeInfo]) -> MetaRangeId:
+        import pyarrow as pa
+
         table = pa.Table.from_arrays(
             [
                 pa.array([r.id for r in ranges], pa.string()),
@@ -140,7 +155,7 @@ class RangeStore:
                 pa.array([r.count for r in ranges], pa.int64()),
                 pa.array([r.size_bytes for r in ranges], pa.int64()),
             ],
-            schema=METARANGE_SCHEMA,
+            schema=_schemas()[1],
         )
         data = _to_parquet(table)
         mid = MetaRangeId(_locator(data))
@@ -176,6 +191,8 @@ class RangeStore:
 
 
 def _to_parquet(table: pa.Table) -> bytes:
+    import pyarrow.parquet as pq
+
     buf = io.BytesIO()
     # Deterministic bytes for equal rows: same writer options, no timestamps in the footer.
     pq.write_table(table, buf, compression="zstd", write_statistics=False, store_schema=False)
@@ -183,6 +200,9 @@ def _to_parquet(table: pa.Table) -> bytes:
 
 
 def _from_parquet(data: bytes, what: str) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         return pq.read_table(pa.BufferReader(data))
     except (pa.ArrowInvalid, OSError) as e:
@@ -239,9 +259,7 @@ class RangeWriter:
         self._rows = []
 
 
-def iter_rows(
-    store: RangeStore, ranges: Iterable[RangeInfo], start: str = ""
-) -> Iterator[tuple[str, Row]]:
+def iter_rows(store: RangeStore, ranges: Iterable[RangeInfo], start: str = "") -> Iterator[tuple[str, Row]]:
     """Yield (path, row) of the given ranges in order, from the first path >= start."""
     for info in ranges:
         if info.max_key < start:

@@ -175,9 +175,7 @@ class RefStore:
 
     def create_branch(self, repo: RepositoryId, branch: Branch) -> None:
         try:
-            self.kv.set_if(
-                keys.repo_partition(repo), keys.branch_key(branch.name), branch.encode(), None
-            )
+            self.kv.set_if(keys.repo_partition(repo), keys.branch_key(branch.name), branch.encode(), None)
         except PredicateFailed:
             raise AlreadyExists(f"branch {branch.name!r} already exists") from None
 
@@ -203,9 +201,7 @@ class RefStore:
 
     def create_tag(self, repo: RepositoryId, tag: Tag) -> None:
         try:
-            self.kv.set_if(
-                keys.repo_partition(repo), keys.tag_key(tag.name), tag.commit_id.encode(), None
-            )
+            self.kv.set_if(keys.repo_partition(repo), keys.tag_key(tag.name), tag.commit_id.encode(), None)
         except PredicateFailed:
             raise AlreadyExists(f"tag {tag.name!r} already exists (tags are immutable)") from None
 
@@ -232,9 +228,7 @@ class RefStore:
     def find_commit(self, repo: RepositoryId, prefix: str) -> Commit | None:
         """The commit whose id starts with ``prefix``; None if there is none; InvalidRef if several."""
         found: list[bytes] = []
-        for _, raw in scan_prefix(
-            self.kv, keys.repo_partition(repo), keys.commit_key(CommitId(prefix))
-        ):
+        for _, raw in scan_prefix(self.kv, keys.repo_partition(repo), keys.commit_key(CommitId(prefix))):
             found.append(raw)
             if len(found) > 1:
                 raise InvalidRef(f"ambiguous commit id prefix {prefix!r}")

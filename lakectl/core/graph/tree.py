@@ -60,9 +60,7 @@ def iter_tree(
         yield path, row
 
 
-def merge_updates(
-    rows: Iterable[tuple[str, Row]], updates: Sequence[Update]
-) -> Iterator[tuple[str, Row]]:
+def merge_updates(rows: Iterable[tuple[str, Row]], updates: Sequence[Update]) -> Iterator[tuple[str, Row]]:
     """Rows with sorted updates applied (an update of None deletes the path)."""
     ui, n = 0, len(updates)
     for path, row in rows:
@@ -122,9 +120,7 @@ def diff_trees(
     yield from diff_rows(a, b)
 
 
-def diff_rows(
-    left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]]
-) -> Iterator[Change]:
+def diff_rows(left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]]) -> Iterator[Change]:
     """Merge-join two sorted row streams into changes."""
     la = next(left, None)
     rb = next(right, None)
@@ -163,9 +159,7 @@ class Trees:
     def lookup(self, mid: MetaRangeId, path: str) -> Row | None:
         return lookup(self.store, self.ranges(mid), path)
 
-    def iter(
-        self, mid: MetaRangeId, start: str = "", prefix: str = ""
-    ) -> Iterator[tuple[str, Row]]:
+    def iter(self, mid: MetaRangeId, start: str = "", prefix: str = "") -> Iterator[tuple[str, Row]]:
         return iter_tree(self.store, self.ranges(mid), start, prefix)
 
     def diff(self, left: MetaRangeId, right: MetaRangeId, prefix: str = "") -> Iterator[Change]:
