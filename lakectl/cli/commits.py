@@ -25,7 +25,7 @@ def commit(
 ) -> None:
     """Commit the staged changes of a branch, atomically.
 
-    The committer is $LAKECTL_COMMITTER, else the login name.
+    The committer is $LAKECTL_COMMITTER, else `user.name` from ~/.lakectl.yaml, else the login name.
     """
     uri = ref_uri(branch)
     assert uri.ref is not None

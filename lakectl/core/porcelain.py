@@ -110,10 +110,15 @@ def open_lake(home: str | None = None) -> Lake:
 
 
 def default_committer() -> str:
-    """``LAKECTL_COMMITTER``, else the login name."""
+    """``LAKECTL_COMMITTER``, else ``user.name`` of the configuration file, else the login name."""
     name = os.environ.get("LAKECTL_COMMITTER")
     if name:
         return name
+    from lakectl import config
+
+    configured = config.get("user.name")
+    if configured:
+        return str(configured)
     try:
         return getpass.getuser()
     except (KeyError, OSError):
