@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import BinaryIO
 
 from lakectl.core import keys
@@ -49,6 +50,7 @@ from lakectl.core.model import (
     ResetKind,
     Row,
     Tag,
+    same_row,
 )
 from lakectl.core.uri import check_path
 from lakectl.errors import (
@@ -270,6 +272,9 @@ def _iter_view(
     return lake.trees.iter(res.commit.meta_range_id, start, prefix)
 
 
+LIST_PAGE = 1000
+
+
 def list_objects(
     lake: Lake,
     repo: str,
@@ -279,35 +284,50 @@ def list_objects(
     after: str = "",
     amount: int | None = None,
 ) -> Iterator[ObjectInfo]:
-    """Objects (and, with a delimiter, common prefixes) under ``prefix`` in path order."""
+    """Objects (and, with a delimiter, common prefixes) under ``prefix`` in path order, after
+    ``after``. On a branch, each page is read from one state of the branch: a page during which
+    the branch record changed (a commit moved staged rows into the tree) is read again."""
     check_path(prefix, allow_empty=True)
-    r = get_repo(lake, repo)
-    res = resolve(lake, repo, ref)
+    rid = get_repo(lake, repo).name
     count = 0
-    start = after + "\x00" if after else ""
+    cursor = after
     while amount is None or count < amount:
-        found = False
-        for path, row in _iter_view(lake, res, r.name, start, prefix):
+        want = LIST_PAGE if amount is None else min(LIST_PAGE, amount - count)
+        for _ in range(READ_ATTEMPTS):
+            res = lake.refs.resolve(rid, ref)
+            page = list(islice(_list_view(lake, res, rid, prefix, delimiter, cursor), want))
+            if res.branch is None or lake.refs.get_branch(rid, res.branch.name) == res.branch:
+                break
+        else:
+            raise TooManyRetries(f"could not list {ref!r}: the branch kept changing")
+        yield from page
+        count += len(page)
+        if len(page) < want:
+            return
+        cursor = page[-1].path
+
+
+def _list_view(
+    lake: Lake, res: Resolved, rid: RepositoryId, prefix: str, delimiter: str, after: str
+) -> Iterator[ObjectInfo]:
+    """Every listing entry after ``after`` in one state of the ref; a common prefix is listed
+    once and then skipped by seeking past it, so listing a huge directory reads one row."""
+    start = after + "\x00" if after else ""
+    while True:
+        seek = None
+        for path, row in _iter_view(lake, res, rid, start, prefix):
             if delimiter:
                 cut = path.find(delimiter, len(prefix))
                 if cut >= 0:
                     common = path[: cut + len(delimiter)]
-                    if common <= after:
-                        start = prefix_end(common)
-                        found = True
-                        break
-                    yield ObjectInfo(common, PathType.COMMON_PREFIX)
-                    count += 1
-                    # Skip everything under the common prefix by seeking past it.
-                    start = prefix_end(common)
-                    found = True
+                    if common > after:
+                        yield ObjectInfo(common, PathType.COMMON_PREFIX)
+                    seek = prefix_end(common)
                     break
             yield ObjectInfo(path, PathType.OBJECT, Entry.from_row(row))
-            count += 1
-            if amount is not None and count >= amount:
-                return
-        if not found:
+        if seek is None:
             return
+        start = seek
 
 
 # -- writing objects ------------------------------------------------------------------------
@@ -485,9 +505,7 @@ def _touches(
     for path in objects:
         before = lake.trees.lookup(parent_mid, path)
         after = lake.trees.lookup(c.meta_range_id, path)
-        if (before is None) != (after is None) or (
-            before is not None and after is not None and before != after
-        ):
+        if not same_row(before, after):
             return True
     return any(
         next(lake.trees.diff(parent_mid, c.meta_range_id, prefix), None) is not None for prefix in prefixes

@@ -18,7 +18,7 @@ from lakectl.core.model import (
     MetaRangeId,
     RepositoryId,
 )
-from lakectl.errors import NothingToCommit, PredicateFailed, TooManyRetries
+from lakectl.errors import DirtyBranch, NothingToCommit, PredicateFailed, TooManyRetries
 
 CAS_ATTEMPTS = 50
 
@@ -124,18 +124,26 @@ class Committer:
         expected_head: CommitId,
     ) -> Commit:
         """Commit ``updates`` applied on the first parent's tree and move a clean branch to it
-        (merge, revert, cherry-pick). Raises PredicateFailed if the branch moved meanwhile."""
+        (merge, revert, cherry-pick). Staged rows that change nothing are dropped with the move,
+        so they cannot shadow the new commit. Raises PredicateFailed if the branch moved, and
+        DirtyBranch if real changes were staged meanwhile."""
         mid = self.trees.apply(parents[0].meta_range_id, updates)
         commit = make_commit(tuple(p.id for p in parents), parents, mid, req)
         self.blocks.sync()
         self.refs.put_commit(repo, commit)
-        branch, raw = self.refs.get_branch_raw(repo, name)
-        if branch.commit_id != expected_head:
-            raise PredicateFailed(f"branch {name!r} moved during the operation; try again")
-        self.refs.swap_branch(
-            repo, raw, Branch(branch.name, commit.id, branch.staging_token, branch.sealed_tokens)
-        )
-        return commit
+        for _ in range(CAS_ATTEMPTS):
+            branch, raw = self.refs.get_branch_raw(repo, name)
+            if branch.commit_id != expected_head:
+                raise PredicateFailed(f"branch {name!r} moved during the operation; try again")
+            if self.staging.is_dirty(repo, branch):
+                raise DirtyBranch(f"branch {name!r} got uncommitted changes during the operation")
+            try:
+                self.refs.swap_branch(repo, raw, Branch(branch.name, commit.id, new_staging_token()))
+            except PredicateFailed:
+                continue
+            self.staging.drop_tokens(repo, branch.tokens)
+            return commit
+        raise TooManyRetries(f"could not move branch {name!r}: too many concurrent updates")
 
 
 def merge_base(refs: RefStore, repo: RepositoryId, a: Commit, b: Commit) -> Commit | None:

@@ -112,7 +112,12 @@ def parse_ref(text: str) -> RefExpr:
     committed_only = base.endswith("@")
     if committed_only:
         base = base[:-1]
-    if not base or not (BRANCH_NAME.match(base) or TAG_NAME.match(base)):
+    if (
+        not base
+        or not (BRANCH_NAME.match(base) or TAG_NAME.match(base))
+        or ".." in base
+        or base.endswith((".", ".lock"))
+    ):
         raise InvalidRef(f"invalid ref {text!r}")
     steps: list[tuple[str, int]] = []
     pos = 0

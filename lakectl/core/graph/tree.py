@@ -72,7 +72,9 @@ def merge_updates(rows: Iterable[tuple[str, Row]], updates: Sequence[Update]) ->
         if ui < n and updates[ui][0] == path:
             urow = updates[ui][1]
             if urow is not None:
-                yield path, urow
+                # The same object again (only mtime differs) keeps its row, so re-uploading
+                # equal bytes leaves the range, and the tree id, unchanged.
+                yield path, row if same_row(row, urow) else urow
             ui += 1
         else:
             yield path, row
@@ -142,8 +144,9 @@ def diff_rows(left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]])
 class Trees:
     """Metarange-level access: load a tree by id, apply updates and store the result."""
 
-    def __init__(self, store: RangeStore) -> None:
+    def __init__(self, store: RangeStore, policy: ChunkPolicy = DEFAULT_POLICY) -> None:
         self.store = store
+        self.policy = policy
 
     def ranges(self, mid: MetaRangeId) -> list[RangeInfo]:
         return self.store.read_metarange(mid)
@@ -154,7 +157,7 @@ class Trees:
     def apply(self, mid: MetaRangeId, updates: Sequence[Update]) -> MetaRangeId:
         if not updates:
             return mid
-        return self.store.write_metarange(apply_updates(self.store, self.ranges(mid), updates))
+        return self.store.write_metarange(apply_updates(self.store, self.ranges(mid), updates, self.policy))
 
     def lookup(self, mid: MetaRangeId, path: str) -> Row | None:
         return lookup(self.store, self.ranges(mid), path)
