@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import io
 
 from lakectl.core import porcelain
-from lakectl.core.blocks.data import read_object, write_object
+from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.core.blocks.manifest import Segment, format_manifest, parse_manifest
 from lakectl.core.graph.tree import Update
@@ -21,8 +20,9 @@ def export_manifest(lake: porcelain.Lake, repo: str, ref: str, prefix: str = "")
     files: dict[str, list[Segment]] = {}
     for info in porcelain.list_objects(lake, repo, ref, base):
         assert info.entry is not None
+        segments = [parse_segment(token) for token in info.entry.locators]
         files[info.path[len(base) :]] = [
-            Segment(loc, 0, int(loc.split("+")[1])) for loc in info.entry.locators if not loc.endswith("+0")
+            Segment(loc, offset, length) for loc, _, offset, length in segments if length
         ]
     return format_manifest(files)
 
@@ -53,20 +53,17 @@ def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, t
     updates: list[Update] = []
     for name, segments in sorted(files.items()):
         path = check_path(base + name)
-        whole = all(seg.offset == 0 and seg.length == _size(bare[seg.locator]) for seg in segments)
-        if whole and segments:
-            locators = [bare[s.locator] for s in segments]
-            size = sum(s.length for s in segments)
-            entry = Entry(size, _etag(locators), tuple(locators), mtime)
+        # Segments are referenced where they are, whole blocks or parts of blocks: no copy.
+        tokens = [segment_token(bare[s.locator], s.offset, s.length) for s in segments if s.length]
+        size = sum(s.length for s in segments)
+        if tokens and all(":" not in t for t in tokens):  # whole blocks: the S3 ETag from their md5s
+            checksum = _etag(tokens)
         else:
-            # Partial blocks cannot be referenced by an entry: copy those bytes into new blocks.
-            data = b"".join(
-                chunk
-                for seg in segments
-                for chunk in read_object(lake.blocks, [bare[seg.locator]], seg.offset, seg.length)
-            )
-            written = write_object(lake.blocks, io.BytesIO(data))
-            entry = Entry(written.size, written.checksum, written.locators, mtime)
+            md5 = hashlib.md5()
+            for chunk in read_object(lake.blocks, tokens):
+                md5.update(chunk)
+            checksum = md5.hexdigest()
+        entry = Entry(size, checksum, tuple(tokens) or (EMPTY_LOCATOR,), mtime)
         updates.append((path, entry.to_row()))
     if not updates:
         return []

@@ -12,7 +12,14 @@ from typing import BinaryIO
 
 from lakectl.core import keys
 from lakectl.core.blocks import BlockAdapter
-from lakectl.core.blocks.data import WrittenObject, read_object, write_bytes, write_object
+from lakectl.core.blocks.data import (
+    SMALL_OBJECT,
+    Packer,
+    WrittenObject,
+    read_object,
+    write_bytes,
+    write_object,
+)
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
@@ -392,30 +399,44 @@ def upload_files(
     """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
     barrier, then one staging batch, so a crash never leaves staged objects without data."""
     rid, bid = _branch_target(lake, repo, branch)
-    for path, _ in files:
+    ordered = sorted(files)
+    for path, _ in ordered:
         check_path(path)
     from concurrent.futures import ThreadPoolExecutor
 
-    def one(item: tuple[str, str]) -> ObjectInfo:
-        path, local = item
-        with open(local, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size <= 8 * 1024 * 1024:
-                written = write_bytes(lake.blocks, f.read())
-            else:
-                written = write_object(lake.blocks, f)
-        if progress is not None:
-            progress(1)
-        return ObjectInfo(path, PathType.OBJECT, _entry(written, content_type, None))
+    written: dict[str, WrittenObject] = {}
+    packer = Packer(lake.blocks)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        infos = list(pool.map(one, files))
+    def read_small(chunk: Sequence[tuple[str, str]]) -> list[tuple[str, str, bytes | None]]:
+        out: list[tuple[str, str, bytes | None]] = []
+        for path, local in chunk:
+            with open(local, "rb") as f:
+                if os.fstat(f.fileno()).st_size > SMALL_OBJECT:
+                    out.append((path, local, None))
+                    continue
+                out.append((path, local, f.read()))
+        return out
+
+    # Small files are read by two threads (file opens release the GIL) and packed in path
+    # order; large ones are streamed into blocks of their own.
+    chunks = [ordered[i : i + 256] for i in range(0, len(ordered), 256)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for chunk in pool.map(read_small, chunks):
+            for path, local, data in chunk:
+                if data is not None:
+                    packer.add(path, data)
+                else:
+                    with open(local, "rb") as f:
+                        written[path] = write_object(lake.blocks, f)
+                if progress is not None:
+                    progress(1)
+    written.update(packer.close())
     lake.blocks.sync()
+    infos = [ObjectInfo(p, PathType.OBJECT, _entry(written[p], content_type, None)) for p, _ in ordered]
     updates: list[Update] = []
     for info in infos:
         assert info.entry is not None
         updates.append((info.path, info.entry.to_row()))
-    updates.sort()
     lake.staging.write(rid, bid, updates)
     return infos
 

@@ -21,6 +21,18 @@ EMPTY_LOCATOR: Final = "d41d8cd98f00b204e9800998ecf8427e+0"
 _IN_FLIGHT: Final = 2
 
 _LOCATOR: Final = re.compile(r"[0-9a-f]{32}\+([0-9]{1,20})")
+# An object's data is a list of segment tokens: a whole block (``<md5>+<size>``) or a part of
+# one (``<md5>+<size>:<offset>:<length>``), as Keep manifests address files inside blocks.
+_SEGMENT: Final = re.compile(r"([0-9a-f]{32}\+([0-9]{1,20}))(?::([0-9]{1,20}):([0-9]{1,20}))?")
+
+PACK_MIN: Final = 512 * 1024
+PACK_MAX: Final = 1024 * 1024
+"""Packs of small objects are cut after an object whose md5 starts with a byte that is 0 mod 8
+once they hold PACK_MIN bytes, and always by PACK_MAX: cuts depend on the objects alone, so
+uploading the same files again makes the same packs (deduplicated), and a changed file changes
+only its own pack. Small packs keep reads cheap: a read verifies the whole block's md5."""
+SMALL_OBJECT: Final = 64 * 1024
+"""Objects up to this size are packed by :class:`Packer`; larger ones get blocks of their own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,38 +92,112 @@ def write_object(
         return _pipeline(adapter, source, block_size, own, head)
 
 
+def parse_segment(token: str) -> tuple[str, int, int, int]:
+    """``(bare locator, block size, offset, length)`` of a segment token; InvalidLocator if bad."""
+    match = _SEGMENT.fullmatch(token) if isinstance(token, str) else None
+    if match is None:
+        raise InvalidLocator(f"not a block locator or segment: {token!r}", locator=repr(token))
+    locator, size = match.group(1), int(match.group(2))
+    if match.group(3) is None:
+        return locator, size, 0, size
+    offset, length = int(match.group(3)), int(match.group(4))
+    if offset + length > size:
+        raise InvalidLocator(f"segment {token!r} runs past the end of its block")
+    return locator, size, offset, length
+
+
+def segment_token(locator: str, offset: int, length: int) -> str:
+    """The token of ``length`` bytes at ``offset`` of a block (the bare locator when whole)."""
+    size = _size_of(locator)
+    return locator if offset == 0 and length == size else f"{locator}:{offset}:{length}"
+
+
 def read_object(
     adapter: BlockAdapter, locators: Sequence[str], offset: int = 0, length: int | None = None
 ) -> Iterator[bytes]:
-    """Yield the object's bytes, or those of ``[offset, offset + length)``, one block at a time.
+    """Yield the object's bytes, or those of ``[offset, offset + length)``, one segment at a time.
 
-    Arguments are checked here, before the first block is read; a range past the end is cut
-    at the end of the object.
+    ``locators`` are segment tokens (whole blocks or parts of blocks). Arguments are checked
+    here, before the first block is read; a range past the end is cut at the end of the object.
     """
     if offset < 0 or (length is not None and length < 0):
         raise InvalidArgument(f"bad range offset={offset} length={length}")
-    sizes = [_size_of(locator) for locator in locators]
-    total = sum(sizes)
+    segments = [parse_segment(token) for token in locators]
+    total = sum(seg[3] for seg in segments)
     end = total if length is None else min(total, offset + length)
-    return _read_range(adapter, list(zip(locators, sizes, strict=True)), offset, end)
+    return _read_range(adapter, segments, offset, end)
 
 
 def _read_range(
-    adapter: BlockAdapter, blocks: list[tuple[str, int]], offset: int, end: int
+    adapter: BlockAdapter, segments: list[tuple[str, int, int, int]], offset: int, end: int
 ) -> Iterator[bytes]:
     position = 0
-    for locator, size in blocks:
-        block_start, position = position, position + size
-        if size == 0 or position <= offset:
-            continue  # the empty block needs no read: its content is known
-        if block_start >= end:
+    for locator, size, seg_offset, seg_length in segments:
+        seg_start, position = position, position + seg_length
+        if seg_length == 0 or position <= offset:
+            continue  # an empty segment needs no read: its content is known
+        if seg_start >= end:
             return
-        start = max(offset - block_start, 0)
-        stop = min(end, position) - block_start
-        if start == 0 and stop == size:
+        start = max(offset - seg_start, 0)
+        stop = min(end, position) - seg_start
+        if seg_offset == 0 and start == 0 and stop == size:
             yield adapter.get(locator)
         else:
-            yield adapter.get(locator, start, stop - start)
+            yield adapter.get(locator, seg_offset + start, stop - start)
+
+
+class Packer:
+    """Packs many small objects into shared blocks (Keep-style), deduplicating equal contents.
+
+    ``add(key, data)`` in a stable order (sorted paths give reproducible packs); after
+    ``close()``, ``results`` maps each key to its WrittenObject (one segment token, the md5 of
+    the object as ETag). Nothing is made durable here, as for ``write_object``.
+    """
+
+    def __init__(self, adapter: BlockAdapter) -> None:
+        self.adapter = adapter
+        self.results: dict[str, WrittenObject] = {}
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._pending: list[tuple[str, int, int, str]] = []  # key, offset, length, md5 hex
+        self._seen: dict[str, list[str]] = {}  # md5 hex -> keys waiting on the first copy
+        self._known: dict[str, str] = {}  # md5 hex -> segment token already written
+
+    def add(self, key: str, data: bytes) -> None:
+        digest = hashlib.md5(data)
+        hexdigest = digest.hexdigest()
+        if not data:
+            self.results[key] = WrittenObject(0, hexdigest, (EMPTY_LOCATOR,))
+            return
+        token = self._known.get(hexdigest)
+        if token is not None:
+            self.results[key] = WrittenObject(len(data), hexdigest, (token,))
+            return
+        if hexdigest in self._seen:
+            self._seen[hexdigest].append(key)
+            return
+        self._seen[hexdigest] = []
+        self._pending.append((key, self._size, len(data), hexdigest))
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size >= PACK_MAX or (self._size >= PACK_MIN and digest.digest()[0] % 8 == 0):
+            self._flush()
+
+    def close(self) -> dict[str, WrittenObject]:
+        if self._parts:
+            self._flush()
+        return self.results
+
+    def _flush(self) -> None:
+        stored = _store(self.adapter, b"".join(self._parts))
+        for key, offset, length, hexdigest in self._pending:
+            token = segment_token(stored.locator, offset, length)
+            self._known[hexdigest] = token
+            written = WrittenObject(length, hexdigest, (token,))
+            self.results[key] = written
+            for dup in self._seen.pop(hexdigest):
+                self.results[dup] = written
+        self._parts, self._size, self._pending = [], 0, []
 
 
 def _pipeline(
