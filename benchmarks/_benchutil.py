@@ -1,0 +1,106 @@
+"""Small helpers shared by the benchmark scripts: timing, temp dirs, synthetic rows, result tables.
+
+The scripts import this module by name; Python puts the script's own directory on ``sys.path``,
+so ``python benchmarks/bench_x.py`` works from anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lakectl.core.model import Row
+
+
+def print_context(what: str) -> None:
+    """One line saying what runs and how busy the machine is (figures are only comparable
+    between quiet runs: other processes on 2 cores change them a lot)."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"{what}: {os.cpu_count()} CPU(s), load average {load}, Python {sys.version.split()[0]}",
+        flush=True,
+    )
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
+    """Wall time of ``fn(*args)`` in seconds, and what it returned."""
+    start = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - start, out
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str, base: str | None = None) -> Iterator[str]:
+    """A fresh directory, removed afterwards whatever happens (also on Ctrl-C)."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=base)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def synthetic_row(path: str, version: int = 0, size: int = 4096, mtime: int = 1_767_225_600) -> Row:
+    """A plausible entry row without data: md5-looking checksum and one block locator."""
+    md5 = hashlib.md5(f"{path}#{version}".encode()).hexdigest()
+    return (size, md5, f"{md5}+{size}", mtime + version, "application/octet-stream", "")
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds != seconds:  # NaN
+        return "n/a"
+    if seconds < 1.0:
+        return f"{seconds * 1000:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+@dataclass
+class Table:
+    """A small fixed-width text table, printed at once."""
+
+    headers: Sequence[str]
+    rows: list[Sequence[str]]
+
+    def __init__(self, *headers: str) -> None:
+        self.headers = headers
+        self.rows = []
+
+    def add(self, *cells: object) -> None:
+        self.rows.append([str(c) for c in cells])
+
+    def print(self, title: str = "") -> None:
+        widths = [len(h) for h in self.headers]
+        for row in self.rows:
+            widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+        if title:
+            print(f"\n{title}")
+        line = "  ".join(h.ljust(w) for h, w in zip(self.headers, widths, strict=True))
+        print(line)
+        print("  ".join("-" * w for w in widths))
+        for row in self.rows:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        sys.stdout.flush()
+
+
+def lakectl_binary() -> str | None:
+    """The ``lakectl`` next to this interpreter (same venv), else the one on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), "lakectl")
+    if os.access(here, os.X_OK):
+        return here
+    return shutil.which("lakectl")

@@ -1,0 +1,215 @@
+"""Cost follows the changes: commit, diff and merge of 100 changed objects on 10k vs 1M objects.
+
+For each tree size, a base tree of synthetic rows (``tables/t{k}/date=2026-01-{d:02d}/part-{i:06d}
+.parquet``, 20 days x 500 parts per table) is staged with ``porcelain.stage_rows`` and committed
+on ``main``. Then, per repetition, on fresh branches made from the base commit:
+
+* a destination branch (standing in for ``main``) gets its own small unrelated change, committed;
+* a feature branch gets 100 changed objects (80 rewritten, 10 deleted, 10 added) staged, then
+  we time ``diff_uncommitted`` on it, its ``commit``, ``diff_refs(dest, feature)`` (three-dot,
+  including the merge-base walk) and the three-way ``merge`` of feature into dest.
+
+Every timed operation runs on a freshly opened ``Lake`` (empty in-process range cache), as a CLI
+call would; the OS page cache stays warm. Figures are medians of ``--reps`` repetitions.
+
+Primary figure: the 100 changes clustered in one partition, as a data job rewriting a partition
+would make them. Secondary, informational: 100 changes spread uniformly at random over the tree
+(each change lands in a different range, so the work grows with the number of ranges touched).
+Target: time(1M) / time(10k) <= 2 for commit, both diffs and merge (clustered changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _benchutil import Table, fmt_time, median, print_context, synthetic_row, temp_dir, timed, verdict
+
+from lakectl.core import porcelain
+from lakectl.core.graph.tree import Update
+
+REPO = "bench"
+DAYS = 20
+PARTS = 500
+PER_TABLE = DAYS * PARTS
+TARGET_RATIO = 2.0
+OPS = ("commit", "diff uncommitted", "diff refs", "merge")
+
+
+def path_of(table: int, day: int, part: int) -> str:
+    return f"tables/t{table}/date=2026-01-{day:02d}/part-{part:06d}.parquet"
+
+
+def base_paths(n: int) -> list[str]:
+    """``n`` paths, sorted (``t10`` sorts before ``t2``: the tree is in path order, not table order)."""
+    out: list[str] = []
+    table = 0
+    while len(out) < n:
+        for d in range(1, DAYS + 1):
+            out.extend(path_of(table, d, i) for i in range(PARTS))
+        table += 1
+    del out[n:]
+    out.sort()
+    return out
+
+
+def changes_from(paths: list[str], version: int) -> list[Update]:
+    """80 rewrites, 10 deletes and 10 additions (next to the deleted/rewritten paths), sorted."""
+    updates: list[Update] = []
+    for p in paths[:80]:
+        updates.append((p, synthetic_row(p, version)))
+    for p in paths[80:90]:
+        updates.append((p, None))
+    for p in paths[90:100]:
+        new = p.replace(".parquet", f".v{version}.parquet")
+        updates.append((new, synthetic_row(new, version)))
+    updates.sort(key=lambda u: u[0])
+    return updates
+
+
+def clustered_paths(all_paths: list[str], rng: random.Random, n: int, avoid: set[str]) -> list[str]:
+    """``n`` paths of one partition in the middle of the tree (a job rewriting a partition)."""
+    mid = all_paths[len(all_paths) // 2]
+    partition = mid.rsplit("/", 1)[0] + "/"
+    start = next(i for i, p in enumerate(all_paths) if p.startswith(partition))
+    chosen = [p for p in all_paths[start : start + PARTS] if p not in avoid][:n]
+    rng.shuffle(chosen)
+    return chosen
+
+
+def uniform_paths(all_paths: list[str], rng: random.Random, n: int, avoid: set[str]) -> list[str]:
+    out: list[str] = []
+    while len(out) < n:
+        p = all_paths[rng.randrange(len(all_paths))]
+        if p not in avoid and p not in out:
+            out.append(p)
+    return out
+
+
+def dest_change(all_paths: list[str], rep: int) -> list[Update]:
+    """The destination's own unrelated change: rewrite 5 objects of the tree's last partition."""
+    return [(p, synthetic_row(p, 1000 + rep)) for p in all_paths[-5:]]
+
+
+def fresh(home: str, fn: Callable[[porcelain.Lake], Any]) -> tuple[float, Any]:
+    """Time ``fn`` on a newly opened lake (not counting the open)."""
+    lake = porcelain.open_lake(home)
+    try:
+        gc.collect()
+        return timed(lambda: fn(lake))
+    finally:
+        lake.close()
+
+
+def measure_size(
+    n: int, modes: list[str], reps: int, seed: int, changes: int, base_dir: str | None
+) -> dict[str, dict[str, float]]:
+    """{mode: {op: median seconds}} for a tree of ``n`` objects."""
+    results: dict[str, dict[str, float]] = {}
+    with temp_dir(f"lakectl-bench-cost-{n}-", base_dir) as home:
+        lake = porcelain.open_lake(home)
+        porcelain.create_repo(lake, REPO)
+        t0 = time.perf_counter()
+        all_paths = base_paths(n)
+        rows = [(p, synthetic_row(p)) for p in all_paths]
+        t_prep = time.perf_counter() - t0
+        t_stage, _ = timed(porcelain.stage_rows, lake, REPO, "main", rows)
+        del rows
+        t_commit, base = timed(lambda: porcelain.commit(lake, REPO, "main", f"base of {n} objects"))
+        n_ranges = len(lake.trees.ranges(base.meta_range_id))
+        lake.close()
+        print(
+            f"\n{n:,} objects: rows prepared {fmt_time(t_prep)}, staged {fmt_time(t_stage)}, "
+            f"committed {fmt_time(t_commit)} ({n_ranges} ranges)",
+            flush=True,
+        )
+        rng = random.Random(seed)
+        dest_paths = {p for p, _ in dest_change(all_paths, 0)}
+        for mode in modes:
+            times: dict[str, list[float]] = {op: [] for op in OPS}
+            # Repetition -1 warms up (first Parquet write/read, lazy imports) and is not counted.
+            for rep in range(-1, reps):
+                pick = clustered_paths if mode == "clustered" else uniform_paths
+                updates = changes_from(pick(all_paths, rng, changes, dest_paths), rep + 2)
+                feature, dest = f"{mode}-feature-{rep}", f"{mode}-dest-{rep}"
+                lake = porcelain.open_lake(home)
+                porcelain.create_branch(lake, REPO, feature, base.id)
+                porcelain.create_branch(lake, REPO, dest, base.id)
+                porcelain.stage_rows(lake, REPO, dest, dest_change(all_paths, rep))
+                porcelain.commit(lake, REPO, dest, "unrelated change on the destination")
+                porcelain.stage_rows(lake, REPO, feature, updates)
+                lake.close()
+
+                t, diff = fresh(home, lambda lk, b=feature: porcelain.diff_uncommitted(lk, REPO, b))
+                assert len(diff) == changes, (len(diff), changes)
+                times["diff uncommitted"].append(t)
+                t, _ = fresh(home, lambda lk, b=feature: porcelain.commit(lk, REPO, b, "job output"))
+                times["commit"].append(t)
+                t, diff = fresh(home, lambda lk, d=dest, f=feature: list(porcelain.diff_refs(lk, REPO, d, f)))
+                assert len(diff) == changes, (len(diff), changes)
+                times["diff refs"].append(t)
+                t, res = fresh(home, lambda lk, d=dest, f=feature: porcelain.merge(lk, REPO, f, d))
+                assert res.changed and len(res.commit.parents) == 2
+                times["merge"].append(t)
+                if rep < 0:
+                    for v in times.values():
+                        v.clear()
+            results[mode] = {op: median(v) for op, v in times.items()}
+            print(
+                f"  {mode:9s} " + ", ".join(f"{op} {fmt_time(results[mode][op])}" for op in OPS),
+                flush=True,
+            )
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--small", type=int, default=10_000, help="objects in the small tree")
+    parser.add_argument("--large", type=int, default=1_000_000, help="objects in the large tree")
+    parser.add_argument("--changes", type=int, default=100, help="changed objects (multiple of 10)")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-uniform", action="store_true", help="skip the uniform (secondary) case")
+    parser.add_argument("--dir", default=None, help="where to put temp data (default: system temp)")
+    args = parser.parse_args()
+    print_context("cost follows the changes")
+    if args.changes % 10 or args.changes > PARTS:
+        parser.error(f"--changes must be a multiple of 10 and at most {PARTS}")
+    modes = ["clustered"] if args.no_uniform else ["clustered", "uniform"]
+
+    small = measure_size(args.small, modes, args.reps, args.seed, args.changes, args.dir)
+    large = measure_size(args.large, modes, args.reps, args.seed, args.changes, args.dir)
+
+    s, lg = f"{args.small:,}", f"{args.large:,}"
+    for mode in modes:
+        primary = mode == "clustered"
+        table = Table("operation", s, lg, "ratio", "target", "result")
+        for op in OPS:
+            a, b = small[mode][op], large[mode][op]
+            ratio = b / a if a > 0 else float("inf")
+            table.add(
+                op,
+                fmt_time(a),
+                fmt_time(b),
+                f"{ratio:.2f}",
+                f"<= {TARGET_RATIO:g}" if primary else "(none)",
+                verdict(ratio <= TARGET_RATIO) if primary else "info",
+            )
+        title = (
+            f"PRIMARY: {args.changes} changes clustered in one partition "
+            f"(median of {args.reps}, fresh lake per op)"
+            if primary
+            else f"SECONDARY (informational, no target): {args.changes} changes spread uniformly "
+            f"at random over the tree (median of {args.reps})"
+        )
+        table.print(title)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Run every benchmark in sequence (`make bench` calls this with the venv on PATH).
+#
+#   bash benchmarks/run_all.sh           full size (about 15-25 minutes on 2 cores; the first
+#                                        run also installs dvc into benchmarks/.peers-venv)
+#   bash benchmarks/run_all.sh --quick   scaled down, a couple of minutes (targets not judged
+#                                        where they only apply at full size)
+#
+# Each script prints its own table with targets and PASS/FAIL and exits 0; a script that
+# crashes or overruns its time limit is reported here and the next one still runs.
+# PYTHON overrides the interpreter (default: python on PATH).
+set -u
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+py="${PYTHON:-python}"
+quick=0
+[[ "${1:-}" == "--quick" ]] && quick=1
+
+if ! command -v "$py" >/dev/null 2>&1; then
+    echo "no '$py' on PATH: run through 'make bench' or set PYTHON" >&2
+    exit 1
+fi
+
+failed=()
+
+bench() {
+    local limit="$1"
+    shift
+    echo
+    echo "=== $* (time limit ${limit}s) ==="
+    local start=$SECONDS
+    timeout --signal=INT --kill-after=30 "$limit" "$py" "$here/$@"
+    local rc=$?
+    echo "--- $1: exit $rc in $((SECONDS - start)) s"
+    [[ $rc -ne 0 ]] && failed+=("$1 (exit $rc)")
+    return 0
+}
+
+echo "benchmarks on $(nproc) CPU(s), load average: $(cut -d' ' -f1-3 /proc/loadavg); $("$py" --version)"
+
+if [[ $quick -eq 1 ]]; then
+    bench 600 bench_cost_follows_changes.py --small 10000 --large 100000 --reps 3
+    bench 300 bench_commit_1m.py --entries 100000
+    bench 900 bench_small_files.py --files 5000 --dirs 50
+    bench 300 bench_cli_latency.py --runs 5 --commits 200
+    bench 300 bench_upload_1gib.py --size-mib 128 --runs 1
+else
+    bench 1800 bench_cost_follows_changes.py
+    bench 900 bench_commit_1m.py --runs 3
+    bench 3600 bench_small_files.py
+    bench 600 bench_cli_latency.py
+    bench 900 bench_upload_1gib.py
+fi
+
+echo
+if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "scripts that did not finish cleanly: ${failed[*]}"
+else
+    echo "all benchmark scripts ran (see each table for PASS/FAIL against its target)"
+fi
+exit 0
