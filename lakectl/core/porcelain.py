@@ -62,9 +62,13 @@ from lakectl.core.model import (
 from lakectl.core.uri import check_path
 from lakectl.errors import (
     AlreadyExists,
+    BranchNotFound,
     DirtyBranch,
     InvalidArgument,
+    InvalidName,
+    InvalidRef,
     MergeConflict,
+    NotFound,
     ObjectNotFound,
     PredicateFailed,
     ProtectedBranch,
@@ -341,9 +345,17 @@ def _list_view(
 
 
 def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
+    """The branch a write goes to; a ref that exists but is no branch is a clear InvalidRef."""
     r = get_repo(lake, repo)
-    bid = check_branch_name(branch)
-    lake.refs.get_branch(r.name, bid)
+    try:
+        bid = check_branch_name(branch)
+        lake.refs.get_branch(r.name, bid)
+    except (BranchNotFound, InvalidName) as missing:
+        try:
+            lake.refs.resolve(r.name, branch)
+        except (NotFound, InvalidArgument):
+            raise missing from None
+        raise InvalidRef(f"{branch!r} is not a branch: only branches can be written to") from None
     return r.name, bid
 
 

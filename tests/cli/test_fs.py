@@ -127,7 +127,7 @@ def test_rm_object_and_prefix(run: Run, js, repo: str) -> None:
     assert js("fs", "rm", "-r", "lakefs://demo/main/zzz", code=3)["code"] == "object_not_found"
     # Objects are removed from branches only.
     run("tag", "create", "lakefs://demo/v1", "lakefs://demo/main")
-    run("fs", "rm", "lakefs://demo/v1/a/y.csv", code=3)
+    run("fs", "rm", "lakefs://demo/v1/a/y.csv", code=2)  # a tag is no branch: invalid ref
 
 
 def test_missing_objects_and_refs(run: Run, js, repo: str, tmp_path: Path) -> None:
