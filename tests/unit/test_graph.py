@@ -1,269 +1,44 @@
-"""The commit graph, table first: tree operations and their cost, ref expressions, merge bases,
-log, content-hashed commits, merge/revert/cherry-pick/reset rules and their refusals."""
+"""The commit graph, table first: ref expressions, merge bases, log, content-hashed commits,
+merge/revert/cherry-pick/reset rules and their refusals (tree costs: test_tree.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lakectl.core import porcelain
-from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.graph.commits import CommitRequest, make_commit, merge_base
-from lakectl.core.graph.ranges import ChunkPolicy, RangeData, RangeStore
 from lakectl.core.graph.refs import commit_id_of
-from lakectl.core.graph.tree import Update, apply_updates, diff_trees, lookup
-from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.model import Commit, CommitId, DiffType, MetaRangeId, RangeId, RangeInfo, ResetKind, Row
+from lakectl.core.model import Commit, CommitId, MetaRangeId
 from lakectl.core.porcelain import Lake
 from lakectl.errors import (
-    AlreadyExists,
-    BranchNotFound,
     DirtyBranch,
     InvalidArgument,
     InvalidRef,
     MergeConflict,
-    NothingToCommit,
     ObjectNotFound,
-    ProtectedBranch,
     RefNotFound,
 )
-
-REPO = "repo"
-T0 = 1_700_000_000
-
-
-# -- helpers ----------------------------------------------------------------------------------
-
-
-def row(value: str, mtime: int = 0) -> Row:
-    data = value.encode()
-    md5 = hashlib.md5(data).hexdigest()
-    return (len(data), md5, f"{md5}+{len(data)}", mtime, "application/octet-stream", "")
-
-
-class CountingStore(RangeStore):
-    """A range store that records every range it is asked to open."""
-
-    def __init__(self, blocks: LocalAdapter) -> None:
-        super().__init__(blocks)
-        self.reads: list[RangeId] = []
-
-    def read_range(self, rid: RangeId) -> RangeData:
-        self.reads.append(rid)
-        return super().read_range(rid)
-
-
-def make_lake(tmp_path: Path) -> Lake:
-    return Lake(kv=MemoryStore(), blocks=LocalAdapter(tmp_path / "blocks"))
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    """A clock that ticks one second per reading, so dates order commits deterministically."""
-    ticks = itertools.count(T0)
-    monkeypatch.setattr(porcelain, "now", lambda: next(ticks))
-    return ticks
-
-
-@pytest.fixture
-def lake(tmp_path: Path, clock: Iterator[int]) -> Lake:
-    lk = make_lake(tmp_path)
-    porcelain.create_repo(lk, REPO)
-    return lk
-
-
-def put(lake: Lake, branch: str, **files: str) -> None:
-    for path, content in files.items():
-        porcelain.upload(lake, REPO, branch, path.replace("__", "/"), content.encode())
-
-
-def commit(lake: Lake, branch: str, message: str, **files: str) -> Commit:
-    put(lake, branch, **files)
-    return porcelain.commit(lake, REPO, branch, message, committer="tester")
-
-
-def view(lake: Lake, ref: str) -> dict[str, bytes]:
-    return {
-        o.path: b"".join(porcelain.read(lake, REPO, ref, o.path))
-        for o in porcelain.list_objects(lake, REPO, ref)
-    }
-
-
-def cid(lake: Lake, ref: str) -> CommitId:
-    return porcelain.get_commit(lake, REPO, ref).id
-
-
-# -- trees: cost follows the changes --------------------------------------------------------
-
-POLICY = ChunkPolicy(avg=64, min_rows=16, max_rows=256)
-N = 10_000
-KEYS = [f"k{i:05d}" for i in range(N)]
-
-
-@pytest.fixture(scope="module")
-def big_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RangeInfo]]:
-    root = tmp_path_factory.mktemp("tree-blocks")
-    store = RangeStore(LocalAdapter(root))
-    ranges = apply_updates(store, [], [(k, row(k)) for k in KEYS], POLICY)
-    return root, ranges
-
-
-def test_big_tree_is_cut_into_many_bounded_ranges(big_tree: tuple[Path, list[RangeInfo]]) -> None:
-    _, ranges = big_tree
-    assert len(ranges) > 50
-    assert sum(r.count for r in ranges) == N
-    assert all(r.count <= POLICY.max_rows for r in ranges)
-    assert all(a.max_key < b.min_key for a, b in itertools.pairwise(ranges))
-
-
-# (case, updates, max ranges with a new id, max ranges opened)
-LOCAL_UPDATES: list[tuple[str, list[Update], int, int]] = [
-    ("change one value", [("k05000", row("new"))], 1, 1),
-    ("delete one key", [("k05000", None)], 3, 3),
-    ("insert one key", [("k05000a", row("new"))], 3, 3),
-    ("insert before the first key", [("a", row("new"))], 3, 3),
-    ("append after the last key", [("z", row("new"))], 1, 1),
-    ("delete the first key", [("k00000", None)], 3, 3),
-    ("delete the last key", [(KEYS[-1], None)], 1, 1),
-    ("two changes far apart", [("k00100", row("x")), ("k09000", row("y"))], 2, 2),
-]
-
-
-@pytest.mark.parametrize(
-    ("updates", "max_new", "max_reads"),
-    [pytest.param(u, n, r, id=case) for case, u, n, r in LOCAL_UPDATES],
+from tests.unit.graphkit import (
+    REPO,
+    T0,
+    cid,
+    commit,
+    log_messages,
+    make_lake,
+    noop_reset_object,
+    noop_reset_prefix,
+    noop_reupload_same,
+    noop_upload_delete,
+    put,
+    view,
 )
-def test_apply_updates_rewrites_only_the_ranges_around_a_change(
-    big_tree: tuple[Path, list[RangeInfo]], updates: list[Update], max_new: int, max_reads: int
-) -> None:
-    root, before = big_tree
-    store = CountingStore(LocalAdapter(root))
-    after = apply_updates(store, before, updates, POLICY)
-    old_ids = {r.id for r in before}
-    new = [i for i, r in enumerate(after) if r.id not in old_ids]
-    assert 1 <= len(new) <= max_new
-    assert len(store.reads) <= max_reads
-    # One contiguous run of new ranges per separate change...
-    runs = 1 + sum(1 for a, b in itertools.pairwise(new) if b != a + 1)
-    assert runs <= len(updates)
-    # ... and every other range reused as is, in the same order.
-    reused = [r for r in after if r.id in old_ids]
-    positions = [before.index(r) for r in reused]
-    assert positions == sorted(positions)
-    assert len(reused) >= len(before) - max_new
-    # And the result is the canonical tree of the new rows.
-    rows = dict((k, row(k)) for k in KEYS)
-    for k, v in updates:
-        if v is None:
-            rows.pop(k)
-        else:
-            rows[k] = v
-    assert after == apply_updates(store, [], sorted(rows.items()), POLICY)
-
-
-def test_apply_an_mtime_only_change_keeps_the_tree(big_tree: tuple[Path, list[RangeInfo]]) -> None:
-    """Re-uploading equal bytes is no change: the old row (and every range id) stays."""
-    root, before = big_tree
-    store = CountingStore(LocalAdapter(root))
-    assert apply_updates(store, before, [("k05000", row("k05000", mtime=9))], POLICY) == before
-    assert len(store.reads) == 1
-
-
-def test_apply_no_updates_reuses_every_range(big_tree: tuple[Path, list[RangeInfo]]) -> None:
-    root, before = big_tree
-    store = CountingStore(LocalAdapter(root))
-    assert apply_updates(store, before, [], POLICY) == before
-    assert store.reads == []
-
-
-@pytest.mark.parametrize(
-    ("updates", "expected_reads", "expected"),
-    [
-        pytest.param([], 0, [], id="same tree"),
-        pytest.param([("k05000", row("new"))], 2, [("k05000", DiffType.CHANGED)], id="one change"),
-        pytest.param([("k05000", row("k05000", mtime=9))], 0, [], id="mtime only is no change"),
-        pytest.param(
-            [("k00010", None), ("k09990", row("x"))],
-            4,
-            [("k00010", DiffType.REMOVED), ("k09990", DiffType.CHANGED)],
-            id="two distant changes",
-        ),
-        # The last range takes the tail, so appending rewrites it: one range per side.
-        pytest.param([("z", row("z"))], 2, [("z", DiffType.ADDED)], id="append"),
-    ],
-)
-def test_diff_trees_opens_only_ranges_that_differ(
-    big_tree: tuple[Path, list[RangeInfo]],
-    updates: list[Update],
-    expected_reads: int,
-    expected: list[tuple[str, DiffType]],
-) -> None:
-    root, before = big_tree
-    after = apply_updates(RangeStore(LocalAdapter(root)), before, updates, POLICY)
-    store = CountingStore(LocalAdapter(root))  # a cold cache: every open is counted
-    got = [(c.path, c.type) for c in diff_trees(store, before, after)]
-    assert got == expected
-    assert len(store.reads) == expected_reads
-    reverse = [(c.path, c.type) for c in diff_trees(store, after, before)]
-    flip = {DiffType.ADDED: DiffType.REMOVED, DiffType.REMOVED: DiffType.ADDED}
-    assert reverse == [(p, flip.get(t, t)) for p, t in expected]
-
-
-def test_diff_trees_with_prefix_opens_only_ranges_under_it(
-    big_tree: tuple[Path, list[RangeInfo]],
-) -> None:
-    root, before = big_tree
-    after = apply_updates(
-        RangeStore(LocalAdapter(root)), before, [("k00001", None), ("k08000", row("x"))], POLICY
-    )
-    store = CountingStore(LocalAdapter(root))
-    got = [(c.path, c.type) for c in diff_trees(store, before, after, prefix="k08")]
-    assert got == [("k08000", DiffType.CHANGED)]
-    assert len(store.reads) == 2
-
-
-@pytest.mark.parametrize("key", ["k00000", "k05000", KEYS[-1], "a", "k05000a", "z"])
-def test_lookup_opens_at_most_one_range(big_tree: tuple[Path, list[RangeInfo]], key: str) -> None:
-    root, ranges = big_tree
-    store = CountingStore(LocalAdapter(root))
-    found = lookup(store, ranges, key)
-    assert found == (row(key) if key in set(KEYS) else None)
-    assert len(store.reads) <= 1
-
-
-def test_deleting_every_row_gives_the_empty_tree(tmp_path: Path) -> None:
-    store = RangeStore(LocalAdapter(tmp_path))
-    ranges = apply_updates(store, [], [(k, row(k)) for k in KEYS[:100]], POLICY)
-    assert apply_updates(store, ranges, [(k, None) for k in KEYS[:100]], POLICY) == []
-    assert store.write_metarange([]) == store.write_metarange([])
-
 
 # -- a small history used by the ref, log and revert tests ----------------------------------
-
-
-@pytest.fixture
-def history(lake: Lake) -> dict[str, Commit]:
-    """C0 (repository created) - C1 - C2 - M - C3 on main, D1 on dev (from C1), M = merge dev
-    into main; tag v1 on C2.
-
-        C0 -- C1 -- C2 -- M -- C3     main
-                \\        /
-                 D1 -----             dev
-    """
-    c: dict[str, Commit] = {"C0": porcelain.get_commit(lake, REPO, "main")}
-    c["C1"] = commit(lake, "main", "c1", a="1", b__x="1")
-    porcelain.create_branch(lake, REPO, "dev", "main")
-    c["C2"] = commit(lake, "main", "c2", a="2")
-    c["D1"] = commit(lake, "dev", "d1", d="1")
-    porcelain.create_tag(lake, REPO, "v1", "main")
-    c["M"] = porcelain.merge(lake, REPO, "dev", "main", committer="tester").commit
-    c["C3"] = commit(lake, "main", "c3", b__y="1")
-    return c
 
 
 REFS = [
@@ -536,10 +311,6 @@ def test_merges_after_a_criss_cross(lake: Lake, criss_cross: dict[str, Commit]) 
 # -- log --------------------------------------------------------------------------------------
 
 
-def _log(lake: Lake, ref: str = "main", **kw: Any) -> list[str]:
-    return [c.message for c in porcelain.log(lake, REPO, ref, **kw)]
-
-
 MERGE_MSG = "Merge 'dev' into 'main'"
 
 
@@ -567,16 +338,16 @@ MERGE_MSG = "Merge 'dev' into 'main'"
 def test_log_order_and_filters(
     lake: Lake, history: dict[str, Commit], kwargs: dict[str, Any], expected: list[str]
 ) -> None:
-    assert _log(lake, **kwargs) == expected
+    assert log_messages(lake, **kwargs) == expected
 
 
 def test_log_is_newest_first_by_generation_then_date(lake: Lake, history: dict[str, Commit]) -> None:
     commits = list(porcelain.log(lake, REPO, "main"))
     keys = [(c.generation, c.creation_date) for c in commits]
     assert keys == sorted(keys, reverse=True)
-    assert _log(lake, "dev") == ["d1", "c1", "Repository created"]
-    assert _log(lake, "v1") == ["c2", "c1", "Repository created"]
-    assert _log(lake, "main~1^2") == ["d1", "c1", "Repository created"]
+    assert log_messages(lake, "dev") == ["d1", "c1", "Repository created"]
+    assert log_messages(lake, "v1") == ["c2", "c1", "Repository created"]
+    assert log_messages(lake, "main~1^2") == ["d1", "c1", "Repository created"]
 
 
 # -- merge ------------------------------------------------------------------------------------
@@ -733,30 +504,11 @@ def test_merge_refuses_a_dirty_destination(forked: Lake) -> None:
     assert "x" in view(lake, "main") and "uncommitted" not in view(lake, "main")
 
 
-def _noop_reset_object(lake: Lake) -> None:
-    put(lake, "main", x="draft")
-    porcelain.reset(lake, REPO, "main", ResetKind.OBJECT, "x")
-
-
-def _noop_reset_prefix(lake: Lake) -> None:
-    put(lake, "main", x="draft")
-    porcelain.reset(lake, REPO, "main", ResetKind.PREFIX, "")
-
-
-def _noop_upload_delete(lake: Lake) -> None:
-    put(lake, "main", x="draft")
-    porcelain.delete_objects(lake, REPO, "main", ["x"])
-
-
-def _noop_reupload_same(lake: Lake) -> None:
-    put(lake, "main", same="0")
-
-
 NOOP_STAGING: list[tuple[str, Callable[[Lake], None], str]] = [
-    ("reset object", _noop_reset_object, "x"),
-    ("reset prefix", _noop_reset_prefix, "x"),
-    ("upload then delete", _noop_upload_delete, "x"),
-    ("re-upload committed bytes", _noop_reupload_same, "same"),
+    ("reset object", noop_reset_object, "x"),
+    ("reset prefix", noop_reset_prefix, "x"),
+    ("upload then delete", noop_upload_delete, "x"),
+    ("re-upload committed bytes", noop_reupload_same, "same"),
 ]
 
 
@@ -852,127 +604,3 @@ def test_revert_conflict_is_reported_and_changes_nothing(lake: Lake, history: di
         porcelain.revert(lake, REPO, "main", history["C1"].id)
     assert e.value.paths == ["a"]  # C1 added a, C2 changed it since
     assert cid(lake, "main") == head
-
-
-# -- reset ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def staged(lake: Lake) -> Lake:
-    commit(lake, "main", "base", keep="0", dir__a="0", dir__b="0", other="0")
-    put(lake, "main", new="1", dir__a="1", dir__c="1", other="1")
-    porcelain.delete_objects(lake, REPO, "main", ["dir/b"])
-    return lake
-
-
-@pytest.mark.parametrize(
-    ("kind", "path", "count", "left"),
-    [
-        (ResetKind.ALL, "", 5, []),
-        (ResetKind.OBJECT, "new", 1, ["dir/a", "dir/b", "dir/c", "other"]),
-        (ResetKind.OBJECT, "dir/b", 1, ["dir/a", "dir/c", "new", "other"]),
-        (ResetKind.OBJECT, "keep", 0, ["dir/a", "dir/b", "dir/c", "new", "other"]),
-        (ResetKind.OBJECT, "dir", 0, ["dir/a", "dir/b", "dir/c", "new", "other"]),
-        (ResetKind.PREFIX, "dir/", 3, ["new", "other"]),
-        (ResetKind.PREFIX, "o", 1, ["dir/a", "dir/b", "dir/c", "new"]),
-        (ResetKind.PREFIX, "", 5, []),
-        (ResetKind.PREFIX, "zz", 0, ["dir/a", "dir/b", "dir/c", "new", "other"]),
-    ],
-)
-def test_reset(staged: Lake, kind: ResetKind, path: str, count: int, left: list[str]) -> None:
-    lake = staged
-    assert porcelain.reset(lake, REPO, "main", kind, path) == count
-    assert [c.path for c in porcelain.diff_uncommitted(lake, REPO, "main")] == left
-    expected = {"keep": b"0", "dir/a": b"1", "dir/c": b"1", "other": b"1", "new": b"1"}
-    committed = {"keep": b"0", "dir/a": b"0", "dir/b": b"0", "other": b"0"}
-    for p in {"dir/a", "dir/b", "dir/c", "other", "new"} - set(left):
-        if p in committed:
-            expected[p] = committed[p]
-        else:
-            expected.pop(p, None)
-    assert view(lake, "main") == expected
-
-
-def test_reset_everything_then_nothing_to_commit(staged: Lake) -> None:
-    porcelain.reset(staged, REPO, "main")
-    with pytest.raises(NothingToCommit):
-        porcelain.commit(staged, REPO, "main", "nothing")
-
-
-# -- protected branches, immutable tags, nothing to commit ----------------------------------
-
-
-def test_default_branch_cannot_be_deleted(lake: Lake) -> None:
-    porcelain.create_branch(lake, REPO, "dev", "main")
-    with pytest.raises(ProtectedBranch):
-        porcelain.delete_branch(lake, REPO, "main")
-    porcelain.delete_branch(lake, REPO, "dev")
-    with pytest.raises(BranchNotFound):
-        porcelain.get_branch(lake, REPO, "dev")
-    assert [b.name for b in porcelain.list_branches(lake, REPO)] == ["main"]
-
-
-def test_default_branch_other_than_main_is_protected(tmp_path: Path, clock: Iterator[int]) -> None:
-    lk = make_lake(tmp_path)
-    porcelain.create_repo(lk, "other", default_branch="trunk")
-    porcelain.create_branch(lk, "other", "main", "trunk")
-    with pytest.raises(ProtectedBranch):
-        porcelain.delete_branch(lk, "other", "trunk")
-    porcelain.delete_branch(lk, "other", "main")
-
-
-def test_tags_are_immutable(lake: Lake, history: dict[str, Commit]) -> None:
-    with pytest.raises(AlreadyExists):
-        porcelain.create_tag(lake, REPO, "v1", "main")
-    assert cid(lake, "v1") == history["C2"].id
-    porcelain.delete_tag(lake, REPO, "v1")
-    porcelain.create_tag(lake, REPO, "v1", "main")
-    assert cid(lake, "v1") == history["C3"].id
-
-
-def test_existing_branch_cannot_be_created_again(lake: Lake) -> None:
-    porcelain.create_branch(lake, REPO, "dev", "main")
-    with pytest.raises(AlreadyExists):
-        porcelain.create_branch(lake, REPO, "dev", "main")
-
-
-@pytest.mark.parametrize(
-    "prepare",
-    [
-        pytest.param(lambda lk: None, id="fresh branch"),
-        pytest.param(_noop_upload_delete, id="upload then delete of a new path"),
-        pytest.param(_noop_reset_object, id="upload then reset"),
-        pytest.param(lambda lk: porcelain.reset(lk, REPO, "main"), id="after reset all"),
-    ],
-)
-def test_nothing_to_commit(lake: Lake, prepare: Callable[[Lake], None]) -> None:
-    commit(lake, "main", "base", same="0")
-    head = cid(lake, "main")
-    prepare(lake)
-    with pytest.raises(NothingToCommit):
-        porcelain.commit(lake, REPO, "main", "nothing")
-    assert cid(lake, "main") == head
-    empty = porcelain.commit(lake, REPO, "main", "empty on purpose", allow_empty=True)
-    assert empty.parents == (head,)
-    assert empty.meta_range_id == porcelain.get_commit(lake, REPO, head).meta_range_id
-
-
-def test_reupload_of_identical_bytes_is_nothing_to_commit(lake: Lake) -> None:
-    commit(lake, "main", "base", same="0")
-    put(lake, "main", same="0")  # a later clock tick: same bytes, new mtime
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
-    with pytest.raises(NothingToCommit):
-        porcelain.commit(lake, REPO, "main", "nothing")
-
-
-def test_log_object_and_prefix_filters_agree(lake: Lake) -> None:
-    commit(lake, "main", "base", same="0")
-    put(lake, "main", same="0", other="1")
-    porcelain.commit(lake, REPO, "main", "touch")
-    assert _log(lake, objects=["same"]) == _log(lake, prefixes=["same"]) == ["base"]
-
-
-def test_commit_message_is_required(lake: Lake) -> None:
-    put(lake, "main", a="1")
-    with pytest.raises(InvalidArgument):
-        porcelain.commit(lake, REPO, "main", "")
