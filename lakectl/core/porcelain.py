@@ -367,15 +367,26 @@ def _check_content_type(content_type: str | None) -> str:
     return content_type
 
 
-def _entry(written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None) -> Entry:
+def entry_for(
+    size: int,
+    checksum: str,
+    locators: tuple[str, ...],
+    content_type: str | None,
+    metadata: Mapping[str, str] | None,
+) -> Entry:
+    """A new object entry stamped now, with its content type and metadata checked."""
     return Entry(
-        size=written.size,
-        checksum=written.checksum,
-        locators=written.locators,
+        size=size,
+        checksum=checksum,
+        locators=locators,
         mtime=now(),
         content_type=_check_content_type(content_type),
         metadata=dict(metadata or {}),
     )
+
+
+def _entry(written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None) -> Entry:
+    return entry_for(written.size, written.checksum, written.locators, content_type, metadata)
 
 
 def upload(

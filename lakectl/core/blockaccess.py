@@ -1,0 +1,145 @@
+"""Porcelain of the Keep-style block API: signed locators, missing blocks, objects linked from blocks.
+
+A client that uploads blocks gets signed locators back (proof that it wrote them); it can only
+link an object from locators whose signatures are valid for its own token, so it can never claim
+a block it has not uploaded or been granted, even when dedup means the block was already there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+
+from lakectl.core import keys, porcelain
+from lakectl.core.blocks.data import EMPTY_LOCATOR, read_object, segment_token
+from lakectl.core.blocks.signing import new_secret, sign, verify
+from lakectl.core.model import Entry, ObjectInfo, PathType
+from lakectl.core.uri import check_path
+from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, KeyNotFound, PredicateFailed
+
+SIGNATURE_TTL = 14 * 24 * 3600
+"""How long a signed locator stays valid (Keep's default blob signature TTL is two weeks)."""
+
+_MD5 = re.compile(r"^[0-9a-f]{32}$")
+_SEGMENT_SUFFIX = re.compile(r"^(?P<loc>.+?)(?::(?P<off>[0-9]{1,20}):(?P<len>[0-9]{1,20}))?$")
+
+__all__ = [
+    "SIGNATURE_TTL",
+    "get_block",
+    "link_object",
+    "missing_blocks",
+    "put_block",
+    "sign_locator",
+    "signing_key",
+]
+
+
+def signing_key(lake: porcelain.Lake) -> bytes:
+    """The lake's secret for signing locators, created on first use (one per lake, all processes)."""
+    try:
+        return lake.kv.get(keys.LAKE, keys.SIGNING_SECRET)
+    except KeyNotFound:
+        pass
+    # If another process created it first, set_if fails and we use theirs.
+    with contextlib.suppress(PredicateFailed):
+        lake.kv.set_if(keys.LAKE, keys.SIGNING_SECRET, new_secret(), None)
+    return lake.kv.get(keys.LAKE, keys.SIGNING_SECRET)
+
+
+def sign_locator(lake: porcelain.Lake, bare: str, token: str, ttl: int = SIGNATURE_TTL) -> str:
+    return sign(bare, signing_key(lake), token, int(time.time()) + ttl)
+
+
+def put_block(lake: porcelain.Lake, md5: str, data: bytes, token: str) -> str:
+    """Store one block whose md5 the client claims; return its signed locator."""
+    if not _MD5.match(md5):
+        raise InvalidLocator(f"invalid block hash {md5!r}: expected 32 lowercase hex digits")
+    actual = hashlib.md5(data).hexdigest()
+    if actual != md5:
+        raise InvalidArgument(f"block content does not match its hash: got {actual}, expected {md5}")
+    bare = f"{md5}+{len(data)}"
+    if not lake.blocks.exists(bare):
+        lake.blocks.put(bare, data)
+    return sign_locator(lake, bare, token)
+
+
+def get_block(
+    lake: porcelain.Lake, signed: str, token: str, offset: int = 0, length: int | None = None
+) -> bytes:
+    """The block's bytes (or a range), after checking the signature and its expiry."""
+    locator = verify(signed, signing_key(lake), token)
+    return lake.blocks.get(locator.bare, offset, length)
+
+
+def missing_blocks(lake: porcelain.Lake, locators: Sequence[str]) -> list[str]:
+    """Which of these bare locators the lake lacks (a client then uploads only those)."""
+    from lakectl.core.blocks.locator import parse_locator
+
+    return [loc for loc in locators if not lake.blocks.exists(parse_locator(loc).bare)]
+
+
+def link_object(
+    lake: porcelain.Lake,
+    repo: str,
+    branch: str,
+    path: str,
+    signed_segments: Sequence[str],
+    token: str,
+    content_type: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> ObjectInfo:
+    """Stage an object made of already-stored blocks. Each token is a signed locator, optionally
+    followed by ``:offset:length`` for part of a block; every signature must verify for ``token``
+    and every block must exist, else nothing is staged."""
+    path = check_path(path)
+    key = signing_key(lake)
+    segments: list[str] = []
+    for text in signed_segments:
+        m = _SEGMENT_SUFFIX.match(text)
+        if m is None:
+            raise InvalidLocator(f"invalid segment {text!r}")
+        bare = verify(m.group("loc"), key, token).bare
+        if not lake.blocks.exists(bare):
+            raise BlockNotFound(f"block {bare} is not stored")
+        size = int(bare.split("+")[1])
+        if m.group("off") is None:
+            segments.append(bare)
+        else:
+            off, ln = int(m.group("off")), int(m.group("len"))
+            if off + ln > size:
+                raise InvalidLocator(f"segment {text!r} runs past the end of its block")
+            segments.append(segment_token(bare, off, ln))
+    entry = _entry_of(lake, segments, content_type, metadata)
+    porcelain.stage_rows(lake, repo, branch, [(path, entry.to_row())])
+    return ObjectInfo(path, PathType.OBJECT, entry)
+
+
+def _entry_of(
+    lake: porcelain.Lake,
+    segments: list[str],
+    content_type: str | None,
+    metadata: Mapping[str, str] | None,
+) -> Entry:
+    if segments and all(":" not in s for s in segments):
+        md5s = [s.split("+")[0] for s in segments]
+        size = sum(int(s.split("+")[1]) for s in segments)
+        if len(md5s) == 1:
+            checksum = md5s[0]
+        else:
+            joined = b"".join(bytes.fromhex(m) for m in md5s)
+            checksum = f"{hashlib.md5(joined).hexdigest()}-{len(md5s)}"
+    else:
+        digest = hashlib.md5()
+        size = 0
+        for chunk in _read(lake, segments):
+            digest.update(chunk)
+            size += len(chunk)
+        checksum = digest.hexdigest()
+    return porcelain.entry_for(size, checksum, tuple(segments) or (EMPTY_LOCATOR,), content_type, metadata)
+
+
+def _read(lake: porcelain.Lake, segments: list[str]) -> Iterator[bytes]:
+    return read_object(lake.blocks, segments)

@@ -1,0 +1,84 @@
+"""The block API's rules: signed locators prove a client wrote (or was granted) a block."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from lakectl.core import blockaccess as ba
+from lakectl.core import porcelain
+from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, SignatureError
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> porcelain.Lake:
+    lk = porcelain.open_lake(str(tmp_path / "lake"))
+    porcelain.create_repo(lk, "blocks")
+    return lk
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+def test_put_link_and_read_back(lake: porcelain.Lake) -> None:
+    parts = [b"a" * 1000, b"b" * 500]
+    signed = [ba.put_block(lake, md5(p), p, "alice") for p in parts]
+    assert all("+A" in s for s in signed)
+    info = ba.link_object(lake, "blocks", "main", "x.bin", signed, "alice", "text/plain", {"k": "v"})
+    assert info.entry is not None and info.entry.size == 1500
+    assert info.entry.checksum.endswith("-2")
+    assert b"".join(porcelain.read(lake, "blocks", "main", "x.bin")) == b"".join(parts)
+    assert ba.get_block(lake, signed[1], "alice", 10, 5) == b"b" * 5
+
+
+def test_link_of_a_segment_of_a_block(lake: porcelain.Lake) -> None:
+    signed = ba.put_block(lake, md5(b"0123456789"), b"0123456789", "alice")
+    info = ba.link_object(lake, "blocks", "main", "part", [f"{signed}:2:5"], "alice")
+    assert info.entry is not None and info.entry.checksum == md5(b"23456")
+    assert b"".join(porcelain.read(lake, "blocks", "main", "part")) == b"23456"
+    with pytest.raises(InvalidLocator):
+        ba.link_object(lake, "blocks", "main", "bad", [f"{signed}:8:5"], "alice")
+
+
+def test_a_block_cannot_be_claimed_without_a_valid_signature(lake: porcelain.Lake) -> None:
+    data = b"secret data"
+    signed = ba.put_block(lake, md5(data), data, "alice")
+    bare = f"{md5(data)}+{len(data)}"
+    before = porcelain.diff_uncommitted(lake, "blocks", "main")
+    for claim, token in [(bare, "bob"), (signed, "bob"), (signed.replace("+A", "+A0"), "alice")]:
+        with pytest.raises((SignatureError, InvalidLocator)):
+            ba.link_object(lake, "blocks", "main", "stolen", [claim], token)
+    with pytest.raises(SignatureError):
+        ba.get_block(lake, signed, "bob")
+    assert porcelain.diff_uncommitted(lake, "blocks", "main") == before
+
+
+def test_bad_uploads_store_nothing(lake: porcelain.Lake) -> None:
+    before = set(lake.blocks.list())
+    with pytest.raises(InvalidArgument):
+        ba.put_block(lake, md5(b"full body"), b"truncated", "alice")
+    with pytest.raises(InvalidLocator):
+        ba.put_block(lake, "../../etc/passwd", b"x", "alice")
+    assert set(lake.blocks.list()) == before
+
+
+def test_missing_blocks_and_expired_signatures(lake: porcelain.Lake) -> None:
+    here = ba.put_block(lake, md5(b"here"), b"here", "alice")
+    absent = f"{md5(b'absent')}+6"
+    assert ba.missing_blocks(lake, [here.split("+A")[0], absent]) == [absent]
+    expired = ba.sign_locator(lake, f"{md5(b'here')}+4", "alice", ttl=-10)
+    with pytest.raises(SignatureError):
+        ba.get_block(lake, expired, "alice")
+    ghost = ba.sign_locator(lake, absent, "alice")
+    with pytest.raises(BlockNotFound):
+        ba.link_object(lake, "blocks", "main", "ghost", [ghost], "alice")
+
+
+def test_the_signing_key_is_one_per_lake(lake: porcelain.Lake, tmp_path: Path) -> None:
+    again = porcelain.open_lake(lake.home)
+    assert ba.signing_key(lake) == ba.signing_key(again)
+    other = porcelain.open_lake(str(tmp_path / "other"))
+    assert ba.signing_key(other) != ba.signing_key(lake)
