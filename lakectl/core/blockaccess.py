@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,7 +19,14 @@ from lakectl.core.blocks.data import EMPTY_LOCATOR, read_object, segment_token
 from lakectl.core.blocks.signing import new_secret, sign, verify
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_path
-from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, KeyNotFound, PredicateFailed
+from lakectl.errors import (
+    BlockNotFound,
+    InvalidArgument,
+    InvalidLocator,
+    KeyNotFound,
+    PredicateFailed,
+    SignatureError,
+)
 
 SIGNATURE_TTL = 14 * 24 * 3600
 """How long a signed locator stays valid (Keep's default blob signature TTL is two weeks)."""
@@ -28,9 +36,12 @@ _SEGMENT_SUFFIX = re.compile(r"^(?P<loc>.+?)(?::(?P<off>[0-9]{1,20}):(?P<len>[0-
 
 __all__ = [
     "SIGNATURE_TTL",
+    "challenge",
     "get_block",
     "link_object",
     "missing_blocks",
+    "prove",
+    "prove_answer",
     "put_block",
     "sign_locator",
     "signing_key",
@@ -79,6 +90,43 @@ def missing_blocks(lake: porcelain.Lake, locators: Sequence[str]) -> list[str]:
     from lakectl.core.blocks.locator import parse_locator
 
     return [loc for loc in locators if not lake.blocks.exists(parse_locator(loc).bare)]
+
+
+CHALLENGE_TTL = 600
+
+
+def challenge(lake: porcelain.Lake, bare: str, token: str, ttl: int = CHALLENGE_TTL) -> str:
+    """A nonce for proving knowledge of a stored block without sending it: the client answers
+    ``md5(nonce + block bytes)``, which only a holder of the bytes can compute. Stateless: the
+    nonce carries its expiry and an HMAC the server can recheck."""
+    expiry = f"{int(time.time()) + ttl:08x}"
+    mac = hmac.new(signing_key(lake), f"challenge@{bare}@{token}@{expiry}".encode(), "sha256")
+    return f"{expiry}.{mac.hexdigest()}"
+
+
+def prove(lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str) -> str:
+    """The signed locator of a stored block, for a correct answer to :func:`challenge`."""
+    from lakectl.core.blocks.locator import parse_locator
+
+    bare = parse_locator(bare).bare
+    expiry, _, mac = nonce.partition(".")
+    expected = hmac.new(signing_key(lake), f"challenge@{bare}@{token}@{expiry}".encode(), "sha256")
+    if not hmac.compare_digest(mac, expected.hexdigest()):
+        raise SignatureError(f"invalid challenge for block {bare}")
+    if int(expiry, 16) <= int(time.time()):
+        raise SignatureError(f"the challenge for block {bare} expired")
+    digest = hashlib.md5(nonce.encode())
+    digest.update(lake.blocks.get(bare))
+    if not hmac.compare_digest(answer, digest.hexdigest()):
+        raise SignatureError(f"wrong proof of knowledge for block {bare}")
+    return sign_locator(lake, bare, token)
+
+
+def prove_answer(nonce: str, data: bytes) -> str:
+    """What a client answers to a challenge for a block it holds."""
+    digest = hashlib.md5(nonce.encode())
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def link_object(

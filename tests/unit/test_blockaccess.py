@@ -82,3 +82,20 @@ def test_the_signing_key_is_one_per_lake(lake: porcelain.Lake, tmp_path: Path) -
     assert ba.signing_key(lake) == ba.signing_key(again)
     other = porcelain.open_lake(str(tmp_path / "other"))
     assert ba.signing_key(other) != ba.signing_key(lake)
+
+
+def test_proof_of_knowledge_grants_a_signature_without_sending_the_block(lake: porcelain.Lake) -> None:
+    data = b"already on the server" * 100
+    ba.put_block(lake, md5(data), data, "alice")
+    bare = f"{md5(data)}+{len(data)}"
+    nonce = ba.challenge(lake, bare, "bob")
+    signed = ba.prove(lake, bare, nonce, ba.prove_answer(nonce, data), "bob")
+    assert ba.get_block(lake, signed, "bob") == data
+    # Knowing the locator is not enough: a wrong answer, or another user's nonce, is refused.
+    for who, n, answer in [
+        ("bob", nonce, ba.prove_answer(nonce, b"guess")),
+        ("carol", nonce, ba.prove_answer(nonce, data)),
+        ("bob", nonce.replace(nonce[-1], "0" if nonce[-1] != "0" else "1"), ba.prove_answer(nonce, data)),
+    ]:
+        with pytest.raises(SignatureError):
+            ba.prove(lake, bare, n, answer, who)
