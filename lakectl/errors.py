@@ -25,6 +25,7 @@
     ├── Forbidden                forbidden           exit 8   HTTP 403
     │   ├── ProtectedBranch
     │   └── SignatureError             (bad, forged or expired signed locator)
+    ├── Unauthenticated          unauthenticated     exit 10  HTTP 401
     └── StorageError             storage_error       exit 9   HTTP 503
 
 Foreign exceptions (sqlite3, OSError, pyarrow, httpx) are translated into this tree at the
@@ -187,6 +188,14 @@ class ProtectedBranch(Forbidden):
 
 class SignatureError(Forbidden):
     code = "signature_error"
+
+
+class Unauthenticated(LakectlError):
+    """No credentials, or wrong ones (a server answered 401)."""
+
+    code = "unauthenticated"
+    exit_code = 10
+    http_status = 401
 
 
 class StorageError(LakectlError):

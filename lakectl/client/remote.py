@@ -1,0 +1,506 @@
+"""RemoteBackend: the same verbs over HTTP to ``lakectl server run`` (lakeFS API v1 + block API).
+
+Uploads hash blocks locally, ask the server which it lacks, upload only those (in parallel), get
+signed locators for the others by proving knowledge of their bytes, then link the object: data
+already on the server never crosses the network again. Errors come back as ``{code, message,
+details}`` and are rebuilt into the same exception classes the embedded lake raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import random
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import quote
+
+import httpx
+
+from lakectl.client import Progress
+from lakectl.errors import (
+    Conflict,
+    Forbidden,
+    InvalidArgument,
+    LakectlError,
+    MergeConflict,
+    NotFound,
+    StorageError,
+    Unauthenticated,
+    from_code,
+)
+
+if TYPE_CHECKING:
+    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+    from lakectl.core.porcelain import MergeResult
+
+BLOCK_SIZE = 64 * 1024 * 1024
+PAGE = 1000
+ATTEMPTS = 5
+UPLOAD_THREADS = 4
+
+
+def _q(part: str) -> str:
+    return quote(part, safe="")
+
+
+class RemoteBackend:
+    """A :class:`~lakectl.client.Backend` talking to a lakectl server at ``endpoint``."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        access_key_id: str,
+        secret_access_key: str,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        if self.endpoint.endswith("/api/v1"):
+            self.endpoint = self.endpoint[: -len("/api/v1")]
+        self._http = httpx.Client(
+            base_url=self.endpoint,
+            auth=(access_key_id, secret_access_key),
+            timeout=httpx.Timeout(60.0, connect=10.0),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def init(self) -> str:
+        self._call("GET", "/api/v1/healthcheck")
+        return self.endpoint
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- transport ---------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+    ) -> httpx.Response:
+        """One request, retried with jittered backoff on network errors (always, as long as
+        nothing may have reached the server) and on 5xx (only for idempotent requests)."""
+        safe = method in ("GET", "HEAD", "PUT", "DELETE") if idempotent is None else idempotent
+        for attempt in range(ATTEMPTS):
+            try:
+                response = self._http.request(
+                    method, path, params=params, json=json, content=content, headers=headers
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                if attempt == ATTEMPTS - 1:
+                    raise StorageError(f"cannot reach the lakectl server at {self.endpoint}: {e}") from e
+            except httpx.TransportError as e:
+                if not safe or attempt == ATTEMPTS - 1:
+                    raise StorageError(f"request to {self.endpoint} failed: {e}") from e
+            else:
+                if response.status_code < 500 or not safe or attempt == ATTEMPTS - 1:
+                    if response.status_code >= 400:
+                        raise _error(response)
+                    return response
+            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+        raise StorageError(f"request to {self.endpoint} failed")  # pragma: no cover
+
+    def _json(self, method: str, path: str, **kw: Any) -> Any:
+        return self._call(method, path, **kw).json()
+
+    def _pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        after = ""
+        while True:
+            query = {**(params or {}), "amount": PAGE}
+            if after:
+                query["after"] = after
+            body = self._json("GET", path, params=query)
+            yield from body["results"]
+            pagination = body.get("pagination", {})
+            if not pagination.get("has_more"):
+                return
+            after = pagination["next_offset"]
+
+    def _repo(self, repo: str) -> str:
+        return f"/api/v1/repositories/{_q(repo)}"
+
+    # -- repositories ----------------------------------------------------------------------
+
+    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
+        body = {"name": name, "default_branch": default_branch, "storage_namespace": f"local://{name}"}
+        return _repository(self._json("POST", "/api/v1/repositories", json=body))
+
+    def get_repo(self, name: str) -> Repository:
+        return _repository(self._json("GET", self._repo(name)))
+
+    def list_repos(self) -> list[Repository]:
+        return [_repository(r) for r in self._pages("/api/v1/repositories")]
+
+    def delete_repo(self, name: str) -> None:
+        self._call("DELETE", self._repo(name))
+
+    # -- branches and tags -----------------------------------------------------------------
+
+    def create_branch(self, repo: str, name: str, source: str) -> Branch:
+        self._call(
+            "POST", f"{self._repo(repo)}/branches", json={"name": name, "source": source}, idempotent=False
+        )
+        return self.get_branch(repo, name)
+
+    def get_branch(self, repo: str, name: str) -> Branch:
+        return _branch(self._json("GET", f"{self._repo(repo)}/branches/{_q(name)}"))
+
+    def list_branches(self, repo: str) -> list[Branch]:
+        return [_branch(r) for r in self._pages(f"{self._repo(repo)}/branches")]
+
+    def delete_branch(self, repo: str, name: str) -> None:
+        self._call("DELETE", f"{self._repo(repo)}/branches/{_q(name)}")
+
+    def create_tag(self, repo: str, name: str, ref: str) -> Tag:
+        return _tag(self._json("POST", f"{self._repo(repo)}/tags", json={"id": name, "ref": ref}))
+
+    def get_tag(self, repo: str, name: str) -> Tag:
+        return _tag(self._json("GET", f"{self._repo(repo)}/tags/{_q(name)}"))
+
+    def list_tags(self, repo: str) -> list[Tag]:
+        return [_tag(r) for r in self._pages(f"{self._repo(repo)}/tags")]
+
+    def delete_tag(self, repo: str, name: str) -> None:
+        self._call("DELETE", f"{self._repo(repo)}/tags/{_q(name)}")
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def stat(self, repo: str, ref: str, path: str) -> ObjectInfo:
+        body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params={"path": path})
+        return _object(body)
+
+    def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
+        """Blocks fetched in parallel by signed locator (a few in flight), yielded in order."""
+        body = self._json(
+            "GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params={"path": path, "signed": "true"}
+        )
+        segments: list[str] = body.get("signed_locators") or []
+        return self._fetch(segments)
+
+    def _fetch(self, segments: list[str]) -> Iterator[bytes]:
+        def get(segment: str) -> bytes:
+            locator, _, rng = segment.partition(":")
+            headers = None
+            if rng:
+                offset, length = (int(x) for x in rng.split(":"))
+                headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
+            data = self._call("GET", f"/blocks/{locator}", headers=headers).content
+            if not rng and hashlib.md5(data).hexdigest() != locator.split("+")[0]:
+                raise StorageError(f"block {locator.split('+A')[0]} arrived corrupted")
+            return data
+
+        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+            pending = [pool.submit(get, s) for s in segments[:UPLOAD_THREADS]]
+            for i in range(len(segments)):
+                data = pending[i].result()
+                if i + UPLOAD_THREADS < len(segments):
+                    pending.append(pool.submit(get, segments[i + UPLOAD_THREADS]))
+                yield data
+
+    def list_objects(
+        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
+    ) -> Iterator[ObjectInfo]:
+        params: dict[str, Any] = {"prefix": prefix, "delimiter": delimiter}
+        url = f"{self._repo(repo)}/refs/{_q(ref)}/objects/ls"
+        for item in self._pages(url, params):
+            if after and item["path"] <= after:
+                continue
+            yield _object(item)
+
+    def upload(
+        self,
+        repo: str,
+        branch: str,
+        path: str,
+        source: BinaryIO | bytes,
+        content_type: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> ObjectInfo:
+        stream = io.BytesIO(source) if isinstance(source, bytes) else source
+        segments = self._send_blocks(stream)
+        return self._link(repo, branch, path, segments, content_type, metadata)
+
+    def upload_files(
+        self,
+        repo: str,
+        branch: str,
+        files: Sequence[tuple[str, str]],
+        content_type: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[ObjectInfo]:
+        def one(item: tuple[str, str]) -> ObjectInfo:
+            path, local = item
+            with open(local, "rb") as f:
+                info = self.upload(repo, branch, path, f, content_type)
+            if progress is not None:
+                progress(1)
+            return info
+
+        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+            return list(pool.map(one, sorted(files)))
+
+    def _send_blocks(self, stream: BinaryIO) -> list[str]:
+        """Signed locators of the stream's blocks: uploaded when the server lacks them, proven
+        otherwise. Blocks are hashed and sent in parallel, a bounded number in memory."""
+        blocks: list[bytes] = []
+        while True:
+            chunk = stream.read(BLOCK_SIZE)
+            if not chunk:
+                break
+            blocks.append(chunk)
+        if not blocks:
+            blocks = [b""]
+        bares = [f"{hashlib.md5(b).hexdigest()}+{len(b)}" for b in blocks]
+        answer = self._json("POST", "/blocks/missing", json={"locators": bares}, idempotent=True)
+        missing = set(answer["missing"])
+        challenges: dict[str, str] = answer.get("challenges", {})
+
+        def send(i: int) -> str:
+            bare, data = bares[i], blocks[i]
+            if bare in missing:
+                md5 = bare.split("+")[0]
+                return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
+            nonce = challenges[bare]
+            proof = hashlib.md5(nonce.encode())
+            proof.update(data)
+            body = {"locator": bare, "nonce": nonce, "answer": proof.hexdigest()}
+            return str(self._json("POST", "/blocks/prove", json=body, idempotent=True)["locator"])
+
+        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+            return list(pool.map(send, range(len(blocks))))
+
+    def _link(
+        self,
+        repo: str,
+        branch: str,
+        path: str,
+        segments: list[str],
+        content_type: str | None,
+        metadata: Mapping[str, str] | None,
+    ) -> ObjectInfo:
+        body = {
+            "path": path,
+            "segments": segments,
+            "content_type": content_type,
+            "metadata": dict(metadata or {}),
+        }
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
+        return _object(self._json("POST", url, json=body, idempotent=True))
+
+    def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/delete"
+        self._call("POST", url, json={"paths": list(paths)}, idempotent=True)
+
+    def delete_prefix(self, repo: str, branch: str, prefix: str) -> list[str]:
+        paths = [o.path for o in self.list_objects(repo, branch, prefix)]
+        for i in range(0, len(paths), PAGE):
+            self.delete_objects(repo, branch, paths[i : i + PAGE])
+        return paths
+
+    # -- commits and history ---------------------------------------------------------------
+
+    def commit(
+        self,
+        repo: str,
+        branch: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        allow_empty: bool = False,
+    ) -> Commit:
+        body = {"message": message, "metadata": dict(metadata or {}), "allow_empty": allow_empty}
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/commits"
+        return _commit(self._json("POST", url, json=body, idempotent=False))
+
+    def get_commit(self, repo: str, ref: str) -> Commit:
+        return _commit(self._json("GET", f"{self._repo(repo)}/commits/{_q(ref)}"))
+
+    def log(
+        self,
+        repo: str,
+        ref: str,
+        amount: int | None = None,
+        first_parent: bool = False,
+        no_merges: bool = False,
+        objects: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+    ) -> Iterator[Commit]:
+        params: dict[str, Any] = {"first_parent": first_parent, "no_merges": no_merges}
+        if objects:
+            params["objects"] = list(objects)
+        if prefixes:
+            params["prefixes"] = list(prefixes)
+        count = 0
+        for item in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/commits", params):
+            if amount is not None and count >= amount:
+                return
+            commit = _commit(item)
+            if no_merges and len(commit.parents) > 1:
+                continue
+            count += 1
+            yield commit
+
+    def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/diff"
+        return [_change(d) for d in self._pages(url, {"prefix": prefix})]
+
+    def diff_refs(
+        self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
+    ) -> Iterator[Change]:
+        url = f"{self._repo(repo)}/refs/{_q(left)}/diff/{_q(right)}"
+        params = {"type": "two_dot" if two_way else "three_dot", "prefix": prefix}
+        return (_change(d) for d in self._pages(url, params))
+
+    # -- merge, revert, cherry-pick, reset -------------------------------------------------
+
+    def merge(
+        self,
+        repo: str,
+        source: str,
+        dest: str,
+        strategies: Sequence[str] = (),
+        message: str | None = None,
+    ) -> MergeResult:
+        from lakectl.core.porcelain import MergeResult
+
+        body: dict[str, Any] = {"message": message or "", "strategies": list(strategies)}
+        url = f"{self._repo(repo)}/refs/{_q(source)}/merge/{_q(dest)}"
+        answer = self._json("POST", url, json=body, idempotent=False)
+        commit = self.get_commit(repo, answer["reference"])
+        return MergeResult(commit, changed=bool(answer.get("changed", True)))
+
+    def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/cherry-pick"
+        body = {"ref": ref, "parent_number": parent_number}
+        return _commit(self._json("POST", url, json=body, idempotent=False))
+
+    def revert(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/revert"
+        self._call("POST", url, json={"ref": ref, "parent_number": parent_number}, idempotent=False)
+        return self.get_commit(repo, branch)
+
+    def reset(self, repo: str, branch: str, kind: ResetKind, path: str = "") -> int:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}"
+        response = self._call("PUT", url, json={"type": kind.value, "path": path})
+        try:
+            return int(response.json().get("count", 0))
+        except ValueError:
+            return 0
+
+    # -- manifests -------------------------------------------------------------------------
+
+    def export_manifest(self, repo: str, ref: str, prefix: str = "") -> str:
+        url = f"{self._repo(repo)}/refs/{_q(ref)}/manifest"
+        return self._call("GET", url, params={"prefix": prefix}).text
+
+    def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/manifest"
+        answer = self._json(
+            "POST",
+            url,
+            params={"prefix": prefix},
+            content=text.encode(),
+            idempotent=True,
+            headers={"Content-Type": "text/plain"},
+        )
+        return list(answer["paths"])
+
+
+# -- wire format → records -------------------------------------------------------------------
+
+
+def _error(response: httpx.Response) -> LakectlError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    message = body.get("message") if isinstance(body, dict) else None
+    message = message or f"server answered {response.status_code}: {response.text[:200]}"
+    code = body.get("code") if isinstance(body, dict) else None
+    if code:
+        return from_code(code, message, body.get("details") or {})
+    status = response.status_code
+    if status == 401:
+        return Unauthenticated(message)
+    if status == 403:
+        return Forbidden(message)
+    if status == 404:
+        return NotFound(message)
+    if status == 409:
+        conflicts = body.get("conflicts") if isinstance(body, dict) else None
+        return MergeConflict(message, paths=conflicts) if conflicts else Conflict(message)
+    if 400 <= status < 500:
+        return InvalidArgument(message)
+    return StorageError(message)
+
+
+def _repository(d: Mapping[str, Any]) -> Repository:
+    from lakectl.core.model import BranchId, Repository, RepositoryId
+
+    return Repository(
+        name=RepositoryId(d["id"]),
+        default_branch=BranchId(d["default_branch"]),
+        creation_date=int(d["creation_date"]),
+        storage_namespace=d.get("storage_namespace", ""),
+    )
+
+
+def _branch(d: Mapping[str, Any]) -> Branch:
+    from lakectl.core.model import Branch, BranchId, CommitId, StagingToken
+
+    return Branch(BranchId(d["id"]), CommitId(d["commit_id"]), StagingToken(""))
+
+
+def _tag(d: Mapping[str, Any]) -> Tag:
+    from lakectl.core.model import CommitId, Tag, TagId
+
+    return Tag(TagId(d["id"]), CommitId(d["commit_id"]))
+
+
+def _commit(d: Mapping[str, Any]) -> Commit:
+    from lakectl.core.model import Commit, CommitId, MetaRangeId
+
+    return Commit(
+        id=CommitId(d["id"]),
+        parents=tuple(CommitId(p) for p in d["parents"]),
+        committer=d["committer"],
+        message=d["message"],
+        creation_date=int(d["creation_date"]),
+        meta_range_id=MetaRangeId(d.get("meta_range_id", "")),
+        metadata=dict(d.get("metadata") or {}),
+        generation=int(d.get("generation", 0)),
+    )
+
+
+def _object(d: Mapping[str, Any]) -> ObjectInfo:
+    from lakectl.core.model import Entry, ObjectInfo, PathType
+
+    if d.get("path_type") == "common_prefix":
+        return ObjectInfo(d["path"], PathType.COMMON_PREFIX)
+    entry = Entry(
+        size=int(d.get("size_bytes") or 0),
+        checksum=d.get("checksum", ""),
+        locators=(),
+        mtime=int(d.get("mtime") or 0),
+        content_type=d.get("content_type") or "application/octet-stream",
+        metadata=dict(d.get("metadata") or {}),
+    )
+    return ObjectInfo(d["path"], PathType.OBJECT, entry)
+
+
+def _change(d: Mapping[str, Any]) -> Change:
+    from lakectl.core.model import Change, DiffType
+
+    kind = DiffType(d["type"])
+    row = (int(d.get("size_bytes") or 0), "", "", 0, "", "")
+    if kind is DiffType.REMOVED:
+        return Change(d["path"], kind, None, row)
+    return Change(d["path"], kind, row, row if kind is DiffType.CHANGED else None)
