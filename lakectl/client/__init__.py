@@ -177,7 +177,24 @@ class Backend(Protocol):
 
 
 def get_backend() -> Backend:
-    """The backend this process should use: the embedded lake at ``$LAKECTL_HOME``."""
+    """The backend this process should use: a lakectl server when ``server.endpoint_url`` is set
+    (``$LAKECTL_SERVER_ENDPOINT_URL`` or ``~/.lakectl.yaml``, as lakeFS's lakectl), else the
+    embedded lake at ``$LAKECTL_HOME``."""
+    import os
+
+    endpoint = os.environ.get("LAKECTL_SERVER_ENDPOINT_URL")
+    key_id = os.environ.get("LAKECTL_CREDENTIALS_ACCESS_KEY_ID")
+    secret = os.environ.get("LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY")
+    if not endpoint or not key_id or not secret:
+        from lakectl import config
+
+        endpoint = endpoint or config.get("server.endpoint_url")
+        key_id = key_id or config.get("credentials.access_key_id")
+        secret = secret or config.get("credentials.secret_access_key")
+    if endpoint:
+        from lakectl.client.remote import RemoteBackend
+
+        return RemoteBackend(str(endpoint), str(key_id or ""), str(secret or ""))
     from lakectl.client.local import LocalBackend
 
     return LocalBackend(None)

@@ -21,6 +21,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     lake = tmp_path / "lake"
     monkeypatch.setenv("LAKECTL_HOME", str(lake))
     monkeypatch.setenv("LAKECTL_COMMITTER", "tester")
+    # The embedded lake, whatever this machine's ~/.lakectl.yaml or environment says.
+    monkeypatch.setenv("LAKECTL_CONFIG", str(tmp_path / "no-config.yaml"))
+    monkeypatch.delenv("LAKECTL_SERVER_ENDPOINT_URL", raising=False)
     return lake
 
 
