@@ -29,6 +29,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
 test: lint
+	bash scripts/ensure-postgres.sh
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
 
 bench: $(VENV)/.installed-test

@@ -1,9 +1,11 @@
-"""The KV conformance suite: every driver, same behaviour; then what only the SQLite driver adds."""
+"""The KV conformance suite: every driver, same behaviour; then what only the SQLite or the
+PostgreSQL driver adds. PostgreSQL runs on a real server (tests/pg.py), an empty database per test."""
 
 from __future__ import annotations
 
 import os
 import random
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -11,12 +13,18 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lakectl.core.kv import KVStore, open_store
 from lakectl.core.kv import helpers as kvh
+from lakectl.core.kv import postgres as pg
 from lakectl.core.kv.memory import MemoryStore
+from lakectl.core.kv.postgres import PostgresStore
 from lakectl.core.kv.sqlite import HEAD_REVISION, SCAN_PAGE, SQLiteStore, migrations_dir
 from lakectl.errors import (
     InvalidArgument,
@@ -25,18 +33,27 @@ from lakectl.errors import (
     StorageError,
     TooManyRetries,
 )
+from tests.pg import PostgresServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Code-point order = UTF-8 byte order, which differs from UTF-16 order (U+FB01 < U+1F600 here,
 # the other way round in UTF-16) and from any locale collation ("B" < "a", "é" after "z").
+# U+0000 and U+0001 are escaped by the PostgreSQL driver (text cannot hold NUL); order must survive.
 UNICODE_KEYS = ["", "B", "a", "a/b", "a-b", "a0", "z", "é", "ÿ", "Ā", "中", "\ufb01", "😀", "a\x00"]
+UNICODE_KEYS += ["\x00", "\x01", "\x02", "a\x01", "a\x00\x01", "a\x01\x00", "a\x01\x01", "a\x02"]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KVStore]:
-    """A fresh, empty store of each driver: every test above the SQLite-only part runs on both."""
-    s: KVStore = MemoryStore() if request.param == "memory" else SQLiteStore(str(tmp_path / "lake.db"))
+    """A fresh, empty store of each driver: every test above the driver-only parts runs on all."""
+    s: KVStore
+    if request.param == "memory":
+        s = MemoryStore()
+    elif request.param == "sqlite":
+        s = SQLiteStore(str(tmp_path / "lake.db"))
+    else:  # requested only here, so that memory and SQLite runs never wait for a server
+        s = PostgresStore(request.getfixturevalue("pg_url"))
     try:
         yield s
     finally:
@@ -126,8 +143,21 @@ def test_scan_crosses_page_boundaries(store: KVStore) -> None:
     assert [k for k, _ in store.scan("p", middle)] == keys[SCAN_PAGE - 1 :]
 
 
-def test_writes_during_a_scan_do_not_break_it(store: KVStore) -> None:
-    n = 2 * SCAN_PAGE + 10
+SMALL_PAGE = 97
+
+
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Scan pages of :data:`SMALL_PAGE` rows in every driver: many page boundaries, few rows."""
+    from lakectl.core.kv import memory, sqlite
+
+    for module, name in ((memory, "_PAGE"), (sqlite, "SCAN_PAGE"), (pg, "SCAN_PAGE")):
+        monkeypatch.setattr(module, name, SMALL_PAGE)
+    return SMALL_PAGE
+
+
+def test_writes_during_a_scan_do_not_break_it(store: KVStore, small_pages: int) -> None:
+    n = 10 * small_pages + 10
     keys = _fill(store, "p", n)
     rng = random.Random(1)
     deleted: set[str] = set()
@@ -388,12 +418,14 @@ def test_sqlite_unusable_paths_raise_storage_error(tmp_path: Path) -> None:
     assert isinstance(info.value.__cause__, sqlite3.Error)
 
 
+# --- across processes (SQLite and PostgreSQL) ---------------------------------------------
+
 _CHILD = """
 import sys
-from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.kv import open_store
 from lakectl.core.kv.helpers import update_with_retries
 
-store = SQLiteStore(sys.argv[1])
+store = open_store(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
 incr = lambda old: str(int(old or b"0") + 1).encode()
@@ -403,12 +435,25 @@ store.close()
 """
 
 
-def test_sqlite_compare_and_swap_across_processes(tmp_path: Path) -> None:
-    # The processes also race to create and migrate the same fresh file.
-    path = str(tmp_path / "lake.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a store nobody opened yet: a missing SQLite file, an empty PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'lake.db'}"
+        return
+    server = request.getfixturevalue("postgres_server")
+    url = server.create_database(at_head=False)
+    try:
+        yield url
+    finally:
+        server.drop_database(url)
+
+
+def test_compare_and_swap_across_processes(fresh_url: str) -> None:
+    # The processes also race to create and migrate the same fresh store.
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _CHILD, path, "50"],
+            [sys.executable, "-c", _CHILD, fresh_url, "50"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -430,7 +475,103 @@ def test_sqlite_compare_and_swap_across_processes(tmp_path: Path) -> None:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    store = SQLiteStore(path)
+    store = open_store(fresh_url)
     assert store.get("p", "counter") == b"200"
     store.close()
     assert elapsed < 20
+
+
+# --- PostgreSQL only ---------------------------------------------------------------------
+
+
+def _pg_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql).fetchall()  # type: ignore[arg-type]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF) | st.sampled_from("\x00\x01\x02")))
+def test_postgres_key_escape_round_trips_without_nul(s: str) -> None:
+    escaped = pg.escape(s)
+    assert "\x00" not in escaped
+    assert pg.unescape(escaped) == s
+
+
+@given(st.lists(st.text(alphabet="\x00\x01\x02a\U0001f600", max_size=6), min_size=2, max_size=8))
+def test_postgres_key_escape_preserves_code_point_order(keys: list[str]) -> None:
+    assert sorted(keys, key=pg.escape) == sorted(keys)
+    assert len({pg.escape(k) for k in keys}) == len(set(keys))
+
+
+def test_postgres_open_store_by_url(pg_url: str) -> None:
+    for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
+        s = open_store(url)
+        assert isinstance(s, PostgresStore)
+        s.set("p", "k", b"v")
+        s.close()
+        with pytest.raises(StorageError):
+            s.get("p", "k")  # closed
+
+
+def test_postgres_migrates_an_empty_database(postgres_server: PostgresServer) -> None:
+    url = postgres_server.create_database(at_head=False)
+    try:
+        PostgresStore(url).close()
+        assert _pg_rows(url, "SELECT version_num FROM alembic_version") == [(HEAD_REVISION,)]
+        collations = _pg_rows(
+            url,
+            "SELECT column_name, collation_name FROM information_schema.columns"
+            " WHERE table_name = 'kv' AND data_type = 'text' ORDER BY column_name",
+        )
+        assert collations == [("key", "C"), ("partition", "C")]
+        # The server's own default collation is not byte order: the column's is what counts.
+        assert _pg_rows(url, "SELECT 'B' < 'a'") == [(False,)]
+    finally:
+        postgres_server.drop_database(url)
+
+
+def test_postgres_open_at_head_stays_off_sqlalchemy(pg_url: str) -> None:
+    code = (
+        "import sys; from lakectl.core.kv.postgres import PostgresStore;"
+        f"PostgresStore({pg_url!r}).close();"
+        "sys.exit(any(m in sys.modules for m in ('sqlalchemy', 'alembic')))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+
+
+def test_postgres_reconnects_after_the_server_drops_the_connection(pg_url: str) -> None:
+    s = PostgresStore(pg_url)
+    try:
+        s.set("p", "k", b"v")
+        _pg_rows(
+            pg_url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = 'lakectl'",
+        )
+        with pytest.raises(StorageError) as info:
+            s.get("p", "k")
+        assert isinstance(info.value.__cause__, psycopg.Error)
+        assert s.get("p", "k") == b"v"  # the next call has a new connection
+    finally:
+        s.close()
+
+
+def test_postgres_errors_are_storage_errors_without_the_password(
+    postgres_server: PostgresServer,
+) -> None:
+    with pytest.raises(InvalidArgument) as bad:
+        PostgresStore("postgresql://u:s3cret@h/x?bogus=1")
+    assert "s3cret" not in str(bad.value)
+    refused = f"postgresql://u:s3cret@127.0.0.1:{_closed_port()}/db?connect_timeout=2"
+    with pytest.raises(StorageError) as info:
+        PostgresStore(refused)
+    assert isinstance(info.value.__cause__, psycopg.Error)
+    assert "s3cret" not in str(info.value) and "s3cret" not in repr(info.value.details)
+    with pytest.raises(StorageError):
+        PostgresStore(postgres_server.url("no_such_database"))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port

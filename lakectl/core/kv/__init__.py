@@ -50,7 +50,8 @@ class BatchWriter(Protocol):
 
 
 def open_store(url: str) -> KVStore:
-    """Open a KV store by URL: ``memory://`` or ``sqlite:///path/to/lake.db``."""
+    """Open a KV store by URL: ``memory://``, ``sqlite:///path/to/lake.db`` or
+    ``postgresql://user:password@host:port/database`` (``postgres://`` too)."""
     from lakectl.errors import InvalidArgument
 
     if url.startswith("memory://"):
@@ -61,4 +62,8 @@ def open_store(url: str) -> KVStore:
         from lakectl.core.kv.sqlite import SQLiteStore
 
         return SQLiteStore(url[len("sqlite:///") :])
+    if url.startswith(("postgresql://", "postgres://")):
+        from lakectl.core.kv.postgres import PostgresStore
+
+        return PostgresStore(url)
     raise InvalidArgument(f"unsupported metadata database URL: {url!r}")
