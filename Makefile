@@ -15,6 +15,11 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
+	# The lakeFS SDK wrapper for the acceptance test, kept apart: its wheel ships a top-level
+	# `lakectl` package that would shadow ours in site-packages.
+	rm -rf $(VENV)/lakefs-wrapper
+	$(BIN)/pip install -q --no-deps --target $(VENV)/lakefs-wrapper 'lakefs>=0.16'
+	rm -rf $(VENV)/lakefs-wrapper/lakectl $(VENV)/lakefs-wrapper/bin
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

@@ -272,7 +272,13 @@ def read(
     """The object's bytes (or a range of them), block by block, md5-verified."""
     info = stat(lake, repo, ref, path)
     assert info.entry is not None
-    return read_object(lake.blocks, info.entry.locators, offset, length)
+    return read_entry(lake, info.entry, offset, length)
+
+
+def read_entry(lake: Lake, entry: Entry, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
+    """The bytes of an entry :func:`stat` returned: a reader that sends the stat (size, ETag)
+    before the bytes gets the same version of an object that is being overwritten meanwhile."""
+    return read_object(lake.blocks, entry.locators, offset, length)
 
 
 def _iter_view(

@@ -1,0 +1,86 @@
+"""Commits: commit a branch, get a commit, and the log of a ref."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from itertools import dropwhile
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+from lakectl.core import porcelain as p
+from lakectl.core.model import Commit
+from server.api import shapes
+from server.api.bodies import CommitCreation, unsupported
+from server.api.deps import LakeDep, UserDep, current_user
+from server.api.pagination import After, Amount, page
+
+router = APIRouter(dependencies=[Depends(current_user)])
+
+
+@router.post("/repositories/{repository}/branches/{branch}/commits", status_code=201)
+def commit(
+    repository: str,
+    branch: str,
+    body: CommitCreation,
+    lake: LakeDep,
+    user: UserDep,
+    source_metarange: str | None = Query(None),
+) -> dict[str, Any]:
+    """Commit the branch's staged changes; the committer is the authenticated user."""
+    if source_metarange:
+        raise unsupported("source_metarange")
+    if body.date is not None:
+        raise unsupported("date")
+    c = p.commit(lake, repository, branch, body.message, body.metadata, user.id, body.allow_empty)
+    return shapes.commit(c)
+
+
+@router.get("/repositories/{repository}/commits/{commit_id}")
+def get_commit(repository: str, commit_id: str, lake: LakeDep) -> dict[str, Any]:
+    return shapes.commit(p.get_commit(lake, repository, commit_id))
+
+
+@router.get("/repositories/{repository}/refs/{ref}/commits")
+def log_commits(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    after: After = "",
+    amount: Amount = None,
+    objects: list[str] = Query([], description="only commits that changed these objects"),
+    prefixes: list[str] = Query([], description="only commits that changed objects under these"),
+    limit: bool = Query(False, description="return this page only (has_more is false)"),
+    first_parent: bool = Query(False),
+    since: datetime | None = Query(None, description="only commits created at or after this time"),
+    stop_at: str = Query("", description="stop after this ref's commit"),
+    no_merges: bool = Query(False, description="lakectl extension: leave merge commits out"),
+) -> dict[str, Any]:
+    """Commits reachable from ``ref``, newest first; ``after`` is the id of the last commit of
+    the previous page."""
+    stop = p.get_commit(lake, repository, stop_at).id if stop_at else None
+    commits: Iterator[Commit] = p.log(
+        lake, repository, ref, None, first_parent, no_merges, tuple(objects), tuple(prefixes)
+    )
+    if since is not None:
+        floor = since.timestamp()
+        commits = (c for c in commits if c.creation_date >= floor)
+    if stop is not None:
+        commits = _until(commits, stop)
+    if after:
+        commits = _after(commits, after)
+    return page(commits, amount, lambda c: c.id, shapes.commit, limit=limit)
+
+
+def _until(commits: Iterator[Commit], stop: str) -> Iterator[Commit]:
+    for c in commits:
+        yield c
+        if c.id == stop:
+            return
+
+
+def _after(commits: Iterator[Commit], after: str) -> Iterator[Commit]:
+    rest = dropwhile(lambda c: c.id != after, commits)
+    next(rest, None)
+    return rest

@@ -1,0 +1,78 @@
+"""Configuration, set-up and health: ``/config``, ``/config/storage``, ``/config/version``,
+``/setup_lakefs`` and ``/healthcheck``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.concurrency import run_in_threadpool
+
+from lakectl import __version__
+from server.api.bodies import Setup
+from server.api.deps import AuthDep, current_user
+
+NAMESPACE_REGEX = "^[a-z][a-z0-9+.-]*://"
+
+public = APIRouter()
+router = APIRouter(dependencies=[Depends(current_user)])
+
+
+def storage_config() -> dict[str, Any]:
+    """Pre-signed URLs are not offered: clients then send object data through this API."""
+    return {
+        "blockstore_type": "local",
+        "blockstore_namespace_example": "local://my-repository",
+        "blockstore_namespace_ValidityRegex": NAMESPACE_REGEX,
+        "default_namespace_prefix": "local://",
+        "pre_sign_support": False,
+        "pre_sign_support_ui": False,
+        "import_support": False,
+        "import_validity_regex": "^$",
+        "pre_sign_multipart_upload": False,
+        "blockstore_id": "",
+        "blockstore_description": "lakectl content-addressed block store",
+    }
+
+
+def version_config() -> dict[str, Any]:
+    return {"version": __version__, "version_context": "lakectl", "upgrade_recommended": False}
+
+
+@public.get("/healthcheck", status_code=204)
+async def healthcheck() -> Response:
+    return Response(status_code=204)
+
+
+@public.get("/setup_lakefs")
+def get_setup_state(auth: AuthDep) -> dict[str, Any]:
+    state = "initialized" if auth.is_set_up() else "not_initialized"
+    return {"state": state, "comm_prefs_missing": False}
+
+
+@public.post("/setup_lakefs")
+async def setup(body: Setup, auth: AuthDep) -> dict[str, Any]:
+    """Create the first admin user and its access key (once); the secret is shown only here."""
+    key = body.key
+    creds = await run_in_threadpool(
+        auth.setup,
+        body.username,
+        key.access_key_id if key else None,
+        key.secret_access_key if key else None,
+    )
+    return creds.to_dict()
+
+
+@router.get("/config")
+async def get_config() -> dict[str, Any]:
+    return {"version_config": version_config(), "storage_config": storage_config()}
+
+
+@router.get("/config/storage")
+async def get_storage_config() -> dict[str, Any]:
+    return storage_config()
+
+
+@router.get("/config/version")
+async def get_version() -> dict[str, Any]:
+    return version_config()

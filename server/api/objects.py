@@ -1,0 +1,293 @@
+"""Objects: read (with Range), head, stat, list, upload (raw or multipart form), delete, delete
+batch, copy."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from email.utils import formatdate
+from tempfile import SpooledTemporaryFile
+from typing import Any, BinaryIO, cast
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from starlette.requests import ClientDisconnect
+
+from lakectl.core import porcelain as p
+from lakectl.core.model import Entry, ObjectInfo, PathType
+from lakectl.core.uri import check_path
+from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
+from server.api import shapes
+from server.api.bodies import ObjectCopyCreation, PathList
+from server.api.deps import LakeDep, current_user
+from server.api.pagination import After, Amount, Prefix, page, page_size
+from server.api.ranges import Unsatisfiable, parse_range
+from server.errors import error_response
+from server.multipart import read_form_file
+
+router = APIRouter(dependencies=[Depends(current_user)])
+REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
+BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
+META_PREFIX = "x-lakefs-meta-"
+SPOOL_BYTES = 8 * 1024 * 1024
+"""Uploads up to this size are buffered in memory, larger ones in a temporary file."""
+MAX_DELETE = 1000
+DELETE_ATTEMPTS = 5
+
+PathQuery = Query(..., description="the object's path")
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def _headers(entry: Entry) -> dict[str, str]:
+    return {
+        "ETag": f'"{entry.checksum}"',
+        "Last-Modified": formatdate(entry.mtime, usegmt=True),
+        "Accept-Ranges": "bytes",
+        "Content-Type": entry.content_type,  # as stored: no charset added
+    }
+
+
+def _etag_matches(header: str, checksum: str) -> bool:
+    tags = [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
+    return "*" in tags or checksum in tags
+
+
+def _serve(
+    lake: p.Lake,
+    repository: str,
+    ref: str,
+    path: str,
+    range_: str | None,
+    if_none_match: str | None,
+    body: bool,
+) -> Response:
+    info = p.stat(lake, repository, ref, path)
+    entry = info.entry
+    assert entry is not None
+    headers = _headers(entry)
+    if if_none_match and _etag_matches(if_none_match, entry.checksum):
+        return Response(status_code=304, headers=headers)
+    start, end, status = 0, entry.size, 200
+    if range_:
+        try:
+            start, end = parse_range(range_, entry.size)
+        except Unsatisfiable as e:
+            response = error_response(416, "invalid_range", str(e))
+            response.headers["Content-Range"] = f"bytes */{entry.size}"
+            return response
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{entry.size}"
+    headers["Content-Length"] = str(end - start)
+    if not body:
+        return Response(status_code=status, headers=headers)
+    chunks = p.read_entry(lake, entry, start, end - start)
+    return StreamingResponse(chunks, status_code=status, headers=headers)
+
+
+@router.get(REF_OBJECTS)
+def get_object(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    path: str = PathQuery,
+    presign: bool = Query(False),
+    range_: str | None = Header(None, alias="Range"),
+    if_none_match: str | None = Header(None),
+) -> Response:
+    """The object's bytes; with ``Range: bytes=a-b`` a part of them (206)."""
+    return _serve(lake, repository, ref, path, range_, if_none_match, body=True)
+
+
+@router.head(REF_OBJECTS)
+def head_object(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    path: str = PathQuery,
+    range_: str | None = Header(None, alias="Range"),
+) -> Response:
+    try:
+        return _serve(lake, repository, ref, path, range_, None, body=False)
+    except LakectlError as e:
+        return Response(status_code=e.http_status)  # HEAD answers carry no body
+
+
+@router.get(REF_OBJECTS + "/stat")
+def stat_object(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    path: str = PathQuery,
+    user_metadata: bool = Query(True),
+    presign: bool = Query(False),
+) -> dict[str, Any]:
+    return shapes.object_stats(p.stat(lake, repository, ref, path), user_metadata)
+
+
+@router.get(REF_OBJECTS + "/ls")
+def list_objects(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    prefix: Prefix = "",
+    delimiter: str = Query("", description="group common prefixes up to this string"),
+    after: After = "",
+    amount: Amount = None,
+    user_metadata: bool = Query(True),
+    presign: bool = Query(False),
+) -> dict[str, Any]:
+    """Objects under ``prefix`` in path order; with a delimiter, common prefixes too."""
+    items = p.list_objects(lake, repository, ref, prefix, delimiter, after, page_size(amount) + 1)
+    return page(items, amount, lambda o: o.path, lambda o: shapes.object_stats(o, user_metadata))
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+def _check_preconditions(
+    lake: p.Lake,
+    repository: str,
+    branch: str,
+    path: str,
+    if_none_match: str | None,
+    if_match: str | None,
+) -> None:
+    """The branch exists and the path is valid; ``If-None-Match: *`` (must not exist) and
+    ``If-Match: <etag>`` hold. Checked before the body is read and again before staging; not
+    atomic with the staging write itself."""
+    check_path(path)
+    p.get_branch(lake, repository, branch)
+    if if_none_match is None and if_match is None:
+        return
+    if if_none_match is not None and if_none_match.strip() != "*":
+        raise InvalidArgument("If-None-Match on upload supports only '*'")
+    try:
+        current: Entry | None = p.stat(lake, repository, branch, path).entry
+    except ObjectNotFound:
+        current = None
+    if if_none_match is not None and current is not None:
+        raise PreconditionFailed(f"object {path!r} already exists", path=path)
+    if if_match is not None and (current is None or not _etag_matches(if_match, current.checksum)):
+        raise PreconditionFailed(f"object {path!r} does not match If-Match {if_match!r}", path=path)
+
+
+def _user_metadata(request: Request) -> dict[str, str]:
+    return {
+        name[len(META_PREFIX) :]: value
+        for name, value in request.headers.items()
+        if name.startswith(META_PREFIX) and len(name) > len(META_PREFIX)
+    }
+
+
+@router.post(BRANCH_OBJECTS, status_code=201)
+async def upload_object(
+    request: Request,
+    repository: str,
+    branch: str,
+    lake: LakeDep,
+    path: str = PathQuery,
+    storage_class: str | None = Query(None, alias="storageClass"),
+    force: bool = Query(False),
+    if_none_match: str | None = Header(None),
+    if_match: str | None = Header(None),
+) -> dict[str, Any]:
+    """Stage the request body (raw, or the ``content`` field of a multipart form) at ``path``;
+    ``x-lakefs-meta-<key>`` headers become user metadata. Nothing is staged unless the whole
+    body arrived."""
+    check = (lake, repository, branch, path, if_none_match, if_match)
+    await run_in_threadpool(_check_preconditions, *check)
+    content_type = request.headers.get("content-type")
+    metadata = _user_metadata(request)
+    with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        try:
+            if content_type and content_type.lower().startswith("multipart/form-data"):
+                content_type = await read_form_file(request.stream(), content_type, "content", spool)
+            else:
+                async for chunk in request.stream():
+                    spool.write(chunk)
+        except ClientDisconnect:
+            raise InvalidArgument("upload interrupted: the request body did not arrive whole") from None
+        spool.seek(0)
+
+        def stage() -> ObjectInfo:
+            _check_preconditions(*check)
+            source = cast(BinaryIO, spool)  # a file object; typeshed's SpooledTemporaryFile is no BinaryIO
+            return p.upload(lake, repository, branch, path, source, content_type, metadata)
+
+        info = await run_in_threadpool(stage)
+    return shapes.object_stats(info)
+
+
+@router.delete(BRANCH_OBJECTS, status_code=204)
+def delete_object(
+    repository: str,
+    branch: str,
+    lake: LakeDep,
+    path: str = PathQuery,
+    force: bool = Query(False),
+    no_tombstone: bool = Query(False),
+) -> Response:
+    p.delete_objects(lake, repository, branch, [path])
+    return Response(status_code=204)
+
+
+@router.post(BRANCH_OBJECTS + "/delete")
+def delete_objects(
+    repository: str,
+    branch: str,
+    body: PathList,
+    lake: LakeDep,
+    force: bool = Query(False),
+    no_tombstone: bool = Query(False),
+) -> dict[str, Any]:
+    """Delete many paths at once; paths that do not exist are not errors (as S3 and lakeFS)."""
+    if len(body.paths) > MAX_DELETE:
+        raise InvalidArgument(f"at most {MAX_DELETE} paths per request, got {len(body.paths)}")
+    errors: list[dict[str, Any]] = []
+    valid: list[str] = []
+    for path in dict.fromkeys(body.paths):
+        try:
+            valid.append(check_path(path))
+        except InvalidArgument as e:
+            errors.append({"status_code": 400, "message": e.message, "path": path})
+    p.get_branch(lake, repository, branch)
+    for _ in range(DELETE_ATTEMPTS):
+        present = [path for path in valid if _exists(lake, repository, branch, path)]
+        try:
+            if present:
+                p.delete_objects(lake, repository, branch, present)
+            break
+        except ObjectNotFound:
+            continue  # deleted concurrently: look again
+    else:
+        raise PreconditionFailed("could not delete: the objects kept changing")
+    return {"errors": errors}
+
+
+def _exists(lake: p.Lake, repository: str, ref: str, path: str) -> bool:
+    try:
+        p.stat(lake, repository, ref, path)
+    except ObjectNotFound:
+        return False
+    return True
+
+
+@router.post(BRANCH_OBJECTS + "/copy", status_code=201)
+def copy_object(
+    repository: str,
+    branch: str,
+    body: ObjectCopyCreation,
+    lake: LakeDep,
+    dest_path: str = Query(..., description="where the copy goes on the branch"),
+) -> dict[str, Any]:
+    """Copy an object (from any ref of the repository) onto the branch: the copy shares the
+    source's blocks, no data is written."""
+    source = p.stat(lake, repository, body.src_ref or branch, body.src_path)
+    assert source.entry is not None
+    check_path(dest_path)
+    entry = dataclasses.replace(source.entry, mtime=int(time.time()))
+    p.stage_rows(lake, repository, branch, [(dest_path, entry.to_row())])
+    return shapes.object_stats(ObjectInfo(dest_path, PathType.OBJECT, entry))

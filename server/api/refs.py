@@ -1,0 +1,116 @@
+"""Diff and merge: refs two-dot and three-dot, a branch's uncommitted changes, merge into a branch."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Query
+
+from lakectl.core import porcelain as p
+from lakectl.core.model import Change
+from server.api import shapes
+from server.api.bodies import Merge, unsupported
+from server.api.deps import LakeDep, UserDep, current_user
+from server.api.pagination import After, Amount, Prefix, page
+
+router = APIRouter(dependencies=[Depends(current_user)])
+
+
+class DiffKind(enum.Enum):
+    TWO_DOT = "two_dot"
+    THREE_DOT = "three_dot"
+
+
+Row = tuple[str, dict[str, Any]]
+
+
+def _rows(changes: Iterable[Change], prefix: str, delimiter: str, after: str) -> Iterator[Row]:
+    """``(path, Diff JSON)`` in path order after ``after``; with a delimiter, the changes under
+    one common prefix are folded into a single ``prefix_changed`` row."""
+    last_common = None
+    for c in changes:
+        if delimiter:
+            cut = c.path.find(delimiter, len(prefix))
+            if cut >= 0:
+                common = c.path[: cut + len(delimiter)]
+                if common != last_common and common > after:
+                    yield common, shapes.prefix_changed(common)
+                last_common = common
+                continue
+        if c.path > after:
+            yield c.path, shapes.diff(c)
+
+
+def _page(
+    changes: Iterable[Change], prefix: str, delimiter: str, after: str, amount: int | None
+) -> dict[str, Any]:
+    return page(_rows(changes, prefix, delimiter, after), amount, lambda r: r[0], lambda r: r[1])
+
+
+@router.get("/repositories/{repository}/refs/{left_ref}/diff/{right_ref}")
+def diff_refs(
+    repository: str,
+    left_ref: str,
+    right_ref: str,
+    lake: LakeDep,
+    after: After = "",
+    amount: Amount = None,
+    prefix: Prefix = "",
+    delimiter: str = Query(""),
+    type: DiffKind = Query(DiffKind.THREE_DOT),
+    include_right_stats: bool = Query(False),
+) -> dict[str, Any]:
+    """Committed changes from ``left_ref`` to ``right_ref``: since their merge base
+    (``three_dot``, the default) or between the two trees (``two_dot``)."""
+    two_way = type is DiffKind.TWO_DOT
+    changes = p.diff_refs(lake, repository, left_ref, right_ref, two_way, prefix)
+    return _page(changes, prefix, delimiter, after, amount)
+
+
+@router.get("/repositories/{repository}/branches/{branch}/diff")
+def diff_branch(
+    repository: str,
+    branch: str,
+    lake: LakeDep,
+    after: After = "",
+    amount: Amount = None,
+    prefix: Prefix = "",
+    delimiter: str = Query(""),
+) -> dict[str, Any]:
+    """The branch's uncommitted changes."""
+    changes = p.diff_uncommitted(lake, repository, branch, prefix)
+    return _page(changes, prefix, delimiter, after, amount)
+
+
+@router.post("/repositories/{repository}/refs/{source_ref}/merge/{destination_branch}")
+def merge_into_branch(
+    repository: str,
+    source_ref: str,
+    destination_branch: str,
+    lake: LakeDep,
+    user: UserDep,
+    body: Merge | None = Body(None),
+) -> dict[str, Any]:
+    """Three-way merge as a merge commit: ``{"reference": <commit id>}``; conflicts answer 409
+    with the conflicting paths in ``details.conflicts``."""
+    body = body or Merge()
+    if body.squash_merge:
+        raise unsupported("squash_merge")
+    if body.allow_empty:
+        raise unsupported("allow_empty")
+    strategies = list(body.strategies or [])
+    if body.strategy:
+        strategies.insert(0, body.strategy)
+    result = p.merge(
+        lake,
+        repository,
+        source_ref,
+        destination_branch,
+        strategies,
+        body.message or None,
+        committer=user.id,
+        metadata=body.metadata,
+    )
+    return {"reference": result.commit.id, "changed": result.changed}

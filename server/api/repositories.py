@@ -1,0 +1,57 @@
+"""Repositories: list, create, get, delete (``/repositories``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from lakectl.core import porcelain as p
+from lakectl.errors import InvalidArgument
+from server.api import shapes
+from server.api.bodies import RepositoryCreation, unsupported
+from server.api.config import NAMESPACE_REGEX
+from server.api.deps import LakeDep, current_user
+from server.api.pagination import After, Amount, Prefix, by_name, page
+
+router = APIRouter(dependencies=[Depends(current_user)])
+
+
+@router.get("/repositories")
+def list_repositories(
+    lake: LakeDep,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = None,
+    search: str = Query("", description="return repositories whose name contains this"),
+) -> dict[str, Any]:
+    repos = (r for r in by_name(p.list_repos(lake), lambda r: r.name, prefix, after) if search in r.name)
+    return page(repos, amount, lambda r: r.name, shapes.repository)
+
+
+@router.post("/repositories", status_code=201)
+def create_repository(body: RepositoryCreation, lake: LakeDep, bare: bool = Query(False)) -> dict[str, Any]:
+    if body.sample_data:
+        raise unsupported("sample_data")
+    if body.read_only:
+        raise unsupported("read_only")
+    if body.storage_id:
+        raise unsupported("storage_id")
+    if not re.match(NAMESPACE_REGEX, body.storage_namespace) or not body.storage_namespace.isprintable():
+        raise InvalidArgument(
+            f"invalid storage namespace {body.storage_namespace!r}: expected a URI such as local://<name>"
+        )
+    repo = p.create_repo(lake, body.name, body.default_branch, body.storage_namespace)
+    return shapes.repository(repo)
+
+
+@router.get("/repositories/{repository}")
+def get_repository(repository: str, lake: LakeDep) -> dict[str, Any]:
+    return shapes.repository(p.get_repo(lake, repository))
+
+
+@router.delete("/repositories/{repository}", status_code=204)
+def delete_repository(repository: str, lake: LakeDep, force: bool = Query(False)) -> Response:
+    p.delete_repo(lake, repository)
+    return Response(status_code=204)

@@ -1,0 +1,111 @@
+"""A live server for the API tests: uvicorn in a thread on 127.0.0.1 (a free port), a fresh data
+directory, set up once with an admin user; httpx clients with and without its credentials."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from server.app import create_app
+from server.config import load_settings
+
+START_TIMEOUT_S = 15.0
+_names = itertools.count()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Live:
+    url: str
+    """Base URL of the API (``http://127.0.0.1:<port>/api/v1``)."""
+    key_id: str
+    secret: str
+    data_dir: Path
+
+    def client(self, auth: tuple[str, str] | None = None) -> httpx.Client:
+        return httpx.Client(base_url=self.url, auth=auth, timeout=30.0)
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    data_dir = tmp_path_factory.mktemp("server")
+    settings = load_settings(None, str(data_dir), environ={})
+    app = create_app(settings)
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="lakectl-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        assert thread.is_alive(), "the test server died while starting"
+        assert time.monotonic() < deadline, "the test server did not start in time"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}/api/v1"
+    with httpx.Client(base_url=url, timeout=30.0) as anon:
+        creds = anon.post("/setup_lakefs", json={"username": "admin"}).json()
+    try:
+        yield Live(url, creds["access_key_id"], creds["secret_access_key"], data_dir)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=START_TIMEOUT_S)
+
+
+@pytest.fixture
+def api(live: Live) -> Iterator[httpx.Client]:
+    """A client authenticated as the admin user."""
+    with live.client((live.key_id, live.secret)) as c:
+        yield c
+
+
+@pytest.fixture
+def anon(live: Live) -> Iterator[httpx.Client]:
+    """A client without credentials."""
+    with live.client() as c:
+        yield c
+
+
+def unique(stem: str) -> str:
+    return f"{stem}-{next(_names)}-{int(time.time() * 1000) % 100000}"
+
+
+@pytest.fixture
+def repo(api: httpx.Client) -> str:
+    """A new, empty repository (default branch ``main``) for one test."""
+    name = unique("repo")
+    r = api.post("/repositories", json={"name": name, "storage_namespace": f"local://{name}"})
+    assert r.status_code == 201, r.text
+    return name
+
+
+def upload(api: httpx.Client, repo: str, branch: str, path: str, data: bytes, **headers: str) -> dict:
+    r = api.post(
+        f"/repositories/{repo}/branches/{branch}/objects",
+        params={"path": path},
+        content=data,
+        headers=headers or None,
+    )
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def commit(api: httpx.Client, repo: str, branch: str, message: str, **metadata: str) -> dict:
+    r = api.post(
+        f"/repositories/{repo}/branches/{branch}/commits", json={"message": message, "metadata": metadata}
+    )
+    assert r.status_code == 201, r.text
+    return r.json()

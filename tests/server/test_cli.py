@@ -1,0 +1,102 @@
+"""``lakectl server setup`` and ``lakectl server run`` as a user runs them: the real console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.server.conftest import free_port
+
+LAKECTL = Path(sys.executable).with_name("lakectl")
+START_TIMEOUT_S = 20.0
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
+    return {**env, "LAKECTL_SERVER_DATA_DIR": str(data_dir), **extra}
+
+
+def _lakectl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(LAKECTL), *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_setup_prints_the_key_once(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    out = _lakectl("server", "setup", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    creds = json.loads(out.stdout)
+    assert creds["access_key_id"] and creds["secret_access_key"] and creds["user"]["role"] == "Admin"
+    assert creds["data_dir"] == str(tmp_path)
+    again = _lakectl("server", "setup", env=env)
+    assert again.returncode == 4 and "already set up" in again.stderr
+    assert creds["secret_access_key"] not in again.stdout + again.stderr
+    human = _lakectl("server", "setup", "--data-dir", str(tmp_path / "other"), "--user-name", "ada", env=env)
+    assert human.returncode == 0 and "secret_access_key: " in human.stdout and "'ada'" in human.stdout
+
+
+def test_configuration_errors_exit_2_before_listening(tmp_path: Path) -> None:
+    bad = _lakectl("server", "run", env=_env(tmp_path, LAKECTL_SERVER_LISTEN_ADDRESS="nowhere"))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: listen_address")
+    conf = tmp_path / "server.yaml"
+    conf.write_text("databse: {type: sqlite}\n")
+    typo = _lakectl("server", "run", "--config", str(conf), "--json", env=_env(tmp_path))
+    assert typo.returncode == 2 and json.loads(typo.stdout)["code"] == "invalid_argument"
+
+
+def test_a_taken_address_is_one_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        out = _lakectl("server", "run", env=_env(tmp_path, LAKECTL_SERVER_LISTEN_ADDRESS=address))
+    assert out.returncode == 9 and f"error: cannot listen on {address}" in out.stderr
+
+
+def test_run_serves_the_api(tmp_path: Path) -> None:
+    port = free_port()
+    conf = tmp_path / "server.yaml"
+    conf.write_text(f"listen_address: 127.0.0.1:{port}\nlogging: {{format: json, output: '='}}\n")
+    env = _env(tmp_path)
+    creds = json.loads(_lakectl("server", "setup", "--config", str(conf), "--json", env=env).stdout)
+    proc = subprocess.Popen(
+        [str(LAKECTL), "server", "run", "--config", str(conf), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}/api/v1"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert proc.poll() is None, proc.communicate(timeout=5)
+            assert time.monotonic() < deadline, "the server did not answer in time"
+            try:
+                if httpx.get(base + "/healthcheck", timeout=1).status_code == 204:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        auth = (creds["access_key_id"], creds["secret_access_key"])
+        with httpx.Client(base_url=base, auth=auth, timeout=10) as api:
+            r = api.post("/repositories", json={"name": "served", "storage_namespace": "local://served"})
+            assert r.status_code == 201, r.text
+            assert api.get("/repositories").json()["results"][0]["id"] == "served"
+        assert httpx.get(base + "/repositories", timeout=5).status_code == 401
+    finally:
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
+    start = json.JSONDecoder().raw_decode(stdout)[0]  # the start-up record comes first
+    assert start == {"listen_address": f"127.0.0.1:{port}", "data_dir": str(tmp_path), "database": "sqlite"}
+    logs = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    assert logs and {"time", "level", "logger", "msg"} <= set(logs[0])
+    assert creds["secret_access_key"] not in stdout + stderr
+    assert (tmp_path / "lake.db").exists() and (tmp_path / "blocks").is_dir()
