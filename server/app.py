@@ -30,6 +30,7 @@ def open_lake(settings: Settings) -> Lake:
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
+    from server import blocks
     from server.api import branches, commits, config, objects, refs, repositories, tags
 
     lake = lake if lake is not None else open_lake(settings)
@@ -55,5 +56,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     errors.install(app)
     for module in (config, repositories, branches, tags, commits, objects, refs):
         app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
+    app.include_router(blocks.blocks)
     return app

@@ -180,9 +180,7 @@ class RemoteBackend:
 
     def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
         """Blocks fetched in parallel by signed locator (a few in flight), yielded in order."""
-        body = self._json(
-            "GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params={"path": path, "signed": "true"}
-        )
+        body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/signed", params={"path": path})
         segments: list[str] = body.get("signed_locators") or []
         return self._fetch(segments)
 
@@ -237,7 +235,37 @@ class RemoteBackend:
         content_type: str | None = None,
         progress: Progress | None = None,
     ) -> list[ObjectInfo]:
-        def one(item: tuple[str, str]) -> ObjectInfo:
+        """Small files are packed here exactly as the embedded lake packs them (same blocks, so
+        dedup works across both), the packs sent as blocks, then each object linked to its
+        segment; large files are uploaded block by block."""
+        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, parse_segment
+
+        ordered = sorted(files)
+        packs = _MemoryBlocks()
+        packer = Packer(packs)
+        large: list[tuple[str, str]] = []
+        for path, local in ordered:
+            with open(local, "rb") as f:
+                data = f.read(SMALL_OBJECT + 1)
+            if len(data) > SMALL_OBJECT:
+                large.append((path, local))
+            else:
+                packer.add(path, data)
+        packed = packer.close()
+        signed = dict(zip(packs.blocks, self._send(list(packs.blocks.values())), strict=True))
+
+        def link_small(path: str) -> ObjectInfo:
+            tokens = []
+            for token in packed[path].locators:
+                bare, _, offset, length = parse_segment(token)
+                if length:
+                    tokens.append(signed[bare] if token == bare else f"{signed[bare]}:{offset}:{length}")
+            info = self._link(repo, branch, path, tokens, content_type, None)
+            if progress is not None:
+                progress(1)
+            return info
+
+        def upload_large(item: tuple[str, str]) -> ObjectInfo:
             path, local = item
             with open(local, "rb") as f:
                 info = self.upload(repo, branch, path, f, content_type)
@@ -246,19 +274,25 @@ class RemoteBackend:
             return info
 
         with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-            return list(pool.map(one, sorted(files)))
+            infos = {i.path: i for i in pool.map(link_small, sorted(packed))}
+            infos.update((i.path, i) for i in map(upload_large, large))
+        return [infos[path] for path, _ in ordered]
 
     def _send_blocks(self, stream: BinaryIO) -> list[str]:
-        """Signed locators of the stream's blocks: uploaded when the server lacks them, proven
-        otherwise. Blocks are hashed and sent in parallel, a bounded number in memory."""
+        """Signed locators of the stream's blocks (see :meth:`_send`)."""
         blocks: list[bytes] = []
         while True:
             chunk = stream.read(BLOCK_SIZE)
             if not chunk:
                 break
             blocks.append(chunk)
+        return self._send(blocks or [b""])
+
+    def _send(self, blocks: list[bytes]) -> list[str]:
+        """Signed locators of these blocks: uploaded when the server lacks them, proven
+        otherwise (nothing the server has crosses the network again); in parallel."""
         if not blocks:
-            blocks = [b""]
+            return []
         bares = [f"{hashlib.md5(b).hexdigest()}+{len(b)}" for b in blocks]
         answer = self._json("POST", "/blocks/missing", json={"locators": bares}, idempotent=True)
         missing = set(answer["missing"])
@@ -390,10 +424,7 @@ class RemoteBackend:
     def reset(self, repo: str, branch: str, kind: ResetKind, path: str = "") -> int:
         url = f"{self._repo(repo)}/branches/{_q(branch)}"
         response = self._call("PUT", url, json={"type": kind.value, "path": path})
-        try:
-            return int(response.json().get("count", 0))
-        except ValueError:
-            return 0
+        return int(response.headers.get("X-Lakectl-Reset-Count", "0"))
 
     # -- manifests -------------------------------------------------------------------------
 
@@ -412,6 +443,32 @@ class RemoteBackend:
             headers={"Content-Type": "text/plain"},
         )
         return list(answer["paths"])
+
+
+class _MemoryBlocks:
+    """Collects the packs a client-side Packer writes, in the order it writes them."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, bytes] = {}
+
+    def put(self, locator: str, data: bytes) -> None:
+        self.blocks[locator] = data
+
+    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
+        data = self.blocks[locator]
+        return data[offset:] if length is None else data[offset : offset + length]
+
+    def exists(self, locator: str) -> bool:
+        return locator in self.blocks
+
+    def delete(self, locator: str) -> None:
+        self.blocks.pop(locator, None)
+
+    def list(self) -> Iterator[str]:
+        return iter(list(self.blocks))
+
+    def sync(self) -> None:
+        pass
 
 
 # -- wire format → records -------------------------------------------------------------------

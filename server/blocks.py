@@ -1,0 +1,153 @@
+"""The Keep-style block API, objects linked from blocks, and Keep manifests over HTTP.
+
+``PUT /blocks/<md5>`` stores a block and answers its signed locator; ``GET /blocks/<signed>``
+(with Range) serves it after checking the signature; ``POST /blocks/missing`` says which blocks
+the lake lacks and hands out challenges for the others, which ``POST /blocks/prove`` turns into
+signed locators for a client that proves it holds the bytes. Signatures are bound to the user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+
+from lakectl.core import blockaccess, manifests
+from lakectl.core.blocks.data import parse_segment
+from lakectl.core.blocks.locator import parse_locator
+from lakectl.errors import InvalidArgument
+from server.api import shapes
+from server.api.deps import LakeDep, UserDep, current_user
+from server.api.ranges import Unsatisfiable, parse_range
+from server.errors import error_response
+
+MAX_BLOCK = 64 * 1024 * 1024
+MAX_LOCATORS = 10_000
+
+blocks = APIRouter(dependencies=[Depends(current_user)])
+api = APIRouter(dependencies=[Depends(current_user)])
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LocatorList(_Strict):
+    locators: list[str] = Field(max_length=MAX_LOCATORS)
+
+
+class Proof(_Strict):
+    locator: str
+    nonce: str
+    answer: str
+
+
+class Link(_Strict):
+    path: str
+    segments: list[str] = Field(max_length=MAX_LOCATORS)
+    content_type: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise InvalidArgument(f"body of {declared} bytes is larger than a block ({limit} bytes)")
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise InvalidArgument(f"body is larger than a block ({limit} bytes)")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+@blocks.put("/blocks/{md5}")
+async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
+    data = await _body(request, MAX_BLOCK)
+    signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.id)
+    return Response(signed + "\n", media_type="text/plain")
+
+
+@blocks.get("/blocks/{signed}")
+def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
+    bare = parse_locator(signed).bare
+    size = int(bare.split("+")[1])
+    range_ = request.headers.get("range")
+    if not range_:
+        return Response(blockaccess.get_block(lake, signed, user.id), media_type="application/octet-stream")
+    try:
+        start, end = parse_range(range_, size)
+    except Unsatisfiable as e:
+        response = error_response(416, "invalid_range", str(e))
+        response.headers["Content-Range"] = f"bytes */{size}"
+        return response
+    data = blockaccess.get_block(lake, signed, user.id, start, end - start)
+    return Response(
+        data,
+        status_code=206,
+        media_type="application/octet-stream",
+        headers={"Content-Range": f"bytes {start}-{end - 1}/{size}"},
+    )
+
+
+@blocks.post("/blocks/missing")
+def missing_blocks(body: LocatorList, lake: LakeDep, user: UserDep) -> dict[str, Any]:
+    bares = [parse_locator(loc).bare for loc in body.locators]
+    missing = blockaccess.missing_blocks(lake, bares)
+    absent = set(missing)
+    challenges = {b: blockaccess.challenge(lake, b, user.id) for b in bares if b not in absent}
+    return {"missing": missing, "challenges": challenges}
+
+
+@blocks.post("/blocks/prove")
+def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, str]:
+    return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, user.id)}
+
+
+@api.post("/repositories/{repository}/branches/{branch}/objects/link", status_code=201)
+def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep) -> dict[str, Any]:
+    info = blockaccess.link_object(
+        lake, repository, branch, body.path, body.segments, user.id, body.content_type, body.metadata
+    )
+    return shapes.object_stats(info)
+
+
+@api.get("/repositories/{repository}/refs/{ref}/objects/signed")
+def signed_locators(
+    repository: str, ref: str, lake: LakeDep, user: UserDep, path: str = Query(...)
+) -> dict[str, Any]:
+    """The object's stat plus its segments as signed locators, for parallel block downloads."""
+    from lakectl.core import porcelain
+
+    info = porcelain.stat(lake, repository, ref, path)
+    assert info.entry is not None
+    signed = []
+    for token in info.entry.locators:
+        bare, _, offset, length = parse_segment(token)
+        if length == 0:
+            continue
+        loc = blockaccess.sign_locator(lake, bare, user.id)
+        signed.append(loc if ":" not in token else f"{loc}:{offset}:{length}")
+    return {**shapes.object_stats(info), "signed_locators": signed}
+
+
+@api.get("/repositories/{repository}/refs/{ref}/manifest")
+def export_manifest(repository: str, ref: str, lake: LakeDep, prefix: str = Query("")) -> Response:
+    return Response(manifests.export_manifest(lake, repository, ref, prefix), media_type="text/plain")
+
+
+@api.post("/repositories/{repository}/branches/{branch}/manifest")
+async def import_manifest(
+    repository: str, branch: str, request: Request, lake: LakeDep, prefix: str = Query("")
+) -> dict[str, Any]:
+    raw = await _body(request, MAX_BLOCK)
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise InvalidArgument("a manifest must be UTF-8 text") from None
+    paths = await run_in_threadpool(manifests.import_manifest, lake, repository, branch, prefix, text)
+    return {"paths": paths}

@@ -1,0 +1,162 @@
+"""One contract for every backend: the same CLI session, run against the embedded lake and against
+a live server (RemoteBackend), prints the same JSON and exits with the same codes.
+
+Ids and times differ between two runs by nature (commit ids hash the commit date), so they are
+replaced by placeholders; everything else — paths, sizes, checksums, messages, metadata, diff
+entries, conflicts, exit codes — must be identical.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lakectl.cli.app import app
+from tests.server.conftest import Live, live, unique
+
+__all__ = ["live"]
+
+HEX_ID = re.compile(r"\b[0-9a-f]{12,64}\b")
+VOLATILE = {"id", "commit_id", "creation_date", "mtime", "meta_range_id", "parents", "physical_address"}
+
+
+def normalize(value: Any, repo: str) -> Any:
+    if isinstance(value, dict):
+        return {k: ("<volatile>" if k in VOLATILE else normalize(v, repo)) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [normalize(v, repo) for v in value]
+    if isinstance(value, str):
+        return HEX_ID.sub("<commit>", value.replace(repo, "<repo>"))
+    return value
+
+
+class Session:
+    """Runs lakectl commands in-process under one environment and records what they print."""
+
+    def __init__(self, env: dict[str, str], repo: str, work: Path) -> None:
+        self.env = env
+        self.repo = repo
+        self.work = work
+        self.transcript: list[tuple[str, int, Any]] = []
+
+    def __call__(self, *args: str, input: bytes | None = None, raw: bool = False) -> Any:
+        argv = [a.replace("R/", f"{self.repo}/").replace("lakefs://R", f"lakefs://{self.repo}") for a in args]
+        if not raw:
+            argv.append("--json")
+        result = CliRunner().invoke(app, argv, input=input, env=self.env)
+        out: Any = (
+            result.stdout_bytes if raw else (json.loads(result.stdout) if result.stdout.strip() else None)
+        )
+        shown = (
+            out
+            if raw
+            else normalize(json.loads(json.dumps(out).replace(str(self.work), "<work>")), self.repo)
+        )
+        self.transcript.append((" ".join(args), result.exit_code, shown))
+        return out
+
+
+def scenario(run: Session) -> None:
+    data = run.work / "data"
+    for rel, content in {"a/1.csv": "id\n1\n", "a/2.csv": "id\n2\n", "b/deep/3.csv": "id\n3\n"}.items():
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data / rel).write_text(content)
+    run("repo", "create", "lakefs://R")
+    run("fs", "upload", "lakefs://R/main/readme.txt", "--source", "-", input=b"hello lake\n")
+    run("fs", "upload", "-r", "lakefs://R/main/data/", "--source", str(data))
+    run("fs", "ls", "lakefs://R/main/")
+    run("fs", "ls", "-r", "lakefs://R/main/data/")
+    run("fs", "stat", "lakefs://R/main/data/a/1.csv")
+    run("fs", "cat", "lakefs://R/main/readme.txt", raw=True)
+    run("diff", "lakefs://R/main")
+    run("commit", "lakefs://R/main", "-m", "raw data", "--meta", "source=test")
+    run("commit", "lakefs://R/main", "-m", "nothing")
+    run("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    run("fs", "upload", "lakefs://R/dev/data/a/1.csv", "--source", "-", input=b"id\n100\n")
+    run("fs", "rm", "lakefs://R/dev/data/a/2.csv")
+    run("fs", "upload", "lakefs://R/dev/data/c.csv", "--source", "-", input=b"id\n4\n")
+    run("diff", "lakefs://R/dev")
+    run("commit", "lakefs://R/dev", "-m", "dev changes")
+    run("diff", "lakefs://R/main", "lakefs://R/dev")
+    run("diff", "lakefs://R/dev", "lakefs://R/main", "--two-way", "--prefix", "data/a/")
+    run("fs", "upload", "lakefs://R/main/data/a/1.csv", "--source", "-", input=b"id\n-1\n")
+    run("commit", "lakefs://R/main", "-m", "main changes")
+    run("merge", "lakefs://R/dev", "lakefs://R/main")
+    run("merge", "lakefs://R/dev", "lakefs://R/main", "--strategy", "data/a/*=source-wins")
+    run("fs", "cat", "lakefs://R/main/data/a/1.csv", raw=True)
+    # Same-generation commits order by date, which two runs need not share: first parents only.
+    run("log", "lakefs://R/main", "--amount", "10", "--first-parent")
+    run("log", "lakefs://R/main", "--no-merges", "--prefixes", "data/b/")
+    run("log", "lakefs://R/main", "--first-parent", "--objects", "data/a/1.csv")
+    run("show", "commit", "lakefs://R/main~1")
+    run("tag", "create", "lakefs://R/v1", "lakefs://R/main")
+    run("tag", "list", "lakefs://R")
+    run("branch", "list", "lakefs://R")
+    run("fs", "upload", "lakefs://R/main/tmp.txt", "--source", "-", input=b"scratch")
+    run("reset", "lakefs://R/main")
+    run("diff", "lakefs://R/main")
+    run("revert", "lakefs://R/main", "main", "--parent-number", "1")
+    run("fs", "ls", "-r", "lakefs://R/main/")
+    run("cherry-pick", "lakefs://R/dev", "lakefs://R/main")
+    run("manifest", "export", "lakefs://R/v1/data")
+    # Refusals, identical on both sides.
+    run("fs", "stat", "lakefs://R/main/nope")
+    run("branch", "create", "lakefs://R/bad.name", "--source", "lakefs://R/main")
+    run("repo", "create", "lakefs://R")
+    run("branch", "delete", "lakefs://R/main", "--yes")
+    run("fs", "upload", "lakefs://R/v1/x", "--source", "-", input=b"x")
+    out = run.work / "out"
+    run("fs", "download", "-r", "lakefs://R/v1/data/", str(out))
+    run.transcript.append(
+        (
+            "downloaded",
+            0,
+            sorted((p.relative_to(out).as_posix(), p.read_bytes()) for p in out.rglob("*") if p.is_file()),
+        )
+    )
+
+
+@pytest.fixture
+def local_env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "LAKECTL_HOME": str(tmp_path / "lake"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_COMMITTER": "admin",
+    }
+
+
+@pytest.fixture
+def remote_env(tmp_path: Path, live: Live) -> Iterator[dict[str, str]]:
+    yield {
+        "LAKECTL_HOME": str(tmp_path / "unused"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": live.url.removesuffix("/api/v1"),
+        "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": live.key_id,
+        "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": live.secret,
+        "LAKECTL_COMMITTER": "admin",
+    }
+
+
+def test_every_command_behaves_the_same_embedded_and_remote(
+    tmp_path: Path, local_env: dict[str, str], remote_env: dict[str, str]
+) -> None:
+    repo = unique("contract")
+    (tmp_path / "l").mkdir()
+    (tmp_path / "r").mkdir()
+    local = Session(local_env, repo, tmp_path / "l")
+    remote = Session(remote_env, repo, tmp_path / "r")
+    scenario(local)
+    scenario(remote)
+    assert not os.path.exists(remote_env["LAKECTL_HOME"]), "the remote session must not open a local lake"
+    for (cmd, code_l, out_l), (_, code_r, out_r) in zip(local.transcript, remote.transcript, strict=True):
+        assert (cmd, code_r, out_r) == (cmd, code_l, out_l)
+    codes = [code for _, code, _ in local.transcript]
+    assert 0 in codes and {2, 3, 4, 5, 6, 8} <= set(codes)
