@@ -13,7 +13,6 @@ from lakectl.client import Progress
 from lakectl.core import manifests
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
-from lakectl.errors import AlreadyExists, RepositoryNotFound
 
 if TYPE_CHECKING:
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
@@ -44,13 +43,7 @@ class LocalBackend:
     # -- repositories ----------------------------------------------------------------------
 
     def create_repo(self, name: str, default_branch: str = "main") -> Repository:
-        # porcelain.create_repo writes the branch before the repository record, so on an existing
-        # repository it adds a stray branch and reports "branch already exists": look first.
-        try:
-            p.get_repo(self.lake, name)
-        except RepositoryNotFound:
-            return p.create_repo(self.lake, name, default_branch)
-        raise AlreadyExists(f"repository {name!r} already exists")
+        return p.create_repo(self.lake, name, default_branch)
 
     def get_repo(self, name: str) -> Repository:
         return p.get_repo(self.lake, name)
