@@ -17,12 +17,41 @@ API_PREFIX = "/api/v1"
 
 
 def open_lake(settings: Settings) -> Lake:
-    """The lake the settings describe: KV store by URL, blocks in the configured blockstore."""
-    from lakectl.core.blocks.local import LocalAdapter
+    """The lake the settings describe: KV store by URL, blocks in the configured blockstore.
+
+    An S3 bucket is listed once here, so that a wrong bucket, endpoint or credential stops the
+    server before it listens rather than failing every request.
+    """
+    from lakectl.core.blocks import BlockAdapter
     from lakectl.core.kv import open_store
 
-    assert settings.blockstore.type is BlockstoreType.LOCAL
-    blocks = LocalAdapter(settings.blockstore.local_path)
+    store = settings.blockstore
+    blocks: BlockAdapter
+    if store.type is BlockstoreType.S3:
+        from lakectl.core.blocks.s3 import S3Adapter
+
+        assert store.s3 is not None
+        s3 = store.s3
+        blocks = S3Adapter(
+            s3.bucket,
+            s3.prefix,
+            endpoint_url=s3.endpoint,
+            region=s3.region,
+            access_key_id=s3.access_key_id,
+            secret_access_key=s3.secret_access_key,
+        )
+        next(iter(blocks.list()), None)  # one listing page proves bucket, endpoint and keys
+    else:
+        assert store.local is not None
+        local = store.local
+        if len(local.paths) == 1:
+            from lakectl.core.blocks.local import LocalAdapter
+
+            blocks = LocalAdapter(local.paths[0])
+        else:
+            from lakectl.core.blocks.volumes import local_volumes
+
+            blocks = local_volumes(local.paths, local.replicas)
     kv = open_store(settings.database.url)
     return Lake(kv=kv, blocks=blocks, home=settings.data_dir)
 
@@ -31,6 +60,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
     from server import blocks
+    from server.api import auth as auth_api
     from server.api import branches, commits, config, objects, refs, repositories, tags
 
     lake = lake if lake is not None else open_lake(settings)
@@ -58,5 +88,6 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
+    app.include_router(auth_api.router, prefix=API_PREFIX)
     app.include_router(blocks.blocks)
     return app

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,15 +19,16 @@ from lakectl.core.blocks.data import parse_segment
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.errors import InvalidArgument
 from server.api import shapes
-from server.api.deps import LakeDep, UserDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.ranges import Unsatisfiable, parse_range
+from server.auth import Permission
 from server.errors import error_response
 
 MAX_BLOCK = 64 * 1024 * 1024
 MAX_LOCATORS = 10_000
 
-blocks = APIRouter(dependencies=[Depends(current_user)])
-api = APIRouter(dependencies=[Depends(current_user)])
+blocks = APIRouter(route_class=AuthFirstRoute)
+api = APIRouter(route_class=AuthFirstRoute)
 
 
 class _Strict(BaseModel):
@@ -65,14 +66,14 @@ async def _body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-@blocks.put("/blocks/{md5}")
+@blocks.put("/blocks/{md5}", dependencies=[require(Permission.WRITE_REPO)])
 async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
     data = await _body(request, MAX_BLOCK)
     signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.id)
     return Response(signed + "\n", media_type="text/plain")
 
 
-@blocks.get("/blocks/{signed}")
+@blocks.get("/blocks/{signed}", dependencies=[require(Permission.READ_REPO)])
 def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
     bare = parse_locator(signed).bare
     size = int(bare.split("+")[1])
@@ -94,7 +95,7 @@ def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Re
     )
 
 
-@blocks.post("/blocks/missing")
+@blocks.post("/blocks/missing", dependencies=[require(Permission.WRITE_REPO)])
 def missing_blocks(body: LocatorList, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     bares = [parse_locator(loc).bare for loc in body.locators]
     missing = blockaccess.missing_blocks(lake, bares)
@@ -103,12 +104,16 @@ def missing_blocks(body: LocatorList, lake: LakeDep, user: UserDep) -> dict[str,
     return {"missing": missing, "challenges": challenges}
 
 
-@blocks.post("/blocks/prove")
+@blocks.post("/blocks/prove", dependencies=[require(Permission.WRITE_REPO)])
 def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, str]:
     return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, user.id)}
 
 
-@api.post("/repositories/{repository}/branches/{branch}/objects/link", status_code=201)
+@api.post(
+    "/repositories/{repository}/branches/{branch}/objects/link",
+    status_code=201,
+    dependencies=[require(Permission.WRITE_REPO)],
+)
 def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     info = blockaccess.link_object(
         lake, repository, branch, body.path, body.segments, user.id, body.content_type, body.metadata
@@ -116,7 +121,7 @@ def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: U
     return shapes.object_stats(info)
 
 
-@api.get("/repositories/{repository}/refs/{ref}/objects/signed")
+@api.get("/repositories/{repository}/refs/{ref}/objects/signed", dependencies=[require(Permission.READ_REPO)])
 def signed_locators(
     repository: str, ref: str, lake: LakeDep, user: UserDep, path: str = Query(...)
 ) -> dict[str, Any]:
@@ -135,12 +140,14 @@ def signed_locators(
     return {**shapes.object_stats(info), "signed_locators": signed}
 
 
-@api.get("/repositories/{repository}/refs/{ref}/manifest")
+@api.get("/repositories/{repository}/refs/{ref}/manifest", dependencies=[require(Permission.READ_REPO)])
 def export_manifest(repository: str, ref: str, lake: LakeDep, prefix: str = Query("")) -> Response:
     return Response(manifests.export_manifest(lake, repository, ref, prefix), media_type="text/plain")
 
 
-@api.post("/repositories/{repository}/branches/{branch}/manifest")
+@api.post(
+    "/repositories/{repository}/branches/{branch}/manifest", dependencies=[require(Permission.WRITE_REPO)]
+)
 async def import_manifest(
     repository: str, branch: str, request: Request, lake: LakeDep, prefix: str = Query("")
 ) -> dict[str, Any]:

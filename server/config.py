@@ -5,15 +5,22 @@ environment variables (the dotted key upper-cased, dots as ``_``: ``database.con
 is ``LAKECTL_SERVER_DATABASE_CONNECTION_STRING``), the YAML file, defaults. The defaults give an
 embedded lake under the data directory: SQLite metadata in ``<data dir>/lake.db`` and blocks in
 ``<data dir>/blocks``.
+
+Most keys hold one string. ``blockstore.local.volumes`` holds a list of directories (a YAML list;
+in the environment, directories separated by ``os.pathsep`` as in ``PATH``),
+``blockstore.local.replicas`` a whole number and ``blockstore.s3.force_path_style`` a boolean
+(YAML ``true``/``false``; in the environment also ``1``/``0``, ``yes``/``no``, ``on``/``off``).
 """
 
 from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from lakectl.errors import InvalidArgument
 
@@ -35,6 +42,7 @@ class DatabaseType(enum.Enum):
 
 class BlockstoreType(enum.Enum):
     LOCAL = "local"
+    S3 = "s3"
 
 
 LOG_LEVELS = {
@@ -59,9 +67,33 @@ KEYS: dict[str, str] = {
     "database.connection_string": "",
     "blockstore.type": BlockstoreType.LOCAL.value,
     "blockstore.local.path": "",
+    "blockstore.local.volumes": "",
+    "blockstore.local.replicas": "1",
+    "blockstore.s3.bucket": "",
+    "blockstore.s3.prefix": "",
+    "blockstore.s3.endpoint": "",
+    "blockstore.s3.region": "",
+    "blockstore.s3.access_key_id": "",
+    "blockstore.s3.secret_access_key": "",
+    "blockstore.s3.force_path_style": "true",
     "auth.encrypt.secret_key": "",
 }
-"""Every configuration key with its default ("" for the ones derived from the data directory)."""
+"""Every configuration key with its default ("" for none, or one derived from the data directory)."""
+
+LIST_KEYS = frozenset({"blockstore.local.volumes"})
+"""Keys holding a list of strings: a YAML list, or ``os.pathsep``-separated in the environment."""
+BOOL_KEYS = frozenset({"blockstore.s3.force_path_style"})
+"""Keys holding a boolean: YAML ``true``/``false``, or one of ``BOOLEANS`` as text."""
+INT_KEYS = frozenset({"blockstore.local.replicas"})
+"""Keys holding a whole number."""
+BOOLEANS = {
+    **dict.fromkeys(("true", "1", "yes", "on"), True),
+    **dict.fromkeys(("false", "0", "no", "off"), False),
+}
+
+# The bucket names the S3 adapter accepts (S3-compatible servers are laxer than AWS): checked
+# here too, so that a bad name is refused naming its key before anything connects.
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,254}")
 
 
 def env_name(key: str) -> str:
@@ -85,9 +117,37 @@ class DatabaseSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class LocalBlockstore:
+    """Block directories: one (a plain block directory) or several (a volume set)."""
+
+    paths: tuple[str, ...]
+    """Absolute directories; with several, blocks are placed by rendezvous hashing."""
+    replicas: int
+    """Copies of each block, on that many of the ``paths`` (1 with a single path)."""
+
+
+@dataclass(frozen=True, slots=True)
+class S3Blockstore:
+    """One bucket (that must exist) of S3-compatible object storage, under an optional key prefix."""
+
+    bucket: str
+    prefix: str
+    endpoint: str | None
+    """``http(s)://host:port`` of an S3-compatible server; ``None``: AWS."""
+    region: str | None
+    access_key_id: str | None
+    """With the secret, or neither: then boto3's default credential chain (``AWS_*``, ~/.aws)."""
+    secret_access_key: str | None = field(repr=False)
+    force_path_style: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class BlockstoreSettings:
     type: BlockstoreType
-    local_path: str
+    local: LocalBlockstore | None = None
+    """Set when ``type`` is ``local``."""
+    s3: S3Blockstore | None = None
+    """Set when ``type`` is ``s3``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +182,14 @@ def load_settings(
     environment and the arguments; raise ``InvalidArgument`` naming the bad key."""
     env = os.environ if environ is None else environ
     config_file = config_file or env.get(CONFIG_ENV) or None
-    values = dict(KEYS)
+    values: dict[str, Any] = dict(KEYS)
+    values.update(dict.fromkeys(LIST_KEYS, ()))
     if config_file:
         values.update(_flatten(_read_yaml(config_file), config_file))
     for key in KEYS:
         if env_name(key) in env:
-            values[key] = env[env_name(key)]
+            text = env[env_name(key)]
+            values[key] = tuple(p for p in text.split(os.pathsep) if p) if key in LIST_KEYS else text
     if data_dir:
         values["data_dir"] = data_dir
     return _build(values)
@@ -147,14 +209,15 @@ def _read_yaml(path: str) -> Any:
         raise InvalidArgument(f"invalid configuration {path}: {e}", path=path) from e
 
 
-def _flatten(data: Any, source: str) -> dict[str, str]:
+def _flatten(data: Any, source: str) -> dict[str, Any]:
     """``{"database": {"type": "sqlite"}}`` → ``{"database.type": "sqlite"}``; unknown keys and
-    values that are not scalars are errors (a typo must not silently fall back to a default)."""
+    values of the wrong shape are errors (a typo must not silently fall back to a default).
+    List keys map to tuples of strings, every other key to a string."""
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise InvalidArgument(f"invalid configuration {source}: expected a mapping at the top level")
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         prefix, node = stack.pop()
@@ -169,12 +232,24 @@ def _flatten(data: Any, source: str) -> dict[str, str]:
                 if any(k.startswith(key + ".") for k in KEYS):
                     raise InvalidArgument(f"invalid configuration {source}: {key} must be a mapping", key=key)
                 raise InvalidArgument(f"invalid configuration {source}: unknown key {key!r}", key=key)
-            if isinstance(value, bool) or not isinstance(value, str | int | float):
-                raise InvalidArgument(
-                    f"invalid configuration {source}: {key} must be a string, not {value!r}", key=key
-                )
-            out[key] = str(value)
+            out[key] = _yaml_value(key, value, source)
     return out
+
+
+def _yaml_value(key: str, value: Any, source: str) -> Any:
+    """A YAML value in the form ``_build`` reads: a tuple of strings for list keys, else text."""
+    if key in LIST_KEYS:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise InvalidArgument(
+                f"invalid configuration {source}: {key} must be a list of paths, not {value!r}", key=key
+            )
+        return tuple(value)
+    if key in BOOL_KEYS and isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        kind = "true or false" if key in BOOL_KEYS else "a whole number" if key in INT_KEYS else "a string"
+        raise InvalidArgument(f"invalid configuration {source}: {key} must be {kind}, not {value!r}", key=key)
+    return str(value)
 
 
 def _choice(key: str, value: str, kind: type[enum.Enum]) -> Any:
@@ -185,7 +260,7 @@ def _choice(key: str, value: str, kind: type[enum.Enum]) -> Any:
         raise InvalidArgument(f"{key}: {value!r} is not supported (choose from {choices})", key=key) from None
 
 
-def _build(values: dict[str, str]) -> Settings:
+def _build(values: dict[str, Any]) -> Settings:
     data_dir = os.path.abspath(os.path.expanduser(values["data_dir"] or default_data_dir()))
     level = LOG_LEVELS.get(values["logging.level"].lower())
     if level is None:
@@ -197,19 +272,115 @@ def _build(values: dict[str, str]) -> Settings:
         _choice("logging.format", values["logging.format"], LogFormat), level, values["logging.output"] or "-"
     )
     host, port = parse_address(values["listen_address"])
-    blocks = values["blockstore.local.path"] or os.path.join(data_dir, "blocks")
-    blockstore = BlockstoreSettings(
-        _choice("blockstore.type", values["blockstore.type"], BlockstoreType),
-        os.path.abspath(os.path.expanduser(blocks)),
-    )
     return Settings(
         data_dir=data_dir,
         host=host,
         port=port,
         logging=logging,
         database=_database(values, data_dir),
-        blockstore=blockstore,
+        blockstore=_blockstore(values, data_dir),
         secret_key=values["auth.encrypt.secret_key"],
+    )
+
+
+def _blockstore(values: dict[str, Any], data_dir: str) -> BlockstoreSettings:
+    """The settings of the chosen type; the other type's keys are not read."""
+    kind: BlockstoreType = _choice("blockstore.type", values["blockstore.type"], BlockstoreType)
+    if kind is BlockstoreType.S3:
+        return BlockstoreSettings(kind, s3=_s3(values))
+    return BlockstoreSettings(kind, local=_local(values, data_dir))
+
+
+def _local(values: dict[str, Any], data_dir: str) -> LocalBlockstore:
+    path: str = values["blockstore.local.path"]
+    volumes: tuple[str, ...] = values["blockstore.local.volumes"]
+    text = values["blockstore.local.replicas"].strip()
+    if re.fullmatch(r"[0-9]+", text) is None or int(text) < 1:
+        raise InvalidArgument(
+            f"blockstore.local.replicas: {text!r} is not a whole number of at least 1",
+            key="blockstore.local.replicas",
+        )
+    replicas = int(text)
+    if path and volumes:
+        raise InvalidArgument(
+            "blockstore.local.path and blockstore.local.volumes exclude each other: set one",
+            key="blockstore.local.volumes",
+        )
+    paths = tuple(
+        os.path.abspath(os.path.expanduser(p)) for p in volumes or [path or os.path.join(data_dir, "blocks")]
+    )
+    if len(set(paths)) != len(paths):
+        duplicate = next(p for p in paths if paths.count(p) > 1)
+        raise InvalidArgument(
+            f"blockstore.local.volumes: {duplicate} is listed twice", key="blockstore.local.volumes"
+        )
+    if replicas > len(paths):
+        where = f"the {len(paths)} volumes" if volumes else "one path (list blockstore.local.volumes)"
+        raise InvalidArgument(
+            f"blockstore.local.replicas: {replicas} copies need {replicas} volumes, not {where}",
+            key="blockstore.local.replicas",
+        )
+    return LocalBlockstore(paths, replicas)
+
+
+def _s3(values: dict[str, Any]) -> S3Blockstore:
+    bucket: str = values["blockstore.s3.bucket"]
+    if not bucket:
+        raise InvalidArgument(
+            "blockstore.s3.bucket is required with blockstore.type s3", key="blockstore.s3.bucket"
+        )
+    if _BUCKET.fullmatch(bucket) is None:
+        raise InvalidArgument(
+            f"blockstore.s3.bucket: {bucket!r} is no bucket name", key="blockstore.s3.bucket"
+        )
+    prefix: str = values["blockstore.s3.prefix"]
+    if any(ord(c) < 0x20 or c == "\x7f" for c in prefix):
+        raise InvalidArgument(
+            f"blockstore.s3.prefix: {prefix!r} holds control characters", key="blockstore.s3.prefix"
+        )
+    endpoint: str = values["blockstore.s3.endpoint"]
+    if endpoint:
+        try:
+            parts = urlsplit(endpoint)
+            parts.port  # noqa: B018 -- raises ValueError on a bad port
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidArgument(
+                f"blockstore.s3.endpoint: {endpoint!r} is not an http(s)://host[:port] URL",
+                key="blockstore.s3.endpoint",
+            )
+    key_id: str = values["blockstore.s3.access_key_id"]
+    secret: str = values["blockstore.s3.secret_access_key"]
+    if bool(key_id) != bool(secret):
+        missing = "blockstore.s3.secret_access_key" if key_id else "blockstore.s3.access_key_id"
+        raise InvalidArgument(
+            f"{missing} is required with the other S3 credential (or set neither: boto3's default "
+            "credential chain)",
+            key=missing,
+        )
+    style = values["blockstore.s3.force_path_style"].strip().lower()
+    if style not in BOOLEANS:
+        raise InvalidArgument(
+            f"blockstore.s3.force_path_style: {style!r} is not true or false",
+            key="blockstore.s3.force_path_style",
+        )
+    if not BOOLEANS[style]:
+        # The adapter addresses buckets path-style only: it works with IP endpoints and every
+        # S3-compatible server, and AWS still accepts it.
+        raise InvalidArgument(
+            "blockstore.s3.force_path_style: false is not supported: the S3 adapter always "
+            "addresses buckets path-style",
+            key="blockstore.s3.force_path_style",
+        )
+    return S3Blockstore(
+        bucket=bucket,
+        prefix=prefix,
+        endpoint=endpoint or None,
+        region=values["blockstore.s3.region"] or None,
+        access_key_id=key_id or None,
+        secret_access_key=secret or None,
+        force_path_style=True,
     )
 
 

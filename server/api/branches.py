@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from lakectl.core import porcelain as p
 from lakectl.core.model import ResetKind
 from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.bodies import BranchCreation, CherryPickCreation, ResetCreation, RevertCreation, unsupported
-from server.api.deps import LakeDep, UserDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
+from server.auth import Permission
 
-router = APIRouter(dependencies=[Depends(current_user)])
+router = APIRouter(route_class=AuthFirstRoute)
 BRANCH = "/repositories/{repository}/branches/{branch}"
 
 
-@router.get("/repositories/{repository}/branches")
+@router.get("/repositories/{repository}/branches", dependencies=[require(Permission.READ_REPO)])
 def list_branches(
     repository: str,
     lake: LakeDep,
@@ -31,7 +32,9 @@ def list_branches(
     return page(branches, amount, lambda b: b.name, shapes.ref)
 
 
-@router.post("/repositories/{repository}/branches", status_code=201)
+@router.post(
+    "/repositories/{repository}/branches", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
+)
 def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Response:
     """lakeFS answers with the new branch's commit id as text."""
     if body.hidden:
@@ -40,18 +43,18 @@ def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Respo
     return Response(branch.commit_id, status_code=201, media_type="text/html")
 
 
-@router.get(BRANCH)
+@router.get(BRANCH, dependencies=[require(Permission.READ_REPO)])
 def get_branch(repository: str, branch: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.get_branch(lake, repository, branch))
 
 
-@router.delete(BRANCH, status_code=204)
+@router.delete(BRANCH, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
 def delete_branch(repository: str, branch: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_branch(lake, repository, branch)
     return Response(status_code=204)
 
 
-@router.put(BRANCH, status_code=204)
+@router.put(BRANCH, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
 def reset_branch(repository: str, branch: str, body: ResetCreation, lake: LakeDep) -> Response:
     """Discard uncommitted changes: all (``reset``), under a prefix (``common_prefix``) or of
     one path (``object``)."""
@@ -64,7 +67,7 @@ def reset_branch(repository: str, branch: str, body: ResetCreation, lake: LakeDe
     return Response(status_code=204, headers={"X-Lakectl-Reset-Count": str(count)})
 
 
-@router.post(BRANCH + "/revert", status_code=204)
+@router.post(BRANCH + "/revert", status_code=204, dependencies=[require(Permission.WRITE_REPO)])
 def revert_branch(
     repository: str, branch: str, body: RevertCreation, lake: LakeDep, user: UserDep
 ) -> Response:
@@ -78,7 +81,7 @@ def revert_branch(
     return Response(status_code=204)
 
 
-@router.post(BRANCH + "/cherry-pick", status_code=201)
+@router.post(BRANCH + "/cherry-pick", status_code=201, dependencies=[require(Permission.WRITE_REPO)])
 def cherry_pick(
     repository: str, branch: str, body: CherryPickCreation, lake: LakeDep, user: UserDep
 ) -> dict[str, Any]:

@@ -7,19 +7,24 @@ from datetime import datetime
 from itertools import dropwhile
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
 from lakectl.core import porcelain as p
 from lakectl.core.model import Commit
 from server.api import shapes
 from server.api.bodies import CommitCreation, unsupported
-from server.api.deps import LakeDep, UserDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, page
+from server.auth import Permission
 
-router = APIRouter(dependencies=[Depends(current_user)])
+router = APIRouter(route_class=AuthFirstRoute)
 
 
-@router.post("/repositories/{repository}/branches/{branch}/commits", status_code=201)
+@router.post(
+    "/repositories/{repository}/branches/{branch}/commits",
+    status_code=201,
+    dependencies=[require(Permission.WRITE_REPO)],
+)
 def commit(
     repository: str,
     branch: str,
@@ -37,12 +42,12 @@ def commit(
     return shapes.commit(c)
 
 
-@router.get("/repositories/{repository}/commits/{commit_id}")
+@router.get("/repositories/{repository}/commits/{commit_id}", dependencies=[require(Permission.READ_REPO)])
 def get_commit(repository: str, commit_id: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.commit(p.get_commit(lake, repository, commit_id))
 
 
-@router.get("/repositories/{repository}/refs/{ref}/commits")
+@router.get("/repositories/{repository}/refs/{ref}/commits", dependencies=[require(Permission.READ_REPO)])
 def log_commits(
     repository: str,
     ref: str,

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 
 from lakectl import __version__
 from server.api.bodies import Setup
-from server.api.deps import AuthDep, current_user
+from server.api.deps import PUBLIC, AuthDep, AuthFirstRoute, require
+from server.auth import Permission
 
 NAMESPACE_REGEX = "^[a-z][a-z0-9+.-]*://"
 
-public = APIRouter()
-router = APIRouter(dependencies=[Depends(current_user)])
+public = APIRouter(route_class=AuthFirstRoute)
+router = APIRouter(route_class=AuthFirstRoute)
 
 
 def storage_config() -> dict[str, Any]:
@@ -39,18 +40,18 @@ def version_config() -> dict[str, Any]:
     return {"version": __version__, "version_context": "lakectl", "upgrade_recommended": False}
 
 
-@public.get("/healthcheck", status_code=204)
+@public.get("/healthcheck", status_code=204, dependencies=[PUBLIC])
 async def healthcheck() -> Response:
     return Response(status_code=204)
 
 
-@public.get("/setup_lakefs")
+@public.get("/setup_lakefs", dependencies=[PUBLIC])
 def get_setup_state(auth: AuthDep) -> dict[str, Any]:
     state = "initialized" if auth.is_set_up() else "not_initialized"
     return {"state": state, "comm_prefs_missing": False}
 
 
-@public.post("/setup_lakefs")
+@public.post("/setup_lakefs", dependencies=[PUBLIC])
 async def setup(body: Setup, auth: AuthDep) -> dict[str, Any]:
     """Create the first admin user and its access key (once); the secret is shown only here."""
     key = body.key
@@ -63,16 +64,16 @@ async def setup(body: Setup, auth: AuthDep) -> dict[str, Any]:
     return creds.to_dict()
 
 
-@router.get("/config")
+@router.get("/config", dependencies=[require(Permission.READ_REPO)])
 async def get_config() -> dict[str, Any]:
     return {"version_config": version_config(), "storage_config": storage_config()}
 
 
-@router.get("/config/storage")
+@router.get("/config/storage", dependencies=[require(Permission.READ_REPO)])
 async def get_storage_config() -> dict[str, Any]:
     return storage_config()
 
 
-@router.get("/config/version")
+@router.get("/config/version", dependencies=[require(Permission.READ_REPO)])
 async def get_version() -> dict[str, Any]:
     return version_config()

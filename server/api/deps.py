@@ -1,43 +1,144 @@
-"""What route functions receive: the opened lake and the authenticated user (HTTP basic)."""
+"""What route functions receive (the opened lake, the authenticated user) and what each route
+requires: every route declares one :class:`Requirement` in its ``dependencies``.
 
-from __future__ import annotations
+    @router.get("/repositories", dependencies=[require(Permission.READ_REPO)])
+
+Credentials come as HTTP basic (access key id and secret) or as ``Authorization: Bearer
+<login token>``. Missing or wrong ones are 401 (``Unauthenticated``); a known user whose role
+lacks the permission is 403 (``Forbidden``). Both are raised before the route runs, so neither
+changes anything.
+"""
+
+# No ``from __future__ import annotations`` here: FastAPI resolves the annotations of a callable
+# instance's ``__call__`` (Requirement) without a module namespace, so they must be real types.
 
 import base64
 import binascii
-from typing import Annotated
+import enum
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.routing import APIRoute
 
 from lakectl.core.porcelain import Lake
-from lakectl.errors import Unauthenticated
-from server.auth import Auth, User
+from lakectl.errors import Forbidden, Unauthenticated
+from server.auth import Auth, Permission, User
 
 
-def get_lake(request: Request) -> Lake:
+# Async, though they do not wait: FastAPI runs a sync dependency in the thread pool, a hop
+# that costs more than these lookups.
+async def get_lake(request: Request) -> Lake:
     lake: Lake = request.app.state.lake
     return lake
 
 
-def get_auth(request: Request) -> Auth:
+async def get_auth(request: Request) -> Auth:
+    return _auth(request)
+
+
+def _auth(request: Request) -> Auth:
     auth: Auth = request.app.state.auth
     return auth
 
 
-def current_user(request: Request) -> User:
-    """The user whose access key id and secret came as HTTP basic credentials; 401 otherwise."""
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "basic" or not value:
-        raise Unauthenticated("authentication required: HTTP basic with an access key id and secret")
-    try:
-        key_id, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        raise Unauthenticated("malformed HTTP basic credentials") from None
-    if not sep:
-        raise Unauthenticated("malformed HTTP basic credentials")
-    user = get_auth(request).authenticate(key_id, secret)
-    request.state.user = user
-    return user
+async def current_user(request: Request) -> User:
+    """The user of the request's HTTP basic credentials or bearer token; 401 otherwise.
+    Authenticated once per request (kept in ``request.state.user``); the KV reads run in the
+    thread pool, and only when the request is not authenticated yet."""
+    known: User | None = getattr(request.state, "user", None)
+    if known is None:
+        known = request.state.user = await run_in_threadpool(_authenticate, request)
+    return known
 
+
+def _authenticate(request: Request) -> User:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer" and value:
+        return _auth(request).user_of_token(value)
+    if scheme.lower() == "basic" and value:
+        try:
+            key_id, sep, secret = base64.b64decode(value, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            raise Unauthenticated("malformed HTTP basic credentials") from None
+        if not sep:
+            raise Unauthenticated("malformed HTTP basic credentials")
+        return _auth(request).authenticate(key_id, secret)
+    raise Unauthenticated(
+        "authentication required: HTTP basic with an access key id and secret, or a bearer "
+        "token from POST /api/v1/auth/login"
+    )
+
+
+class Access(enum.Enum):
+    PUBLIC = "public"
+    """No credentials needed (health, set-up, login, the OpenAPI document)."""
+    AUTHENTICATED = "authenticated"
+    """Any user with valid credentials, whatever its role (the current user's own record)."""
+    PERMISSION = "permission"
+    """A user whose role grants the permission."""
+    OWN_OR_PERMISSION = "own_or_permission"
+    """Any user on its own account (path parameter ``userId``), else the permission."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One route's access rule, as the dependency FastAPI calls before the route."""
+
+    access: Access
+    permission: Permission | None = None
+
+    async def __call__(self, request: Request) -> None:
+        if self.access is Access.PUBLIC:
+            return
+        user = await current_user(request)
+        if self.access is Access.AUTHENTICATED:
+            return
+        if self.access is Access.OWN_OR_PERMISSION and request.path_params.get("userId") == user.id:
+            return
+        assert self.permission is not None
+        if self.permission not in user.permissions:
+            role = user.role.value if user.role is not None else "none"
+            raise Forbidden(
+                f"user {user.id!r} (role {role}) lacks permission {self.permission.value}",
+                permission=self.permission.value,
+            )
+
+
+class AuthFirstRoute(APIRoute):
+    """A route that checks its :class:`Requirement` before FastAPI reads and parses the body, as
+    lakeFS's middleware does: unauthenticated callers get 401 even with a malformed or huge body,
+    and never make the server buffer one. (The requirement stays among the dependencies too: a
+    router built without this class still enforces it, after the body.)"""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        checks = [d.call for d in self.dependant.dependencies if isinstance(d.call, Requirement)]
+
+        async def checked(request: Request) -> Response:
+            for check in checks:
+                await check(request)
+            return await handler(request)
+
+        return checked
+
+
+def require(permission: Permission) -> Any:
+    """The dependency of a route that needs ``permission``."""
+    return Depends(Requirement(Access.PERMISSION, permission))
+
+
+def require_own_or(permission: Permission) -> Any:
+    """The dependency of a route on a user's account (``{userId}``): its owner may, else
+    ``permission`` is needed."""
+    return Depends(Requirement(Access.OWN_OR_PERMISSION, permission))
+
+
+PUBLIC: Any = Depends(Requirement(Access.PUBLIC))
+AUTHENTICATED: Any = Depends(Requirement(Access.AUTHENTICATED))
 
 LakeDep = Annotated[Lake, Depends(get_lake)]
 AuthDep = Annotated[Auth, Depends(get_auth)]

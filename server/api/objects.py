@@ -9,7 +9,7 @@ from email.utils import formatdate
 from tempfile import SpooledTemporaryFile
 from typing import Any, BinaryIO, cast
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
@@ -20,13 +20,14 @@ from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
 from server.api import shapes
 from server.api.bodies import ObjectCopyCreation, PathList
-from server.api.deps import LakeDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.api.ranges import Unsatisfiable, parse_range
+from server.auth import Permission
 from server.errors import error_response
 from server.multipart import read_form_file
 
-router = APIRouter(dependencies=[Depends(current_user)])
+router = APIRouter(route_class=AuthFirstRoute)
 REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
 BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
 META_PREFIX = "x-lakefs-meta-"
@@ -87,7 +88,7 @@ def _serve(
     return StreamingResponse(chunks, status_code=status, headers=headers)
 
 
-@router.get(REF_OBJECTS)
+@router.get(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
 def get_object(
     repository: str,
     ref: str,
@@ -101,7 +102,7 @@ def get_object(
     return _serve(lake, repository, ref, path, range_, if_none_match, body=True)
 
 
-@router.head(REF_OBJECTS)
+@router.head(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
 def head_object(
     repository: str,
     ref: str,
@@ -115,7 +116,7 @@ def head_object(
         return Response(status_code=e.http_status)  # HEAD answers carry no body
 
 
-@router.get(REF_OBJECTS + "/stat")
+@router.get(REF_OBJECTS + "/stat", dependencies=[require(Permission.READ_REPO)])
 def stat_object(
     repository: str,
     ref: str,
@@ -127,7 +128,7 @@ def stat_object(
     return shapes.object_stats(p.stat(lake, repository, ref, path), user_metadata)
 
 
-@router.get(REF_OBJECTS + "/ls")
+@router.get(REF_OBJECTS + "/ls", dependencies=[require(Permission.READ_REPO)])
 def list_objects(
     repository: str,
     ref: str,
@@ -182,7 +183,7 @@ def _user_metadata(request: Request) -> dict[str, str]:
     }
 
 
-@router.post(BRANCH_OBJECTS, status_code=201)
+@router.post(BRANCH_OBJECTS, status_code=201, dependencies=[require(Permission.WRITE_REPO)])
 async def upload_object(
     request: Request,
     repository: str,
@@ -221,7 +222,7 @@ async def upload_object(
     return shapes.object_stats(info)
 
 
-@router.delete(BRANCH_OBJECTS, status_code=204)
+@router.delete(BRANCH_OBJECTS, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
 def delete_object(
     repository: str,
     branch: str,
@@ -234,7 +235,7 @@ def delete_object(
     return Response(status_code=204)
 
 
-@router.post(BRANCH_OBJECTS + "/delete")
+@router.post(BRANCH_OBJECTS + "/delete", dependencies=[require(Permission.WRITE_REPO)])
 def delete_objects(
     repository: str,
     branch: str,
@@ -275,7 +276,7 @@ def _exists(lake: p.Lake, repository: str, ref: str, path: str) -> bool:
     return True
 
 
-@router.post(BRANCH_OBJECTS + "/copy", status_code=201)
+@router.post(BRANCH_OBJECTS + "/copy", status_code=201, dependencies=[require(Permission.WRITE_REPO)])
 def copy_object(
     repository: str,
     branch: str,

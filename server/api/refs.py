@@ -6,16 +6,17 @@ import enum
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Query
+from fastapi import APIRouter, Body, Query
 
 from lakectl.core import porcelain as p
 from lakectl.core.model import Change
 from server.api import shapes
 from server.api.bodies import Merge, unsupported
-from server.api.deps import LakeDep, UserDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page
+from server.auth import Permission
 
-router = APIRouter(dependencies=[Depends(current_user)])
+router = APIRouter(route_class=AuthFirstRoute)
 
 
 class DiffKind(enum.Enum):
@@ -49,7 +50,10 @@ def _page(
     return page(_rows(changes, prefix, delimiter, after), amount, lambda r: r[0], lambda r: r[1])
 
 
-@router.get("/repositories/{repository}/refs/{left_ref}/diff/{right_ref}")
+@router.get(
+    "/repositories/{repository}/refs/{left_ref}/diff/{right_ref}",
+    dependencies=[require(Permission.READ_REPO)],
+)
 def diff_refs(
     repository: str,
     left_ref: str,
@@ -69,7 +73,7 @@ def diff_refs(
     return _page(changes, prefix, delimiter, after, amount)
 
 
-@router.get("/repositories/{repository}/branches/{branch}/diff")
+@router.get("/repositories/{repository}/branches/{branch}/diff", dependencies=[require(Permission.READ_REPO)])
 def diff_branch(
     repository: str,
     branch: str,
@@ -84,7 +88,10 @@ def diff_branch(
     return _page(changes, prefix, delimiter, after, amount)
 
 
-@router.post("/repositories/{repository}/refs/{source_ref}/merge/{destination_branch}")
+@router.post(
+    "/repositories/{repository}/refs/{source_ref}/merge/{destination_branch}",
+    dependencies=[require(Permission.WRITE_REPO)],
+)
 def merge_into_branch(
     repository: str,
     source_ref: str,

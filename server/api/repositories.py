@@ -5,20 +5,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.bodies import RepositoryCreation, unsupported
 from server.api.config import NAMESPACE_REGEX
-from server.api.deps import LakeDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
+from server.auth import Permission
 
-router = APIRouter(dependencies=[Depends(current_user)])
+router = APIRouter(route_class=AuthFirstRoute)
 
 
-@router.get("/repositories")
+@router.get("/repositories", dependencies=[require(Permission.READ_REPO)])
 def list_repositories(
     lake: LakeDep,
     prefix: Prefix = "",
@@ -30,7 +31,7 @@ def list_repositories(
     return page(repos, amount, lambda r: r.name, shapes.repository)
 
 
-@router.post("/repositories", status_code=201)
+@router.post("/repositories", status_code=201, dependencies=[require(Permission.CREATE_REPO)])
 def create_repository(body: RepositoryCreation, lake: LakeDep, bare: bool = Query(False)) -> dict[str, Any]:
     if body.sample_data:
         raise unsupported("sample_data")
@@ -46,12 +47,12 @@ def create_repository(body: RepositoryCreation, lake: LakeDep, bare: bool = Quer
     return shapes.repository(repo)
 
 
-@router.get("/repositories/{repository}")
+@router.get("/repositories/{repository}", dependencies=[require(Permission.READ_REPO)])
 def get_repository(repository: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.repository(p.get_repo(lake, repository))
 
 
-@router.delete("/repositories/{repository}", status_code=204)
+@router.delete("/repositories/{repository}", status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 def delete_repository(repository: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_repo(lake, repository)
     return Response(status_code=204)

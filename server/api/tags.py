@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from lakectl.core import porcelain as p
 from server.api import shapes
 from server.api.bodies import TagCreation
-from server.api.deps import LakeDep, current_user
+from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
+from server.auth import Permission
 
-router = APIRouter(dependencies=[Depends(current_user)])
+router = APIRouter(route_class=AuthFirstRoute)
 TAG = "/repositories/{repository}/tags/{tag}"
 
 
-@router.get("/repositories/{repository}/tags")
+@router.get("/repositories/{repository}/tags", dependencies=[require(Permission.READ_REPO)])
 def list_tags(
     repository: str, lake: LakeDep, prefix: Prefix = "", after: After = "", amount: Amount = None
 ) -> dict[str, Any]:
@@ -24,17 +25,19 @@ def list_tags(
     return page(tags, amount, lambda t: t.name, shapes.ref)
 
 
-@router.post("/repositories/{repository}/tags", status_code=201)
+@router.post(
+    "/repositories/{repository}/tags", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
+)
 def create_tag(repository: str, body: TagCreation, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.create_tag(lake, repository, body.id, body.ref))
 
 
-@router.get(TAG)
+@router.get(TAG, dependencies=[require(Permission.READ_REPO)])
 def get_tag(repository: str, tag: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.get_tag(lake, repository, tag))
 
 
-@router.delete(TAG, status_code=204)
+@router.delete(TAG, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
 def delete_tag(repository: str, tag: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_tag(lake, repository, tag)
     return Response(status_code=204)

@@ -1,5 +1,6 @@
 """One contract for every backend: the same CLI session, run against the embedded lake and against
-a live server (RemoteBackend), prints the same JSON and exits with the same codes.
+a live server (RemoteBackend) — one keeping its metadata in SQLite, one in PostgreSQL — prints the
+same JSON and exits with the same codes.
 
 Ids and times differ between two runs by nature (commit ids hash the commit date), so they are
 replaced by placeholders; everything else — paths, sizes, checksums, messages, metadata, diff
@@ -19,9 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from tests.server.conftest import Live, live, unique
+from tests.server.conftest import Live, live, live_pg, unique
 
-__all__ = ["live"]
+__all__ = ["live", "live_pg"]
 
 HEX_ID = re.compile(r"\b[0-9a-f]{12,64}\b")
 VOLATILE = {"id", "commit_id", "creation_date", "mtime", "meta_range_id", "parents", "physical_address"}
@@ -133,8 +134,10 @@ def local_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def remote_env(tmp_path: Path, live: Live) -> Iterator[dict[str, str]]:
+@pytest.fixture(params=["live", "live_pg"], ids=["sqlite-server", "postgres-server"])
+def remote_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A live server whose metadata database is SQLite, or PostgreSQL."""
+    live: Live = request.getfixturevalue(request.param)
     yield {
         "LAKECTL_HOME": str(tmp_path / "unused"),
         "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),

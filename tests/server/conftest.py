@@ -1,5 +1,6 @@
 """A live server for the API tests: uvicorn in a thread on 127.0.0.1 (a free port), a fresh data
-directory, set up once with an admin user; httpx clients with and without its credentials."""
+directory, set up once with an admin user; httpx clients with and without its credentials.
+``live`` keeps its metadata in SQLite, ``live_pg`` in the test PostgreSQL server (tests/pg.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +18,8 @@ import pytest
 import uvicorn
 
 from server.app import create_app
-from server.config import load_settings
+from server.config import Settings, load_settings
+from tests.pg import PostgresServer
 
 START_TIMEOUT_S = 15.0
 _names = itertools.count()
@@ -40,29 +43,49 @@ class Live:
         return httpx.Client(base_url=self.url, auth=auth, timeout=30.0)
 
 
-@pytest.fixture(scope="session")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    data_dir = tmp_path_factory.mktemp("server")
-    settings = load_settings(None, str(data_dir), environ={})
+@contextmanager
+def serve(settings: Settings) -> Iterator[Live]:
+    """The app for ``settings`` served by uvicorn in a thread, set up with an admin user."""
     app = create_app(settings)
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="lakectl-test-server", daemon=True)
     thread.start()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not server.started:
-        assert thread.is_alive(), "the test server died while starting"
-        assert time.monotonic() < deadline, "the test server did not start in time"
-        time.sleep(0.02)
-    url = f"http://127.0.0.1:{port}/api/v1"
-    with httpx.Client(base_url=url, timeout=30.0) as anon:
-        creds = anon.post("/setup_lakefs", json={"username": "admin"}).json()
     try:
-        yield Live(url, creds["access_key_id"], creds["secret_access_key"], data_dir)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not server.started:
+            assert thread.is_alive(), "the test server died while starting"
+            assert time.monotonic() < deadline, "the test server did not start in time"
+            time.sleep(0.02)
+        url = f"http://127.0.0.1:{port}/api/v1"
+        with httpx.Client(base_url=url, timeout=30.0) as anon:
+            creds = anon.post("/setup_lakefs", json={"username": "admin"}).json()
+        yield Live(url, creds["access_key_id"], creds["secret_access_key"], Path(settings.data_dir))
     finally:
         server.should_exit = True
         thread.join(timeout=START_TIMEOUT_S)
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """A live server on the default settings: SQLite metadata and blocks under its data directory."""
+    data_dir = tmp_path_factory.mktemp("server")
+    with serve(load_settings(None, str(data_dir), environ={})) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def live_pg(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer) -> Iterator[Live]:
+    """A live server whose metadata database is PostgreSQL (a database of its own)."""
+    data_dir = tmp_path_factory.mktemp("server-pg")
+    url = postgres_server.create_database()
+    env = {"LAKECTL_SERVER_DATABASE_TYPE": "postgres", "LAKECTL_SERVER_DATABASE_CONNECTION_STRING": url}
+    try:
+        with serve(load_settings(None, str(data_dir), environ=env)) as server:
+            yield server
+    finally:
+        postgres_server.drop_database(url)
 
 
 @pytest.fixture

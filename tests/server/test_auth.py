@@ -1,17 +1,31 @@
-"""Users and access keys: set-up once, secrets encrypted at rest, authentication refusals."""
+"""Users, roles, access keys and login tokens: set-up once, secrets encrypted at rest,
+authentication refusals, the role table, token codec properties."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.errors import AlreadyExists, StorageError, Unauthenticated
-from server.auth import CREDENTIALS, Auth, Role, load_secret_key
+from lakectl.errors import AlreadyExists, InvalidArgument, NotFound, StorageError, Unauthenticated
+from server.auth import (
+    CREDENTIALS,
+    ROLE_PERMISSIONS,
+    USERS,
+    Auth,
+    Permission,
+    Role,
+    load_secret_key,
+    role_of_group,
+    role_of_policy,
+)
 
 
 def test_setup_creates_an_admin_once() -> None:
@@ -71,3 +85,174 @@ def test_generated_secret_is_kept_private_in_the_data_dir(tmp_path: Path) -> Non
     assert stat.S_IMODE(os.stat(tmp_path / "auth-secret").st_mode) == 0o600
     assert load_secret_key("configured", str(tmp_path)) == "configured"
     assert [p.name for p in tmp_path.iterdir()] == ["auth-secret"]  # no temporary file left behind
+
+
+# -- roles ------------------------------------------------------------------------------------
+
+
+def test_the_role_table() -> None:
+    """The decision in docs/server.md: Developers read and write every repository but do not
+    create or delete repositories (lakeFS's Developers: FSReadWriteAll, without fs:CreateRepository
+    or fs:DeleteRepository); only Admins manage users, keys and groups."""
+    table = {role.value: sorted(p.value for p in perms) for role, perms in ROLE_PERMISSIONS.items()}
+    assert table == {
+        "Admin": ["CreateRepo", "DeleteRepo", "ManageAuth", "ReadRepo", "WriteRepo"],
+        "Developer": ["ReadRepo", "WriteRepo"],
+        "Analyst": ["ReadRepo"],
+    }
+    assert [r.group for r in Role] == ["Admins", "Developers", "Analysts"]
+    assert all(role_of_group(r.group) is r and role_of_policy(r.policy) is r for r in Role)
+    with pytest.raises(NotFound):
+        role_of_group("Viewers")
+
+
+# -- users, groups and credentials ------------------------------------------------------------
+
+
+def test_users_get_a_role_by_compare_and_swap() -> None:
+    auth = Auth(MemoryStore(), "secret")
+    user = auth.create_user("bob")
+    assert user.role is None and user.permissions == frozenset()
+    with pytest.raises(AlreadyExists):
+        auth.create_user("bob")
+    with pytest.raises(InvalidArgument):
+        auth.create_user("a/b")
+    assert auth.set_role("bob", Role.DEVELOPER).permissions == {Permission.READ_REPO, Permission.WRITE_REPO}
+    with pytest.raises(NotFound):
+        auth.set_role("bob", None, only_from=Role.ANALYST)  # not a member of Analysts
+    assert auth.get_user("bob").role is Role.DEVELOPER
+    assert [u.id for u in auth.members(Role.DEVELOPER)] == ["bob"]
+    with pytest.raises(NotFound):
+        auth.set_role("nobody", Role.ADMIN)
+
+
+def test_concurrent_role_changes_all_land_on_one_value() -> None:
+    kv = MemoryStore()
+    auth = Auth(kv, "secret")
+    auth.create_user("bob")
+    roles = [Role.ANALYST, Role.DEVELOPER] * 4
+    errors: list[Exception] = []
+
+    def change(role: Role) -> None:
+        try:
+            auth.set_role("bob", role)
+        except Exception as e:  # pragma: no cover - the assertion below reports it
+            errors.append(e)
+
+    threads = [threading.Thread(target=change, args=(r,)) for r in roles]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert errors == [] and auth.get_user("bob").role in (Role.ANALYST, Role.DEVELOPER)
+
+
+def test_credentials_belong_to_one_incarnation_of_a_user() -> None:
+    kv = MemoryStore()
+    auth = Auth(kv, "secret")
+    bob = auth.create_user("bob", Role.ANALYST)
+    creds = auth.create_credentials(bob)
+    assert [c.access_key_id for c in auth.list_credentials(bob)] == [creds.access_key_id]
+    assert auth.get_credentials(bob, creds.access_key_id).creation_date == creds.creation_date
+    # A key left behind (a delete racing a key creation) must not open the next "bob".
+    kv.delete(USERS, "bob")
+    again = auth.create_user("bob", Role.ADMIN)
+    with pytest.raises(Unauthenticated):
+        auth.authenticate(creds.access_key_id, creds.secret_access_key)
+    assert list(auth.list_credentials(again)) == []
+    with pytest.raises(NotFound):
+        auth.get_credentials(again, creds.access_key_id)
+
+
+def test_deleting_a_user_deletes_its_keys() -> None:
+    kv = MemoryStore()
+    auth = Auth(kv, "secret")
+    auth.setup("ada")
+    bob = auth.create_user("bob", Role.DEVELOPER)
+    keys = [auth.create_credentials(bob).access_key_id for _ in range(3)]
+    auth.delete_user("bob")
+    assert all(k not in dict(kv.scan(CREDENTIALS)) for k in keys)
+    assert len(list(kv.scan(CREDENTIALS))) == 1  # ada's
+    with pytest.raises(NotFound):
+        auth.delete_user("bob")
+
+
+def test_records_without_incarnation_still_authenticate() -> None:
+    """Users and keys written before incarnations existed (role stored, no incarnation)."""
+    kv = MemoryStore()
+    auth = Auth(kv, "secret")
+    creds = auth.setup("ada", "AKIAOLD", "old-secret")
+    kv.set(USERS, "ada", json.dumps({"id": "ada", "creation_date": 1, "role": "Admin"}).encode())
+    record = json.loads(kv.get(CREDENTIALS, "AKIAOLD"))
+    del record["user_incarnation"]
+    kv.set(CREDENTIALS, "AKIAOLD", json.dumps(record).encode())
+    assert auth.authenticate("AKIAOLD", creds.secret_access_key).role is Role.ADMIN
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    auth = Auth(MemoryStore(), "secret")
+    creds = auth.setup("ada")
+    token = auth.issue_token(creds.user)
+    assert creds.secret_access_key not in repr(creds) and token.token not in repr(token)
+
+
+# -- login tokens -----------------------------------------------------------------------------
+
+_user_ids = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=40
+).filter(lambda s: s.isprintable() and "/" not in s)
+
+
+@settings(max_examples=50, deadline=None)
+@given(user_id=_user_ids, ttl=st.integers(min_value=1, max_value=10**9))
+def test_tokens_round_trip(user_id: str, ttl: int) -> None:
+    auth = Auth(MemoryStore(), "secret")
+    user = auth.create_user(user_id, Role.ANALYST)
+    token = auth.issue_token(user, ttl=ttl, now=1_000_000)
+    assert token.expiration == 1_000_000 + ttl
+    assert auth.user_of_token(token.token, now=1_000_000 + ttl - 1) == user
+    with pytest.raises(Unauthenticated, match="expired"):
+        auth.user_of_token(token.token, now=1_000_000 + ttl)
+
+
+@settings(max_examples=200, deadline=None)
+@given(junk=st.text(max_size=300) | st.binary(max_size=300).map(lambda b: b.decode("latin-1")))
+def test_bad_tokens_raise_only_unauthenticated(junk: str) -> None:
+    with pytest.raises(Unauthenticated):
+        _AUTH.user_of_token(junk)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_any_change_to_a_token_is_refused(data: st.DataObject) -> None:
+    token = _AUTH.issue_token(_AUTH.get_user("ada")).token
+    i = data.draw(st.integers(min_value=0, max_value=len(token) - 1))
+    c = data.draw(st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.="))
+    tampered = token[:i] + c + token[i + 1 :]
+    if tampered != token:
+        with pytest.raises(Unauthenticated):
+            _AUTH.user_of_token(tampered)
+
+
+def test_tokens_of_another_secret_or_a_gone_user_are_refused() -> None:
+    kv = MemoryStore()
+    auth = Auth(kv, "secret")
+    user = auth.create_user("bob", Role.ANALYST)
+    token = auth.issue_token(user).token
+    with pytest.raises(Unauthenticated):
+        Auth(kv, "another secret").user_of_token(token)
+    auth.delete_user("bob")
+    with pytest.raises(Unauthenticated):
+        auth.user_of_token(token)
+    auth.create_user("bob", Role.ADMIN)
+    with pytest.raises(Unauthenticated):
+        auth.user_of_token(token)
+
+
+def _auth_with_ada() -> Auth:
+    auth = Auth(MemoryStore(), "secret")
+    auth.setup("ada")
+    return auth
+
+
+_AUTH = _auth_with_ada()

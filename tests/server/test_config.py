@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
-from lakectl.errors import InvalidArgument
-from server.config import DatabaseType, LogFormat, env_name, load_settings
+from lakectl.errors import InvalidArgument, StorageError
+from server.app import create_app
+from server.config import (
+    BlockstoreSettings,
+    BlockstoreType,
+    DatabaseType,
+    LocalBlockstore,
+    LogFormat,
+    S3Blockstore,
+    env_name,
+    load_settings,
+)
+from tests.contract.test_block_adapters import (
+    DUMMY_KEYS,
+    REGION,
+    all_keys,
+    new_bucket,
+    raw_client,
+    s3_endpoint,
+)
+from tests.server.conftest import Live, commit, serve, unique, upload
+
+__all__ = ["s3_endpoint"]
 
 
 def test_defaults_give_an_embedded_lake_under_the_data_dir(tmp_path: Path) -> None:
@@ -17,7 +39,9 @@ def test_defaults_give_an_embedded_lake_under_the_data_dir(tmp_path: Path) -> No
     assert (s.host, s.port, s.listen_address) == ("127.0.0.1", 8000, "127.0.0.1:8000")
     assert s.database.type is DatabaseType.SQLITE
     assert s.database.url == "sqlite:///" + os.path.join(str(tmp_path), "lake.db")
-    assert s.blockstore.local_path == os.path.join(str(tmp_path), "blocks")
+    assert s.blockstore == BlockstoreSettings(
+        BlockstoreType.LOCAL, local=LocalBlockstore((os.path.join(str(tmp_path), "blocks"),), 1)
+    )
     assert (s.logging.format, s.logging.level, s.logging.output) == (LogFormat.TEXT, "INFO", "-")
     assert s.secret_key == ""
 
@@ -42,7 +66,7 @@ def test_yaml_keys_in_the_lakefs_layout(tmp_path: Path) -> None:
         DatabaseType.POSTGRES,
         "postgresql://u:p@127.0.0.1:5432/lake",
     )
-    assert s.blockstore.local_path == str(tmp_path / "blk")
+    assert s.blockstore.local == LocalBlockstore((str(tmp_path / "blk"),), 1)
     assert (s.host, s.port) == ("0.0.0.0", 9000)
     assert s.secret_key == "s3cr3t"
 
@@ -80,6 +104,32 @@ def test_every_key_has_its_environment_variable() -> None:
         ("database: {type: postgres}\n", "connection_string is required"),
         ("database: {connection_string: 'mysql://x'}\n", "no SQLite URL"),
         ("blockstore: {type: gs}\n", "blockstore.type"),
+        ("blockstore: {local: {path: /a, volumes: [/b, /c]}}\n", "exclude each other"),
+        ("blockstore: {local: {volumes: /a}}\n", "blockstore.local.volumes must be a list of paths"),
+        ("blockstore: {local: {volumes: [/a, 7]}}\n", "blockstore.local.volumes must be a list of paths"),
+        ("blockstore: {local: {volumes: [/a, /b/../a]}}\n", "blockstore.local.volumes: /a is listed twice"),
+        ("blockstore: {local: {volumes: [/a, /b], replicas: 3}}\n", "blockstore.local.replicas: 3 copies"),
+        ("blockstore: {local: {replicas: 2}}\n", "blockstore.local.replicas: 2 copies"),
+        ("blockstore: {local: {volumes: [/a], replicas: 0}}\n", "blockstore.local.replicas: '0'"),
+        ("blockstore: {local: {volumes: [/a], replicas: two}}\n", "blockstore.local.replicas: 'two'"),
+        ("blockstore: {local: {replicas: true}}\n", "blockstore.local.replicas must be a whole number"),
+        ("blockstore: {local: {volume: [/a]}}\n", "unknown key 'blockstore.local.volume'"),
+        ("blockstore: {type: s3}\n", "blockstore.s3.bucket is required"),
+        ("blockstore: {type: s3, s3: {bucket: -x}}\n", "blockstore.s3.bucket: '-x'"),
+        ("blockstore: {type: s3, s3: {bucket: b}}\n", "blockstore.s3.bucket: 'b'"),
+        ("blockstore: {type: s3, s3: {bucket: bk, endpoint: 'ftp://h'}}\n", "blockstore.s3.endpoint"),
+        ("blockstore: {type: s3, s3: {bucket: bk, endpoint: 'h:9000'}}\n", "blockstore.s3.endpoint"),
+        ("blockstore: {type: s3, s3: {bucket: bk, endpoint: 'http://h:x'}}\n", "blockstore.s3.endpoint"),
+        ('blockstore: {type: s3, s3: {bucket: bk, prefix: "a\\tb"}}\n', "blockstore.s3.prefix"),
+        ("blockstore: {type: s3, s3: {bucket: bk, access_key_id: k}}\n", "blockstore.s3.secret_access_key"),
+        ("blockstore: {type: s3, s3: {bucket: bk, secret_access_key: s}}\n", "blockstore.s3.access_key_id"),
+        ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: false}}\n", "force_path_style: false"),
+        ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: maybe}}\n", "force_path_style: 'maybe'"),
+        ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: [1]}}\n", "must be true or false"),
+        (
+            "blockstore: {type: s3, s3: {bucket: bk, credentials: {}}}\n",
+            "unknown key 'blockstore.s3.credentials'",
+        ),
         ("listen_address: nowhere\n", "listen_address"),
         ("listen_address: 'localhost:99999'\n", "listen_address"),
         ("logging: [1, 2]\n", "logging must be a mapping"),
@@ -94,6 +144,8 @@ def test_bad_configuration_is_refused_with_the_key(tmp_path: Path, text: str, ne
     with pytest.raises(InvalidArgument) as raised:
         load_settings(str(conf), str(tmp_path), environ={})
     assert needle in raised.value.message
+    if "blockstore." in needle:
+        assert raised.value.details["key"] in raised.value.message
 
 
 def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
@@ -104,3 +156,135 @@ def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
 def test_ipv6_listen_address(tmp_path: Path) -> None:
     s = load_settings(None, str(tmp_path), environ={env_name("listen_address"): "[::1]:8080"})
     assert (s.host, s.port, s.listen_address) == ("::1", 8080, "[::1]:8080")
+
+
+# --- blockstores ----------------------------------------------------------------------------
+
+
+def test_local_volumes_and_replicas_from_yaml(tmp_path: Path) -> None:
+    conf = tmp_path / "server.yaml"
+    conf.write_text("blockstore:\n  local:\n    volumes: [v1, ~/v2, /srv/v3]\n    replicas: 2\n")
+    s = load_settings(str(conf), str(tmp_path), environ={})
+    paths = (os.path.abspath("v1"), os.path.expanduser("~/v2"), "/srv/v3")
+    assert s.blockstore == BlockstoreSettings(BlockstoreType.LOCAL, local=LocalBlockstore(paths, 2))
+
+
+def test_local_volumes_and_replicas_from_the_environment(tmp_path: Path) -> None:
+    conf = tmp_path / "server.yaml"
+    conf.write_text(f"blockstore: {{local: {{path: {tmp_path / 'one'}}}}}\n")
+    env = {
+        env_name("blockstore.local.path"): "",  # the environment may clear what the file set
+        env_name("blockstore.local.volumes"): os.pathsep.join(["/a", "/b", "", "/c"]),
+        env_name("blockstore.local.replicas"): "3",
+    }
+    s = load_settings(str(conf), str(tmp_path), environ=env)
+    assert s.blockstore.local == LocalBlockstore(("/a", "/b", "/c"), 3)
+    bad = {**env, env_name("blockstore.local.replicas"): "4"}
+    with pytest.raises(InvalidArgument, match=r"blockstore\.local\.replicas: 4 copies need 4 volumes"):
+        load_settings(str(conf), str(tmp_path), environ=bad)
+
+
+def test_s3_from_yaml_and_environment(tmp_path: Path) -> None:
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        "blockstore:\n  type: s3\n  s3:\n    bucket: lake-blocks\n    prefix: prod/blocks\n"
+        "    endpoint: 'http://127.0.0.1:9000'\n    region: eu-west-1\n    force_path_style: true\n"
+        "  local: {path: /ignored}\n"
+    )
+    env = {
+        env_name("blockstore.s3.access_key_id"): "AKIA-TEST",
+        env_name("blockstore.s3.secret_access_key"): "very-secret",
+        env_name("blockstore.s3.force_path_style"): "YES",
+    }
+    s = load_settings(str(conf), str(tmp_path), environ=env)
+    assert s.blockstore == BlockstoreSettings(
+        BlockstoreType.S3,
+        s3=S3Blockstore(
+            bucket="lake-blocks",
+            prefix="prod/blocks",
+            endpoint="http://127.0.0.1:9000",
+            region="eu-west-1",
+            access_key_id="AKIA-TEST",
+            secret_access_key="very-secret",
+            force_path_style=True,
+        ),
+    )
+    assert "very-secret" not in repr(s)
+
+
+def test_s3_defaults_leave_endpoint_region_and_credentials_to_boto3(tmp_path: Path) -> None:
+    env = {env_name("blockstore.type"): "S3", env_name("blockstore.s3.bucket"): "lake"}
+    s = load_settings(None, str(tmp_path), environ=env)
+    assert s.blockstore.s3 == S3Blockstore("lake", "", None, None, None, None, True)
+    assert s.blockstore.local is None
+
+
+def _store(live: Live, data: bytes) -> str:
+    """Create a repository on the live server, upload ``data``, commit; return the repository."""
+    repo = unique("blk")
+    with live.client((live.key_id, live.secret)) as api:
+        r = api.post("/repositories", json={"name": repo, "storage_namespace": f"local://{repo}"})
+        assert r.status_code == 201, r.text
+        upload(api, repo, "main", "data/obj.bin", data)
+        commit(api, repo, "main", "one object")
+    return repo
+
+
+def _read(live: Live, repo: str) -> bytes:
+    with live.client((live.key_id, live.secret)) as api:
+        r = api.get(f"/repositories/{repo}/refs/main/objects", params={"path": "data/obj.bin"})
+        assert r.status_code == 200, r.text
+        return r.content
+
+
+def test_an_app_on_three_volumes_with_two_replicas_stores_each_block_twice(tmp_path: Path) -> None:
+    volumes = [tmp_path / f"v{i}" for i in range(3)]
+    env = {
+        env_name("blockstore.local.volumes"): os.pathsep.join(map(str, volumes)),
+        env_name("blockstore.local.replicas"): "2",
+    }
+    data = os.urandom(300_000)
+    with serve(load_settings(None, str(tmp_path / "server"), environ=env)) as live:
+        repo = _store(live, data)
+        copies: dict[str, list[Path]] = {}
+        for v in volumes:
+            for f in v.glob("*/*"):
+                copies.setdefault(f.name, []).append(v)
+        assert copies, "no block was stored in any volume"
+        assert {md5: len(where) for md5, where in copies.items()} == dict.fromkeys(copies, 2)
+        assert not (tmp_path / "server" / "blocks").exists(), "blocks went to the default directory"
+        # Either copy serves a read: remove the first copy of every block, read again.
+        for md5, where in copies.items():
+            (where[0] / md5[:3] / md5).unlink()
+        assert hashlib.md5(_read(live, repo)).hexdigest() == hashlib.md5(data).hexdigest()
+
+
+def test_an_app_on_s3_round_trips_an_object_through_the_api(tmp_path: Path, s3_endpoint: str) -> None:
+    bucket = new_bucket(raw_client(s3_endpoint))
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        f"blockstore:\n  type: s3\n  s3:\n    bucket: {bucket}\n    prefix: lake/blocks\n"
+        f"    endpoint: '{s3_endpoint}'\n    region: {REGION}\n"
+        f"    access_key_id: {DUMMY_KEYS['aws_access_key_id']}\n"
+        f"    secret_access_key: {DUMMY_KEYS['aws_secret_access_key']}\n"
+    )
+    data = os.urandom(200_000)
+    with serve(load_settings(str(conf), str(tmp_path / "server"), environ={})) as live:
+        repo = _store(live, data)
+        assert _read(live, repo) == data
+    keys = all_keys(raw_client(s3_endpoint), bucket)
+    assert keys and all(k.startswith("lake/blocks/") for k in keys), keys
+    assert not (tmp_path / "server" / "blocks").exists(), "blocks went to the default directory"
+
+
+def test_an_app_on_a_missing_bucket_does_not_start(tmp_path: Path, s3_endpoint: str) -> None:
+    env = {
+        env_name("blockstore.type"): "s3",
+        env_name("blockstore.s3.bucket"): "no-such-bucket",
+        env_name("blockstore.s3.endpoint"): s3_endpoint,
+        env_name("blockstore.s3.region"): REGION,
+        env_name("blockstore.s3.access_key_id"): "testing",
+        env_name("blockstore.s3.secret_access_key"): "testing",
+    }
+    with pytest.raises(StorageError, match="no-such-bucket"):
+        create_app(load_settings(None, str(tmp_path), environ=env))
