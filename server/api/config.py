@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from lakectl import __version__
@@ -19,10 +19,10 @@ public = APIRouter(route_class=AuthFirstRoute)
 router = APIRouter(route_class=AuthFirstRoute)
 
 
-def storage_config() -> dict[str, Any]:
+def storage_config(request: Request) -> dict[str, Any]:
     """Pre-signed URLs are not offered: clients then send object data through this API."""
     return {
-        "blockstore_type": "local",
+        "blockstore_type": request.app.state.settings.blockstore.type.value,
         "blockstore_namespace_example": "local://my-repository",
         "blockstore_namespace_ValidityRegex": NAMESPACE_REGEX,
         "default_namespace_prefix": "local://",
@@ -65,13 +65,13 @@ async def setup(body: Setup, auth: AuthDep) -> dict[str, Any]:
 
 
 @router.get("/config", dependencies=[require(Permission.READ_REPO)])
-async def get_config() -> dict[str, Any]:
-    return {"version_config": version_config(), "storage_config": storage_config()}
+async def get_config(request: Request) -> dict[str, Any]:
+    return {"version_config": version_config(), "storage_config": storage_config(request)}
 
 
 @router.get("/config/storage", dependencies=[require(Permission.READ_REPO)])
-async def get_storage_config() -> dict[str, Any]:
-    return storage_config()
+async def get_storage_config(request: Request) -> dict[str, Any]:
+    return storage_config(request)
 
 
 @router.get("/config/version", dependencies=[require(Permission.READ_REPO)])
