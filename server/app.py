@@ -83,6 +83,9 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.lake = lake
     app.state.auth = auth
+    # Small object reads answer from the event loop only when blocks are on local disk; an S3
+    # round trip there would stall every other connection.
+    app.state.inline_reads = settings.blockstore.type is BlockstoreType.LOCAL
     errors.install(app)
     for module in (config, repositories, branches, tags, commits, objects, refs):
         app.include_router(module.router, prefix=API_PREFIX)

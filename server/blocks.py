@@ -122,7 +122,7 @@ def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: U
 
 
 @api.get("/repositories/{repository}/refs/{ref}/objects/signed", dependencies=[require(Permission.READ_REPO)])
-def signed_locators(
+async def signed_locators(
     repository: str, ref: str, lake: LakeDep, user: UserDep, path: str = Query(...)
 ) -> dict[str, Any]:
     """The object's stat plus its segments as signed locators, for parallel block downloads."""

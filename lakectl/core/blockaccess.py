@@ -74,6 +74,7 @@ def put_block(lake: porcelain.Lake, md5: str, data: bytes, token: str) -> str:
     bare = f"{md5}+{len(data)}"
     if not lake.blocks.exists(bare):
         lake.blocks.put(bare, data)
+        lake.blocks.sync()  # a signed locator promises a durable block: objects link to it next
     return sign_locator(lake, bare, token)
 
 

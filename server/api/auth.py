@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import SecretStr
 
 from lakectl.errors import InvalidArgument
@@ -48,9 +47,7 @@ class UserCreation(Body):
 @router.post("/auth/login", dependencies=[PUBLIC])
 async def login(body: LoginInformation, auth: AuthDep) -> dict[str, Any]:
     """A login token for an access key: send it as ``Authorization: Bearer <token>``."""
-    user = await run_in_threadpool(
-        auth.authenticate, body.access_key_id, body.secret_access_key.get_secret_value()
-    )
+    user = auth.authenticate(body.access_key_id, body.secret_access_key.get_secret_value())
     return auth.issue_token(user).to_dict()
 
 
@@ -63,14 +60,14 @@ async def get_current_user(user: UserDep) -> dict[str, Any]:
 
 
 @router.get("/auth/users", dependencies=[MANAGE])
-def list_users(
+async def list_users(
     auth: AuthDep, prefix: Prefix = "", after: After = "", amount: Amount = None
 ) -> dict[str, Any]:
     return page(auth.list_users(prefix, after), amount, lambda u: u.id, lambda u: u.to_dict())
 
 
 @router.post("/auth/users", status_code=201, dependencies=[MANAGE])
-def create_user(body: UserCreation, auth: AuthDep) -> dict[str, Any]:
+async def create_user(body: UserCreation, auth: AuthDep) -> dict[str, Any]:
     """A user without a role: add it to a group to give it one."""
     if body.invite_user:
         raise unsupported("invite_user")
@@ -78,12 +75,12 @@ def create_user(body: UserCreation, auth: AuthDep) -> dict[str, Any]:
 
 
 @router.get(USER, dependencies=[MANAGE])
-def get_user(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
+async def get_user(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
     return auth.get_user(user_id).to_dict()
 
 
 @router.delete(USER, status_code=204, dependencies=[MANAGE])
-def delete_user(user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
+async def delete_user(user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
     """Delete a user and its access keys; an admin cannot delete itself (nor lock everyone out)."""
     if user_id == caller.id:
         raise InvalidArgument("you cannot delete your own user: ask another admin")
@@ -92,7 +89,7 @@ def delete_user(user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
 
 
 @router.get(USER + "/groups", dependencies=[MANAGE])
-def list_user_groups(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
+async def list_user_groups(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
     role = auth.get_user(user_id).role
     return page([role] if role is not None else [], None, lambda r: r.group, group_dict)
 
@@ -101,7 +98,7 @@ def list_user_groups(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
 
 
 @router.get(USER + "/credentials", dependencies=[OWN_OR_MANAGE])
-def list_credentials(
+async def list_credentials(
     user_id: UserId,
     auth: AuthDep,
     prefix: Prefix = "",
@@ -113,18 +110,18 @@ def list_credentials(
 
 
 @router.post(USER + "/credentials", status_code=201, dependencies=[OWN_OR_MANAGE])
-def create_credentials(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
+async def create_credentials(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
     """A new access key; its secret is in this answer only."""
     return auth.create_credentials(auth.get_user(user_id)).to_dict()
 
 
 @router.get(USER + "/credentials/{accessKeyId}", dependencies=[OWN_OR_MANAGE])
-def get_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: AuthDep) -> dict[str, Any]:
+async def get_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: AuthDep) -> dict[str, Any]:
     return auth.get_credentials(auth.get_user(user_id), access_key_id).to_dict()
 
 
 @router.delete(USER + "/credentials/{accessKeyId}", status_code=204, dependencies=[OWN_OR_MANAGE])
-def delete_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: AuthDep) -> Response:
+async def delete_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: AuthDep) -> Response:
     auth.delete_credentials(auth.get_user(user_id), access_key_id)
     return Response(status_code=204)
 
@@ -133,18 +130,18 @@ def delete_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: AuthDe
 
 
 @router.get("/auth/groups", dependencies=[MANAGE])
-def list_groups(prefix: Prefix = "", after: After = "", amount: Amount = None) -> dict[str, Any]:
+async def list_groups(prefix: Prefix = "", after: After = "", amount: Amount = None) -> dict[str, Any]:
     roles = by_name(sorted(Role, key=lambda r: r.group), lambda r: r.group, prefix, after)
     return page(roles, amount, lambda r: r.group, group_dict)
 
 
 @router.get(GROUP, dependencies=[MANAGE])
-def get_group(group_id: GroupId) -> dict[str, Any]:
+async def get_group(group_id: GroupId) -> dict[str, Any]:
     return group_dict(role_of_group(group_id))
 
 
 @router.get(GROUP + "/members", dependencies=[MANAGE])
-def list_group_members(
+async def list_group_members(
     group_id: GroupId,
     auth: AuthDep,
     prefix: Prefix = "",
@@ -156,7 +153,7 @@ def list_group_members(
 
 
 @router.put(GROUP + "/members/{userId}", status_code=201, dependencies=[MANAGE])
-def add_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
+async def add_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
     """Give the user the group's role. A user has one role: it leaves its previous group."""
     role = role_of_group(group_id)
     if user_id == caller.id and role is not Role.ADMIN:
@@ -166,7 +163,7 @@ def add_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: 
 
 
 @router.delete(GROUP + "/members/{userId}", status_code=204, dependencies=[MANAGE])
-def remove_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
+async def remove_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
     """Take the group's role from the user, which then has none (404 when not a member)."""
     role = role_of_group(group_id)
     if user_id == caller.id and role is Role.ADMIN:
@@ -176,16 +173,16 @@ def remove_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, calle
 
 
 @router.get(GROUP + "/policies", dependencies=[MANAGE])
-def list_group_policies(group_id: GroupId) -> dict[str, Any]:
+async def list_group_policies(group_id: GroupId) -> dict[str, Any]:
     return page([role_of_group(group_id)], None, lambda r: r.policy, policy_dict)
 
 
 @router.get("/auth/policies", dependencies=[MANAGE])
-def list_policies(prefix: Prefix = "", after: After = "", amount: Amount = None) -> dict[str, Any]:
+async def list_policies(prefix: Prefix = "", after: After = "", amount: Amount = None) -> dict[str, Any]:
     roles = by_name(sorted(Role, key=lambda r: r.policy), lambda r: r.policy, prefix, after)
     return page(roles, amount, lambda r: r.policy, policy_dict)
 
 
 @router.get("/auth/policies/{policyId}", dependencies=[MANAGE])
-def get_policy(policy_id: PolicyId) -> dict[str, Any]:
+async def get_policy(policy_id: PolicyId) -> dict[str, Any]:
     return policy_dict(role_of_policy(policy_id))

@@ -20,7 +20,7 @@ BRANCH = "/repositories/{repository}/branches/{branch}"
 
 
 @router.get("/repositories/{repository}/branches", dependencies=[require(Permission.READ_REPO)])
-def list_branches(
+async def list_branches(
     repository: str,
     lake: LakeDep,
     prefix: Prefix = "",
@@ -35,7 +35,7 @@ def list_branches(
 @router.post(
     "/repositories/{repository}/branches", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
 )
-def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Response:
+async def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Response:
     """lakeFS answers with the new branch's commit id as text."""
     if body.hidden:
         raise unsupported("hidden branches")
@@ -44,12 +44,12 @@ def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Respo
 
 
 @router.get(BRANCH, dependencies=[require(Permission.READ_REPO)])
-def get_branch(repository: str, branch: str, lake: LakeDep) -> dict[str, Any]:
+async def get_branch(repository: str, branch: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.get_branch(lake, repository, branch))
 
 
 @router.delete(BRANCH, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
-def delete_branch(repository: str, branch: str, lake: LakeDep, force: bool = Query(False)) -> Response:
+async def delete_branch(repository: str, branch: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_branch(lake, repository, branch)
     return Response(status_code=204)
 

@@ -43,7 +43,7 @@ def commit(
 
 
 @router.get("/repositories/{repository}/commits/{commit_id}", dependencies=[require(Permission.READ_REPO)])
-def get_commit(repository: str, commit_id: str, lake: LakeDep) -> dict[str, Any]:
+async def get_commit(repository: str, commit_id: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.commit(p.get_commit(lake, repository, commit_id))
 
 

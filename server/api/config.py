@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
 from lakectl import __version__
 from server.api.bodies import Setup
@@ -46,7 +45,7 @@ async def healthcheck() -> Response:
 
 
 @public.get("/setup_lakefs", dependencies=[PUBLIC])
-def get_setup_state(auth: AuthDep) -> dict[str, Any]:
+async def get_setup_state(auth: AuthDep) -> dict[str, Any]:
     state = "initialized" if auth.is_set_up() else "not_initialized"
     return {"state": state, "comm_prefs_missing": False}
 
@@ -55,11 +54,8 @@ def get_setup_state(auth: AuthDep) -> dict[str, Any]:
 async def setup(body: Setup, auth: AuthDep) -> dict[str, Any]:
     """Create the first admin user and its access key (once); the secret is shown only here."""
     key = body.key
-    creds = await run_in_threadpool(
-        auth.setup,
-        body.username,
-        key.access_key_id if key else None,
-        key.secret_access_key if key else None,
+    creds = auth.setup(
+        body.username, key.access_key_id if key else None, key.secret_access_key if key else None
     )
     return creds.to_dict()
 

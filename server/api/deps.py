@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request, Response
-from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
 
 from lakectl.core.porcelain import Lake
@@ -46,11 +45,11 @@ def _auth(request: Request) -> Auth:
 
 async def current_user(request: Request) -> User:
     """The user of the request's HTTP basic credentials or bearer token; 401 otherwise.
-    Authenticated once per request (kept in ``request.state.user``); the KV reads run in the
-    thread pool, and only when the request is not authenticated yet."""
+    Authenticated once per request (kept in ``request.state.user``), on the event loop: two KV
+    reads and a decryption (~60 us) cost less than a hop to the thread pool."""
     known: User | None = getattr(request.state, "user", None)
     if known is None:
-        known = request.state.user = await run_in_threadpool(_authenticate, request)
+        known = request.state.user = _authenticate(request)
     return known
 
 

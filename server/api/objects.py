@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
 
 from lakectl.core import porcelain as p
+from lakectl.core.blocks.data import parse_segment
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
@@ -31,6 +32,8 @@ router = APIRouter(route_class=AuthFirstRoute)
 REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
 BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
 META_PREFIX = "x-lakefs-meta-"
+INLINE_READ = 1024 * 1024
+"""Objects whose blocks total at most this are read on the event loop, in one response."""
 SPOOL_BYTES = 8 * 1024 * 1024
 """Uploads up to this size are buffered in memory, larger ones in a temporary file."""
 MAX_DELETE = 1000
@@ -64,7 +67,10 @@ def _serve(
     range_: str | None,
     if_none_match: str | None,
     body: bool,
+    inline_reads: bool = False,
 ) -> Response:
+    """Headers from the stat, on the event loop; the bytes in the same response when they are
+    small and on local disk (``inline_reads``), else streamed from the thread pool."""
     info = p.stat(lake, repository, ref, path)
     entry = info.entry
     assert entry is not None
@@ -85,11 +91,20 @@ def _serve(
     if not body:
         return Response(status_code=status, headers=headers)
     chunks = p.read_entry(lake, entry, start, end - start)
-    return StreamingResponse(chunks, status_code=status, headers=headers)
+    if inline_reads and _block_bytes(entry) <= INLINE_READ:
+        return Response(b"".join(chunks), status_code=status, headers=headers)
+    return StreamingResponse(chunks, status_code=status, headers=headers)  # chunks read in the pool
+
+
+def _block_bytes(entry: Entry) -> int:
+    """What reading the entry reads from the blockstore: every block it touches, whole (each
+    read verifies the block's md5)."""
+    return sum(size for _, size, _, _ in map(parse_segment, entry.locators))
 
 
 @router.get(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
-def get_object(
+async def get_object(
+    request: Request,
     repository: str,
     ref: str,
     lake: LakeDep,
@@ -99,11 +114,12 @@ def get_object(
     if_none_match: str | None = Header(None),
 ) -> Response:
     """The object's bytes; with ``Range: bytes=a-b`` a part of them (206)."""
-    return _serve(lake, repository, ref, path, range_, if_none_match, body=True)
+    inline = request.app.state.inline_reads
+    return _serve(lake, repository, ref, path, range_, if_none_match, body=True, inline_reads=inline)
 
 
 @router.head(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
-def head_object(
+async def head_object(
     repository: str,
     ref: str,
     lake: LakeDep,
@@ -117,7 +133,7 @@ def head_object(
 
 
 @router.get(REF_OBJECTS + "/stat", dependencies=[require(Permission.READ_REPO)])
-def stat_object(
+async def stat_object(
     repository: str,
     ref: str,
     lake: LakeDep,
@@ -199,7 +215,7 @@ async def upload_object(
     ``x-lakefs-meta-<key>`` headers become user metadata. Nothing is staged unless the whole
     body arrived."""
     check = (lake, repository, branch, path, if_none_match, if_match)
-    await run_in_threadpool(_check_preconditions, *check)
+    _check_preconditions(*check)
     content_type = request.headers.get("content-type")
     metadata = _user_metadata(request)
     with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
@@ -223,7 +239,7 @@ async def upload_object(
 
 
 @router.delete(BRANCH_OBJECTS, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
-def delete_object(
+async def delete_object(
     repository: str,
     branch: str,
     lake: LakeDep,
@@ -277,7 +293,7 @@ def _exists(lake: p.Lake, repository: str, ref: str, path: str) -> bool:
 
 
 @router.post(BRANCH_OBJECTS + "/copy", status_code=201, dependencies=[require(Permission.WRITE_REPO)])
-def copy_object(
+async def copy_object(
     repository: str,
     branch: str,
     body: ObjectCopyCreation,

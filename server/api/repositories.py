@@ -20,7 +20,7 @@ router = APIRouter(route_class=AuthFirstRoute)
 
 
 @router.get("/repositories", dependencies=[require(Permission.READ_REPO)])
-def list_repositories(
+async def list_repositories(
     lake: LakeDep,
     prefix: Prefix = "",
     after: After = "",
@@ -48,7 +48,7 @@ def create_repository(body: RepositoryCreation, lake: LakeDep, bare: bool = Quer
 
 
 @router.get("/repositories/{repository}", dependencies=[require(Permission.READ_REPO)])
-def get_repository(repository: str, lake: LakeDep) -> dict[str, Any]:
+async def get_repository(repository: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.repository(p.get_repo(lake, repository))
 
 

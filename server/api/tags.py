@@ -18,7 +18,7 @@ TAG = "/repositories/{repository}/tags/{tag}"
 
 
 @router.get("/repositories/{repository}/tags", dependencies=[require(Permission.READ_REPO)])
-def list_tags(
+async def list_tags(
     repository: str, lake: LakeDep, prefix: Prefix = "", after: After = "", amount: Amount = None
 ) -> dict[str, Any]:
     tags = by_name(p.list_tags(lake, repository), lambda t: t.name, prefix, after)
@@ -28,16 +28,16 @@ def list_tags(
 @router.post(
     "/repositories/{repository}/tags", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
 )
-def create_tag(repository: str, body: TagCreation, lake: LakeDep) -> dict[str, Any]:
+async def create_tag(repository: str, body: TagCreation, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.create_tag(lake, repository, body.id, body.ref))
 
 
 @router.get(TAG, dependencies=[require(Permission.READ_REPO)])
-def get_tag(repository: str, tag: str, lake: LakeDep) -> dict[str, Any]:
+async def get_tag(repository: str, tag: str, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.get_tag(lake, repository, tag))
 
 
 @router.delete(TAG, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
-def delete_tag(repository: str, tag: str, lake: LakeDep, force: bool = Query(False)) -> Response:
+async def delete_tag(repository: str, tag: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_tag(lake, repository, tag)
     return Response(status_code=204)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.server.conftest import free_port
 
@@ -100,3 +101,18 @@ def test_run_serves_the_api(tmp_path: Path) -> None:
     assert logs and {"time", "level", "logger", "msg"} <= set(logs[0])
     assert creds["secret_access_key"] not in stdout + stderr
     assert (tmp_path / "lake.db").exists() and (tmp_path / "blocks").is_dir()
+
+
+def test_accepted_connections_send_without_delay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Responses go out in two writes (head, body): with Nagle's algorithm on, the body waits for
+    the client's delayed ACK, 40 ms per request. The listening socket turns it off for every
+    connection it accepts."""
+    from server.config import load_settings
+    from server.main import listen
+
+    monkeypatch.setenv("LAKECTL_SERVER_LISTEN_ADDRESS", f"127.0.0.1:{free_port()}")
+    settings = load_settings(None, str(tmp_path))
+    with listen(settings) as server, socket.create_connection(server.getsockname()[:2]):
+        accepted, _ = server.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
