@@ -86,6 +86,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     # Small object reads answer from the event loop only when blocks are on local disk; an S3
     # round trip there would stall every other connection.
     app.state.inline_reads = settings.blockstore.type is BlockstoreType.LOCAL
+    app.state.block_buffers = blocks.BlockBuffers(blocks.BLOCK_BUFFERS)
     errors.install(app)
     for module in (config, repositories, branches, tags, commits, objects, refs):
         app.include_router(module.router, prefix=API_PREFIX)

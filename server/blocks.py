@@ -8,6 +8,9 @@ signed locators for a client that proves it holds the bytes. Signatures are boun
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -26,6 +29,8 @@ from server.errors import error_response
 
 MAX_BLOCK = 64 * 1024 * 1024
 MAX_LOCATORS = 10_000
+BLOCK_BUFFERS = 8
+"""Block bodies received at once (64 MiB each): 512 MiB at most."""
 
 blocks = APIRouter(route_class=AuthFirstRoute)
 api = APIRouter(route_class=AuthFirstRoute)
@@ -52,10 +57,65 @@ class Link(_Strict):
     metadata: dict[str, str] = Field(default_factory=dict)
 
 
-async def _body(request: Request, limit: int) -> bytes:
+class BlockBuffers:
+    """As keepstore's buffer pool: block bodies are received into at most ``count`` buffers of
+    ``MAX_BLOCK`` bytes, reused by every upload. Memory stays bounded whatever the number of
+    uploads in flight (the next one waits for a buffer), and a block never pays for fresh pages,
+    which cost more here than the copy into them. Bodies of at most ``POOLED_MIN`` bytes get a
+    buffer of their own."""
+
+    POOLED_MIN = 1024 * 1024
+
+    def __init__(self, count: int) -> None:
+        self._free: list[bytearray] = []
+        self._slots = asyncio.Semaphore(count)
+
+    @contextlib.asynccontextmanager
+    async def lease(self, size: int) -> AsyncIterator[memoryview]:
+        if size <= self.POOLED_MIN:
+            yield memoryview(bytearray(size))
+            return
+        async with self._slots:
+            buffer = self._free.pop() if self._free else bytearray(MAX_BLOCK)
+            try:
+                yield memoryview(buffer)[:size]
+            finally:
+                self._free.append(buffer)
+
+
+def _declared_length(request: Request, limit: int) -> int | None:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is None or not declared.isdigit():
+        return None
+    if int(declared) > limit:
         raise InvalidArgument(f"body of {declared} bytes is larger than a block ({limit} bytes)")
+    return int(declared)
+
+
+async def _receive_into(request: Request, view: memoryview) -> None:
+    """Fill ``view`` with the body, whose ``Content-Length`` is its size, as chunks arrive."""
+    size = 0
+    async for chunk in request.stream():
+        end = size + len(chunk)
+        if end > len(view):
+            raise InvalidArgument(f"body is longer than its Content-Length ({len(view)} bytes)")
+        view[size:end] = chunk
+        size = end
+    if size != len(view):
+        raise InvalidArgument(f"body ended after {size} of its {len(view)} bytes")
+
+
+async def _body(request: Request, limit: int) -> bytes | bytearray:
+    """The whole body, at most ``limit`` bytes."""
+    declared = _declared_length(request, limit)
+    if declared is None:
+        return await _chunked_body(request, limit)
+    buffer = bytearray(declared)
+    await _receive_into(request, memoryview(buffer))
+    return buffer
+
+
+async def _chunked_body(request: Request, limit: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -68,8 +128,15 @@ async def _body(request: Request, limit: int) -> bytes:
 
 @blocks.put("/blocks/{md5}", dependencies=[require(Permission.WRITE_REPO)])
 async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
-    data = await _body(request, MAX_BLOCK)
-    signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.id)
+    declared = _declared_length(request, MAX_BLOCK)
+    if declared is None:
+        data = await _chunked_body(request, MAX_BLOCK)
+        signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.id)
+    else:
+        buffers: BlockBuffers = request.app.state.block_buffers
+        async with buffers.lease(declared) as view:
+            await _receive_into(request, view)
+            signed = await run_in_threadpool(blockaccess.put_block, lake, md5, view, user.id)
     return Response(signed + "\n", media_type="text/plain")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 
 from lakectl.client import remote
 from lakectl.client.remote import RemoteBackend
-from lakectl.errors import ObjectNotFound, StorageError, Unauthenticated
+from lakectl.errors import InvalidArgument, ObjectNotFound, StorageError, Unauthenticated
 from tests.server.conftest import Live, unique
 
 
@@ -65,6 +66,57 @@ def test_reupload_transfers_no_block(backend: RemoteBackend, transport: Recordin
     backend.upload(repo, "main", "copy.bin", data)
     assert puts(transport) == 4, "a block the server has must not be sent again"
     assert b"".join(backend.read(repo, "main", "copy.bin")) == data
+
+
+class Trickle(io.RawIOBase):
+    """A stream that returns at most ``step`` bytes per read, as a pipe or a socket may."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self._data, self._pos, self._step = data, 0, step
+        self.reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        self.reads += 1
+        n = min(len(buffer), self._step, len(self._data) - self._pos)
+        buffer[:n] = self._data[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+
+@pytest.mark.parametrize("blocks", [0, 1, 3, 2 * remote.BLOCKS_IN_FLIGHT + 1])
+@pytest.mark.parametrize("tail", [0, 1, 40_000])
+def test_streams_of_many_blocks_arrive_whole(
+    backend: RemoteBackend, transport: Recording, monkeypatch, blocks: int, tail: int
+) -> None:
+    """Blocks go through a bounded pipeline of reused buffers, from streams that return short
+    reads: every byte arrives in order, and exact multiples of the block size add no block."""
+    size = 1 << 16
+    monkeypatch.setattr(remote, "BLOCK_SIZE", size)
+    repo = unique("stream")
+    backend.create_repo(repo)
+    data = os.urandom(blocks * size + tail)
+    info = backend.upload(repo, "main", "s.bin", io.BufferedReader(Trickle(data, 10_000)))
+    assert info.entry is not None and info.entry.size == len(data)
+    # (the empty block of an empty stream may be on the shared server already: proven, not sent)
+    assert puts(transport) + transport.calls[("POST", "/blocks/prove")] == max(1, blocks + (tail > 0))
+    assert b"".join(backend.read(repo, "main", "s.bin")) == data
+
+
+def test_a_failing_block_stops_the_upload(backend: RemoteBackend, transport: Recording, monkeypatch) -> None:
+    size = 1 << 16
+    monkeypatch.setattr(remote, "BLOCK_SIZE", size)
+    repo = unique("stop")
+    backend.create_repo(repo)
+    transport.fail["/blocks/missing"] = [400]
+    source = Trickle(os.urandom(200 * size), size)
+    with pytest.raises(InvalidArgument):
+        backend.upload(repo, "main", "never.bin", io.BufferedReader(source, size))
+    assert source.reads < 100, "reading went on long after a block had failed"
+    with pytest.raises(ObjectNotFound):
+        backend.stat(repo, "main", "never.bin")
 
 
 def test_retries_network_errors_and_5xx(backend: RemoteBackend, transport: Recording) -> None:
