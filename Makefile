@@ -38,6 +38,9 @@ test: lint
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
 
 bench: $(VENV)/.installed-test
+	$(BIN)/pip install -q -e '.[test,bench]'
+	# wrk drives the server load benchmark (it falls back to Python load generators without it)
+	command -v wrk >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get install -y -q wrk >/dev/null; } || true
 	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/run_all.sh
 
 clean:
