@@ -7,10 +7,14 @@
     │   ├── InvalidRef                 (ref expressions: main~2, abc^2, ...)
     │   ├── InvalidPath                (object paths: `..`, NUL, ...)
     │   ├── InvalidLocator             (Keep locators)
-    │   └── InvalidManifest            (Keep manifests)
+    │   ├── InvalidManifest            (Keep manifests)
+    │   ├── BadDigest                  (a body does not match its Content-MD5 or checksum)
+    │   ├── InvalidPart, InvalidPartOrder, EntityTooSmall   (multipart uploads)
+    │   └── InvalidRange         HTTP 416
+    │                                  (a byte range outside the object)
     ├── NotFound                 not_found           exit 3   HTTP 404
     │   ├── RepositoryNotFound, BranchNotFound, TagNotFound, RefNotFound,
-    │   │   CommitNotFound, ObjectNotFound, BlockNotFound
+    │   │   CommitNotFound, ObjectNotFound, BlockNotFound, UploadNotFound
     │   └── KeyNotFound                (KV store: no such key)
     ├── AlreadyExists            already_exists      exit 4   HTTP 409
     ├── Conflict                 conflict            exit 5   HTTP 409
@@ -26,6 +30,9 @@
     │   ├── ProtectedBranch
     │   └── SignatureError             (bad, forged or expired signed locator)
     ├── Unauthenticated          unauthenticated     exit 10  HTTP 401
+    │   ├── InvalidAccessKey           (no such access key id)
+    │   ├── SignatureMismatch          (a request signature that does not verify)
+    │   └── RequestExpired             (a presigned URL past its expiry, a clock too skewed)
     └── StorageError             storage_error       exit 9   HTTP 503
 
 Foreign exceptions (sqlite3, OSError, pyarrow, httpx) are translated into this tree at the
@@ -84,6 +91,27 @@ class InvalidManifest(InvalidArgument):
     code = "invalid_manifest"
 
 
+class BadDigest(InvalidArgument):
+    code = "bad_digest"
+
+
+class InvalidPart(InvalidArgument):
+    code = "invalid_part"
+
+
+class InvalidPartOrder(InvalidArgument):
+    code = "invalid_part_order"
+
+
+class EntityTooSmall(InvalidArgument):
+    code = "entity_too_small"
+
+
+class InvalidRange(InvalidArgument):
+    code = "invalid_range"
+    http_status = 416
+
+
 class NotFound(LakectlError):
     code = "not_found"
     exit_code = 3
@@ -116,6 +144,12 @@ class ObjectNotFound(NotFound):
 
 class BlockNotFound(NotFound):
     code = "block_not_found"
+
+
+class UploadNotFound(NotFound):
+    """No multipart upload of that id (never created, completed or aborted)."""
+
+    code = "upload_not_found"
 
 
 class KeyNotFound(NotFound):
@@ -196,6 +230,18 @@ class Unauthenticated(LakectlError):
     code = "unauthenticated"
     exit_code = 10
     http_status = 401
+
+
+class InvalidAccessKey(Unauthenticated):
+    code = "invalid_access_key"
+
+
+class SignatureMismatch(Unauthenticated):
+    code = "signature_mismatch"
+
+
+class RequestExpired(Unauthenticated):
+    code = "request_expired"
 
 
 class StorageError(LakectlError):

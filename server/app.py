@@ -1,11 +1,14 @@
-"""The ASGI application: ``create_app(settings)`` opens the lake once and mounts the REST API."""
+"""The ASGI applications: ``create_app(settings)`` opens the lake once and mounts the REST API;
+``create_gateway(app)`` is the S3 gateway over the same lake; ``Dispatch`` serves both from one
+uvicorn server, each on its own listening socket."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lakectl import __version__
 from lakectl.core.porcelain import Lake
@@ -95,3 +98,27 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(auth_api.router, prefix=API_PREFIX)
     app.include_router(blocks.blocks)
     return app
+
+
+def create_gateway(app: FastAPI) -> ASGIApp:
+    """The S3 gateway over the lake and users of ``app`` (from :func:`create_app`)."""
+    from server.s3.app import Gateway
+
+    settings: Settings = app.state.settings
+    return Gateway(app.state.lake, app.state.auth, settings.s3, app.state.inline_reads)
+
+
+class Dispatch:
+    """One ASGI app for both listening sockets: a request that arrived on one of ``s3_ports``
+    goes to the gateway, every other one (and the lifespan, which opens and closes the lake) to
+    the REST API."""
+
+    def __init__(self, api: ASGIApp, gateway: ASGIApp, s3_ports: Collection[int]) -> None:
+        self.api, self.gateway, self.s3_ports = api, gateway, frozenset(s3_ports)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server") or (None, None)
+        if scope["type"] == "http" and server[1] in self.s3_ports:
+            await self.gateway(scope, receive, send)
+        else:
+            await self.api(scope, receive, send)

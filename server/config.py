@@ -77,6 +77,9 @@ KEYS: dict[str, str] = {
     "blockstore.s3.secret_access_key": "",
     "blockstore.s3.force_path_style": "true",
     "auth.encrypt.secret_key": "",
+    "gateways.s3.listen_address": "",
+    "gateways.s3.domain_name": "s3.local.lakefs.io",
+    "gateways.s3.region": "us-east-1",
 }
 """Every configuration key with its default ("" for none, or one derived from the data directory)."""
 
@@ -151,6 +154,22 @@ class BlockstoreSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class S3GatewaySettings:
+    host: str
+    port: int
+    """Default: the REST API's port + 1 on its host."""
+    domain_name: str
+    """Requests to ``<bucket>.<domain_name>`` are addressed virtual-host-style."""
+    region: str
+    """Reported by GetBucketLocation and HeadBucket."""
+
+    @property
+    def listen_address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: str
     host: str
@@ -160,6 +179,7 @@ class Settings:
     blockstore: BlockstoreSettings
     secret_key: str
     """``auth.encrypt.secret_key``; empty: a random key kept in ``<data dir>/auth-secret``."""
+    s3: S3GatewaySettings
 
     @property
     def listen_address(self) -> str:
@@ -280,7 +300,29 @@ def _build(values: dict[str, Any]) -> Settings:
         database=_database(values, data_dir),
         blockstore=_blockstore(values, data_dir),
         secret_key=values["auth.encrypt.secret_key"],
+        s3=_s3_gateway(values, host, port),
     )
+
+
+def _s3_gateway(values: dict[str, Any], api_host: str, api_port: int) -> S3GatewaySettings:
+    key = "gateways.s3.listen_address"
+    if values[key]:
+        host, port = parse_address(values[key], key)
+    else:
+        host, port = api_host, (api_port + 1 if api_port else 0)
+        if port > 65535:
+            raise InvalidArgument(f"{key}: set it: listen_address's port + 1 is no port", key=key)
+    if port and port == api_port:
+        raise InvalidArgument(f"{key}: the S3 gateway needs a port of its own, not {port}", key=key)
+    region = values["gateways.s3.region"].strip()
+    if not re.fullmatch(r"[a-z0-9-]{1,64}", region):
+        raise InvalidArgument(f"gateways.s3.region: {region!r} is no region name", key="gateways.s3.region")
+    domain = values["gateways.s3.domain_name"].strip().strip(".")
+    if domain and not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", domain):
+        raise InvalidArgument(
+            f"gateways.s3.domain_name: {domain!r} is no domain name", key="gateways.s3.domain_name"
+        )
+    return S3GatewaySettings(host, port, domain, region)
 
 
 def _blockstore(values: dict[str, Any], data_dir: str) -> BlockstoreSettings:
@@ -409,11 +451,11 @@ def _database(values: dict[str, str], data_dir: str) -> DatabaseSettings:
     return DatabaseSettings(kind, "sqlite:///" + os.path.abspath(os.path.expanduser(given)))
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, key: str = "listen_address") -> tuple[str, int]:
     """``host:port`` (``[::1]:8000`` for IPv6) into its parts."""
     host, sep, port = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise InvalidArgument(f"listen_address: {text!r} is not host:port", key="listen_address")
+        raise InvalidArgument(f"{key}: {text!r} is not host:port", key=key)
     return host, int(port)

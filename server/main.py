@@ -24,21 +24,21 @@ def setup(config_file: str | None, data_dir: str | None, username: str) -> dict[
     return {**creds.to_dict(), "data_dir": settings.data_dir}
 
 
-def listen(settings: Settings) -> socket.socket:
-    """The listening socket, bound here so that a taken address is one clear error."""
+def listen(settings: Settings, s3: bool = False) -> socket.socket:
+    """The listening socket of the REST API (or of the S3 gateway), bound here so that a taken
+    address is one clear error."""
+    host, port = (settings.s3.host, settings.s3.port) if s3 else (settings.host, settings.port)
+    address = settings.s3.listen_address if s3 else settings.listen_address
     try:
-        family = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.create_server((host, port), family=family, backlog=2048)
         # Accepted sockets inherit this. asyncio sets it only on sockets created with
         # proto=IPPROTO_TCP, which create_server's are not; without it, a response written in two
         # sends (head, then body) waits for the client's delayed ACK: 40 ms per request.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
     except OSError as e:
-        raise StorageError(
-            f"cannot listen on {settings.listen_address}: {e.strerror or e}",
-            listen_address=settings.listen_address,
-        ) from e
+        raise StorageError(f"cannot listen on {address}: {e.strerror or e}", listen_address=address) from e
 
 
 def run(
@@ -47,14 +47,20 @@ def run(
     """Serve the API on the configured address until interrupted."""
     import uvicorn
 
-    from server.app import create_app
+    from server.app import Dispatch, create_app, create_gateway
     from server.logs import log_config
 
     settings = load_settings(config_file, data_dir)
     app = create_app(settings)
     sock = listen(settings)
+    try:
+        s3_sock = listen(settings, s3=True)
+    except StorageError:
+        sock.close()
+        raise
+    s3_port = s3_sock.getsockname()[1]
     config = uvicorn.Config(
-        app,
+        Dispatch(app, create_gateway(app), {s3_port}),
         host=settings.host,
         port=settings.port,
         log_config=log_config(settings.logging),
@@ -64,9 +70,9 @@ def run(
     server = uvicorn.Server(config)
     if announce is not None:
         announce(settings)
-    with sock:
+    with sock, s3_sock:
         try:
-            server.run(sockets=[sock])
+            server.run(sockets=[sock, s3_sock])
         except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled: a clean stop
             return
     if not server.started:

@@ -41,3 +41,24 @@ COMMIT_PREFIX = "commit/"
 def staging_partition(repo: RepositoryId, token: StagingToken) -> str:
     """Partition of one staging token: key = object path, value = row or tombstone."""
     return f"staging/{repo}/{token}"
+
+
+def multipart_partition(repo: RepositoryId) -> str:
+    """Partition of a repository's multipart uploads in flight:
+    ``upload/<id>`` → the upload, ``part/<id>/<number, 5 digits>`` → one uploaded part."""
+    return f"multipart/{repo}"
+
+
+UPLOAD_PREFIX = "upload/"
+
+
+def upload_key(upload_id: str) -> str:
+    return f"upload/{upload_id}"
+
+
+def part_prefix(upload_id: str) -> str:
+    return f"part/{upload_id}/"
+
+
+def part_key(upload_id: str, number: int) -> str:
+    return f"part/{upload_id}/{number:05d}"

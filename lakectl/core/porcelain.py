@@ -403,15 +403,18 @@ def upload(
     source: BinaryIO | bytes,
     content_type: str | None = None,
     metadata: Mapping[str, str] | None = None,
+    etag: str | None = None,
 ) -> ObjectInfo:
-    """Store the bytes as blocks (deduplicated), make them durable, then stage the object."""
+    """Store the bytes as blocks (deduplicated), make them durable, then stage the object.
+    ``etag`` replaces the checksum recorded (the S3 gateway: md5 of the whole body, which it
+    computed while receiving it)."""
     path = check_path(path)
     rid, bid = _branch_target(lake, repo, branch)
     if isinstance(source, bytes):
         written = write_bytes(lake.blocks, source)
     else:
         written = write_object(lake.blocks, source)
-    entry = _entry(written, content_type, metadata)
+    entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)
     lake.blocks.sync()
     lake.staging.write(rid, bid, [(path, entry.to_row())])
     return ObjectInfo(path, PathType.OBJECT, entry)
@@ -474,6 +477,23 @@ def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) ->
     """Stage prepared rows (library fast path for bulk staging: no data is written)."""
     rid, bid = _branch_target(lake, repo, branch)
     lake.staging.write(rid, bid, updates)
+
+
+def check_writable(lake: Lake, repo: str, branch: str) -> None:
+    """Raise what a write to ``branch`` would: no repository, no such branch, or a ref that
+    exists but is no branch (InvalidRef) -- before a caller reads a body it would then refuse."""
+    _branch_target(lake, repo, branch)
+
+
+def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> list[str]:
+    """Delete those of ``paths`` that exist on the branch (S3 and lakeFS batch deletes: a missing
+    path is no error); return them. A path deleted concurrently gets a second tombstone: the
+    same change."""
+    rid, bid = _branch_target(lake, repo, branch)
+    present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
+    if present:
+        lake.staging.write(rid, bid, [(p, None) for p in present])
+    return present
 
 
 def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:

@@ -37,7 +37,6 @@ INLINE_READ = 1024 * 1024
 SPOOL_BYTES = 8 * 1024 * 1024
 """Uploads up to this size are buffered in memory, larger ones in a temporary file."""
 MAX_DELETE = 1000
-DELETE_ATTEMPTS = 5
 
 PathQuery = Query(..., description="the object's path")
 
@@ -270,26 +269,8 @@ def delete_objects(
             valid.append(check_path(path))
         except InvalidArgument as e:
             errors.append({"status_code": 400, "message": e.message, "path": path})
-    p.get_branch(lake, repository, branch)
-    for _ in range(DELETE_ATTEMPTS):
-        present = [path for path in valid if _exists(lake, repository, branch, path)]
-        try:
-            if present:
-                p.delete_objects(lake, repository, branch, present)
-            break
-        except ObjectNotFound:
-            continue  # deleted concurrently: look again
-    else:
-        raise PreconditionFailed("could not delete: the objects kept changing")
+    p.delete_existing(lake, repository, branch, valid)
     return {"errors": errors}
-
-
-def _exists(lake: p.Lake, repository: str, ref: str, path: str) -> bool:
-    try:
-        p.stat(lake, repository, ref, path)
-    except ObjectNotFound:
-        return False
-    return True
 
 
 @router.post(BRANCH_OBJECTS + "/copy", status_code=201, dependencies=[require(Permission.WRITE_REPO)])

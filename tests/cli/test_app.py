@@ -50,6 +50,12 @@ def test_every_command_has_help_and_docs(path: str, command, ctx) -> None:
                 assert f"{name}" in section, f"docs/cli.md: `{path}` does not document {name}"
 
 
+def test_the_reference_is_generated_from_the_cli() -> None:
+    """Every command's section, help text included, as the CLI prints it: refresh docs/cli.md
+    with ``python -m tests.cli.docgen`` after changing help text."""
+    assert DOCS.rstrip().endswith(docgen.reference().strip()), "docs/cli.md: regenerate the command reference"
+
+
 def test_the_docs_list_only_real_commands() -> None:
     documented = set(re.findall(r"^#+ `(lakectl[^`]*)`", DOCS, re.M))
     assert documented == {path for path, _, _ in ALL[1:]}

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import boto3
 import httpx
 import pytest
 
@@ -91,12 +92,28 @@ def test_run_serves_the_api(tmp_path: Path) -> None:
             assert r.status_code == 201, r.text
             assert api.get("/repositories").json()["results"][0]["id"] == "served"
         assert httpx.get(base + "/repositories", timeout=5).status_code == 401
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{port + 1}",
+            aws_access_key_id=auth[0],
+            aws_secret_access_key=auth[1],
+            region_name="us-east-1",
+        )
+        s3.put_object(Bucket="served", Key="main/hello.txt", Body=b"through the S3 gateway")
+        with httpx.Client(base_url=base, auth=auth, timeout=10) as api:
+            read = api.get("/repositories/served/refs/main/objects", params={"path": "hello.txt"})
+            assert read.content == b"through the S3 gateway"
     finally:
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 0, stderr
     start = json.JSONDecoder().raw_decode(stdout)[0]  # the start-up record comes first
-    assert start == {"listen_address": f"127.0.0.1:{port}", "data_dir": str(tmp_path), "database": "sqlite"}
+    assert start == {
+        "listen_address": f"127.0.0.1:{port}",
+        "s3_listen_address": f"127.0.0.1:{port + 1}",
+        "data_dir": str(tmp_path),
+        "database": "sqlite",
+    }
     logs = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     assert logs and {"time", "level", "logger", "msg"} <= set(logs[0])
     assert creds["secret_access_key"] not in stdout + stderr

@@ -1,0 +1,127 @@
+"""Request bodies of the S3 gateway: decoded (plain or aws-chunked) and verified as they arrive.
+
+Whatever the payload mode, a body is accepted only whole and only if every claim about it holds:
+the signed sha256 (``x-amz-content-sha256``), per-chunk signatures, ``Content-MD5``, and an
+``x-amz-checksum-<algorithm>`` header or trailer. The caller writes what it receives somewhere
+private (a spool file) and stores nothing visible unless :func:`receive` returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.requests import ClientDisconnect
+
+from lakectl.errors import BadDigest, InvalidArgument
+from server.s3 import chunked, sigv4
+from server.s3.app import Call
+
+MAX_PUT = 5 * 1024**3
+"""The largest single PutObject or UploadPart, as S3."""
+
+Sink = Callable[[bytes | memoryview], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    size: int
+    md5: str
+    """Hex md5 of the decoded body: the object's ETag for a single upload."""
+    checksum: tuple[str, str] | None
+    """The verified ``(header name, base64 value)`` of an ``x-amz-checksum-*`` claim, to echo."""
+
+
+async def receive(call: Call, sink: Sink, limit: int = MAX_PUT, object_checksums: bool = True) -> Received:
+    """Read the whole body into ``sink``, verifying every claim about it; raise ``BadDigest``
+    (or a signature or framing error) otherwise, and ``InvalidArgument`` if it is cut short.
+    ``object_checksums=False`` for a request whose ``x-amz-checksum-*`` headers describe the
+    object being assembled, not this body (CompleteMultipartUpload)."""
+    headers, verified = call.headers, call.verified
+    md5 = hashlib.md5()
+    claim = chunked.checksum_header(headers) if object_checksums else None
+    trailer_names = [n.strip().lower() for n in headers.get("x-amz-trailer", "").split(",") if n.strip()]
+    algorithm = claim[0] if claim else _trailer_algorithm(trailer_names) if object_checksums else None
+    checksum = chunked.Checksum.of(algorithm) if algorithm else None
+    sha256 = hashlib.sha256() if verified.payload is sigv4.PayloadMode.SIGNED else None
+    decoder = _decoder(call, verified, trailer_names)
+    size = 0
+
+    def take(piece: bytes | memoryview) -> None:
+        nonlocal size
+        size += len(piece)
+        if size > limit:
+            raise InvalidArgument(f"the body is larger than {limit} bytes, the most one request may carry")
+        md5.update(piece)
+        if checksum is not None:
+            checksum.update(piece)
+        sink(piece)
+
+    try:
+        async for chunk in call.request.stream():
+            if decoder is None:
+                if sha256 is not None:
+                    sha256.update(chunk)
+                take(chunk)
+            else:
+                for piece in decoder.feed(chunk):
+                    take(piece)
+    except ClientDisconnect:
+        raise InvalidArgument("the upload was interrupted: the body did not arrive whole") from None
+    trailers = decoder.finish() if decoder is not None else {}
+    if sha256 is not None and sha256.hexdigest() != verified.expected_sha256:
+        raise BadDigest("the body's sha256 does not match x-amz-content-sha256 (XAmzContentSHA256Mismatch)")
+    _check_content_md5(headers.get("content-md5"), md5.digest())
+    verified_checksum = None
+    if checksum is not None and algorithm is not None:
+        name = f"x-amz-checksum-{algorithm}"
+        expected = claim[1] if claim else trailers.get(name)
+        if expected is None:
+            raise InvalidArgument(f"the trailer {name} was announced but not sent")
+        if checksum.b64digest() != expected:
+            raise BadDigest(f"the {algorithm.upper()} you specified did not match the calculated checksum")
+        verified_checksum = (name, expected)
+    return Received(size, md5.hexdigest(), verified_checksum)
+
+
+def _decoder(
+    call: Call, verified: sigv4.Verified, trailer_names: list[str]
+) -> chunked.AwsChunkedDecoder | None:
+    streaming = verified.payload in (
+        sigv4.PayloadMode.STREAMING_SIGNED,
+        sigv4.PayloadMode.STREAMING_SIGNED_TRAILER,
+        sigv4.PayloadMode.STREAMING_UNSIGNED_TRAILER,
+    )
+    if not streaming:
+        return None
+    declared = call.headers.get("x-amz-decoded-content-length")
+    if declared is not None and not declared.isdigit():
+        raise InvalidArgument(f"x-amz-decoded-content-length must be a whole number, not {declared!r}")
+    return chunked.AwsChunkedDecoder(
+        signer=verified.chunk_signer,
+        decoded_length=int(declared) if declared is not None else None,
+        trailer_names=trailer_names,
+    )
+
+
+def _trailer_algorithm(trailer_names: list[str]) -> str | None:
+    for name in trailer_names:
+        if name.startswith("x-amz-checksum-"):
+            return name.removeprefix("x-amz-checksum-")
+    return None
+
+
+def _check_content_md5(header: str | None, digest: bytes) -> None:
+    if header is None:
+        return
+    try:
+        claimed = base64.b64decode(header.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidArgument(f"Content-MD5 {header!r} is not base64 (InvalidDigest)") from None
+    if len(claimed) != 16:
+        raise InvalidArgument(f"Content-MD5 {header!r} is not an md5 digest (InvalidDigest)")
+    if claimed != digest:
+        raise BadDigest("the Content-MD5 you specified did not match what was received")

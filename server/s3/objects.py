@@ -1,0 +1,278 @@
+"""Object operations of the S3 gateway: Get, Head, Put, Copy, Delete and DeleteObjects.
+
+Reads take any ref (branch, tag, commit id, ``main~2``); writes only branches (a write to any
+other ref is ``MethodNotAllowed``). A copy reuses the source's block locators: no data moves,
+within a repository or across repositories of the lake.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from email.utils import formatdate, parsedate_to_datetime
+from tempfile import SpooledTemporaryFile
+from typing import BinaryIO, cast
+from urllib.parse import unquote
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response, StreamingResponse
+
+from lakectl.core import porcelain as p
+from lakectl.core.blocks.data import parse_segment
+from lakectl.core.model import Entry
+from lakectl.errors import InvalidArgument, InvalidRange, LakectlError, PreconditionFailed
+from server.api.ranges import Unsatisfiable, parse_range
+from server.s3 import body, xml
+from server.s3.app import Call
+
+META = "x-amz-meta-"
+INLINE_READ = 1024 * 1024
+"""Objects whose blocks total at most this are read on the event loop (decision 0007)."""
+SPOOL_BYTES = 8 * 1024 * 1024
+MAX_DELETE = 1000
+_OVERRIDES = {
+    "response-content-type": "Content-Type",
+    "response-content-language": "Content-Language",
+    "response-expires": "Expires",
+    "response-cache-control": "Cache-Control",
+    "response-content-disposition": "Content-Disposition",
+    "response-content-encoding": "Content-Encoding",
+}
+"""Query parameters of a (presigned) GET that set headers of the answer."""
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def object_headers(entry: Entry) -> dict[str, str]:
+    headers = {
+        "ETag": f'"{entry.checksum}"',
+        "Last-Modified": formatdate(entry.mtime, usegmt=True),
+        "Accept-Ranges": "bytes",
+        "Content-Type": entry.content_type,
+    }
+    for name, value in entry.metadata.items():
+        headers[META + name] = value
+    return headers
+
+
+def _etags(header: str) -> list[str]:
+    return [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
+
+
+def _matches(header: str, checksum: str) -> bool:
+    tags = _etags(header)
+    return "*" in tags or checksum in tags
+
+
+def _date(header: str) -> float | None:
+    """An HTTP date as a timestamp; an unparseable one is ignored, as S3 and RFC 7232 do."""
+    try:
+        return parsedate_to_datetime(header).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def check_conditions(
+    entry: Entry,
+    if_match: str | None,
+    if_none_match: str | None,
+    if_modified_since: str | None,
+    if_unmodified_since: str | None,
+) -> bool:
+    """RFC 7232 order, as S3: a failed If-Match or If-Unmodified-Since raises
+    ``PreconditionFailed``; a failed If-None-Match or If-Modified-Since returns False (304)."""
+    if if_match is not None:
+        if not _matches(if_match, entry.checksum):
+            raise PreconditionFailed(
+                "At least one of the pre-conditions you specified did not hold (If-Match)"
+            )
+    elif if_unmodified_since is not None:
+        when = _date(if_unmodified_since)
+        if when is not None and entry.mtime > when:
+            raise PreconditionFailed("the object was modified since If-Unmodified-Since")
+    if if_none_match is not None:
+        return not _matches(if_none_match, entry.checksum)
+    if if_modified_since is not None:
+        when = _date(if_modified_since)
+        if when is not None and entry.mtime <= when:
+            return False
+    return True
+
+
+def _stat(call: Call) -> Entry:
+    ref, path = call.split_key()
+    info = p.stat(call.lake, call.bucket, ref, path)
+    assert info.entry is not None
+    return info.entry
+
+
+def _serve(call: Call, with_body: bool) -> Response:
+    entry = _stat(call)
+    h = call.headers
+    headers = object_headers(entry)
+    fresh = check_conditions(
+        entry,
+        h.get("if-match"),
+        h.get("if-none-match"),
+        h.get("if-modified-since"),
+        h.get("if-unmodified-since"),
+    )
+    if not fresh:
+        headers.pop("Content-Type")
+        return Response(status_code=304, headers=headers)
+    for param, header in _OVERRIDES.items():
+        if param in call.query:
+            headers[header] = call.query[param]
+    start, end, status = 0, entry.size, 200
+    range_ = h.get("range")
+    if range_ and entry.size > 0:  # S3 answers a range of an empty object with the whole (empty) object
+        try:
+            start, end = parse_range(range_, entry.size)
+        except Unsatisfiable as exc:
+            raise InvalidRange(f"The requested range is not satisfiable: {exc}", size=entry.size) from None
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{entry.size}"
+    headers["Content-Length"] = str(end - start)
+    if not with_body:
+        return Response(status_code=status, headers=headers)
+    chunks = p.read_entry(call.lake, entry, start, end - start)
+    media_type = headers.pop("Content-Type")
+    blocks = sum(size for _, size, _, _ in map(parse_segment, entry.locators))
+    if call.inline_reads and blocks <= INLINE_READ:
+        return Response(b"".join(chunks), status_code=status, headers=headers, media_type=media_type)
+    return StreamingResponse(chunks, status_code=status, headers=headers, media_type=media_type)
+
+
+async def get_object(call: Call) -> Response:
+    try:
+        return _serve(call, with_body=True)
+    except InvalidRange as exc:
+        response = xml.error_response(exc, f"/{call.bucket}/{call.key}")
+        response.headers["Content-Range"] = f"bytes */{exc.details.get('size', 0)}"
+        return response
+
+
+async def head_object(call: Call) -> Response:
+    return _serve(call, with_body=False)
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+def user_metadata(call: Call) -> dict[str, str]:
+    return {name[len(META) :]: value for name, value in call.headers.items() if name.startswith(META)}
+
+
+async def put_object(call: Call) -> Response:
+    ref, path = call.split_key()
+    p.check_writable(call.lake, call.bucket, ref)
+    content_type = call.headers.get("content-type") or None
+    metadata = user_metadata(call)
+    with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        received = await body.receive(call, spool.write)
+        spool.seek(0)
+        source = cast(BinaryIO, spool)
+        await run_in_threadpool(
+            p.upload, call.lake, call.bucket, ref, path, source, content_type, metadata, received.md5
+        )
+    headers = {"ETag": f'"{received.md5}"'}
+    if received.checksum is not None:
+        headers[received.checksum[0]] = received.checksum[1]
+    return Response(status_code=200, headers=headers)
+
+
+async def delete_object(call: Call) -> Response:
+    """204 whether or not the object existed, as S3."""
+    ref, path = call.split_key()
+    p.delete_existing(call.lake, call.bucket, ref, [path])
+    return Response(status_code=204)
+
+
+def copy_source(call: Call) -> tuple[str, str, str]:
+    """``(repository, ref, path)`` of ``x-amz-copy-source`` (``[/]bucket/ref/path``, URL-encoded)."""
+    raw = call.headers["x-amz-copy-source"]
+    source, _, version = raw.partition("?")
+    if version and not version.startswith("versionId="):
+        raise InvalidArgument(f"invalid x-amz-copy-source {raw!r}")
+    bucket, _, key = unquote(source).lstrip("/").partition("/")
+    ref, _, path = key.partition("/")
+    if not bucket or not ref or not path:
+        raise InvalidArgument(f"x-amz-copy-source {raw!r} names no object: expected <bucket>/<ref>/<path>")
+    return bucket, ref, path
+
+
+def source_entry(call: Call) -> Entry:
+    """The copy source's entry, after its ``x-amz-copy-source-if-*`` conditions."""
+    bucket, ref, path = copy_source(call)
+    info = p.stat(call.lake, bucket, ref, path)
+    assert info.entry is not None
+    h = call.headers
+    fresh = check_conditions(
+        info.entry,
+        h.get("x-amz-copy-source-if-match"),
+        h.get("x-amz-copy-source-if-none-match"),
+        h.get("x-amz-copy-source-if-modified-since"),
+        h.get("x-amz-copy-source-if-unmodified-since"),
+    )
+    if not fresh:
+        raise PreconditionFailed(
+            "the copy source does not meet x-amz-copy-source-if-none-match/modified-since"
+        )
+    return info.entry
+
+
+async def copy_object(call: Call) -> Response:
+    """Stage the source's locators at the destination: no byte is copied."""
+    ref, path = call.split_key()
+    p.check_writable(call.lake, call.bucket, ref)
+    source = source_entry(call)
+    directive = call.headers.get("x-amz-metadata-directive", "COPY").upper()
+    if directive not in ("COPY", "REPLACE"):
+        raise InvalidArgument(f"x-amz-metadata-directive must be COPY or REPLACE, not {directive!r}")
+    entry = dataclasses.replace(source, mtime=int(time.time()))
+    if directive == "REPLACE":
+        content_type = call.headers.get("content-type") or None
+        fresh = p.entry_for(source.size, source.checksum, source.locators, content_type, user_metadata(call))
+        entry = dataclasses.replace(fresh, mtime=entry.mtime)
+    p.stage_rows(call.lake, call.bucket, ref, [(path, entry.to_row())])
+    root = xml.element("CopyObjectResult", ETag=f'"{entry.checksum}"', LastModified=xml.iso(entry.mtime))
+    return xml.document(root)
+
+
+async def delete_objects(call: Call) -> Response:
+    """``POST ?delete``: each key deleted or reported, by branch; missing keys count as deleted."""
+    payload = bytearray()
+    await body.receive(call, payload.extend, limit=2 * 1024 * 1024)
+    root = xml.parse(bytes(payload), "Delete")
+    quiet = (xml.child_text(root, "Quiet") or "").strip().lower() == "true"
+    keys = [xml.child_text(o, "Key") or "" for o in xml.children(root, "Object")]
+    if len(keys) > MAX_DELETE:
+        raise InvalidArgument(f"at most {MAX_DELETE} keys per DeleteObjects request, got {len(keys)}")
+    result = xml.element("DeleteResult")
+    by_ref: dict[str, list[str]] = {}
+    for key in keys:
+        ref, sep, path = key.partition("/")
+        if not ref or not sep or not path:
+            xml.add(result, "Error", Key=key, Code="InvalidArgument", Message="a key is <ref>/<path>")
+            continue
+        by_ref.setdefault(ref, []).append(path)
+
+    def delete_all() -> list[tuple[str, LakectlError | None]]:
+        outcome: list[tuple[str, LakectlError | None]] = []
+        for ref, paths in by_ref.items():
+            try:
+                p.delete_existing(call.lake, call.bucket, ref, paths)
+                outcome.extend((f"{ref}/{path}", None) for path in paths)
+            except LakectlError as exc:
+                outcome.extend((f"{ref}/{path}", exc) for path in paths)
+        return outcome
+
+    for key, error in await run_in_threadpool(delete_all):
+        if error is None:
+            if not quiet:
+                xml.add(result, "Deleted", Key=key)
+        else:
+            code, _ = xml.s3_code(error)
+            xml.add(result, "Error", Key=key, Code=code, Message=error.message)
+    return xml.document(result)
