@@ -13,8 +13,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]'
+$(VENV)/.installed-test: pyproject.toml constraints-test.txt | $(BIN)/python
+	$(BIN)/pip install -q -c constraints-test.txt -e '.[test]'
 	# The lakeFS SDK wrapper for the acceptance test, kept apart: its wheel ships a top-level
 	# `lakectl` package that would shadow ours in site-packages.
 	rm -rf $(VENV)/lakefs-wrapper
@@ -38,7 +38,7 @@ test: lint
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
 
 bench: $(VENV)/.installed-test
-	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/pip install -q -c constraints-test.txt -e '.[test,bench]'
 	# wrk drives the server load benchmark (it falls back to Python load generators without it)
 	command -v wrk >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get install -y -q wrk >/dev/null; } || true
 	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/run_all.sh

@@ -165,6 +165,8 @@ def user_metadata(call: Call) -> dict[str, str]:
 
 
 async def put_object(call: Call) -> Response:
+    if call.key.endswith("/") and call.key.count("/") == 1:
+        return await _branch_marker(call)
     ref, path = call.split_key()
     p.check_writable(call.lake, call.bucket, ref)
     content_type = call.headers.get("content-type") or None
@@ -180,6 +182,14 @@ async def put_object(call: Call) -> Response:
     if received.checksum is not None:
         headers[received.checksum[0]] = received.checksum[1]
     return Response(status_code=200, headers=headers)
+
+
+async def _branch_marker(call: Call) -> Response:
+    """An empty "directory marker" for a branch's root (``main/``), as pyarrow and Hadoop write
+    before a dataset: the branch is that directory, so nothing is stored."""
+    p.check_writable(call.lake, call.bucket, call.key[:-1])
+    received = await body.receive(call, lambda piece: None, limit=0)
+    return Response(status_code=200, headers={"ETag": f'"{received.md5}"'})
 
 
 async def delete_object(call: Call) -> Response:
