@@ -105,7 +105,8 @@ def create_gateway(app: FastAPI) -> ASGIApp:
     from server.s3.app import Gateway
 
     settings: Settings = app.state.settings
-    return Gateway(app.state.lake, app.state.auth, settings.s3, app.state.inline_reads)
+    state = app.state
+    return Gateway(state.lake, state.auth, settings.s3, state.inline_reads, state.block_buffers)
 
 
 class Dispatch:

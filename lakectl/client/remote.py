@@ -527,8 +527,8 @@ class _MemoryBlocks:
     def __init__(self) -> None:
         self.blocks: dict[str, bytes] = {}
 
-    def put(self, locator: str, data: bytes) -> None:
-        self.blocks[locator] = data
+    def put(self, locator: str, data: bytes | memoryview) -> None:
+        self.blocks[locator] = bytes(data)
 
     def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
         data = self.blocks[locator]

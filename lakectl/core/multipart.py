@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from lakectl.core import keys, porcelain
-from lakectl.core.blocks.data import parse_segment, read_object, segment_token, write_object
+from lakectl.core.blocks.data import parse_segment, read_object, segment_token, write_bytes, write_object
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_path
 from lakectl.errors import (
@@ -145,13 +145,21 @@ def _record(lake: porcelain.Lake, repo: str, upload: Upload, part: Part) -> Part
 
 
 def put_part(
-    lake: porcelain.Lake, repo: str, upload_id: str, number: int, source: BinaryIO, etag: str
+    lake: porcelain.Lake,
+    repo: str,
+    upload_id: str,
+    number: int,
+    source: BinaryIO | bytes | memoryview,
+    etag: str,
 ) -> Part:
-    """Store one part read from ``source``; ``etag`` is the hex md5 of its bytes (the gateway
-    computed it while receiving them)."""
+    """Store one part, in memory or read from a file; ``etag`` is the hex md5 of its bytes (the
+    gateway computed it while receiving them; a part of one block is not hashed again)."""
     upload = get(lake, repo, upload_id)
     _check_number(number)
-    written = write_object(lake.blocks, source)
+    if isinstance(source, bytes | memoryview):
+        written = write_bytes(lake.blocks, source, md5=etag)
+    else:
+        written = write_object(lake.blocks, source)
     locators = tuple(t for t in written.locators if parse_segment(t)[3] > 0)
     return _record(lake, repo, upload, Part(number, etag, written.size, locators, porcelain.now()))
 

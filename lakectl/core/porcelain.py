@@ -400,18 +400,19 @@ def upload(
     repo: str,
     branch: str,
     path: str,
-    source: BinaryIO | bytes,
+    source: BinaryIO | bytes | memoryview,
     content_type: str | None = None,
     metadata: Mapping[str, str] | None = None,
     etag: str | None = None,
 ) -> ObjectInfo:
     """Store the bytes as blocks (deduplicated), make them durable, then stage the object.
-    ``etag`` replaces the checksum recorded (the S3 gateway: md5 of the whole body, which it
-    computed while receiving it)."""
+    ``etag`` is the md5 of the whole body, computed by the caller as it received it (the S3
+    gateway): recorded as the object's checksum, and used as the block's hash when the body
+    is one block."""
     path = check_path(path)
     rid, bid = _branch_target(lake, repo, branch)
-    if isinstance(source, bytes):
-        written = write_bytes(lake.blocks, source)
+    if isinstance(source, bytes | memoryview):
+        written = write_bytes(lake.blocks, source, md5=etag)
     else:
         written = write_object(lake.blocks, source)
     entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, InvalidArgument, LakectlError
 from server.auth import Auth, User
+from server.blocks import BlockBuffers
 from server.config import S3GatewaySettings
 from server.s3 import sigv4, xml
 
@@ -40,7 +41,9 @@ class Call:
     query: Mapping[str, str]
     settings: S3GatewaySettings
     inline_reads: bool
-    headers: Mapping[str, str] = field(default_factory=dict)
+    buffers: BlockBuffers
+    """The server's pool of block-sized buffers for bodies (shared with the block API)."""
+    headers: Mapping[str, str]
     """Lower-case header names → values."""
 
     @property
@@ -85,11 +88,14 @@ def _unread(request: Request, response: Response) -> Response:
 class Gateway:
     """The ASGI application of the S3 gateway over an open lake."""
 
-    def __init__(self, lake: Lake, auth: Auth, settings: S3GatewaySettings, inline_reads: bool) -> None:
+    def __init__(
+        self, lake: Lake, auth: Auth, settings: S3GatewaySettings, inline_reads: bool, buffers: BlockBuffers
+    ) -> None:
         self.lake = lake
         self.auth = auth
         self.settings = settings
         self.inline_reads = inline_reads
+        self.buffers = buffers
         suffix = settings.domain_name.lower().strip(".")
         self._host_suffix = "." + suffix if suffix else None
 
@@ -126,16 +132,17 @@ class Gateway:
                 role = user.role.value if user.role is not None else "none"
                 raise Forbidden(f"user {user.id!r} (role {role}) may not {operation.name}")
             call = Call(
-                request,
-                self.lake,
-                user,
-                verified,
-                bucket,
-                key,
-                query,
-                self.settings,
-                self.inline_reads,
-                headers,
+                request=request,
+                lake=self.lake,
+                user=user,
+                verified=verified,
+                bucket=bucket,
+                key=key,
+                query=query,
+                settings=self.settings,
+                inline_reads=self.inline_reads,
+                buffers=self.buffers,
+                headers=headers,
             )
             return await operation.handler(call)
         except LakectlError as exc:

@@ -8,20 +8,28 @@ private (a spool file) and stores nothing visible unless :func:`receive` returns
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from tempfile import SpooledTemporaryFile
+from typing import BinaryIO, cast
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from lakectl.core.blocks.data import BLOCK_SIZE
 from lakectl.errors import BadDigest, InvalidArgument
 from server.s3 import chunked, sigv4
 from server.s3.app import Call
 
 MAX_PUT = 5 * 1024**3
 """The largest single PutObject or UploadPart, as S3."""
+SPOOL_BYTES = 8 * 1024 * 1024
+"""Bodies larger than a block are spooled: in memory up to this size, then in a temporary file."""
 
 Sink = Callable[[bytes | memoryview], object]
 
@@ -35,11 +43,19 @@ class Received:
     """The verified ``(header name, base64 value)`` of an ``x-amz-checksum-*`` claim, to echo."""
 
 
-async def receive(call: Call, sink: Sink, limit: int = MAX_PUT, object_checksums: bool = True) -> Received:
+async def receive(
+    call: Call,
+    sink: Sink,
+    limit: int = MAX_PUT,
+    object_checksums: bool = True,
+    whole: memoryview | None = None,
+) -> Received:
     """Read the whole body into ``sink``, verifying every claim about it; raise ``BadDigest``
     (or a signature or framing error) otherwise, and ``InvalidArgument`` if it is cut short.
     ``object_checksums=False`` for a request whose ``x-amz-checksum-*`` headers describe the
-    object being assembled, not this body (CompleteMultipartUpload)."""
+    object being assembled, not this body (CompleteMultipartUpload). ``whole``: the buffer
+    ``sink`` fills with the entire body; its digests are then computed once it has arrived, in
+    parallel in the thread pool, rather than piece by piece on the event loop."""
     headers, verified = call.headers, call.verified
     md5 = hashlib.md5()
     claim = chunked.checksum_header(headers) if object_checksums else None
@@ -55,15 +71,16 @@ async def receive(call: Call, sink: Sink, limit: int = MAX_PUT, object_checksums
         size += len(piece)
         if size > limit:
             raise InvalidArgument(f"the body is larger than {limit} bytes, the most one request may carry")
-        md5.update(piece)
-        if checksum is not None:
-            checksum.update(piece)
+        if whole is None:
+            md5.update(piece)
+            if checksum is not None:
+                checksum.update(piece)
         sink(piece)
 
     try:
         async for chunk in call.request.stream():
             if decoder is None:
-                if sha256 is not None:
+                if sha256 is not None and whole is None:
                     sha256.update(chunk)
                 take(chunk)
             else:
@@ -72,6 +89,11 @@ async def receive(call: Call, sink: Sink, limit: int = MAX_PUT, object_checksums
     except ClientDisconnect:
         raise InvalidArgument("the upload was interrupted: the body did not arrive whole") from None
     trailers = decoder.finish() if decoder is not None else {}
+    if whole is not None:
+        # A plain body is its bytes as sent, so the signed sha256 covers the buffer too.
+        digests = [d for d in (md5, sha256 if decoder is None else None, checksum) if d is not None]
+        data = whole[:size]
+        await asyncio.gather(*(run_in_threadpool(d.update, data) for d in digests))
     if sha256 is not None and sha256.hexdigest() != verified.expected_sha256:
         raise BadDigest("the body's sha256 does not match x-amz-content-sha256 (XAmzContentSHA256Mismatch)")
     _check_content_md5(headers.get("content-md5"), md5.digest())
@@ -85,6 +107,39 @@ async def receive(call: Call, sink: Sink, limit: int = MAX_PUT, object_checksums
             raise BadDigest(f"the {algorithm.upper()} you specified did not match the calculated checksum")
         verified_checksum = (name, expected)
     return Received(size, md5.hexdigest(), verified_checksum)
+
+
+@contextlib.asynccontextmanager
+async def payload(call: Call) -> AsyncIterator[tuple[Received, memoryview | BinaryIO]]:
+    """The verified body, and where it is: a body that fits one block (known length) in one
+    buffer (a pooled one above 1 MiB), whose md5 computed on arrival names the block, so it is
+    never hashed again; a larger one, or one of unknown length, in a spool file."""
+    size = _length(call)
+    if size is not None and size <= BLOCK_SIZE:
+        async with call.buffers.lease(size) as view:
+            filled = 0
+
+            def fill(piece: bytes | memoryview) -> None:
+                nonlocal filled
+                view[filled : filled + len(piece)] = piece
+                filled += len(piece)
+
+            received = await receive(call, fill, limit=size, whole=view)
+            if received.size != size:
+                raise InvalidArgument(f"the body ended after {received.size} of its {size} bytes")
+            yield received, view
+        return
+    with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        received = await receive(call, spool.write)
+        spool.seek(0)
+        yield received, cast(BinaryIO, spool)
+
+
+def _length(call: Call) -> int | None:
+    """The decoded body's announced length: ``x-amz-decoded-content-length`` for aws-chunked
+    bodies, else ``Content-Length``; None when neither is a number."""
+    text = call.headers.get("x-amz-decoded-content-length") or call.headers.get("content-length")
+    return int(text) if text is not None and text.isdigit() and len(text) <= 20 else None
 
 
 def _decoder(

@@ -3,9 +3,6 @@ ListMultipartUploads, on :mod:`lakectl.core.multipart`."""
 
 from __future__ import annotations
 
-from tempfile import SpooledTemporaryFile
-from typing import BinaryIO, cast
-
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
@@ -14,7 +11,7 @@ from lakectl.errors import InvalidArgument, InvalidRange, UploadNotFound
 from server.api.ranges import Unsatisfiable, parse_range
 from server.s3 import body, xml
 from server.s3.app import Call
-from server.s3.objects import SPOOL_BYTES, source_entry, user_metadata
+from server.s3.objects import source_entry, user_metadata
 
 MAX_PARTS_LISTED = 1000
 
@@ -46,10 +43,7 @@ async def create(call: Call) -> Response:
 
 async def upload_part(call: Call) -> Response:
     upload, number = _upload(call), _part_number(call)
-    with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        received = await body.receive(call, spool.write)
-        spool.seek(0)
-        source = cast(BinaryIO, spool)
+    async with body.payload(call) as (received, source):
         await run_in_threadpool(mp.put_part, call.lake, call.bucket, upload.id, number, source, received.md5)
     headers = {"ETag": f'"{received.md5}"'}
     if received.checksum is not None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from email.utils import formatdate, parsedate_to_datetime
-from tempfile import SpooledTemporaryFile
-from typing import BinaryIO, cast
 from urllib.parse import unquote
 
 from starlette.concurrency import run_in_threadpool
@@ -28,7 +26,6 @@ from server.s3.app import Call
 META = "x-amz-meta-"
 INLINE_READ = 1024 * 1024
 """Objects whose blocks total at most this are read on the event loop (decision 0007)."""
-SPOOL_BYTES = 8 * 1024 * 1024
 MAX_DELETE = 1000
 _OVERRIDES = {
     "response-content-type": "Content-Type",
@@ -171,10 +168,7 @@ async def put_object(call: Call) -> Response:
     p.check_writable(call.lake, call.bucket, ref)
     content_type = call.headers.get("content-type") or None
     metadata = user_metadata(call)
-    with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        received = await body.receive(call, spool.write)
-        spool.seek(0)
-        source = cast(BinaryIO, spool)
+    async with body.payload(call) as (received, source):
         await run_in_threadpool(
             p.upload, call.lake, call.bucket, ref, path, source, content_type, metadata, received.md5
         )

@@ -10,8 +10,9 @@ from typing import Protocol, runtime_checkable
 class BlockAdapter(Protocol):
     """Where block bytes live. Names are bare locators ``<md5>+<size>`` (no hints)."""
 
-    def put(self, locator: str, data: bytes) -> None:
-        """Store the block atomically (readers see all of it or nothing); idempotent."""
+    def put(self, locator: str, data: bytes | memoryview) -> None:
+        """Store the block atomically (readers see all of it or nothing); idempotent. ``data``
+        may be a view of a buffer the caller reuses: keep no reference to it after returning."""
         ...
 
     def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:

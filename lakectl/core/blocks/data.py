@@ -56,9 +56,19 @@ def block_locator(data: bytes) -> str:
     return f"{hashlib.md5(data).hexdigest()}+{len(data)}"
 
 
-def write_bytes(adapter: BlockAdapter, data: bytes, block_size: int = BLOCK_SIZE) -> WrittenObject:
-    """Store an in-memory object block by block in the calling thread (no pool, no sync)."""
+def write_bytes(
+    adapter: BlockAdapter, data: bytes | memoryview, block_size: int = BLOCK_SIZE, md5: str | None = None
+) -> WrittenObject:
+    """Store an in-memory object block by block in the calling thread (no pool, no sync).
+    ``md5``: the hex md5 of ``data`` (one block at most), which the caller computed from these
+    very bytes as they arrived: the block is stored without a second pass over them (every
+    read verifies it anyway)."""
     _check_block_size(block_size)
+    if md5 is not None and len(data) <= block_size:
+        locator = f"{md5}+{len(data)}"
+        if not adapter.exists(locator):
+            adapter.put(locator, data)
+        return _written([_Stored(bytes.fromhex(md5), locator, len(data))])
     if len(data) <= block_size:
         return _written([_store(adapter, data)])
     return _written([_store(adapter, data[i : i + block_size]) for i in range(0, len(data), block_size)])
@@ -229,7 +239,7 @@ def _pipeline(
     return _written(stored)
 
 
-def _store(adapter: BlockAdapter, data: bytes) -> _Stored:
+def _store(adapter: BlockAdapter, data: bytes | memoryview) -> _Stored:
     digest = hashlib.md5(data).digest()
     locator = f"{digest.hex()}+{len(data)}"
     if not adapter.exists(locator):

@@ -81,7 +81,7 @@ class LocalAdapter:
     def _path(self, md5: str) -> str:
         return os.path.join(self.root, md5[:3], md5)
 
-    def put(self, locator: str, data: bytes) -> None:
+    def put(self, locator: str, data: bytes | memoryview) -> None:
         """Store the block atomically; a no-op when a complete copy is already there.
 
         The md5 is not recomputed here (the caller just computed it, and every read verifies
@@ -103,7 +103,7 @@ class LocalAdapter:
         except OSError as exc:
             raise StorageError(f"cannot write block {locator}: {exc}", locator=locator) from exc
 
-    def _write_new(self, md5: str, path: str, data: bytes) -> None:
+    def _write_new(self, md5: str, path: str, data: bytes | memoryview) -> None:
         directory = self._dir(md5)
         # A unique name per writer lets several processes put the same block at once: each
         # renames a complete copy over the other, and readers only ever see a complete file.
@@ -221,7 +221,7 @@ def _scan_prefix(directory: str, prefix: str) -> list[str]:
     return found
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)

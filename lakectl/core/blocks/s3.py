@@ -101,7 +101,7 @@ class S3Adapter:
     def _key(self, md5: str) -> str:
         return f"{self.prefix}{md5[:3]}/{md5}"
 
-    def put(self, locator: str, data: bytes) -> None:
+    def put(self, locator: str, data: bytes | memoryview) -> None:
         """Store the block with PutObject (atomic, overwrites with identical bytes: idempotent).
 
         Content-MD5 is the locator's md5, so S3 refuses bytes that do not match the locator

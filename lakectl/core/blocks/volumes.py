@@ -112,7 +112,7 @@ class VolumeSet:
         weighted.sort(reverse=True)
         return [vid for _, vid in weighted]
 
-    def put(self, locator: str, data: bytes) -> None:
+    def put(self, locator: str, data: bytes | memoryview) -> None:
         """Store ``replicas`` copies on the first volumes of the probe order that accept them."""
         md5, size = _split(locator)
         if len(data) != size:
