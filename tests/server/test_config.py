@@ -135,6 +135,15 @@ def test_every_key_has_its_environment_variable() -> None:
         ("logging: [1, 2]\n", "logging must be a mapping"),
         ("listen_address: [1, 2]\n", "must be a string"),
         ("- a list\n", "mapping at the top level"),
+        ("gateways: {s3: {listen_address: nowhere}}\n", "gateways.s3.listen_address: 'nowhere'"),
+        (
+            "listen_address: '127.0.0.1:9000'\ngateways: {s3: {listen_address: '127.0.0.1:9000'}}\n",
+            "gateways.s3.listen_address: the S3 gateway needs a port of its own",
+        ),
+        ("listen_address: '127.0.0.1:65535'\n", "gateways.s3.listen_address: set it"),
+        ("gateways: {s3: {region: 'Not A Region'}}\n", "gateways.s3.region"),
+        ("gateways: {s3: {domain_name: 'bad domain'}}\n", "gateways.s3.domain_name"),
+        ("gateways: {s3: {port: 1}}\n", "unknown key 'gateways.s3.port'"),
         ("a: [unclosed\n", "invalid configuration"),
     ],
 )
@@ -151,6 +160,26 @@ def test_bad_configuration_is_refused_with_the_key(tmp_path: Path, text: str, ne
 def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="cannot read configuration"):
         load_settings(str(tmp_path / "absent.yaml"), str(tmp_path), environ={})
+
+
+def test_the_s3_gateway_listens_beside_the_api(tmp_path: Path) -> None:
+    default = load_settings(None, str(tmp_path), environ={env_name("listen_address"): "10.0.0.1:9000"})
+    assert (default.s3.listen_address, default.s3.region, default.s3.domain_name) == (
+        "10.0.0.1:9001",
+        "us-east-1",
+        "s3.local.lakefs.io",
+    )
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        "gateways: {s3: {listen_address: '0.0.0.0:7000', domain_name: s3.example.com, region: eu-west-1}}\n"
+    )
+    s = load_settings(str(conf), str(tmp_path), environ={env_name("gateways.s3.region"): "eu-central-1"})
+    assert (s.s3.host, s.s3.port, s.s3.domain_name, s.s3.region) == (
+        "0.0.0.0",
+        7000,
+        "s3.example.com",
+        "eu-central-1",
+    )
 
 
 def test_ipv6_listen_address(tmp_path: Path) -> None:
