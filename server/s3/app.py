@@ -3,7 +3,7 @@
 Bucket = repository, key = ``<ref>/<path>``. Requests are addressed path-style
 (``/bucket/key``) or virtual-host-style (``bucket.<domain_name>``). Every request is signed
 (SigV4 or SigV2, in headers or the query) with the access keys of the REST API, and needs the
-role permission its operation names (:data:`server.s3.routes.ROUTES`). Errors of every kind are
+role permission its operation names (:func:`server.s3.routes.route`). Errors of every kind are
 answered as S3 XML from one table (:mod:`server.s3.xml`); a bug is a logged ``InternalError``.
 """
 
@@ -45,14 +45,6 @@ class Call:
     """The server's pool of block-sized buffers for bodies (shared with the block API)."""
     headers: Mapping[str, str]
     """Lower-case header names → values."""
-
-    @property
-    def ref(self) -> str:
-        return self.key.partition("/")[0]
-
-    @property
-    def path(self) -> str:
-        return self.key.partition("/")[2]
 
     def split_key(self) -> tuple[str, str]:
         """``(ref, path)`` of an object key; a key without both is no object."""
@@ -117,7 +109,7 @@ class Gateway:
         return bucket, key
 
     async def handle(self, request: Request) -> Response:
-        from server.s3.routes import route
+        from server.s3.routes import route  # the operations import Call from here
 
         head = request.method == "HEAD"
         resource = request.url.path

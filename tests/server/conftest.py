@@ -17,7 +17,7 @@ import httpx
 import pytest
 import uvicorn
 
-from server.app import create_app
+from server.app import Dispatch, create_app, create_gateway
 from server.config import Settings, load_settings
 from tests.pg import PostgresServer
 
@@ -38,19 +38,31 @@ class Live:
     key_id: str
     secret: str
     data_dir: Path
+    s3_endpoint: str = ""
+    """The S3 gateway of the same server (``http://127.0.0.1:<port>``)."""
 
     def client(self, auth: tuple[str, str] | None = None) -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=auth, timeout=30.0)
 
 
+def _bound() -> socket.socket:
+    sock = socket.create_server(("127.0.0.1", 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
 @contextmanager
 def serve(settings: Settings) -> Iterator[Live]:
-    """The app for ``settings`` served by uvicorn in a thread, set up with an admin user."""
+    """The server for ``settings`` as ``lakectl server run`` serves it (the REST API and the S3
+    gateway, one uvicorn server on two sockets of 127.0.0.1) in a thread, set up with an admin."""
     app = create_app(settings)
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="lakectl-test-server", daemon=True)
+    api_sock, s3_sock = _bound(), _bound()
+    s3_port = s3_sock.getsockname()[1]
+    dispatch = Dispatch(app, create_gateway(app), {s3_port})
+    server = uvicorn.Server(uvicorn.Config(dispatch, log_level="warning", lifespan="on"))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [api_sock, s3_sock]}, name="lakectl-test-server", daemon=True
+    )
     thread.start()
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -58,13 +70,21 @@ def serve(settings: Settings) -> Iterator[Live]:
             assert thread.is_alive(), "the test server died while starting"
             assert time.monotonic() < deadline, "the test server did not start in time"
             time.sleep(0.02)
-        url = f"http://127.0.0.1:{port}/api/v1"
+        url = f"http://127.0.0.1:{api_sock.getsockname()[1]}/api/v1"
         with httpx.Client(base_url=url, timeout=30.0) as anon:
             creds = anon.post("/setup_lakefs", json={"username": "admin"}).json()
-        yield Live(url, creds["access_key_id"], creds["secret_access_key"], Path(settings.data_dir))
+        yield Live(
+            url,
+            creds["access_key_id"],
+            creds["secret_access_key"],
+            Path(settings.data_dir),
+            f"http://127.0.0.1:{s3_port}",
+        )
     finally:
         server.should_exit = True
         thread.join(timeout=START_TIMEOUT_S)
+        api_sock.close()
+        s3_sock.close()
 
 
 @pytest.fixture(scope="session")
