@@ -120,14 +120,12 @@ def get(lake: porcelain.Lake, repo: str, upload_id: str) -> Upload:
     return Upload.decode(upload_id, raw)
 
 
-def list_uploads(lake: porcelain.Lake, repo: str, prefix: str = "") -> Iterator[Upload]:
-    """Uploads in flight, by id."""
+def list_uploads(lake: porcelain.Lake, repo: str) -> Iterator[Upload]:
+    """The repository's uploads in flight, by id."""
     for key, raw in lake.kv.scan(_partition(lake, repo), keys.UPLOAD_PREFIX):
         if not key.startswith(keys.UPLOAD_PREFIX):
             return
-        upload = Upload.decode(key[len(keys.UPLOAD_PREFIX) :], raw)
-        if upload.path.startswith(prefix) or f"{upload.branch}/{upload.path}".startswith(prefix):
-            yield upload
+        yield Upload.decode(key[len(keys.UPLOAD_PREFIX) :], raw)
 
 
 def _check_number(number: int) -> int:
