@@ -59,6 +59,8 @@ class LiveServer:
     data_dir: str
     log_path: str
     process: subprocess.Popen[bytes]
+    s3_url: str
+    """The S3 gateway of the same server (``http://127.0.0.1:<port>``)."""
 
     @property
     def pid(self) -> int:
@@ -89,6 +91,8 @@ def _env(data_dir: str, port: int, extra: dict[str, str] | None) -> dict[str, st
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
     env["LAKECTL_SERVER_DATA_DIR"] = data_dir
     env["LAKECTL_SERVER_LISTEN_ADDRESS"] = f"127.0.0.1:{port}"
+    # Its own free port: the default (the API's port + 1) may be taken by some client socket.
+    env["LAKECTL_SERVER_GATEWAYS_S3_LISTEN_ADDRESS"] = f"127.0.0.1:{free_port()}"
     # An installed server has a bytecode cache; keep it out of the source tree.
     env.setdefault("PYTHONPYCACHEPREFIX", os.path.join(os.path.dirname(data_dir), "pycache"))
     env.update(extra or {})
@@ -126,7 +130,10 @@ def live_server(
             stdin=subprocess.DEVNULL,
         )
     url = f"http://127.0.0.1:{port}"
-    server = LiveServer(url, creds["access_key_id"], creds["secret_access_key"], data_dir, log_path, proc)
+    s3_url = "http://" + env["LAKECTL_SERVER_GATEWAYS_S3_LISTEN_ADDRESS"]
+    server = LiveServer(
+        url, creds["access_key_id"], creds["secret_access_key"], data_dir, log_path, proc, s3_url
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

@@ -11,8 +11,8 @@
   new content to the same key (a presigned PUT's payload is unsigned). Targets: >= 1,000 GET/s
   and >= 400 PUT/s.
 
-A real ``lakectl server run`` process serves both the REST API and the gateway (the API's port
-+ 1). Client and server share the 2 cores.
+A real ``lakectl server run`` process serves both the REST API and the gateway (on a port of
+its own). Client and server share the 2 cores.
 """
 
 from __future__ import annotations
@@ -62,10 +62,9 @@ end
 
 
 def s3_client(server: LiveServer, **config: Any) -> Any:
-    port = int(server.url.rsplit(":", 1)[1]) + 1
     return boto3.client(
         "s3",
-        endpoint_url=f"http://127.0.0.1:{port}",
+        endpoint_url=server.s3_url,
         aws_access_key_id=server.key_id,
         aws_secret_access_key=server.secret,
         region_name="us-east-1",
@@ -96,11 +95,10 @@ def pyarrow_put_mb_s(server: LiveServer, key: str, size: int, salt: int) -> floa
     payloads and a crc64nvme trailer, a lighter client than boto3's signed payloads."""
     from pyarrow import fs
 
-    port = int(server.url.rsplit(":", 1)[1]) + 1
     s3 = fs.S3FileSystem(
         access_key=server.key_id,
         secret_key=server.secret,
-        endpoint_override=f"127.0.0.1:{port}",
+        endpoint_override=server.s3_url.removeprefix("http://"),
         scheme="http",
         region="us-east-1",
     )

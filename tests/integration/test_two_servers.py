@@ -69,6 +69,7 @@ def _start(name: str, tmp: Path, pg_url: str, blocks: Path) -> tuple[subprocess.
     conf = tmp / f"{name}.yaml"
     conf.write_text(
         f"listen_address: 127.0.0.1:{port}\n"
+        f"gateways: {{s3: {{listen_address: '127.0.0.1:{_free_port()}'}}}}\n"
         f"data_dir: {tmp / name}\n"
         "logging: {level: warn}\n"
         f"database: {{type: postgres, connection_string: '{pg_url}'}}\n"

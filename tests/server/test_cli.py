@@ -63,9 +63,12 @@ def test_a_taken_address_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_run_serves_the_api(tmp_path: Path) -> None:
-    port = free_port()
+    port, s3_port = free_port(), free_port()
     conf = tmp_path / "server.yaml"
-    conf.write_text(f"listen_address: 127.0.0.1:{port}\nlogging: {{format: json, output: '='}}\n")
+    conf.write_text(
+        f"listen_address: 127.0.0.1:{port}\nlogging: {{format: json, output: '='}}\n"
+        f"gateways: {{s3: {{listen_address: '127.0.0.1:{s3_port}'}}}}\n"
+    )
     env = _env(tmp_path)
     creds = json.loads(_lakectl("server", "setup", "--config", str(conf), "--json", env=env).stdout)
     proc = subprocess.Popen(
@@ -94,7 +97,7 @@ def test_run_serves_the_api(tmp_path: Path) -> None:
         assert httpx.get(base + "/repositories", timeout=5).status_code == 401
         s3 = boto3.client(
             "s3",
-            endpoint_url=f"http://127.0.0.1:{port + 1}",
+            endpoint_url=f"http://127.0.0.1:{s3_port}",
             aws_access_key_id=auth[0],
             aws_secret_access_key=auth[1],
             region_name="us-east-1",
@@ -110,7 +113,7 @@ def test_run_serves_the_api(tmp_path: Path) -> None:
     start = json.JSONDecoder().raw_decode(stdout)[0]  # the start-up record comes first
     assert start == {
         "listen_address": f"127.0.0.1:{port}",
-        "s3_listen_address": f"127.0.0.1:{port + 1}",
+        "s3_listen_address": f"127.0.0.1:{s3_port}",
         "data_dir": str(tmp_path),
         "database": "sqlite",
     }
