@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 if TYPE_CHECKING:
+    from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
 
@@ -173,6 +174,20 @@ class Backend(Protocol):
 
     def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
         """Stage the files a manifest describes under ``prefix``, all or nothing; return their paths."""
+        ...
+
+    # -- garbage collection ----------------------------------------------------------------
+
+    def set_gc_rules(self, repo: str, rules: GCRules) -> None:
+        """Replace the repository's retention rules."""
+        ...
+
+    def get_gc_rules(self, repo: str) -> GCRules:
+        """The repository's retention rules; ``NotFound`` when none are set."""
+        ...
+
+    def delete_gc_rules(self, repo: str) -> None:
+        """Forget the repository's retention rules (idempotent)."""
         ...
 
 

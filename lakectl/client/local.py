@@ -10,11 +10,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from lakectl.client import Progress
-from lakectl.core import manifests
+from lakectl.core import gc, manifests
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
 
 if TYPE_CHECKING:
+    from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
 
 
@@ -183,3 +184,12 @@ class LocalBackend:
 
     def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
         return manifests.import_manifest(self.lake, repo, branch, prefix, text)
+
+    def set_gc_rules(self, repo: str, rules: GCRules) -> None:
+        gc.set_rules(self.lake, repo, rules)
+
+    def get_gc_rules(self, repo: str) -> GCRules:
+        return gc.get_rules(self.lake, repo)
+
+    def delete_gc_rules(self, repo: str) -> None:
+        gc.delete_rules(self.lake, repo)

@@ -34,6 +34,7 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
+    from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
 
@@ -486,6 +487,19 @@ class RemoteBackend:
             headers={"Content-Type": "text/plain"},
         )
         return list(answer["paths"])
+
+    # -- garbage collection ----------------------------------------------------------------
+
+    def set_gc_rules(self, repo: str, rules: GCRules) -> None:
+        self._call("PUT", f"{self._repo(repo)}/settings/gc_rules", json=rules.to_dict())
+
+    def get_gc_rules(self, repo: str) -> GCRules:
+        from lakectl.core.gc import GCRules
+
+        return GCRules.from_dict(self._json("GET", f"{self._repo(repo)}/settings/gc_rules"))
+
+    def delete_gc_rules(self, repo: str) -> None:
+        self._call("DELETE", f"{self._repo(repo)}/settings/gc_rules")
 
 
 def _read_block(stream: BinaryIO) -> bytes:

@@ -62,3 +62,7 @@ def part_prefix(upload_id: str) -> str:
 
 def part_key(upload_id: str, number: int) -> str:
     return f"part/{upload_id}/{number:05d}"
+
+
+GC_RULES = "settings/gc_rules"
+"""Key, in the repository's partition, of its garbage-collection retention rules."""

@@ -107,6 +107,16 @@ def scenario(run: Session) -> None:
     run("fs", "ls", "-r", "lakefs://R/main/")
     run("cherry-pick", "lakefs://R/dev", "lakefs://R/main")
     run("manifest", "export", "lakefs://R/v1/data")
+    run("gc", "get-config", "lakefs://R")
+    rules = run.work / "rules.json"
+    rules.write_text(
+        '{"default_retention_days": 21, "branches": [{"branch_id": "main", "retention_days": 28}]}'
+    )
+    run("gc", "set-config", "lakefs://R", "-f", str(rules))
+    run("gc", "get-config", "lakefs://R")
+    run("gc", "set-config", "lakefs://R", "-f", "-", input=b'{"default_retention_days": -1}')
+    run("gc", "delete-config", "lakefs://R")
+    run("gc", "get-config", "lakefs://R")
     # Refusals, identical on both sides.
     run("fs", "stat", "lakefs://R/main/nope")
     run("branch", "create", "lakefs://R/bad.name", "--source", "lakefs://R/main")

@@ -303,6 +303,15 @@ route(
     WRITE,
     lambda w, c: Call(f"{R}/branches/{w.branch()}/cherry-pick", json={"ref": w.side_branch()}),
 )
+# settings
+route(
+    "PUT",
+    RP + "/settings/gc_rules",
+    DELETE,
+    fixed(R + "/settings/gc_rules", json={"default_retention_days": 7, "branches": []}),
+)
+route("GET", RP + "/settings/gc_rules", READ, fixed(R + "/settings/gc_rules"), (200, 404))
+route("DELETE", RP + "/settings/gc_rules", DELETE, fixed(R + "/settings/gc_rules"))
 # tags
 route("GET", RP + "/tags", READ, fixed(R + "/tags"))
 route("POST", RP + "/tags", WRITE, lambda w, c: Call(R + "/tags", json={"id": unique("nt"), "ref": "main"}))

@@ -1,0 +1,79 @@
+"""``lakectl gc``: a repository's garbage-collection retention rules (set, show, delete)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, local_error, noun, repo_uri
+from lakectl.errors import InvalidArgument
+
+app = noun("Set, show and delete a repository's garbage-collection rules.")
+
+RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
+
+
+@app.command("set-config")
+def set_config(
+    repository: RepoArg,
+    filename: Annotated[
+        str,
+        typer.Option(
+            "-f",
+            "--filename",
+            help='JSON rules file, or - for stdin: {"default_retention_days": 21, '
+            '"branches": [{"branch_id": "main", "retention_days": 28}]}',
+            show_default=False,
+        ),
+    ],
+    json_: JsonFlag = False,
+) -> None:
+    """Set the retention rules: how many days commits stay, by default and per branch.
+
+    A branch's head is always kept; its older ancestors are kept for its retention days.
+    Only admins may set rules on a lakectl server.
+    """
+    from lakectl.core.gc import GCRules
+
+    try:
+        if filename == "-":
+            raw = typer.get_binary_stream("stdin").read()
+        else:
+            with open(filename, "rb") as f:
+                raw = f.read()
+    except OSError as exc:
+        raise local_error(exc, filename, "read") from exc
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"{filename!r} is not JSON: {exc}") from exc
+    rules = GCRules.from_dict(data)
+    repo = repo_uri(repository)
+    backend().set_gc_rules(repo, rules)
+    render.emit(rules.to_dict(), json_, lambda d: render.note(f"Garbage-collection rules set for {repo!r}"))
+
+
+@app.command("get-config")
+def get_config(repository: RepoArg, json_: JsonFlag = False) -> None:
+    """Show the retention rules (exit 3 when none are set)."""
+    rules = backend().get_gc_rules(repo_uri(repository))
+    render.emit(rules.to_dict(), json_, _show)
+
+
+@app.command("delete-config")
+def delete_config(repository: RepoArg, json_: JsonFlag = False) -> None:
+    """Delete the retention rules (nothing is collected without them)."""
+    repo = repo_uri(repository)
+    backend().delete_gc_rules(repo)
+    render.emit(
+        {"id": repo, "message": f"Garbage-collection rules of {repo!r} deleted"}, json_, render.message
+    )
+
+
+def _show(d: dict[str, Any]) -> None:
+    render.line(f"default retention: {d['default_retention_days']} days")
+    for rule in d["branches"]:
+        render.line(f"  {rule['branch_id']}: {rule['retention_days']} days")

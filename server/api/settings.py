@@ -1,0 +1,34 @@
+"""Repository settings: garbage-collection retention rules (``/repositories/{r}/settings/gc_rules``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Response
+
+from lakectl.core import gc
+from server.api.deps import AuthFirstRoute, LakeDep, require
+from server.auth import Permission
+
+router = APIRouter(route_class=AuthFirstRoute)
+RULES = "/repositories/{repository}/settings/gc_rules"
+
+
+@router.get(RULES, dependencies=[require(Permission.READ_REPO)])
+async def get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
+    """lakeFS ``GarbageCollectionRules``; 404 when none are set."""
+    return gc.get_rules(lake, repository).to_dict()
+
+
+# Rules decide what a collection deletes for good: admins only (DeleteRepo), as lakeFS keeps its
+# retention actions out of the developers' policy.
+@router.put(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+async def set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
+    gc.set_rules(lake, repository, gc.GCRules.from_dict(body))
+    return Response(status_code=204)
+
+
+@router.delete(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+async def delete_gc_rules(repository: str, lake: LakeDep) -> Response:
+    gc.delete_rules(lake, repository)
+    return Response(status_code=204)
