@@ -8,13 +8,22 @@ applies them follows docs/decisions/0008.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import keys, porcelain
+from lakectl.core import keys, multipart, porcelain
 from lakectl.core.graph.refs import check_branch_name
-from lakectl.core.model import BranchId
+from lakectl.core.model import (
+    TOMBSTONE,
+    BranchId,
+    Commit,
+    CommitId,
+    MetaRangeId,
+    RepositoryId,
+    Row,
+    decode_row,
+)
 from lakectl.errors import InvalidArgument, KeyNotFound, NotFound
 
 MAX_DAYS = 100 * 365
@@ -109,3 +118,113 @@ def delete_rules(lake: porcelain.Lake, repo: str) -> None:
     """Forget the rules (idempotent)."""
     partition = keys.repo_partition(porcelain.get_repo(lake, repo).name)
     lake.kv.delete(partition, keys.GC_RULES)
+
+
+# -- the mark: what must stay ------------------------------------------------------------------
+
+DAY = 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """The blocks a collection of one repository must keep (decision 0008)."""
+
+    live: frozenset[str]
+    """Bare locators of every block still referenced, in any repository of the lake."""
+    retained: int
+    """Commits of the collected repository that its rules keep."""
+    expired: int
+    """Commits of the collected repository past their retention: their blocks may go."""
+
+
+def mark(lake: porcelain.Lake, repo: str, now: float | None = None) -> Mark:
+    """Every block the lake still needs once ``repo``'s expired commits are let go.
+
+    Live: the retained commits of ``repo`` (branch heads; ancestors within their branch's
+    retention; tagged commits), every commit of every other repository, staged entries of every
+    branch, and the parts of multipart uploads in flight. For a commit, its metarange, ranges
+    and every entry's blocks; each range is read once however many commits share it. Without
+    rules, every commit of ``repo`` is retained too.
+    """
+    target = porcelain.get_repo(lake, repo).name
+    try:
+        rules: GCRules | None = get_rules(lake, repo)
+    except NotFound:
+        rules = None
+    moment = porcelain.now() if now is None else now
+    live: set[str] = set()
+    seen_ranges: set[str] = set()
+    retained = expired = 0
+    for record in lake.refs.list_repos():
+        commits = {c.id: c for c in _commits(lake, record.name)}
+        keep = set(commits)
+        if record.name == target:
+            if rules is not None:
+                keep = _retained(lake, record.name, commits, rules, moment)
+            retained, expired = len(keep), len(commits) - len(keep)
+        for cid in keep:
+            _mark_tree(lake, commits[cid].meta_range_id, live, seen_ranges)
+        _mark_staged(lake, record.name, live)
+        _mark_uploads(lake, record.name, live)
+    return Mark(frozenset(live), retained, expired)
+
+
+def _commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
+    partition = keys.repo_partition(repo)
+    for key, raw in lake.kv.scan(partition, keys.COMMIT_PREFIX):
+        if not key.startswith(keys.COMMIT_PREFIX):
+            return
+        yield Commit.decode(raw)
+
+
+def _retained(
+    lake: porcelain.Lake, repo: RepositoryId, commits: Mapping[CommitId, Commit], rules: GCRules, now: float
+) -> set[CommitId]:
+    """Branch heads, their ancestors within the branch's retention, and tagged commits. Every
+    ancestor is visited: creation dates need not fall along a history (a merge of an old branch)."""
+    keep: set[CommitId] = {t.commit_id for t in lake.refs.list_tags(repo)}
+    for branch in lake.refs.list_branches(repo):
+        cutoff = now - rules.retention_days(branch.name) * DAY
+        keep.add(branch.commit_id)
+        stack, seen = [branch.commit_id], {branch.commit_id}
+        while stack:
+            commit = commits.get(stack.pop())
+            if commit is None:
+                continue
+            if commit.creation_date >= cutoff:
+                keep.add(commit.id)
+            for parent in commit.parents:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+    return keep & set(commits)
+
+
+def _add_row(live: set[str], row: Row) -> None:
+    for token in str(row[2]).split():
+        live.add(token.split(":", 1)[0])
+
+
+def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
+    live.add(metarange)
+    for info in lake.trees.ranges(metarange):
+        if info.id in seen:
+            continue
+        seen.add(info.id)
+        live.add(info.id)
+        for row in lake.ranges.read_range(info.id).rows:
+            _add_row(live, row)
+
+
+def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+    for branch in lake.refs.list_branches(repo):
+        for token in (branch.staging_token, *branch.sealed_tokens):
+            for _, value in lake.kv.scan(keys.staging_partition(repo, token)):
+                if value != TOMBSTONE:
+                    _add_row(live, decode_row(value))
+
+
+def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+    for upload in multipart.list_uploads(lake, repo):
+        for part in multipart.list_parts(lake, repo, upload.id):
+            live.update(token.split(":", 1)[0] for token in part.locators)

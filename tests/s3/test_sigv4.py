@@ -343,7 +343,10 @@ def test_wrong_secret_and_clock_skew() -> None:
             auth(request, time.time() + skew)
 
 
-TODAY = time.strftime("%Y%m%d", time.gmtime())
+STAMP = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+"""One moment for every hand-made request of this module, so that a run across midnight UTC does
+not give a request a date other than its credential scope's."""
+TODAY = STAMP[:8]
 V4 = f"AWS4-HMAC-SHA256 Credential={KEY}/{TODAY}/r/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256"
 V4 += ";x-amz-date"
 SIG = f"Signature={'0' * 64}"
@@ -355,7 +358,7 @@ PRESIGNED = (
 
 def almost(query: str = "", path: str = "/b/k", **headers: str | None) -> Request:
     """A well-formed request with a wrong signature, but for the ``headers`` changed (None: removed)."""
-    base = {"host": "h", "x-amz-date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+    base = {"host": "h", "x-amz-date": STAMP,
             "x-amz-content-sha256": EMPTY_SHA256, "authorization": f"{V4}, {SIG}"}  # fmt: skip
     base.update({k.replace("_", "-"): v for k, v in headers.items()})
     return Request("GET", path, query, {k: v for k, v in base.items() if v is not None})

@@ -1,0 +1,107 @@
+"""The mark of a garbage collection: which blocks stay, on real histories with dated commits."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from lakectl.core import gc, porcelain
+from lakectl.core import multipart as mp
+from lakectl.core.porcelain import Lake
+from tests.unit.graphkit import REPO, T0
+
+DAY = gc.DAY
+
+
+class Clock:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = T0
+        monkeypatch.setattr(porcelain, "now", lambda: self.now)
+
+
+def blocks(lake: Lake, ref: str, path: str, repo: str = REPO) -> set[str]:
+    entry = porcelain.stat(lake, repo, ref, path).entry
+    assert entry is not None
+    return {token.split(":", 1)[0] for token in entry.locators}
+
+
+def write(lake: Lake, branch: str, path: str, content: str, repo: str = REPO) -> None:
+    porcelain.upload(lake, repo, branch, path, content.encode())
+
+
+@pytest.fixture
+def dated(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """main: v1 of `a` 30 days ago, v2 10 days ago, v3 a day ago; `keep` unchanged since day 30."""
+    clock = Clock(monkeypatch)
+    ids = {}
+    for label, days, content in (("v1", 30, "version 1"), ("v2", 10, "version 2"), ("v3", 1, "version 3")):
+        clock.now = T0 - days * DAY
+        write(lake, "main", "a", content)
+        if label == "v1":
+            write(lake, "main", "keep", "unchanged since the start")
+        ids[label] = porcelain.commit(lake, REPO, "main", label, committer="t").id
+    clock.now = T0
+    return ids
+
+
+def test_expired_commits_release_only_their_own_blocks(lake: Lake, dated: dict[str, str]) -> None:
+    v1, v2, v3 = (blocks(lake, dated[k], "a") for k in ("v1", "v2", "v3"))
+    gc.set_rules(lake, REPO, gc.GCRules(7))
+    marked = gc.mark(lake, REPO, now=T0)
+    assert v3 <= marked.live and blocks(lake, "main", "keep") <= marked.live
+    assert not (v1 | v2) & marked.live
+    # The repository's initial commit is dated at its creation (now): an ancestor older in the
+    # graph but newer on the clock, kept because every ancestor is looked at.
+    assert (marked.retained, marked.expired) == (2, 2)
+    head = porcelain.get_commit(lake, REPO, "main")
+    assert head.meta_range_id in marked.live
+    assert {r.id for r in lake.trees.ranges(head.meta_range_id)} <= marked.live
+
+
+def test_without_rules_every_commit_stays(lake: Lake, dated: dict[str, str]) -> None:
+    marked = gc.mark(lake, REPO, now=T0 + 1000 * DAY)
+    assert marked.expired == 0
+    for label in dated:
+        assert blocks(lake, dated[label], "a") <= marked.live
+
+
+def test_branch_rules_tags_staged_and_uploads_keep_blocks(lake: Lake, dated: dict[str, str]) -> None:
+    gc.set_rules(
+        lake,
+        REPO,
+        gc.GCRules.from_dict(
+            {"default_retention_days": 7, "branches": [{"branch_id": "archive", "retention_days": 20}]}
+        ),
+    )
+    porcelain.create_branch(lake, REPO, "archive", dated["v2"])  # v2 is 10 days old: within 20
+    porcelain.create_tag(lake, REPO, "first", dated["v1"])
+    write(lake, "main", "staged", "not committed yet")
+    upload = mp.create(lake, REPO, "main", "big")
+    part = mp.put_part(
+        lake, REPO, upload.id, 1, b"part in flight", hashlib.md5(b"part in flight").hexdigest()
+    )
+    marked = gc.mark(lake, REPO, now=T0)
+    assert blocks(lake, dated["v2"], "a") <= marked.live, "kept by the archive branch's 20 days"
+    assert blocks(lake, dated["v1"], "a") <= marked.live, "kept by the tag"
+    assert blocks(lake, "main", "staged") <= marked.live
+    assert set(part.locators) <= marked.live
+
+
+def test_blocks_shared_with_another_repository_stay(lake: Lake, dated: dict[str, str]) -> None:
+    porcelain.create_repo(lake, "other")
+    write(lake, "main", "copy-of-v1", "version 1", repo="other")  # the same block, deduplicated
+    porcelain.commit(lake, "other", "main", "old but another repository's", committer="t")
+    gc.set_rules(lake, REPO, gc.GCRules(7))
+    marked = gc.mark(lake, REPO, now=T0)
+    assert blocks(lake, dated["v1"], "a") == blocks(lake, "main", "copy-of-v1", repo="other")
+    assert blocks(lake, dated["v1"], "a") <= marked.live
+    assert not blocks(lake, dated["v2"], "a") & marked.live
+
+
+def test_every_object_of_a_retained_commit_is_live(lake: Lake, dated: dict[str, str]) -> None:
+    gc.set_rules(lake, REPO, gc.GCRules(15))
+    marked = gc.mark(lake, REPO, now=T0)
+    for ref in (dated["v2"], dated["v3"], "main"):
+        for info in porcelain.list_objects(lake, REPO, ref):
+            assert blocks(lake, ref, info.path) <= marked.live, (ref, info.path)
