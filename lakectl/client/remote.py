@@ -22,6 +22,7 @@ import httpx
 
 from lakectl.client import Progress
 from lakectl.errors import (
+    BlockNotFound,
     Conflict,
     Forbidden,
     InvalidArgument,
@@ -540,9 +541,11 @@ class _MemoryBlocks:
 
     def __init__(self) -> None:
         self.blocks: dict[str, bytes] = {}
+        self.times: dict[str, float] = {}
 
     def put(self, locator: str, data: bytes | memoryview) -> None:
         self.blocks[locator] = bytes(data)
+        self.times[locator] = time.time()
 
     def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
         data = self.blocks[locator]
@@ -551,8 +554,20 @@ class _MemoryBlocks:
     def exists(self, locator: str) -> bool:
         return locator in self.blocks
 
+    def touch(self, locator: str) -> bool:
+        if locator not in self.blocks:
+            return False
+        self.times[locator] = time.time()
+        return True
+
+    def modified(self, locator: str) -> float:
+        if locator not in self.times:
+            raise BlockNotFound(f"no pack {locator}", locator=locator)
+        return self.times[locator]
+
     def delete(self, locator: str) -> None:
         self.blocks.pop(locator, None)
+        self.times.pop(locator, None)
 
     def list(self) -> Iterator[str]:
         return iter(list(self.blocks))

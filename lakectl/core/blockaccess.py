@@ -72,7 +72,7 @@ def put_block(lake: porcelain.Lake, md5: str, data: bytes, token: str) -> str:
     if actual != md5:
         raise InvalidArgument(f"block content does not match its hash: got {actual}, expected {md5}")
     bare = f"{md5}+{len(data)}"
-    if not lake.blocks.exists(bare):
+    if not lake.blocks.touch(bare):  # present: touched, so a concurrent GC spares it
         lake.blocks.put(bare, data)
         lake.blocks.sync()  # a signed locator promises a durable block: objects link to it next
     return sign_locator(lake, bare, token)

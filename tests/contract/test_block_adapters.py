@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -243,6 +244,29 @@ def test_list_and_delete(subject: Subject) -> None:
     for data in blobs:
         adapter.delete(loc(data))
     assert list(adapter.list()) == []
+
+
+def test_touch_refreshes_a_stored_block_and_only_a_stored_one(subject: Subject) -> None:
+    """The mark of a garbage collection cannot see a block a concurrent upload deduplicates:
+    the upload touches it instead, and the sweep spares blocks touched after its mark began."""
+    adapter = subject.adapter
+    data = b"touch me"
+    assert adapter.touch(loc(data)) is False
+    assert subject.stored() == [], "touching a missing block stores nothing"
+    with pytest.raises(BlockNotFound):
+        adapter.modified(loc(data))
+    adapter.put(loc(data), data)
+    written = adapter.modified(loc(data))
+    assert abs(written - time.time()) < 60
+    time.sleep(1.1)  # S3's Last-Modified has whole seconds
+    assert adapter.touch(loc(data)) is True
+    assert adapter.modified(loc(data)) > written
+    assert adapter.get(loc(data)) == data
+    for bad in ("nope", "0" * 32 + "+x"):
+        with pytest.raises(InvalidLocator):
+            adapter.touch(bad)
+        with pytest.raises(InvalidLocator):
+            adapter.modified(bad)
 
 
 def test_list_of_an_empty_store(subject: Subject) -> None:

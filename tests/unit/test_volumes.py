@@ -66,6 +66,14 @@ class Breakable:
         self._check()
         return self.inner.exists(locator)
 
+    def touch(self, locator: str) -> bool:
+        self._check()
+        return self.inner.touch(locator)
+
+    def modified(self, locator: str) -> float:
+        self._check()
+        return self.inner.modified(locator)
+
     def delete(self, locator: str) -> None:
         self._check()
         self.inner.delete(locator)
@@ -96,6 +104,12 @@ class Unused:
         raise AssertionError("placement tests do no I/O")
 
     def exists(self, locator: str) -> bool:
+        raise AssertionError("placement tests do no I/O")
+
+    def touch(self, locator: str) -> bool:
+        raise AssertionError("placement tests do no I/O")
+
+    def modified(self, locator: str) -> float:
         raise AssertionError("placement tests do no I/O")
 
     def delete(self, locator: str) -> None:

@@ -23,6 +23,16 @@ class BlockAdapter(Protocol):
         """True when a complete block of that locator is stored."""
         ...
 
+    def touch(self, locator: str) -> bool:
+        """Refresh the stored block's modification time; False (nothing done) when no complete
+        block is stored. A write that finds its block already there touches it, so that a
+        concurrent garbage collection never deletes it (docs/decisions/0008)."""
+        ...
+
+    def modified(self, locator: str) -> float:
+        """When the block was last written or touched (epoch seconds); ``BlockNotFound``."""
+        ...
+
     def delete(self, locator: str) -> None:
         """Remove the block; absent is not an error."""
         ...

@@ -82,7 +82,7 @@ class LocalAdapter:
         return os.path.join(self.root, md5[:3], md5)
 
     def put(self, locator: str, data: bytes | memoryview) -> None:
-        """Store the block atomically; a no-op when a complete copy is already there.
+        """Store the block atomically; when a complete copy is already there, only touch it.
 
         The md5 is not recomputed here (the caller just computed it, and every read verifies
         it); the size is checked because it is free.
@@ -93,6 +93,7 @@ class LocalAdapter:
         path = self._path(md5)
         try:
             if os.stat(path).st_size == size:
+                os.utime(path)  # written again: as fresh as a new write, for GC's grace period
                 return
         except FileNotFoundError:
             pass
@@ -162,6 +163,28 @@ class LocalAdapter:
             return os.stat(self._path(md5)).st_size == size
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise StorageError(f"cannot stat block {locator}: {exc}", locator=locator) from exc
+
+    def touch(self, locator: str) -> bool:
+        md5, size = _split(locator)
+        path = self._path(md5)
+        try:
+            if os.stat(path).st_size != size:
+                return False
+            os.utime(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot touch block {locator}: {exc}", locator=locator) from exc
+        return True
+
+    def modified(self, locator: str) -> float:
+        md5, _ = _split(locator)
+        try:
+            return os.stat(self._path(md5)).st_mtime
+        except FileNotFoundError as exc:
+            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
         except OSError as exc:
             raise StorageError(f"cannot stat block {locator}: {exc}", locator=locator) from exc
 

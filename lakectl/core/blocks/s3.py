@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import time
 from collections.abc import Iterator
 from typing import Any, Final, cast
 
@@ -163,6 +164,40 @@ class S3Adapter:
         except _TRANSPORT_ERRORS as exc:
             raise self._storage_error("cannot stat", locator, exc) from exc
         return bool(head.get("ContentLength") == size)
+
+    def touch(self, locator: str) -> bool:
+        """A copy of the object onto itself with new metadata: S3's way to refresh LastModified."""
+        md5, _ = _split(locator)
+        if not self.exists(locator):
+            return False
+        key = self._key(md5)
+        try:
+            self._client.copy_object(
+                Bucket=self.bucket,
+                Key=key,
+                CopySource={"Bucket": self.bucket, "Key": key},
+                MetadataDirective="REPLACE",
+                Metadata={"touched": str(time.time())},
+            )
+        except ClientError as exc:
+            if _code(exc) in _NOT_FOUND_CODES:
+                return False
+            raise self._storage_error("cannot touch", locator, exc) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._storage_error("cannot touch", locator, exc) from exc
+        return True
+
+    def modified(self, locator: str) -> float:
+        md5, _ = _split(locator)
+        try:
+            head = self._client.head_object(Bucket=self.bucket, Key=self._key(md5))
+        except ClientError as exc:
+            if _code(exc) in _NOT_FOUND_CODES:
+                raise BlockNotFound(f"no block {locator}", locator=locator) from exc
+            raise self._storage_error("cannot stat", locator, exc) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._storage_error("cannot stat", locator, exc) from exc
+        return float(head["LastModified"].timestamp())
 
     def delete(self, locator: str) -> None:
         """Remove the block; absent is not an error (S3 deletes are idempotent)."""

@@ -166,6 +166,34 @@ class VolumeSet:
             raise _storage_error(message, failures, locator=locator) from _first(failures)
         return False
 
+    def touch(self, locator: str) -> bool:
+        """Touch every copy; True when any volume holds one. ``StorageError`` only if all fail."""
+        md5, _ = _split(locator)
+        touched = False
+        failures: dict[str, StorageError] = {}
+        for volume_id in self._order(md5):
+            try:
+                touched = self._volumes[volume_id].touch(locator) or touched
+            except StorageError as exc:
+                failures[volume_id] = exc
+        if not touched and len(failures) == len(self._volumes):
+            message = f"cannot touch block {locator}"
+            raise _storage_error(message, failures, locator=locator) from _first(failures)
+        return touched
+
+    def modified(self, locator: str) -> float:
+        """The newest modification time among the copies."""
+        md5, _ = _split(locator)
+        times: list[float] = []
+        for volume_id in self._order(md5):
+            try:
+                times.append(self._volumes[volume_id].modified(locator))
+            except (BlockNotFound, StorageError):
+                continue
+        if not times:
+            raise BlockNotFound(f"no block {locator} on any volume", locator=locator)
+        return max(times)
+
     def delete(self, locator: str) -> None:
         """Remove every copy; raise ``StorageError`` (after trying all) if one may remain."""
         md5, _ = _split(locator)
