@@ -120,6 +120,7 @@ def prove(lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str) 
     digest.update(lake.blocks.get(bare))
     if not hmac.compare_digest(answer, digest.hexdigest()):
         raise SignatureError(f"wrong proof of knowledge for block {bare}")
+    lake.blocks.touch(bare)  # the client links it next, as if it had just uploaded it
     return sign_locator(lake, bare, token)
 
 
@@ -151,7 +152,7 @@ def link_object(
         if m is None:
             raise InvalidLocator(f"invalid segment {text!r}")
         bare = verify(m.group("loc"), key, token).bare
-        if not lake.blocks.exists(bare):
+        if not lake.blocks.touch(bare):  # touched: a concurrent GC spares what is linked now
             raise BlockNotFound(f"block {bare} is not stored")
         size = int(bare.split("+")[1])
         if m.group("off") is None:

@@ -46,7 +46,7 @@ def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, t
             if seg.locator in bare:
                 continue
             b = parse_locator(seg.locator).bare
-            if not lake.blocks.exists(b):
+            if not lake.blocks.touch(b):  # touched: a concurrent GC spares what is imported
                 raise BlockNotFound(f"block {b} of the manifest is not stored in this lake; nothing imported")
             bare[seg.locator] = b
     mtime = porcelain.now()

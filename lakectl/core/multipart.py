@@ -179,6 +179,7 @@ def copy_part(
         lo, hi = max(start, seg_start), min(end, position)
         if lo < hi:
             tokens.append(segment_token(bare, offset + lo - seg_start, hi - lo))
+    porcelain.touch_blocks(lake, source)  # reused, not written: keep them from a concurrent GC
     md5 = hashlib.md5()
     for chunk in read_object(lake.blocks, tokens):
         md5.update(chunk)

@@ -16,6 +16,7 @@ from lakectl.core.blocks.data import (
     SMALL_OBJECT,
     Packer,
     WrittenObject,
+    parse_segment,
     read_object,
     write_bytes,
     write_object,
@@ -62,6 +63,7 @@ from lakectl.core.model import (
 from lakectl.core.uri import check_path
 from lakectl.errors import (
     AlreadyExists,
+    BlockNotFound,
     BranchNotFound,
     DirtyBranch,
     InvalidArgument,
@@ -472,6 +474,16 @@ def upload_files(
         updates.append((info.path, info.entry.to_row()))
     lake.staging.write(rid, bid, updates)
     return infos
+
+
+def touch_blocks(lake: Lake, entry: Entry) -> None:
+    """Touch every block of an entry that is about to be staged again without its data being
+    written (a copy, a link): a garbage collection running meanwhile then spares them
+    (docs/decisions/0008). ``BlockNotFound`` if one is gone, and the caller stages nothing."""
+    for token in entry.locators:
+        bare, _, _, length = parse_segment(token)
+        if length and not lake.blocks.touch(bare):
+            raise BlockNotFound(f"block {bare} is no longer stored", locator=bare)
 
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:

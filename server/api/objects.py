@@ -287,5 +287,6 @@ async def copy_object(
     assert source.entry is not None
     check_path(dest_path)
     entry = dataclasses.replace(source.entry, mtime=int(time.time()))
+    p.touch_blocks(lake, entry)
     p.stage_rows(lake, repository, branch, [(dest_path, entry.to_row())])
     return shapes.object_stats(ObjectInfo(dest_path, PathType.OBJECT, entry))

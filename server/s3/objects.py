@@ -239,6 +239,7 @@ async def copy_object(call: Call) -> Response:
         content_type = call.headers.get("content-type") or None
         fresh = p.entry_for(source.size, source.checksum, source.locators, content_type, user_metadata(call))
         entry = dataclasses.replace(fresh, mtime=entry.mtime)
+    p.touch_blocks(call.lake, entry)
     p.stage_rows(call.lake, call.bucket, ref, [(path, entry.to_row())])
     root = xml.element("CopyObjectResult", ETag=f'"{entry.checksum}"', LastModified=xml.iso(entry.mtime))
     return xml.document(root)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -143,7 +144,13 @@ def test_copy_reuses_blocks_within_and_across_branches(s3: Any, bucket: str, gat
     data = os.urandom(300_000)
     s3.put_object(Bucket=bucket, Key="main/src.bin", Body=data, Metadata={"a": "1"})
     before = blocks_on_disk(gateway)
+    block_files = [p for p in (gateway.data_dir / "blocks").rglob("*") if p.is_file()]
+    past = time.time() - 3600
+    for path in block_files:
+        os.utime(path, (past, past))
     s3.copy_object(Bucket=bucket, Key="main/copy.bin", CopySource={"Bucket": bucket, "Key": "main/src.bin"})
+    source_blocks = [p for p in block_files if p.stat().st_mtime > past + 60]
+    assert source_blocks, "a copy touches the blocks it reuses (a concurrent GC then spares them)"
     s3.copy_object(Bucket=bucket, Key="other/copy.bin", CopySource=f"{bucket}/main/src.bin")
     assert blocks_on_disk(gateway) == before, "a copy must not write data"
     for key in ("main/copy.bin", "other/copy.bin"):

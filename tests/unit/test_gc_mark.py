@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 
 import pytest
 
 from lakectl.core import gc, porcelain
 from lakectl.core import multipart as mp
 from lakectl.core.porcelain import Lake
+from lakectl.errors import BlockNotFound
 from tests.unit.graphkit import REPO, T0
 
 DAY = gc.DAY
@@ -105,3 +108,30 @@ def test_every_object_of_a_retained_commit_is_live(lake: Lake, dated: dict[str, 
     for ref in (dated["v2"], dated["v3"], "main"):
         for info in porcelain.list_objects(lake, REPO, ref):
             assert blocks(lake, ref, info.path) <= marked.live, (ref, info.path)
+
+
+def _age_all_blocks(root: str, seconds: float) -> float:
+    past = time.time() - seconds
+    for directory, _, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(directory, name), (past, past))
+    return past
+
+
+def test_writes_and_copies_of_existing_blocks_refresh_their_age(lake: Lake) -> None:
+    """What a sweep relies on (decision 0008): a block that an upload deduplicates, or that a copy
+    reuses, is as fresh as a new one, so a collection running meanwhile cannot delete it."""
+    root = lake.blocks.root  # type: ignore[attr-defined]
+    write(lake, "main", "a", "shared bytes")
+    (bare,) = blocks(lake, "main", "a")
+    past = _age_all_blocks(root, 3600)
+    write(lake, "main", "b", "shared bytes")  # deduplicated
+    assert lake.blocks.modified(bare) > past + 60
+    _age_all_blocks(root, 3600)
+    entry = porcelain.stat(lake, REPO, "main", "a").entry
+    assert entry is not None
+    porcelain.touch_blocks(lake, entry)  # what every copy does before staging
+    assert lake.blocks.modified(bare) > past + 60
+    lake.blocks.delete(bare)
+    with pytest.raises(BlockNotFound):
+        porcelain.touch_blocks(lake, entry)
