@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revert": ("lakectl.cli.merge:revert", "Undo the changes of commits on a branch, as new commits."),
     "reset": ("lakectl.cli.merge:reset", "Discard uncommitted changes on a branch."),
     "manifest": ("lakectl.cli.manifest:app", "Export and import Keep manifests."),
-    "gc": ("lakectl.cli.gc:app", "Set, show and delete a repository's garbage-collection rules."),
+    "gc": ("lakectl.cli.gc:app", "Garbage collection: retention rules, and collecting blocks nothing needs."),
     "server": ("lakectl.cli.server:app", "Set up and run the lakectl server (lakeFS-compatible REST API)."),
 }
 

@@ -11,7 +11,7 @@ from lakectl.cli import render
 from lakectl.cli.common import JsonFlag, backend, local_error, noun, repo_uri
 from lakectl.errors import InvalidArgument
 
-app = noun("Set, show and delete a repository's garbage-collection rules.")
+app = noun("Garbage collection: retention rules, and collecting blocks nothing needs.")
 
 RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
 
@@ -70,6 +70,34 @@ def delete_config(repository: RepoArg, json_: JsonFlag = False) -> None:
     backend().delete_gc_rules(repo)
     render.emit(
         {"id": repo, "message": f"Garbage-collection rules of {repo!r} deleted"}, json_, render.message
+    )
+
+
+@app.command("run")
+def run(
+    repository: RepoArg,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; delete nothing.")] = False,
+    grace_hours: Annotated[
+        float, typer.Option(help="Spare unreferenced blocks written or touched this recently.", min=0)
+    ] = 6,
+    json_: JsonFlag = False,
+) -> None:
+    """Delete the blocks the lake no longer needs once the repository's expired commits go.
+
+    Kept: branch heads, their ancestors within the retention rules (all commits without
+    rules), tagged commits, every other repository, staged objects, uploads in flight, and any
+    block younger than the grace period.
+    """
+    report = backend().gc_run(repo_uri(repository), dry_run, grace_hours * 3600)
+    render.emit(report, json_, _report)
+
+
+def _report(d: dict[str, Any]) -> None:
+    verb = "would delete" if d["dry_run"] else "deleted"
+    render.line(f"{verb} {d['deleted']} block(s), {d['bytes_freed']:,} bytes")
+    render.note(
+        f"{d['blocks']} blocks: {d['live']} in use, {d['young']} within the grace period; "
+        f"{d['retained_commits']} commits retained, {d['expired_commits']} expired"
     )
 
 

@@ -14,7 +14,7 @@ are named for type checkers only.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:
     from lakectl.core.gc import GCRules
@@ -188,6 +188,11 @@ class Backend(Protocol):
 
     def delete_gc_rules(self, repo: str) -> None:
         """Forget the repository's retention rules (idempotent)."""
+        ...
+
+    def gc_run(self, repo: str, dry_run: bool, grace_seconds: float) -> dict[str, Any]:
+        """Collect the blocks the lake no longer needs once ``repo``'s expired commits go; the
+        report of :func:`lakectl.core.gc.run`."""
         ...
 
 

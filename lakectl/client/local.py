@@ -7,7 +7,7 @@ pulls in pyarrow and sqlite, which ``lakectl --help`` must not pay for.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import Progress
 from lakectl.core import gc, manifests
@@ -193,3 +193,6 @@ class LocalBackend:
 
     def delete_gc_rules(self, repo: str) -> None:
         gc.delete_rules(self.lake, repo)
+
+    def gc_run(self, repo: str, dry_run: bool, grace_seconds: float) -> dict[str, Any]:
+        return gc.run(self.lake, repo, dry_run, grace_seconds).to_dict()

@@ -502,6 +502,10 @@ class RemoteBackend:
     def delete_gc_rules(self, repo: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/settings/gc_rules")
 
+    def gc_run(self, repo: str, dry_run: bool, grace_seconds: float) -> dict[str, Any]:
+        params = {"dry_run": "true" if dry_run else "false", "grace_seconds": grace_seconds}
+        return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
+
 
 def _read_block(stream: BinaryIO) -> bytes:
     """The next block of the stream: ``BLOCK_SIZE`` bytes, fewer only at its end (a pipe or a

@@ -8,6 +8,7 @@ applies them follows docs/decisions/0008.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from lakectl.core.model import (
     Row,
     decode_row,
 )
-from lakectl.errors import InvalidArgument, KeyNotFound, NotFound
+from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound
 
 MAX_DAYS = 100 * 365
 
@@ -228,3 +229,73 @@ def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> N
     for upload in multipart.list_uploads(lake, repo):
         for part in multipart.list_parts(lake, repo, upload.id):
             live.update(token.split(":", 1)[0] for token in part.locators)
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+
+GRACE_SECONDS = 6 * 3600
+"""Blocks written or touched this recently before the mark began are never deleted: uploads in
+flight whose objects are not staged yet (decision 0008)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What one collection found and did."""
+
+    dry_run: bool
+    blocks: int
+    """Blocks stored when the sweep listed them."""
+    live: int
+    young: int
+    """Unreferenced, but written or touched within the grace period: kept."""
+    deleted: int
+    """Deleted (with ``dry_run``: would have been)."""
+    bytes_freed: int
+    retained_commits: int
+    expired_commits: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "blocks": self.blocks,
+            "live": self.live,
+            "young": self.young,
+            "deleted": self.deleted,
+            "bytes_freed": self.bytes_freed,
+            "retained_commits": self.retained_commits,
+            "expired_commits": self.expired_commits,
+        }
+
+
+def run(
+    lake: porcelain.Lake,
+    repo: str,
+    dry_run: bool = False,
+    grace_seconds: float = GRACE_SECONDS,
+    now: float | None = None,
+) -> Report:
+    """Mark what the lake still needs once ``repo``'s expired commits go, then delete every
+    other block older than the grace period (nothing with ``dry_run``). ``now`` dates retention
+    (commit ages); the grace period counts from the real time the mark began."""
+    if grace_seconds < 0:
+        raise InvalidArgument(f"the grace period must not be negative, got {grace_seconds}")
+    began = time.time()
+    marked = mark(lake, repo, now)
+    cutoff = began - grace_seconds
+    blocks = live = young = deleted = freed = 0
+    for locator in lake.blocks.list():
+        blocks += 1
+        if locator in marked.live:
+            live += 1
+            continue
+        try:
+            if lake.blocks.modified(locator) >= cutoff:
+                young += 1
+                continue
+        except BlockNotFound:
+            continue  # deleted meanwhile
+        if not dry_run:
+            lake.blocks.delete(locator)
+        deleted += 1
+        freed += int(locator.rsplit("+", 1)[1])
+    return Report(dry_run, blocks, live, young, deleted, freed, marked.retained, marked.expired)

@@ -1,10 +1,11 @@
-"""Repository settings: garbage-collection retention rules (``/repositories/{r}/settings/gc_rules``)."""
+"""Garbage collection: a repository's retention rules (``/repositories/{r}/settings/gc_rules``, as
+lakeFS) and running a collection (``POST /repositories/{r}/gc/run``, a lakectl extension)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Query, Response
 
 from lakectl.core import gc
 from server.api.deps import AuthFirstRoute, LakeDep, require
@@ -32,3 +33,14 @@ async def set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) ->
 async def delete_gc_rules(repository: str, lake: LakeDep) -> Response:
     gc.delete_rules(lake, repository)
     return Response(status_code=204)
+
+
+@router.post("/repositories/{repository}/gc/run", dependencies=[require(Permission.DELETE_REPO)])
+def run_gc(
+    repository: str,
+    lake: LakeDep,
+    dry_run: bool = Query(False),
+    grace_seconds: float = Query(gc.GRACE_SECONDS, ge=0),
+) -> dict[str, Any]:
+    """Mark and sweep, in the thread pool (it reads every retained tree); admins only."""
+    return gc.run(lake, repository, dry_run, grace_seconds).to_dict()

@@ -1,5 +1,5 @@
 """Fixtures shared by the graph tests (defined in graphkit, registered here)."""
 
-from tests.unit.graphkit import clock, history, lake
+from tests.unit.graphkit import clock, dated, history, lake
 
-__all__ = ["clock", "history", "lake"]
+__all__ = ["clock", "dated", "history", "lake"]

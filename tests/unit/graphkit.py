@@ -103,3 +103,45 @@ def noop_upload_delete(lake: Lake) -> None:
 
 def noop_reupload_same(lake: Lake) -> None:
     put(lake, "main", same="0")
+
+
+# -- dated histories (garbage collection) ----------------------------------------------------
+
+DAY = 86_400
+
+
+class Clock:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = T0
+        monkeypatch.setattr(porcelain, "now", lambda: self.now)
+
+
+def blocks(lake: Lake, ref: str, path: str, repo: str = REPO) -> set[str]:
+    entry = porcelain.stat(lake, repo, ref, path).entry
+    assert entry is not None
+    return {token.split(":", 1)[0] for token in entry.locators}
+
+
+def write(lake: Lake, branch: str, path: str, content: str, repo: str = REPO) -> None:
+    porcelain.upload(lake, repo, branch, path, content.encode())
+
+
+@pytest.fixture
+def dated(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """main: v1 of `a` 30 days ago, v2 10 days ago, v3 a day ago; `keep` unchanged since day 30."""
+    clock = Clock(monkeypatch)
+    ids = {}
+    for label, days, content in (("v1", 30, "version 1"), ("v2", 10, "version 2"), ("v3", 1, "version 3")):
+        clock.now = T0 - days * DAY
+        write(lake, "main", "a", content)
+        if label == "v1":
+            write(lake, "main", "keep", "unchanged since the start")
+        ids[label] = porcelain.commit(lake, REPO, "main", label, committer="t").id
+    clock.now = T0
+    return ids
+
+
+def tree_blocks(lake: Lake, ref: str) -> set[str]:
+    """The metarange and range blocks of a commit's tree."""
+    mid = porcelain.get_commit(lake, REPO, ref).meta_range_id
+    return {mid} | {r.id for r in lake.trees.ranges(mid)}

@@ -12,40 +12,9 @@ from lakectl.core import gc, porcelain
 from lakectl.core import multipart as mp
 from lakectl.core.porcelain import Lake
 from lakectl.errors import BlockNotFound
-from tests.unit.graphkit import REPO, T0
+from tests.unit.graphkit import REPO, T0, blocks, write
 
 DAY = gc.DAY
-
-
-class Clock:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.now = T0
-        monkeypatch.setattr(porcelain, "now", lambda: self.now)
-
-
-def blocks(lake: Lake, ref: str, path: str, repo: str = REPO) -> set[str]:
-    entry = porcelain.stat(lake, repo, ref, path).entry
-    assert entry is not None
-    return {token.split(":", 1)[0] for token in entry.locators}
-
-
-def write(lake: Lake, branch: str, path: str, content: str, repo: str = REPO) -> None:
-    porcelain.upload(lake, repo, branch, path, content.encode())
-
-
-@pytest.fixture
-def dated(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """main: v1 of `a` 30 days ago, v2 10 days ago, v3 a day ago; `keep` unchanged since day 30."""
-    clock = Clock(monkeypatch)
-    ids = {}
-    for label, days, content in (("v1", 30, "version 1"), ("v2", 10, "version 2"), ("v3", 1, "version 3")):
-        clock.now = T0 - days * DAY
-        write(lake, "main", "a", content)
-        if label == "v1":
-            write(lake, "main", "keep", "unchanged since the start")
-        ids[label] = porcelain.commit(lake, REPO, "main", label, committer="t").id
-    clock.now = T0
-    return ids
 
 
 def test_expired_commits_release_only_their_own_blocks(lake: Lake, dated: dict[str, str]) -> None:

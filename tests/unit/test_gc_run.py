@@ -1,0 +1,73 @@
+"""A whole collection in-process: exactly the expired-only blocks go, and everything kept reads back."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from lakectl.core import gc, porcelain
+from lakectl.core.porcelain import Lake
+from lakectl.errors import InvalidArgument
+from tests.unit.graphkit import REPO, T0, blocks, tree_blocks, write
+
+
+def age_everything(lake: Lake, seconds: float = 7 * 86_400) -> None:
+    past = time.time() - seconds
+    for directory, _, files in os.walk(lake.blocks.root):  # type: ignore[attr-defined]
+        for name in files:
+            os.utime(os.path.join(directory, name), (past, past))
+
+
+def readable(lake: Lake, ref: str) -> dict[str, bytes]:
+    return {
+        o.path: b"".join(porcelain.read(lake, REPO, ref, o.path))
+        for o in porcelain.list_objects(lake, REPO, ref)
+    }
+
+
+def test_a_collection_deletes_exactly_the_expired_blocks(lake: Lake, dated: dict[str, str]) -> None:
+    kept_trees = tree_blocks(lake, dated["v3"]) | tree_blocks(lake, "main~3")  # main~3: the initial commit
+    gone = blocks(lake, dated["v1"], "a") | blocks(lake, dated["v2"], "a")
+    gone |= (tree_blocks(lake, dated["v1"]) | tree_blocks(lake, dated["v2"])) - kept_trees
+    write(lake, "main", "staged", "staged, not committed")
+    keep = {ref: readable(lake, ref) for ref in ("main", dated["v3"])}
+    gc.set_rules(lake, REPO, gc.GCRules(7))
+    age_everything(lake)
+    stored = set(lake.blocks.list())
+
+    dry = gc.run(lake, REPO, dry_run=True, now=T0)
+    assert set(lake.blocks.list()) == stored, "a dry run deletes nothing"
+    report = gc.run(lake, REPO, now=T0)
+    assert dry.to_dict() == {**report.to_dict(), "dry_run": True}
+    assert stored - set(lake.blocks.list()) == gone
+    assert report.deleted == len(gone) and report.bytes_freed == sum(int(b.split("+")[1]) for b in gone)
+    assert (report.retained_commits, report.expired_commits) == (2, 2)
+    for ref, objects in keep.items():
+        assert readable(lake, ref) == objects, f"{ref} must read back byte for byte"
+    again = gc.run(lake, REPO, now=T0)
+    assert again.deleted == 0, "a second collection finds nothing more"
+
+
+def test_young_unreferenced_blocks_are_kept(lake: Lake, dated: dict[str, str]) -> None:
+    gc.set_rules(lake, REPO, gc.GCRules(7))
+    expired = blocks(lake, dated["v1"], "a")
+    report = gc.run(lake, REPO, now=T0)  # every block was written moments ago
+    assert report.deleted == 0 and report.young >= len(expired)
+    assert expired <= set(lake.blocks.list())
+    assert gc.run(lake, REPO, now=T0, grace_seconds=0).deleted >= len(expired)
+    with pytest.raises(InvalidArgument):
+        gc.run(lake, REPO, grace_seconds=-1)
+
+
+def test_without_rules_only_unreferenced_blocks_go(lake: Lake, dated: dict[str, str]) -> None:
+    porcelain.upload(lake, REPO, "main", "doomed", b"staged then reset")
+    doomed = blocks(lake, "main", "doomed")
+    porcelain.reset(lake, REPO, "main")
+    age_everything(lake)
+    report = gc.run(lake, REPO, now=T0)
+    assert set(lake.blocks.list()).isdisjoint(doomed)
+    assert report.deleted == len(doomed) and report.expired_commits == 0
+    for label in dated:
+        assert readable(lake, dated[label])
