@@ -9,7 +9,7 @@ import pytest
 
 from lakectl.core import gc, porcelain
 from lakectl.core.porcelain import Lake
-from lakectl.errors import InvalidArgument
+from lakectl.errors import BlockNotFound, InvalidArgument
 from tests.unit.graphkit import REPO, T0, blocks, tree_blocks, write
 
 
@@ -71,3 +71,25 @@ def test_without_rules_only_unreferenced_blocks_go(lake: Lake, dated: dict[str, 
     assert report.deleted == len(doomed) and report.expired_commits == 0
     for label in dated:
         assert readable(lake, dated[label])
+
+
+def test_a_commit_just_inside_its_retention_stays(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The boundary: retention 3 days, a commit 2 days old whose file was overwritten since. It is
+    within retention, so its bytes must survive a collection."""
+    clock = [T0]
+    monkeypatch.setattr(porcelain, "now", lambda: clock[0])
+    write(lake, "main", "a", "overwritten later")
+    old = porcelain.commit(lake, REPO, "main", "old", committer="t").id
+    clock[0] += 2 * 86_400
+    write(lake, "main", "a", "newer")
+    porcelain.commit(lake, REPO, "main", "new", committer="t")
+    gc.set_rules(lake, REPO, gc.GCRules(3))
+    age_everything(lake)
+    born = porcelain.get_commit(lake, REPO, old).creation_date
+    gc.run(lake, REPO, now=born + 2 * 86_400 + 10)  # 2 days old: within 3
+    assert readable(lake, old) == {"a": b"overwritten later"}
+    gc.run(lake, REPO, now=born + 3 * 86_400)  # exactly 3 days old: still retained
+    assert readable(lake, old) == {"a": b"overwritten later"}
+    gc.run(lake, REPO, now=born + 3 * 86_400 + 1)  # past 3 days: collected
+    with pytest.raises(BlockNotFound):
+        readable(lake, old)
