@@ -22,7 +22,6 @@ from lakectl.core.model import (
     CommitId,
     MetaRangeId,
     RepositoryId,
-    Row,
     decode_row,
 )
 from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound
@@ -201,8 +200,9 @@ def _retained(
     return keep & set(commits)
 
 
-def _add_row(live: set[str], row: Row) -> None:
-    for token in str(row[2]).split():
+def _add_tokens(live: set[str], tokens: str) -> None:
+    """The bare locators of an entry's space-separated segment tokens."""
+    for token in tokens.split():
         live.add(token.split(":", 1)[0])
 
 
@@ -213,8 +213,8 @@ def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], see
             continue
         seen.add(info.id)
         live.add(info.id)
-        for row in lake.ranges.read_range(info.id).rows:
-            _add_row(live, row)
+        for tokens in lake.ranges.read_locators(info.id):
+            _add_tokens(live, tokens)
 
 
 def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
@@ -222,7 +222,7 @@ def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> No
         for token in (branch.staging_token, *branch.sealed_tokens):
             for _, value in lake.kv.scan(keys.staging_partition(repo, token)):
                 if value != TOMBSTONE:
-                    _add_row(live, decode_row(value))
+                    _add_tokens(live, str(decode_row(value)[2]))
 
 
 def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:

@@ -142,6 +142,12 @@ class RangeStore:
         self._remember(self._cache, rid, data)
         return data
 
+    def read_locators(self, rid: RangeId) -> list[str]:
+        """The ``locators`` column of a range (space-separated segment tokens per entry), read
+        alone and not cached: what garbage collection scans, for every range of the lake."""
+        column = _from_parquet(self.blocks.get(rid), rid, columns=["locators"]).column("locators")
+        return [str(v) for v in column.to_pylist()]
+
     # -- metaranges -------------------------------------------------------------------------
 
     def write_metarange(self, ranges: list[RangeInfo]) -> MetaRangeId:
@@ -199,13 +205,13 @@ def _to_parquet(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def _from_parquet(data: bytes, what: str) -> pa.Table:
+def _from_parquet(data: bytes, what: str, columns: list[str] | None = None) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(pa.BufferReader(data))
-    except (pa.ArrowInvalid, OSError) as e:
+        return pq.read_table(pa.BufferReader(data), columns=columns)
+    except (pa.ArrowInvalid, OSError, KeyError) as e:
         raise CorruptBlock(f"range file {what} is not valid Parquet: {e}") from e
 
 
