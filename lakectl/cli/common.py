@@ -127,3 +127,14 @@ def local_error(exc: OSError, path: str, doing: str) -> LakectlError:
     if isinstance(exc, FileNotFoundError):
         return NotFound(f"cannot {doing} {path!r}: {reason}", path=path)
     return InvalidArgument(f"cannot {doing} {path!r}: {reason}", path=path)
+
+
+def read_input(path: str) -> bytes:
+    """The bytes of a local file, or of standard input for ``-``; a local error says which."""
+    try:
+        if path == "-":
+            return typer.get_binary_stream("stdin").read()
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise local_error(exc, path, "read") from exc

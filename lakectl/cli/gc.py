@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, local_error, noun, repo_uri
+from lakectl.cli.common import JsonFlag, backend, noun, read_input, repo_uri
 from lakectl.errors import InvalidArgument
 
 app = noun("Garbage collection: retention rules, and collecting blocks nothing needs.")
@@ -38,14 +38,7 @@ def set_config(
     """
     from lakectl.core.gc import GCRules
 
-    try:
-        if filename == "-":
-            raw = typer.get_binary_stream("stdin").read()
-        else:
-            with open(filename, "rb") as f:
-                raw = f.read()
-    except OSError as exc:
-        raise local_error(exc, filename, "read") from exc
+    raw = read_input(filename)
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, local_error, noun, path_uri
+from lakectl.cli.common import JsonFlag, backend, noun, path_uri, read_input
 from lakectl.errors import InvalidManifest
 
 app = noun(
@@ -49,14 +49,7 @@ def import_(
     """
     uri = path_uri(dest, required=False)
     assert uri.ref is not None
-    try:
-        if manifest_file == "-":
-            raw = typer.get_binary_stream("stdin").read()
-        else:
-            with open(manifest_file, "rb") as f:
-                raw = f.read()
-    except OSError as exc:
-        raise local_error(exc, manifest_file, "read") from exc
+    raw = read_input(manifest_file)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
