@@ -79,7 +79,8 @@ def run(
 
     Kept: branch heads, their ancestors within the retention rules (all commits without
     rules), tagged commits, every other repository, staged objects, uploads in flight, and any
-    block younger than the grace period.
+    block younger than the grace period. Multipart uploads started more than 7 days ago are
+    aborted first, and their parts collected.
     """
     report = backend().gc_run(repo_uri(repository), dry_run, grace_hours * 3600)
     render.emit(report, json_, _report)

@@ -137,12 +137,15 @@ class Mark:
     """Commits of the collected repository past their retention: their blocks may go."""
 
 
-def mark(lake: porcelain.Lake, repo: str, now: float | None = None) -> Mark:
+def mark(
+    lake: porcelain.Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()
+) -> Mark:
     """Every block the lake still needs once ``repo``'s expired commits are let go.
 
     Live: the retained commits of ``repo`` (branch heads; ancestors within their branch's
     retention; tagged commits), every commit of every other repository, staged entries of every
-    branch, and the parts of multipart uploads in flight. For a commit, its metarange, ranges
+    branch, and the parts of multipart uploads in flight (but for the ``expiring`` upload ids of
+    ``repo``, about to be aborted). For a commit, its metarange, ranges
     and every entry's blocks; each range is read once however many commits share it. Without
     rules, every commit of ``repo`` is retained too.
     """
@@ -165,7 +168,7 @@ def mark(lake: porcelain.Lake, repo: str, now: float | None = None) -> Mark:
         for cid in keep:
             _mark_tree(lake, commits[cid].meta_range_id, live, seen_ranges)
         _mark_staged(lake, record.name, live)
-        _mark_uploads(lake, record.name, live)
+        _mark_uploads(lake, record.name, live, expiring if record.name == target else frozenset())
     return Mark(frozenset(live), retained, expired)
 
 
@@ -225,14 +228,19 @@ def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> No
                     _add_tokens(live, str(decode_row(value)[2]))
 
 
-def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
     for upload in multipart.list_uploads(lake, repo):
+        if upload.id in skip:
+            continue
         for part in multipart.list_parts(lake, repo, upload.id):
             live.update(token.split(":", 1)[0] for token in part.locators)
 
 
 # -- the sweep ---------------------------------------------------------------------------------
 
+UPLOAD_DAYS = 7
+"""Multipart uploads initiated longer ago than this are aborted by a collection (as an S3
+lifecycle rule would): their parts become garbage like any unreferenced block."""
 GRACE_SECONDS = 6 * 3600
 """Blocks written or touched this recently before the mark began are never deleted: uploads in
 flight whose objects are not staged yet (decision 0008)."""
@@ -253,9 +261,12 @@ class Report:
     bytes_freed: int
     retained_commits: int
     expired_commits: int
+    uploads_aborted: int = 0
+    """Stale multipart uploads aborted (with ``dry_run``: that would have been)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "uploads_aborted": self.uploads_aborted,
             "dry_run": self.dry_run,
             "blocks": self.blocks,
             "live": self.live,
@@ -274,13 +285,19 @@ def run(
     grace_seconds: float = GRACE_SECONDS,
     now: float | None = None,
 ) -> Report:
-    """Mark what the lake still needs once ``repo``'s expired commits go, then delete every
-    other block older than the grace period (nothing with ``dry_run``). ``now`` dates retention
+    """Abort ``repo``'s multipart uploads older than :data:`UPLOAD_DAYS`, mark what the lake still
+    needs once its expired commits go, then delete every other block older than the grace
+    period (nothing with ``dry_run``). ``now`` dates retention
     (commit ages); the grace period counts from the real time the mark began."""
     if grace_seconds < 0:
         raise InvalidArgument(f"the grace period must not be negative, got {grace_seconds}")
     began = time.time()
-    marked = mark(lake, repo, now)
+    moment = porcelain.now() if now is None else now
+    stale = [u for u in multipart.list_uploads(lake, repo) if u.initiated < moment - UPLOAD_DAYS * DAY]
+    if not dry_run:
+        for upload in stale:
+            multipart.abort(lake, repo, upload.id)
+    marked = mark(lake, repo, now, frozenset(u.id for u in stale))
     cutoff = began - grace_seconds
     blocks = live = young = deleted = freed = 0
     for locator in lake.blocks.list():
@@ -298,4 +315,4 @@ def run(
             lake.blocks.delete(locator)
         deleted += 1
         freed += int(locator.rsplit("+", 1)[1])
-    return Report(dry_run, blocks, live, young, deleted, freed, marked.retained, marked.expired)
+    return Report(dry_run, blocks, live, young, deleted, freed, marked.retained, marked.expired, len(stale))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 
@@ -93,3 +94,28 @@ def test_a_commit_just_inside_its_retention_stays(lake: Lake, monkeypatch: pytes
     gc.run(lake, REPO, now=born + 3 * 86_400 + 1)  # past 3 days: collected
     with pytest.raises(BlockNotFound):
         readable(lake, old)
+
+
+def test_stale_multipart_uploads_are_aborted_and_their_parts_collected(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakectl.core import multipart as mp
+
+    clock = [T0]
+    monkeypatch.setattr(porcelain, "now", lambda: clock[0])
+    stale = mp.create(lake, REPO, "main", "stale.bin")
+    part = mp.put_part(lake, REPO, stale.id, 1, b"abandoned part", hashlib.md5(b"abandoned part").hexdigest())
+    clock[0] += 6 * 86_400
+    fresh = mp.create(lake, REPO, "main", "fresh.bin")
+    kept = mp.put_part(lake, REPO, fresh.id, 1, b"part in flight", hashlib.md5(b"part in flight").hexdigest())
+    age_everything(lake)
+    clock[0] += 2 * 86_400  # the first upload is 8 days old, the second 2
+    dry = gc.run(lake, REPO, dry_run=True)
+    assert dry.uploads_aborted == 1 and len(list(mp.list_uploads(lake, REPO))) == 2
+    report = gc.run(lake, REPO)
+    assert report.uploads_aborted == 1
+    assert dry.to_dict() == {**report.to_dict(), "dry_run": True}, "a dry run reports what a run does"
+    assert [u.id for u in mp.list_uploads(lake, REPO)] == [fresh.id]
+    stored = set(lake.blocks.list())
+    assert stored.isdisjoint(part.locators), "the aborted upload's part is collected"
+    assert set(kept.locators) <= stored, "a part in flight stays"
