@@ -11,11 +11,9 @@ from typing import Any, BinaryIO, cast
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
 
 from lakectl.core import porcelain as p
-from lakectl.core.blocks.data import parse_segment
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
@@ -27,13 +25,12 @@ from server.api.ranges import Unsatisfiable, parse_range
 from server.auth import Permission
 from server.errors import error_response
 from server.multipart import read_form_file
+from server.reads import etag_matches, object_body
 
 router = APIRouter(route_class=AuthFirstRoute)
 REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
 BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
 META_PREFIX = "x-lakefs-meta-"
-INLINE_READ = 1024 * 1024
-"""Objects whose blocks total at most this are read on the event loop, in one response."""
 SPOOL_BYTES = 8 * 1024 * 1024
 """Uploads up to this size are buffered in memory, larger ones in a temporary file."""
 MAX_DELETE = 1000
@@ -53,11 +50,6 @@ def _headers(entry: Entry) -> dict[str, str]:
     }
 
 
-def _etag_matches(header: str, checksum: str) -> bool:
-    tags = [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
-    return "*" in tags or checksum in tags
-
-
 def _serve(
     lake: p.Lake,
     repository: str,
@@ -74,7 +66,7 @@ def _serve(
     entry = info.entry
     assert entry is not None
     headers = _headers(entry)
-    if if_none_match and _etag_matches(if_none_match, entry.checksum):
+    if if_none_match and etag_matches(if_none_match, entry.checksum):
         return Response(status_code=304, headers=headers)
     start, end, status = 0, entry.size, 200
     if range_:
@@ -89,16 +81,7 @@ def _serve(
     headers["Content-Length"] = str(end - start)
     if not body:
         return Response(status_code=status, headers=headers)
-    chunks = p.read_entry(lake, entry, start, end - start)
-    if inline_reads and _block_bytes(entry) <= INLINE_READ:
-        return Response(b"".join(chunks), status_code=status, headers=headers)
-    return StreamingResponse(chunks, status_code=status, headers=headers)  # chunks read in the pool
-
-
-def _block_bytes(entry: Entry) -> int:
-    """What reading the entry reads from the blockstore: every block it touches, whole (each
-    read verifies the block's md5)."""
-    return sum(size for _, size, _, _ in map(parse_segment, entry.locators))
+    return object_body(lake, entry, start, end, status, headers, inline_reads)
 
 
 @router.get(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
@@ -186,7 +169,7 @@ def _check_preconditions(
         current = None
     if if_none_match is not None and current is not None:
         raise PreconditionFailed(f"object {path!r} already exists", path=path)
-    if if_match is not None and (current is None or not _etag_matches(if_match, current.checksum)):
+    if if_match is not None and (current is None or not etag_matches(if_match, current.checksum)):
         raise PreconditionFailed(f"object {path!r} does not match If-Match {if_match!r}", path=path)
 
 

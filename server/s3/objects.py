@@ -13,19 +13,17 @@ from email.utils import formatdate, parsedate_to_datetime
 from urllib.parse import unquote
 
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from lakectl.core import porcelain as p
-from lakectl.core.blocks.data import parse_segment
 from lakectl.core.model import Entry
 from lakectl.errors import InvalidArgument, InvalidRange, LakectlError, PreconditionFailed
 from server.api.ranges import Unsatisfiable, parse_range
+from server.reads import etag_matches, object_body
 from server.s3 import body, xml
 from server.s3.app import Call
 
 META = "x-amz-meta-"
-INLINE_READ = 1024 * 1024
-"""Objects whose blocks total at most this are read on the event loop (decision 0007)."""
 MAX_DELETE = 1000
 _OVERRIDES = {
     "response-content-type": "Content-Type",
@@ -53,15 +51,6 @@ def object_headers(entry: Entry) -> dict[str, str]:
     return headers
 
 
-def _etags(header: str) -> list[str]:
-    return [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
-
-
-def _matches(header: str, checksum: str) -> bool:
-    tags = _etags(header)
-    return "*" in tags or checksum in tags
-
-
 def _date(header: str) -> float | None:
     """An HTTP date as a timestamp; an unparseable one is ignored, as S3 and RFC 7232 do."""
     try:
@@ -80,7 +69,7 @@ def check_conditions(
     """RFC 7232 order, as S3: a failed If-Match or If-Unmodified-Since raises
     ``PreconditionFailed``; a failed If-None-Match or If-Modified-Since returns False (304)."""
     if if_match is not None:
-        if not _matches(if_match, entry.checksum):
+        if not etag_matches(if_match, entry.checksum):
             raise PreconditionFailed(
                 "At least one of the pre-conditions you specified did not hold (If-Match)"
             )
@@ -89,7 +78,7 @@ def check_conditions(
         if when is not None and entry.mtime > when:
             raise PreconditionFailed("the object was modified since If-Unmodified-Since")
     if if_none_match is not None:
-        return not _matches(if_none_match, entry.checksum)
+        return not etag_matches(if_none_match, entry.checksum)
     if if_modified_since is not None:
         when = _date(if_modified_since)
         if when is not None and entry.mtime <= when:
@@ -133,12 +122,8 @@ def _serve(call: Call, with_body: bool) -> Response:
     headers["Content-Length"] = str(end - start)
     if not with_body:
         return Response(status_code=status, headers=headers)
-    chunks = p.read_entry(call.lake, entry, start, end - start)
     media_type = headers.pop("Content-Type")
-    blocks = sum(size for _, size, _, _ in map(parse_segment, entry.locators))
-    if call.inline_reads and blocks <= INLINE_READ:
-        return Response(b"".join(chunks), status_code=status, headers=headers, media_type=media_type)
-    return StreamingResponse(chunks, status_code=status, headers=headers, media_type=media_type)
+    return object_body(call.lake, entry, start, end, status, headers, call.inline_reads, media_type)
 
 
 async def get_object(call: Call) -> Response:

@@ -1,0 +1,41 @@
+"""Answering an object's bytes, for the REST API and the S3 gateway alike.
+
+Small objects on local disk are read on the event loop and sent in one response; anything else
+is streamed, its blocks read in the thread pool (docs/decisions/0007).
+"""
+
+from __future__ import annotations
+
+from starlette.responses import Response, StreamingResponse
+
+from lakectl.core import porcelain as p
+from lakectl.core.blocks.data import parse_segment
+from lakectl.core.model import Entry
+
+INLINE_READ = 1024 * 1024
+"""Objects whose blocks total at most this are read on the event loop, in one response."""
+
+
+def etag_matches(header: str, checksum: str) -> bool:
+    """Whether an ``If-Match`` / ``If-None-Match`` list names the checksum (or is ``*``)."""
+    tags = [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
+    return "*" in tags or checksum in tags
+
+
+def object_body(
+    lake: p.Lake,
+    entry: Entry,
+    start: int,
+    end: int,
+    status: int,
+    headers: dict[str, str],
+    inline_reads: bool,
+    media_type: str | None = None,
+) -> Response:
+    """Bytes ``[start, end)`` of the entry. Inline when every block it touches (each read whole,
+    to verify its md5) totals at most :data:`INLINE_READ` and blocks are local; else streamed."""
+    chunks = p.read_entry(lake, entry, start, end - start)
+    touched = sum(size for _, size, _, _ in map(parse_segment, entry.locators))
+    if inline_reads and touched <= INLINE_READ:
+        return Response(b"".join(chunks), status_code=status, headers=headers, media_type=media_type)
+    return StreamingResponse(chunks, status_code=status, headers=headers, media_type=media_type)
