@@ -35,6 +35,7 @@ lint: $(VENV)/.installed-test
 
 test: lint
 	bash scripts/ensure-postgres.sh
+	bash scripts/ensure-java.sh
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
 
 bench: $(VENV)/.installed-test

@@ -208,20 +208,38 @@ async def signed_locators(
 
 
 @api.get("/repositories/{repository}/refs/{ref}/manifest", dependencies=[require(Permission.READ_REPO)])
-def export_manifest(repository: str, ref: str, lake: LakeDep, prefix: str = Query("")) -> Response:
-    return Response(manifests.export_manifest(lake, repository, ref, prefix), media_type="text/plain")
+def export_manifest(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    user: UserDep,
+    prefix: str = Query(""),
+    signed: bool = Query(False),
+) -> Response:
+    """The manifest of a tree; ``signed=true`` names blocks by locators signed for the caller, who
+    may then fetch them with ``GET /blocks/<signed>`` (Spark executors do)."""
+    sign = (lambda bare: blockaccess.sign_locator(lake, bare, user.id)) if signed else None
+    text = manifests.export_manifest(lake, repository, ref, prefix, sign)
+    return Response(text, media_type="text/plain")
 
 
 @api.post(
     "/repositories/{repository}/branches/{branch}/manifest", dependencies=[require(Permission.WRITE_REPO)]
 )
 async def import_manifest(
-    repository: str, branch: str, request: Request, lake: LakeDep, prefix: str = Query("")
+    repository: str,
+    branch: str,
+    request: Request,
+    lake: LakeDep,
+    prefix: str = Query(""),
+    replace: bool = Query(False),
 ) -> dict[str, Any]:
     raw = await _body(request, MAX_BLOCK)
     try:
         text = raw.decode()
     except UnicodeDecodeError:
         raise InvalidArgument("a manifest must be UTF-8 text") from None
-    paths = await run_in_threadpool(manifests.import_manifest, lake, repository, branch, prefix, text)
+    paths = await run_in_threadpool(
+        manifests.import_manifest, lake, repository, branch, prefix, text, replace
+    )
     return {"paths": paths}

@@ -168,12 +168,17 @@ class Backend(Protocol):
 
     # -- manifests -------------------------------------------------------------------------
 
-    def export_manifest(self, repo: str, ref: str, prefix: str = "") -> str:
-        """The normalized Keep manifest of the objects under ``prefix`` (paths relative to it)."""
+    def export_manifest(self, repo: str, ref: str, prefix: str = "", signed: bool = False) -> str:
+        """The normalized Keep manifest of the objects under ``prefix`` (paths relative to it).
+        ``signed``: blocks named by locators this client may fetch itself (a server signs them;
+        the embedded lake reads any block)."""
         ...
 
-    def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
-        """Stage the files a manifest describes under ``prefix``, all or nothing; return their paths."""
+    def import_manifest(
+        self, repo: str, branch: str, prefix: str, text: str, replace: bool = False
+    ) -> list[str]:
+        """Stage the files a manifest describes under ``prefix``, all or nothing; return their
+        paths. ``replace``: every other object under ``prefix`` goes in the same staged write."""
         ...
 
     # -- garbage collection ----------------------------------------------------------------
@@ -190,9 +195,12 @@ class Backend(Protocol):
         """Forget the repository's retention rules (idempotent)."""
         ...
 
-    def gc_run(self, repo: str, dry_run: bool, grace_seconds: float) -> dict[str, Any]:
+    def gc_run(
+        self, repo: str, dry_run: bool, grace_seconds: float, spark_master: str | None = None
+    ) -> dict[str, Any]:
         """Collect the blocks the lake no longer needs once ``repo``'s expired commits go; the
-        report of :func:`lakectl.core.gc.run`."""
+        report of :func:`lakectl.core.gc.run`. With ``spark_master``, the same collection runs
+        as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is."""
         ...
 
 
@@ -200,6 +208,18 @@ def get_backend() -> Backend:
     """The backend this process should use: a lakectl server when ``server.endpoint_url`` is set
     (``$LAKECTL_SERVER_ENDPOINT_URL`` or ``~/.lakectl.yaml``, as lakeFS's lakectl), else the
     embedded lake at ``$LAKECTL_HOME``."""
+    server = server_settings()
+    if server is not None:
+        from lakectl.client.remote import RemoteBackend
+
+        return RemoteBackend(*server)
+    from lakectl.client.local import LocalBackend
+
+    return LocalBackend(None)
+
+
+def server_settings() -> tuple[str, str, str] | None:
+    """``(endpoint, access key id, secret)`` of the configured server, None for the embedded lake."""
     import os
 
     endpoint = os.environ.get("LAKECTL_SERVER_ENDPOINT_URL")
@@ -212,9 +232,5 @@ def get_backend() -> Backend:
         key_id = key_id or config.get("credentials.access_key_id")
         secret = secret or config.get("credentials.secret_access_key")
     if endpoint:
-        from lakectl.client.remote import RemoteBackend
-
-        return RemoteBackend(str(endpoint), str(key_id or ""), str(secret or ""))
-    from lakectl.client.local import LocalBackend
-
-    return LocalBackend(None)
+        return str(endpoint), str(key_id or ""), str(secret or "")
+    return None

@@ -179,11 +179,13 @@ class LocalBackend:
 
     # -- manifests -------------------------------------------------------------------------
 
-    def export_manifest(self, repo: str, ref: str, prefix: str = "") -> str:
+    def export_manifest(self, repo: str, ref: str, prefix: str = "", signed: bool = False) -> str:
         return manifests.export_manifest(self.lake, repo, ref, prefix)
 
-    def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
-        return manifests.import_manifest(self.lake, repo, branch, prefix, text)
+    def import_manifest(
+        self, repo: str, branch: str, prefix: str, text: str, replace: bool = False
+    ) -> list[str]:
+        return manifests.import_manifest(self.lake, repo, branch, prefix, text, replace)
 
     def set_gc_rules(self, repo: str, rules: GCRules) -> None:
         gc.set_rules(self.lake, repo, rules)
@@ -194,5 +196,11 @@ class LocalBackend:
     def delete_gc_rules(self, repo: str) -> None:
         gc.delete_rules(self.lake, repo)
 
-    def gc_run(self, repo: str, dry_run: bool, grace_seconds: float) -> dict[str, Any]:
+    def gc_run(
+        self, repo: str, dry_run: bool, grace_seconds: float, spark_master: str | None = None
+    ) -> dict[str, Any]:
+        if spark_master is not None:
+            from lakectl.spark import gc as spark_gc
+
+            return spark_gc.run(self.lake, repo, dry_run, grace_seconds, master=spark_master).to_dict()
         return gc.run(self.lake, repo, dry_run, grace_seconds).to_dict()

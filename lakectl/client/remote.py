@@ -473,16 +473,24 @@ class RemoteBackend:
 
     # -- manifests -------------------------------------------------------------------------
 
-    def export_manifest(self, repo: str, ref: str, prefix: str = "") -> str:
+    def export_manifest(self, repo: str, ref: str, prefix: str = "", signed: bool = False) -> str:
         url = f"{self._repo(repo)}/refs/{_q(ref)}/manifest"
-        return self._call("GET", url, params={"prefix": prefix}).text
+        params: dict[str, Any] = {"prefix": prefix}
+        if signed:
+            params["signed"] = "true"
+        return self._call("GET", url, params=params).text
 
-    def import_manifest(self, repo: str, branch: str, prefix: str, text: str) -> list[str]:
+    def import_manifest(
+        self, repo: str, branch: str, prefix: str, text: str, replace: bool = False
+    ) -> list[str]:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/manifest"
+        params: dict[str, Any] = {"prefix": prefix}
+        if replace:
+            params["replace"] = "true"
         answer = self._json(
             "POST",
             url,
-            params={"prefix": prefix},
+            params=params,
             content=text.encode(),
             idempotent=True,
             headers={"Content-Type": "text/plain"},
@@ -502,8 +510,12 @@ class RemoteBackend:
     def delete_gc_rules(self, repo: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/settings/gc_rules")
 
-    def gc_run(self, repo: str, dry_run: bool, grace_seconds: float) -> dict[str, Any]:
-        params = {"dry_run": "true" if dry_run else "false", "grace_seconds": grace_seconds}
+    def gc_run(
+        self, repo: str, dry_run: bool, grace_seconds: float, spark_master: str | None = None
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"dry_run": "true" if dry_run else "false", "grace_seconds": grace_seconds}
+        if spark_master is not None:
+            params["spark_master"] = spark_master
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
 
 

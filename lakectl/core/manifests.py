@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from lakectl.core import porcelain
 from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
@@ -14,15 +15,25 @@ from lakectl.core.uri import check_path
 from lakectl.errors import BlockNotFound
 
 
-def export_manifest(lake: porcelain.Lake, repo: str, ref: str, prefix: str = "") -> str:
-    """The normalized Keep manifest of the objects under ``prefix`` at ``ref`` (paths relative to it)."""
+def export_manifest(
+    lake: porcelain.Lake, repo: str, ref: str, prefix: str = "", sign: Callable[[str], str] | None = None
+) -> str:
+    """The normalized Keep manifest of the objects under ``prefix`` at ``ref`` (paths relative to it).
+
+    With ``sign``, every block is named by ``sign(bare locator)`` (a signed locator, as Keep's API
+    hands out manifests): what a client needs to fetch the blocks itself."""
     base = _directory(check_path(prefix, allow_empty=True))
     files: dict[str, list[Segment]] = {}
+    signed: dict[str, str] = {}
     for info in porcelain.list_objects(lake, repo, ref, base):
         assert info.entry is not None
         segments = [parse_segment(token) for token in info.entry.locators]
+        if sign is not None:
+            for loc, *_ in segments:
+                if loc not in signed:
+                    signed[loc] = sign(loc)
         files[info.path[len(base) :]] = [
-            Segment(loc, offset, length) for loc, _, offset, length in segments if length
+            Segment(signed.get(loc, loc), offset, length) for loc, _, offset, length in segments if length
         ]
     return format_manifest(files)
 
@@ -35,10 +46,16 @@ def _etag(locators: list[str]) -> str:
     return f"{hashlib.md5(joined).hexdigest()}-{len(md5s)}"
 
 
-def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, text: str) -> list[str]:
+def import_manifest(
+    lake: porcelain.Lake, repo: str, branch: str, prefix: str, text: str, replace: bool = False
+) -> list[str]:
     """Stage every file of the manifest under ``prefix``. Every block must already be stored;
-    otherwise BlockNotFound and nothing is staged. Returns the staged paths."""
+    otherwise BlockNotFound and nothing is staged. Returns the staged paths.
+
+    With ``replace``, every other object under ``prefix`` is deleted in the same staged write:
+    readers see the old tree or the new one, never a mix (an overwriting Spark job's output)."""
     base = _directory(check_path(prefix, allow_empty=True))
+    porcelain.check_writable(lake, repo, branch)
     files = parse_manifest(text).files()
     bare: dict[str, str] = {}
     for segments in files.values():
@@ -65,11 +82,17 @@ def import_manifest(lake: porcelain.Lake, repo: str, branch: str, prefix: str, t
             checksum = md5.hexdigest()
         entry = Entry(size, checksum, tuple(tokens) or (EMPTY_LOCATOR,), mtime)
         updates.append((path, entry.to_row()))
+    staged = [p for p, _ in updates]
+    if replace:
+        new = set(staged)
+        gone = [o.path for o in porcelain.list_objects(lake, repo, branch, base) if o.path not in new]
+        updates.extend((path, None) for path in gone)
+        updates.sort(key=lambda update: update[0])
     if not updates:
         return []
     lake.blocks.sync()
     porcelain.stage_rows(lake, repo, branch, updates)
-    return [p for p, _ in updates]
+    return staged
 
 
 def _directory(prefix: str) -> str:

@@ -1,0 +1,43 @@
+"""lakectl on Spark: the ``lakefs`` data source and the garbage-collection job.
+
+    import lakectl.spark
+    lakectl.spark.register(spark)
+    df = spark.read.format("lakefs").load("lakefs://repo/main/events")
+    df.write.format("lakefs").mode("overwrite").option("commit_message", "daily").save(
+        "lakefs://repo/etl/events")
+
+Needs ``pip install 'lakectl[spark]'`` (PySpark 4.1+) and Java 17+.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(
+    spark: Any,
+    *,
+    home: str | None = None,
+    endpoint: str | None = None,
+    access_key_id: str | None = None,
+    secret_access_key: str | None = None,
+) -> None:
+    """Register the ``lakefs`` format on ``spark``, bound to one lake: ``home`` (embedded),
+    ``endpoint`` and credentials (a lakectl server), else the lake the CLI would use here.
+
+    The lake is captured now, on the driver, and travels with the data source to the executors
+    (which do not see this process's environment)."""
+    from lakectl.spark.lake import Connection
+    from lakectl.spark.source import LakeFSDataSource
+
+    connection = Connection.resolve(home, endpoint, access_key_id, secret_access_key)
+    parallelism = int(spark.sparkContext.defaultParallelism)
+    # A subclass carries the lake: Spark pickles the registered class by value.
+    bound = type(
+        "LakeFSDataSource",
+        (LakeFSDataSource,),
+        {"connection": connection, "parallelism": parallelism, "__module__": __name__},
+    )
+    spark.dataSource.register(bound)

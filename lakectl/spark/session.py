@@ -1,0 +1,41 @@
+"""A local Spark session set up the way lakectl's jobs and tests need it.
+
+Spark's Python workers start ``python3`` from PATH unless told otherwise, which is not the
+interpreter (or virtualenv) lakectl runs in; and on a machine with several addresses the driver
+may bind one the executors cannot reach. Both are pinned here before the JVM starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+def session(master: str = "local[2]", app_name: str = "lakectl", **conf: str) -> SparkSession:
+    """A SparkSession on ``master`` whose Python workers run this interpreter."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        from lakectl.errors import InvalidArgument
+
+        raise InvalidArgument(
+            "Spark support needs pyspark: pip install 'lakectl[spark]' (and a Java runtime)"
+        ) from None
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,578 @@
+"""The ``lakefs`` PySpark data source: read any version of a lake, write a job's output onto a branch.
+
+Reading ``lakefs://repo/ref/prefix``: the driver lists the objects under the prefix once (a Keep
+manifest of the ref as it is at planning time: a consistent snapshot) and groups them into
+partitions; each task reads its objects' blocks itself, by locator. Hive-style directories
+(``day=2026-11-01/``) become partition columns.
+
+What is read is chosen by path: the prefix itself (``.../events/day=2026-11-01`` with
+``basePath`` ``.../events`` keeps ``day`` as a column) and ``pathGlobFilter``; columns by a
+user-given schema (``.schema("id long, name string")``: Parquet reads only those). Spark's filter
+pushdown for Python sources is not used: Spark 4.3 keeps the reader a pushdown planned with and
+uses it again for the next query of the same DataFrame, even one without filters, which would
+then silently miss the files the filter skipped (docs/spark.md).
+
+Writing: each task writes its rows as one object, cut into blocks and stored as they fill, and
+reports the blocks to the driver. Only when Spark commits the job does the driver stage every
+file on the branch in one write (with ``overwrite``, replacing what was under the prefix in that
+same write); a failed or aborted job stages nothing, and its blocks are garbage for ``gc run``.
+``commit_message`` also commits the branch.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from lakectl.errors import InvalidArgument, InvalidURI, NotFound
+from lakectl.spark.lake import BlockWriter, Connection, LakeFile, lake_files, segments_of
+
+FORMATS = ("parquet", "csv", "json", "text")
+EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "text": ".txt"}
+MAX_PARTITION_BYTES = 128 * 1024 * 1024
+"""As Spark's ``spark.sql.files.maxPartitionBytes``: the most bytes of objects one task reads."""
+OPEN_COST = 4 * 1024 * 1024
+"""As ``spark.sql.files.openCostInBytes``: what opening one more object is worth, in bytes."""
+BATCH_ROWS = 65_536
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
+
+
+@dataclass(frozen=True)
+class Target:
+    """``lakefs://repo/ref/prefix`` split, the prefix as a directory (``""`` for the whole ref)."""
+
+    repo: str
+    ref: str
+    prefix: str
+
+    @staticmethod
+    def parse(options: Any) -> Target:
+        from lakectl.core.uri import check_path, parse_uri
+
+        text = options.get("path")
+        if not text:
+            raise InvalidURI("no path: use .load('lakefs://<repository>/<ref>/<prefix>')")
+        uri = parse_uri(text)
+        if uri.ref is None:
+            raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>/<ref>/<prefix>")
+        prefix = check_path(uri.path.rstrip("/"), allow_empty=True)
+        return Target(uri.repo, uri.ref, prefix + "/" if prefix else "")
+
+
+class LakeFSDataSource(DataSource):
+    """``spark.read.format("lakefs")`` / ``df.write.format("lakefs")``; see the module docstring.
+
+    Options: ``format`` (parquet, csv, json, text; default parquet), ``header`` and ``sep`` (csv,
+    as Spark: no header by default), ``pathGlobFilter`` (file names to read), ``basePath``
+    (where partition directories start, at or above the loaded prefix), ``maxPartitionBytes``,
+    ``commit_message`` (write: also commit). ``home`` or ``endpoint`` + ``access_key_id`` +
+    ``secret_access_key`` name another lake than the one :func:`lakectl.spark.register` captured.
+    """
+
+    connection: ClassVar[Connection | None] = None
+    parallelism: ClassVar[int] = 2
+
+    @classmethod
+    def name(cls) -> str:
+        return "lakefs"
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        self.target = Target.parse(options)
+        self.format = str(options.get("format", "parquet")).lower()
+        if self.format not in FORMATS:
+            raise InvalidArgument(f"unknown format {self.format!r}: expected one of {', '.join(FORMATS)}")
+        self.lake = _connection(options, type(self).connection)
+
+    def schema(self) -> StructType:
+        listing = Listing.take(self)
+        return _spark_schema(listing.arrow_schema(self))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return LakeFSReader(self, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> LakeFSWriter:
+        return LakeFSWriter(self, schema, overwrite)
+
+    # -- format options --------------------------------------------------------------------
+
+    def header(self) -> bool:
+        return str(self.options.get("header", "false")).lower() == "true"
+
+    def separator(self) -> str:
+        return str(self.options.get("sep", self.options.get("delimiter", ",")))
+
+
+def _connection(options: Any, captured: Connection | None) -> Connection:
+    if options.get("home"):
+        return Connection.resolve(home=options["home"])
+    if options.get("endpoint"):
+        return Connection.resolve(
+            endpoint=options["endpoint"],
+            access_key_id=options.get("access_key_id"),
+            secret_access_key=options.get("secret_access_key"),
+        )
+    return captured if captured is not None else Connection.resolve()
+
+
+# -- listing --------------------------------------------------------------------------------
+
+
+@dataclass
+class Listing:
+    """The objects under the target at planning time, with their Hive partition columns."""
+
+    files: list[LakeFile]
+    partition_columns: list[tuple[str, pa.DataType]] = field(default_factory=list)
+
+    @staticmethod
+    def take(source: LakeFSDataSource) -> Listing:
+        backend = source.lake.backend()
+        try:
+            text = backend.export_manifest(
+                source.target.repo, source.target.ref, source.target.prefix, signed=source.lake.remote
+            )
+        finally:
+            backend.close()
+        pattern = source.options.get("pathGlobFilter")
+        lead = _below_base(source)
+        files = [
+            f
+            for f in lake_files(text, lambda path: _partition_of(lead + path))
+            if _visible(f.path) and (not pattern or fnmatch.fnmatchcase(f.path.rsplit("/", 1)[-1], pattern))
+        ]
+        if not files:
+            t = source.target
+            raise NotFound(f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix}")
+        return Listing(files, _partition_columns(files))
+
+    def arrow_schema(self, source: LakeFSDataSource) -> pa.Schema:
+        data = FORMAT_READERS[source.format].schema(source, self.files[0])
+        names = set(data.names)
+        extra = [pa.field(k, t) for k, t in self.partition_columns if k not in names]
+        return pa.schema([*data, *extra])
+
+
+def _below_base(source: LakeFSDataSource) -> str:
+    """The part of the loaded prefix below ``basePath`` (a path, or a lakefs:// URI of the same
+    ref), whose ``key=value`` directories are partition columns too."""
+    base = str(source.options.get("basePath") or "")
+    if not base:
+        return ""
+    if base.startswith("lakefs://"):
+        base = Target.parse({"path": base}).prefix
+    base = base.strip("/") + "/" if base.strip("/") else ""
+    prefix = source.target.prefix
+    if not prefix.startswith(base):
+        raise InvalidArgument(f"basePath {base!r} is not above the loaded prefix {prefix!r}")
+    return prefix[len(base) :]
+
+
+def _visible(path: str) -> bool:
+    """Spark's rule: names starting with ``_`` or ``.`` (``_SUCCESS``, ``.crc``) are not data."""
+    return not any(part.startswith(("_", ".")) and "=" not in part for part in path.split("/"))
+
+
+def _partition_of(path: str) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        tuple(part.split("=", 1))  # type: ignore[misc]
+        for part in path.split("/")[:-1]
+        if "=" in part and not part.startswith("=")
+    )
+
+
+def _partition_columns(files: Sequence[LakeFile]) -> list[tuple[str, pa.DataType]]:
+    """Hive columns shared by every file (none when files disagree), typed as Spark infers
+    them: integers when every value is one, else strings."""
+    keys = [k for k, _ in files[0].partition]
+    if any([k for k, _ in f.partition] != keys for f in files):
+        return []
+    columns = []
+    for i, key in enumerate(keys):
+        values = [f.partition[i][1] for f in files if f.partition[i][1] != _HIVE_NULL]
+        integer = bool(values) and all(_INTEGER.fullmatch(v) for v in values)
+        columns.append((key, pa.int64() if integer else pa.string()))
+    return columns
+
+
+def _partition_value(raw: str, kind: pa.DataType) -> Any:
+    if raw == _HIVE_NULL:
+        return None
+    from urllib.parse import unquote
+
+    text = unquote(raw)
+    return int(text) if pa.types.is_integer(kind) else text
+
+
+def _spark_schema(schema: pa.Schema) -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    try:
+        return from_arrow_schema(schema)
+    except TypeError as e:
+        raise InvalidArgument(f"Spark has no type for a column of these files: {e}") from e
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+class FilePartition(InputPartition):
+    """The objects one task reads."""
+
+    def __init__(self, index: int, files: list[LakeFile]) -> None:
+        super().__init__(index)
+        self.files = files
+
+
+class LakeFSReader(DataSourceReader):
+    def __init__(self, source: LakeFSDataSource, schema: StructType) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.source = source
+        self.schema = schema
+        self.arrow = to_arrow_schema(schema, timezone="UTC")
+        listing = Listing.take(source)
+        self.files = listing.files
+        self.partition_types = dict(listing.partition_columns)
+
+    def _partition_values(self, file: LakeFile) -> dict[str, Any]:
+        return {k: _partition_value(v, self.partition_types[k]) for k, v in file.partition}
+
+    def partitions(self) -> list[InputPartition]:
+        """Objects packed into tasks as Spark packs files: largest first, up to a split size
+        chosen so every core gets work."""
+        total = sum(f.size + OPEN_COST for f in self.files)
+        limit = int(self.source.options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
+        split = min(limit, max(OPEN_COST, total // max(1, self.source.parallelism)))
+        groups: list[list[LakeFile]] = []
+        current: list[LakeFile] = []
+        size = 0
+        for f in sorted(self.files, key=lambda x: x.size, reverse=True):
+            if current and size + f.size > split:
+                groups.append(current)
+                current, size = [], 0
+            current.append(f)
+            size += f.size + OPEN_COST
+        if current:
+            groups.append(current)
+        return [FilePartition(i, g) for i, g in enumerate(groups)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
+        blocks = self.source.lake.blocks()
+        reader = FORMAT_READERS[self.source.format]
+        wanted = [f.name for f in self.arrow if f.name not in self.partition_types]
+        try:
+            for file in partition.files:
+                values = self._partition_values(file)
+                for batch in reader.batches(self.source, file, blocks, wanted, self.arrow):
+                    yield _conform(batch, self.arrow, values)
+        finally:
+            blocks.close()
+
+
+def _conform(batch: pa.RecordBatch, target: pa.Schema, constants: dict[str, Any]) -> pa.RecordBatch:
+    """The batch with exactly Spark's columns and types: partition columns filled in, columns a
+    file lacks as nulls."""
+    columns = []
+    names = batch.schema.names
+    for f in target:
+        if f.name in constants and f.name not in names:
+            value = constants[f.name]
+            column = pa.nulls(batch.num_rows, f.type) if value is None else pa.repeat(
+                pa.scalar(value).cast(f.type), batch.num_rows
+            )
+        elif f.name in names:
+            column = batch.column(f.name)
+            if column.type != f.type:
+                column = column.cast(f.type, safe=False)
+        else:
+            column = pa.nulls(batch.num_rows, f.type)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+class ParquetFormat:
+    @staticmethod
+    def schema(source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
+        import pyarrow.parquet as pq
+
+        blocks = source.lake.blocks()
+        try:
+            return pq.ParquetFile(file.open(blocks)).schema_arrow
+        finally:
+            blocks.close()
+
+    @staticmethod
+    def batches(
+        source: LakeFSDataSource,
+        file: LakeFile,
+        blocks: Any,
+        columns: list[str],
+        target: pa.Schema,
+    ) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        handle = pq.ParquetFile(file.open(blocks))
+        present = [c for c in columns if c in handle.schema_arrow.names]
+        yield from handle.iter_batches(batch_size=BATCH_ROWS, columns=present)
+
+
+class CsvFormat:
+    @staticmethod
+    def _options(source: LakeFSDataSource, types: dict[str, pa.DataType] | None = None) -> Any:
+        import pyarrow.csv as csv
+
+        header = source.header()
+        read = csv.ReadOptions(autogenerate_column_names=not header, block_size=1 << 22)
+        parse = csv.ParseOptions(delimiter=source.separator())
+        convert = csv.ConvertOptions(column_types=types or {})
+        return read, parse, convert
+
+    @staticmethod
+    def _rename(schema_or_batch: Any, header: bool) -> list[str]:
+        names = schema_or_batch.schema.names if hasattr(schema_or_batch, "schema") else schema_or_batch.names
+        return list(names) if header else [f"_c{i}" for i in range(len(names))]
+
+    @classmethod
+    def schema(cls, source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
+        import pyarrow.csv as csv
+
+        blocks = source.lake.blocks()
+        try:
+            read, parse, convert = cls._options(source)
+            table = csv.read_csv(file.open(blocks), read, parse, convert)
+        finally:
+            blocks.close()
+        return table.rename_columns(cls._rename(table, source.header())).schema
+
+    @classmethod
+    def batches(
+        cls,
+        source: LakeFSDataSource,
+        file: LakeFile,
+        blocks: Any,
+        columns: list[str],
+        target: pa.Schema,
+    ) -> Iterator[pa.RecordBatch]:
+        import pyarrow.csv as csv
+
+        header = source.header()
+        types = {f.name: f.type for f in target}
+        read, parse, _ = cls._options(source)
+        stream = csv.open_csv(file.open(blocks), read, parse)
+        names = cls._rename(stream.schema, header)
+        for batch in stream:
+            batch = pa.RecordBatch.from_arrays(batch.columns, names=names)
+            yield pa.RecordBatch.from_arrays(
+                [_cast(batch.column(n), types[n]) for n in columns if n in names],
+                names=[n for n in columns if n in names],
+            )
+
+
+def _cast(column: pa.Array, kind: pa.DataType) -> pa.Array:
+    return column if column.type == kind else column.cast(kind, safe=False)
+
+
+class JsonFormat:
+    """JSON Lines (one object per line), as Spark's ``json`` source reads by default."""
+
+    @staticmethod
+    def schema(source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
+        import pyarrow.json as pj
+
+        blocks = source.lake.blocks()
+        try:
+            return pj.read_json(file.open(blocks)).schema
+        finally:
+            blocks.close()
+
+    @staticmethod
+    def batches(
+        source: LakeFSDataSource,
+        file: LakeFile,
+        blocks: Any,
+        columns: list[str],
+        target: pa.Schema,
+    ) -> Iterator[pa.RecordBatch]:
+        import pyarrow.json as pj
+
+        types = {f.name: f.type for f in target}
+        table = pj.read_json(file.open(blocks))
+        present = [c for c in columns if c in table.schema.names]
+        table = table.select(present)
+        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+            yield pa.RecordBatch.from_arrays(
+                [_cast(batch.column(n), types[n]) for n in present], names=present
+            )
+
+
+class TextFormat:
+    """One row per line, in a ``value`` string column (as Spark's ``text`` source)."""
+
+    @staticmethod
+    def schema(source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
+        return pa.schema([pa.field("value", pa.string())])
+
+    @staticmethod
+    def batches(
+        source: LakeFSDataSource,
+        file: LakeFile,
+        blocks: Any,
+        columns: list[str],
+        target: pa.Schema,
+    ) -> Iterator[pa.RecordBatch]:
+        lines = file.read_all(blocks).decode("utf-8", errors="replace").splitlines()
+        for start in range(0, len(lines), BATCH_ROWS):
+            chunk = pa.array(lines[start : start + BATCH_ROWS], pa.string())
+            yield pa.RecordBatch.from_arrays([chunk], names=["value"])
+
+
+FORMAT_READERS: dict[str, Any] = {
+    "parquet": ParquetFormat,
+    "csv": CsvFormat,
+    "json": JsonFormat,
+    "text": TextFormat,
+}
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Written(WriterCommitMessage):
+    """What one task wrote: ``(file name, block locators, size)`` per file, and its rows."""
+
+    files: list[tuple[str, list[str], int]]
+    rows: int
+
+
+class LakeFSWriter(DataSourceArrowWriter):
+    def __init__(self, source: LakeFSDataSource, schema: StructType, overwrite: bool) -> None:
+        self.source = source
+        self.overwrite = overwrite
+        self.job = uuid.uuid4().hex[:16]
+        self.message = source.options.get("commit_message")
+        t = source.target
+        backend = source.lake.backend()
+        try:
+            backend.get_branch(t.repo, t.ref)  # refuse before any task runs: no repo, no branch
+        finally:
+            backend.close()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        index = context.partitionId() if context is not None else 0
+        fmt = self.source.format
+        name = f"part-{index:05d}-{self.job}-c000{EXTENSIONS[fmt]}"
+        blocks = self.source.lake.blocks()
+        try:
+            sink = BlockWriter(blocks)
+            rows = FORMAT_WRITERS[fmt](self.source, iterator, sink)
+            if rows == 0:
+                return Written([], 0)
+            locators = sink.finish()
+            blocks.sync()  # durable before the driver links them
+            return Written([(name, locators, sink.size)], rows)
+        finally:
+            blocks.close()
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from lakectl.core.blocks.manifest import Segment, format_manifest
+
+        files = {
+            name: [Segment(*s) for s in segments_of(locators)]
+            for m in messages
+            if isinstance(m, Written)
+            for name, locators, _ in m.files
+        }
+        t = self.source.target
+        backend = self.source.lake.backend()
+        try:
+            backend.import_manifest(t.repo, t.ref, t.prefix, format_manifest(files), self.overwrite)
+            if self.message and backend.diff_uncommitted(t.repo, t.ref):
+                rows = sum(m.rows for m in messages if isinstance(m, Written))
+                metadata = {"spark.rows": str(rows), "spark.files": str(len(files))}
+                backend.commit(t.repo, t.ref, self.message, metadata)
+        finally:
+            backend.close()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Nothing was staged: the branch is as it was. Blocks already written are unreferenced
+        and young; ``gc run`` collects them after its grace period."""
+
+
+def _write_parquet(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    import pyarrow.parquet as pq
+
+    writer = None
+    rows = 0
+    out = pa.PythonFile(sink, mode="w")
+    for batch in batches:
+        if writer is None:
+            writer = pq.ParquetWriter(out, batch.schema, compression="snappy")
+        writer.write_batch(batch)
+        rows += batch.num_rows
+    if writer is not None:
+        writer.close()
+    return rows
+
+
+def _write_csv(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    import pyarrow.csv as csv
+
+    writer = None
+    rows = 0
+    out = pa.PythonFile(sink, mode="w")
+    for batch in batches:
+        if writer is None:
+            options = csv.WriteOptions(include_header=source.header(), delimiter=source.separator())
+            writer = csv.CSVWriter(out, batch.schema, write_options=options)
+        writer.write_batch(batch)
+        rows += batch.num_rows
+    if writer is not None:
+        writer.close()
+    return rows
+
+
+def _write_json(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    rows = 0
+    for batch in batches:
+        lines = [json.dumps(row, default=str, ensure_ascii=False) for row in batch.to_pylist()]
+        if lines:
+            sink.write(("\n".join(lines) + "\n").encode())
+        rows += batch.num_rows
+    return rows
+
+
+def _write_text(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    rows = 0
+    for batch in batches:
+        if batch.num_columns != 1 or not pa.types.is_string(batch.schema.types[0]):
+            raise InvalidArgument("the text format writes one string column")
+        lines = ["" if v is None else v for v in batch.column(0).to_pylist()]
+        if lines:
+            sink.write(("\n".join(lines) + "\n").encode())
+        rows += batch.num_rows
+    return rows
+
+
+FORMAT_WRITERS = {"parquet": _write_parquet, "csv": _write_csv, "json": _write_json, "text": _write_text}
