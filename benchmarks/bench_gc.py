@@ -1,6 +1,9 @@
-"""Garbage collection in-process: a lake of 1M blocks of which 10% are garbage.
+"""Garbage collection in-process, and as a Spark job: a lake of 1M blocks of which 10% are garbage.
 
-Target: the collection (mark + sweep) in <= 60 s with a peak memory <= 1 GiB on this machine.
+Target: the in-process collection (mark + sweep) in <= 60 s with a peak memory <= 1 GiB on this
+machine. The Spark job (``lakectl.spark.gc.run`` on ``local[2]``) is timed beside it, on a copy
+of the same lake (``cp -a``, mtimes kept), for information: it must leave the same blocks and
+report the same counts.
 
 The lake is an embedded one (SQLite + a local block directory). 900k blocks are referenced by
 one committed tree of 900k objects on ``main`` (staged with ``porcelain.stage_rows``, then
@@ -8,6 +11,11 @@ committed); 100k more blocks were written but never linked: the garbage, aged pa
 period. The collection runs in a child process (``lakectl.core.gc.run``), so that its peak RSS
 is its own and not the set-up's. The result is checked: exactly the garbage is gone, and a
 sample of objects still reads back.
+
+The Spark job runs in another child: it starts its session (timed apart: the JVM), then runs
+the job (its time includes starting the Python workers). Peak memory is the driver's own (the
+Python process that holds the session); the JVM's and the largest Python worker's are printed
+beside it. Without pyspark or Java, or with ``--no-spark``, only the in-process collection runs.
 
 Writing 1M block files takes a few minutes; ``--blocks`` scales the run down.
 """
@@ -18,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -41,6 +50,47 @@ seconds = time.perf_counter() - start
 with open("/proc/self/status") as f:
     peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
 print(json.dumps({"seconds": seconds, "peak_mib": peak, "report": report.to_dict()}))
+"""
+
+_SPARK_CHILD = """
+import json, os, sys, time
+from lakectl.core import porcelain
+from lakectl.spark import gc
+from lakectl.spark.session import session
+
+def peak(pid):
+    try:  # a process may have exited meanwhile, or be a zombie (no VmHWM)
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmHWM")), 0) / 1024
+    except OSError:
+        return 0.0
+
+def descendants(pid):
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                for child in f.read().split():
+                    found += [int(child), *descendants(int(child))]
+    except OSError:
+        pass
+    return found
+
+t0 = time.perf_counter()
+spark = session(sys.argv[3], "bench-gc", **{"spark.ui.showConsoleProgress": "false"})
+spark.range(1).count()
+started = time.perf_counter() - t0
+lake = porcelain.open_lake(sys.argv[1])
+start = time.perf_counter()
+report = gc.run(lake, sys.argv[2], grace_seconds=3600, master=sys.argv[3])
+seconds = time.perf_counter() - start
+jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+workers = [peak(p) for p in descendants(jvm)]
+print(json.dumps({
+    "startup": started, "seconds": seconds, "peak_mib": peak(os.getpid()), "jvm_mib": peak(jvm),
+    "worker_mib": max(workers, default=0.0), "report": report.to_dict(),
+}))
+spark.stop()
 """
 
 
@@ -86,35 +136,29 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=1_000_000)
     parser.add_argument("--garbage", type=float, default=0.10, help="share of blocks nothing references")
     parser.add_argument("--dir", default=None, help="where to work (default: system temp dir)")
+    parser.add_argument("--master", default="local[2]", help="Spark master of the Spark job")
+    parser.add_argument("--no-spark", action="store_true", help="time the in-process collection only")
     args = parser.parse_args()
+    spark_ready = not args.no_spark and _spark_available()
     print_context("bench_gc")
     with temp_dir("lakectl-bench-gc-", args.dir) as work:
         home = os.path.join(work, "lake")
         print(f"building a lake of {args.blocks:,} blocks ({args.garbage:.0%} garbage)...", flush=True)
         live, garbage = build(home, args.blocks, args.garbage)
-        child = subprocess.run(
-            [sys.executable, "-c", _CHILD, home, REPO],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=1800,
-        )
-        if child.returncode != 0:
-            raise SystemExit(f"the collection failed:\n{child.stderr[-2000:]}")
-        result = json.loads(child.stdout.strip().splitlines()[-1])
+        spark_home = os.path.join(work, "lake-spark")
+        if spark_ready:
+            t0 = time.perf_counter()
+            subprocess.run(["cp", "-a", home, spark_home], check=True)  # -a: the garbage stays aged
+            print(f"  lake copied for the Spark job ({time.perf_counter() - t0:.0f} s)", flush=True)
+        result = _child(_CHILD, home, REPO)
         report = result["report"]
-
-        from lakectl.core import porcelain
-
-        lake = porcelain.open_lake(home)
-        remaining = set(lake.blocks.list())
-        # What stays: every referenced block (and the trees' metarange and range blocks).
-        exact = set(live) <= remaining and remaining.isdisjoint(garbage) and report["deleted"] == len(garbage)
-        sample = [
-            o.path for _, o in zip(range(100), porcelain.list_objects(lake, REPO, "main"), strict=False)
-        ]
-        readable = all(len(b"".join(porcelain.read(lake, REPO, "main", p))) == BLOCK for p in sample)
-        lake.close()
+        exact, readable, remaining = _check(home, live, garbage, report)
+        if spark_ready:
+            spark = _child(_SPARK_CHILD, spark_home, REPO, args.master)
+            spark_exact, spark_readable, spark_remaining = _check(spark_home, live, garbage, spark["report"])
+            same = spark["report"] == report and spark_remaining == remaining
+            del spark_remaining
+        del remaining
 
         print(f"report: {report}")
         judged = args.blocks >= 1_000_000
@@ -137,9 +181,68 @@ def main() -> None:
             "yes",
             verdict(exact and readable),
         )
-        table.print("Garbage collection, in-process (embedded lake)")
+        if spark_ready:
+            table.add(
+                f"gc run --spark {args.master}: the job's time (session started)",
+                f"{spark['seconds']:.1f} s",
+                "info",
+                "info",
+            )
+            table.add(
+                "  + Spark session start-up (JVM; before the job)",
+                f"{spark['startup']:.1f} s",
+                "info",
+                "info",
+            )
+            table.add(
+                "  peak memory: driver (Python) / JVM / largest Python worker",
+                f"{spark['peak_mib']:,.0f} / {spark['jvm_mib']:,.0f} / {spark['worker_mib']:,.0f} MiB",
+                "info",
+                "info",
+            )
+            table.add(
+                "  same report and same blocks left as in-process",
+                f"{'yes' if same else 'NO'}; exact {'yes' if spark_exact else 'NO'}; "
+                f"sample {'ok' if spark_readable else 'FAILED'}",
+                "yes",
+                verdict(same and spark_exact and spark_readable),
+            )
+        table.print("Garbage collection, in-process and as a Spark job (embedded lake)")
         if not judged:
             print("(time and memory not judged below 1M blocks)")
+        if not spark_ready and not args.no_spark:
+            print("(Spark job not run: needs pyspark and Java 17+ on PATH)")
+
+
+def _spark_available() -> bool:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return shutil.which("java") is not None
+
+
+def _child(code: str, *argv: str) -> dict:
+    child = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False, timeout=1800
+    )
+    if child.returncode != 0:
+        raise SystemExit(f"the collection failed:\n{child.stderr[-2000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def _check(home: str, live: list[str], garbage: list[str], report: dict) -> tuple[bool, bool, set[str]]:
+    """Exactly the garbage gone? A sample of objects reads back? And the blocks left."""
+    from lakectl.core import porcelain
+
+    lake = porcelain.open_lake(home)
+    remaining = set(lake.blocks.list())
+    # What stays: every referenced block (and the trees' metarange and range blocks).
+    exact = set(live) <= remaining and remaining.isdisjoint(garbage) and report["deleted"] == len(garbage)
+    sample = [o.path for _, o in zip(range(100), porcelain.list_objects(lake, REPO, "main"), strict=False)]
+    readable = all(len(b"".join(porcelain.read(lake, REPO, "main", p))) == BLOCK for p in sample)
+    lake.close()
+    return exact, readable, remaining
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_remote_upload.py --size-mib 256 --runs 1
     bench 300 bench_gateway.py --size-mib 256 --runs 1 --seconds 3
     bench 300 bench_gc.py --blocks 50000
+    bench 300 bench_spark_read.py --rows 200000 --runs 2
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -58,6 +59,7 @@ else
     bench 900 bench_remote_upload.py
     bench 900 bench_gateway.py
     bench 1200 bench_gc.py
+    bench 900 bench_spark_read.py
 fi
 
 echo

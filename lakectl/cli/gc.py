@@ -73,6 +73,15 @@ def run(
     grace_hours: Annotated[
         float, typer.Option(help="Spare unreferenced blocks written or touched this recently.", min=0)
     ] = 6,
+    spark: Annotated[
+        str | None,
+        typer.Option(
+            metavar="MASTER",
+            help="Run the collection as a Spark job on this master (local[2], spark://host:7077): "
+            "same result, for lakes whose live set outgrows one process. Needs pyspark and Java.",
+            show_default=False,
+        ),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Delete the blocks the lake no longer needs once the repository's expired commits go.
@@ -80,9 +89,10 @@ def run(
     Kept: branch heads, their ancestors within the retention rules (all commits without
     rules), tagged commits, every other repository, staged objects, uploads in flight, and any
     block younger than the grace period. Multipart uploads started more than 7 days ago are
-    aborted first, and their parts collected.
+    aborted first, and their parts collected. With --spark, the same collection runs as a
+    Spark job, driven from where the lake is: this process, or the lakectl server.
     """
-    report = backend().gc_run(repo_uri(repository), dry_run, grace_hours * 3600)
+    report = backend().gc_run(repo_uri(repository), dry_run, grace_hours * 3600, spark)
     render.emit(report, json_, _report)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import keys, multipart, porcelain
+from lakectl.core.blocks import BlockAdapter
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.model import (
     TOMBSTONE,
@@ -126,6 +127,22 @@ DAY = 86_400
 
 
 @dataclass(frozen=True, slots=True)
+class Roots:
+    """Where a mark starts (decision 0008): the trees of the commits that stay, and the blocks
+    that staged entries and multipart uploads in flight reference directly. Small (one metarange
+    per kept commit): the big part of the mark, the ranges' entries, is read from these trees."""
+
+    metaranges: frozenset[MetaRangeId]
+    """The metaranges of every kept commit, in every repository of the lake."""
+    locators: frozenset[str]
+    """Bare locators of staged entries and of parts of uploads in flight, in every repository."""
+    retained: int
+    """Commits of the collected repository that its rules keep."""
+    expired: int
+    """Commits of the collected repository past their retention: their blocks may go."""
+
+
+@dataclass(frozen=True, slots=True)
 class Mark:
     """The blocks a collection of one repository must keep (decision 0008)."""
 
@@ -137,17 +154,16 @@ class Mark:
     """Commits of the collected repository past their retention: their blocks may go."""
 
 
-def mark(
+def roots(
     lake: porcelain.Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()
-) -> Mark:
-    """Every block the lake still needs once ``repo``'s expired commits are let go.
+) -> Roots:
+    """What a mark of the lake starts from once ``repo``'s expired commits are let go.
 
-    Live: the retained commits of ``repo`` (branch heads; ancestors within their branch's
-    retention; tagged commits), every commit of every other repository, staged entries of every
-    branch, and the parts of multipart uploads in flight (but for the ``expiring`` upload ids of
-    ``repo``, about to be aborted). For a commit, its metarange, ranges
-    and every entry's blocks; each range is read once however many commits share it. Without
-    rules, every commit of ``repo`` is retained too.
+    Kept commits: the retained commits of ``repo`` (branch heads; ancestors within their
+    branch's retention; tagged commits; every commit when it has no rules) and every commit of
+    every other repository. Direct locators: staged entries of every branch, and the parts of
+    multipart uploads in flight (but for the ``expiring`` upload ids of ``repo``, about to be
+    aborted).
     """
     target = porcelain.get_repo(lake, repo).name
     try:
@@ -155,8 +171,8 @@ def mark(
     except NotFound:
         rules = None
     moment = porcelain.now() if now is None else now
-    live: set[str] = set()
-    seen_ranges: set[str] = set()
+    metaranges: set[MetaRangeId] = set()
+    direct: set[str] = set()
     retained = expired = 0
     for record in lake.refs.list_repos():
         commits = {c.id: c for c in _commits(lake, record.name)}
@@ -165,11 +181,26 @@ def mark(
             if rules is not None:
                 keep = _retained(lake, record.name, commits, rules, moment)
             retained, expired = len(keep), len(commits) - len(keep)
-        for cid in keep:
-            _mark_tree(lake, commits[cid].meta_range_id, live, seen_ranges)
-        _mark_staged(lake, record.name, live)
-        _mark_uploads(lake, record.name, live, expiring if record.name == target else frozenset())
-    return Mark(frozenset(live), retained, expired)
+        metaranges.update(commits[cid].meta_range_id for cid in keep)
+        _mark_staged(lake, record.name, direct)
+        _mark_uploads(lake, record.name, direct, expiring if record.name == target else frozenset())
+    return Roots(frozenset(metaranges), frozenset(direct), retained, expired)
+
+
+def mark(
+    lake: porcelain.Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()
+) -> Mark:
+    """Every block the lake still needs once ``repo``'s expired commits are let go.
+
+    Live: the :func:`roots` direct locators, and for each kept commit its metarange, ranges
+    and every entry's blocks; each range is read once however many commits share it.
+    """
+    start = roots(lake, repo, now, expiring)
+    live: set[str] = set(start.locators)
+    seen_ranges: set[str] = set()
+    for metarange in start.metaranges:
+        _mark_tree(lake, metarange, live, seen_ranges)
+    return Mark(frozenset(live), start.retained, start.expired)
 
 
 def _commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
@@ -203,10 +234,13 @@ def _retained(
     return keep & set(commits)
 
 
+def bare_locators(tokens: str) -> list[str]:
+    """The bare locators of an entry's space-separated segment tokens ``<md5>+<size>[:off:len]``."""
+    return [token.split(":", 1)[0] for token in tokens.split()]
+
+
 def _add_tokens(live: set[str], tokens: str) -> None:
-    """The bare locators of an entry's space-separated segment tokens."""
-    for token in tokens.split():
-        live.add(token.split(":", 1)[0])
+    live.update(bare_locators(tokens))
 
 
 def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
@@ -278,6 +312,72 @@ class Report:
         }
 
 
+@dataclass(slots=True)
+class Tally:
+    """The counts of a sweep, and its rule for each stored block. The in-process sweep keeps one;
+    the Spark job keeps one per partition on its executors and adds them up."""
+
+    blocks: int = 0
+    live: int = 0
+    young: int = 0
+    deleted: int = 0
+    bytes_freed: int = 0
+
+    def sweep(self, store: BlockAdapter, locator: str, live: bool, cutoff: float, dry_run: bool) -> None:
+        """Count one stored block; unless ``live`` or touched since ``cutoff``, delete it (not
+        with ``dry_run``). A block deleted meanwhile counts as stored, and as nothing else."""
+        self.blocks += 1
+        if live:
+            self.live += 1
+            return
+        try:
+            if store.modified(locator) >= cutoff:
+                self.young += 1
+                return
+        except BlockNotFound:
+            return  # deleted meanwhile
+        if not dry_run:
+            store.delete(locator)
+        self.deleted += 1
+        self.bytes_freed += int(locator.rsplit("+", 1)[1])
+
+    def add(self, other: Tally) -> None:
+        self.blocks += other.blocks
+        self.live += other.live
+        self.young += other.young
+        self.deleted += other.deleted
+        self.bytes_freed += other.bytes_freed
+
+    def report(self, dry_run: bool, retained: int, expired: int, uploads_aborted: int) -> Report:
+        return Report(
+            dry_run,
+            self.blocks,
+            self.live,
+            self.young,
+            self.deleted,
+            self.bytes_freed,
+            retained,
+            expired,
+            uploads_aborted,
+        )
+
+
+def check_grace(grace_seconds: float) -> None:
+    """``InvalidArgument`` unless the grace period is a non-negative number of seconds."""
+    if grace_seconds < 0:
+        raise InvalidArgument(f"the grace period must not be negative, got {grace_seconds}")
+
+
+def expire_uploads(lake: porcelain.Lake, repo: str, now: float, dry_run: bool) -> frozenset[str]:
+    """The ids of ``repo``'s multipart uploads initiated more than :data:`UPLOAD_DAYS` before
+    ``now``; they are aborted unless ``dry_run``."""
+    stale = [u for u in multipart.list_uploads(lake, repo) if u.initiated < now - UPLOAD_DAYS * DAY]
+    if not dry_run:
+        for upload in stale:
+            multipart.abort(lake, repo, upload.id)
+    return frozenset(u.id for u in stale)
+
+
 def run(
     lake: porcelain.Lake,
     repo: str,
@@ -289,30 +389,12 @@ def run(
     needs once its expired commits go, then delete every other block older than the grace
     period (nothing with ``dry_run``). ``now`` dates retention
     (commit ages); the grace period counts from the real time the mark began."""
-    if grace_seconds < 0:
-        raise InvalidArgument(f"the grace period must not be negative, got {grace_seconds}")
+    check_grace(grace_seconds)
     began = time.time()
-    moment = porcelain.now() if now is None else now
-    stale = [u for u in multipart.list_uploads(lake, repo) if u.initiated < moment - UPLOAD_DAYS * DAY]
-    if not dry_run:
-        for upload in stale:
-            multipart.abort(lake, repo, upload.id)
-    marked = mark(lake, repo, now, frozenset(u.id for u in stale))
+    stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
+    marked = mark(lake, repo, now, stale)
     cutoff = began - grace_seconds
-    blocks = live = young = deleted = freed = 0
+    tally = Tally()
     for locator in lake.blocks.list():
-        blocks += 1
-        if locator in marked.live:
-            live += 1
-            continue
-        try:
-            if lake.blocks.modified(locator) >= cutoff:
-                young += 1
-                continue
-        except BlockNotFound:
-            continue  # deleted meanwhile
-        if not dry_run:
-            lake.blocks.delete(locator)
-        deleted += 1
-        freed += int(locator.rsplit("+", 1)[1])
-    return Report(dry_run, blocks, live, young, deleted, freed, marked.retained, marked.expired, len(stale))
+        tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
+    return tally.report(dry_run, marked.retained, marked.expired, len(stale))

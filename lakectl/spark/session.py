@@ -33,6 +33,8 @@ def session(master: str = "local[2]", app_name: str = "lakectl", **conf: str) ->
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
+        # Spark's stage progress bar on a terminal only: quiet in pipes and logs, as lakectl is.
+        .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower())
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

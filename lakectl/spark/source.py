@@ -143,11 +143,16 @@ class Listing:
 
     @staticmethod
     def take(source: LakeFSDataSource) -> Listing:
+        t = source.target
         backend = source.lake.backend()
         try:
-            text = backend.export_manifest(
-                source.target.repo, source.target.ref, source.target.prefix, signed=source.lake.remote
-            )
+            text = backend.export_manifest(t.repo, t.ref, t.prefix, signed=source.lake.remote)
+            if not text and t.prefix:  # no directory of that name: perhaps one object
+                parent, _, name = t.prefix.rstrip("/").rpartition("/")
+                siblings = backend.export_manifest(t.repo, t.ref, parent, signed=source.lake.remote)
+                one = [f for f in lake_files(siblings) if f.path == name]
+                if one:
+                    return Listing(one)
         finally:
             backend.close()
         pattern = source.options.get("pathGlobFilter")
@@ -158,7 +163,6 @@ class Listing:
             if _visible(f.path) and (not pattern or fnmatch.fnmatchcase(f.path.rsplit("/", 1)[-1], pattern))
         ]
         if not files:
-            t = source.target
             raise NotFound(f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix}")
         return Listing(files, _partition_columns(files))
 

@@ -137,6 +137,8 @@ def test_path_filters_choose_files_before_any_is_read(spark: Any, lake: Lake, re
     lake.backend.upload(repo, "main", "events/day=1/notes.csv", b"a,b\n")
     globbed = read(spark, f"lakefs://{repo}/main/events", pathGlobFilter="*.parquet")
     assert globbed.count() == 300
+    one_object = read(spark, f"lakefs://{repo}/main/events/day=3/part-0.parquet")
+    assert one_object.count() == 100 and "day" not in one_object.columns
 
 
 def test_a_user_schema_reads_only_its_columns(spark: Any, lake: Lake, repo: str) -> None:

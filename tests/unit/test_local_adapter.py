@@ -223,6 +223,22 @@ def test_list_of_an_empty_store(adapter: LocalAdapter) -> None:
     assert list(adapter.list()) == []
 
 
+def test_the_prefix_directories_together_list_every_block(adapter: LocalAdapter, tmp_path: Path) -> None:
+    """``list_prefix`` is how the Spark GC job lists in parallel: the union over ``PREFIXES``
+    is ``list()``, and nothing but a prefix directory name is accepted."""
+    blobs = [os.urandom(n) for n in (1, 100, 10_000, 7)]
+    for data in blobs:
+        adapter.put(loc(data), data)
+    (tmp_path / "blocks" / "abc").mkdir(exist_ok=True)
+    (tmp_path / "blocks" / "abc" / ("f" * 32)).write_bytes(b"a file in the wrong directory")
+    by_prefix = [b for prefix in local_module.PREFIXES for b in adapter.list_prefix(prefix)]
+    assert sorted(by_prefix) == sorted(adapter.list()) == sorted(loc(d) for d in blobs)
+    assert len(local_module.PREFIXES) == 4096 and len(set(local_module.PREFIXES)) == 4096
+    for bad in ("", "ab", "abcd", "ABC", "../", "..", "a/b"):
+        with pytest.raises(InvalidArgument):
+            adapter.list_prefix(bad)
+
+
 def test_sync_makes_puts_durable(adapter: LocalAdapter) -> None:
     for i in range(3):
         data = f"block {i}".encode()

@@ -24,6 +24,10 @@ from lakectl.errors import (
 # int() can never hit the interpreter's digit limit and raise a foreign ValueError.
 _LOCATOR: Final = re.compile(r"([0-9a-f]{32})\+([0-9]{1,20})")
 _BLOCK_NAME: Final = re.compile(r"[0-9a-f]{32}")
+_PREFIX: Final = re.compile(r"[0-9a-f]{3}")
+
+PREFIXES: Final = tuple(f"{i:03x}" for i in range(16**3))
+"""The names of the directories a ``LocalAdapter`` may hold blocks in: its units of parallel listing."""
 
 # Below this size, starting writeback at put time costs more (one I/O per tiny file) than it
 # saves; the kernel and the final syncfs batch small files better on their own.
@@ -207,6 +211,16 @@ class LocalAdapter:
                 yield from _scan_prefix(os.path.join(self.root, prefix), prefix)
         except OSError as exc:
             raise StorageError(f"cannot list blocks in {self.root}: {exc}") from exc
+
+    def list_prefix(self, prefix: str) -> tuple[str, ...]:
+        """The locators of the blocks in one directory of :data:`PREFIXES` (their md5 starts with
+        ``prefix``): the blocks of every prefix together are those ``list`` yields."""
+        if not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None:
+            raise InvalidArgument(f"not a block directory prefix: {prefix!r}")
+        try:
+            return tuple(_scan_prefix(os.path.join(self.root, prefix), prefix))
+        except OSError as exc:
+            raise StorageError(f"cannot list blocks in {self.root}/{prefix}: {exc}") from exc
 
     def sync(self) -> None:
         """Make every block put so far durable with one ``syncfs`` on the store's filesystem."""

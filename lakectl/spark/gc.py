@@ -1,0 +1,246 @@
+"""Garbage collection as a Spark job: the mark and sweep of ``lakectl.core.gc``, with the big sets in Spark.
+
+The driver does what is small: it aborts stale multipart uploads and computes the roots of the
+mark from the KV store (:func:`lakectl.core.gc.roots`: the metaranges of the commits that stay,
+and the blocks staged entries and uploads in flight reference). Everything that grows with the
+lake is a DataFrame, built on the executors (docs/decisions/0008):
+
+- the live set: executors read the metaranges for their range ids, then the ranges' ``locators``
+  column for their entries' blocks, each block through the lake's adapter (its md5 is verified,
+  as in-process), and the live set is their union, made distinct;
+- the stored set: the 4,096 directories of the block directory, listed in parallel;
+- the sweep: stored left-joined with live, partitioned by locator; each task applies the
+  in-process rule (:class:`lakectl.core.gc.Tally`) to its blocks, deleting in parallel, and
+  returns its counts, which the driver adds up.
+
+So the report, and the blocks left, are those of :func:`lakectl.core.gc.run` on the same lake.
+Blocks must be in a local block directory (``LocalAdapter``, the embedded default) that every
+executor sees at the same path, and executors need lakectl installed (with ``local[N]`` they
+run this interpreter).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from lakectl import errors
+from lakectl.core import gc, porcelain
+from lakectl.core.blocks.local import PREFIXES, LocalAdapter
+from lakectl.core.graph.ranges import RangeStore
+from lakectl.core.model import MetaRangeId, RangeId
+from lakectl.errors import InvalidArgument, LakectlError, StorageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+APP_NAME = "lakectl-gc"
+TASKS_PER_CORE = 4
+"""Tasks per core of the cluster for listing and sweeping: small enough tasks to balance load."""
+
+_LOCATOR_SCHEMA = "locator string"
+_TALLY_FIELDS = tuple(f.name for f in dataclasses.fields(gc.Tally))
+_TALLY_SCHEMA = ", ".join(f"{name} long" for name in _TALLY_FIELDS)
+
+
+def run(
+    lake: porcelain.Lake,
+    repo: str,
+    dry_run: bool = False,
+    grace_seconds: float = gc.GRACE_SECONDS,
+    now: float | None = None,
+    master: str = "local[2]",
+) -> gc.Report:
+    """:func:`lakectl.core.gc.run` as a Spark job on ``master``: the same uploads aborted, the
+    same blocks deleted, the same report. An active Spark session (a notebook's, a test's) is
+    used as it is; otherwise one is started on ``master`` and stopped at the end.
+
+    ``InvalidArgument`` when the lake's blocks are not in a local block directory.
+    """
+    root = _local_root(lake)
+    gc.check_grace(grace_seconds)
+    porcelain.get_repo(lake, repo)  # an unknown repository fails before Spark starts
+    spark, started = _spark(master)
+    try:
+        began = time.time()
+        stale = gc.expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
+        start = gc.roots(lake, repo, now, stale)
+        tally = _mark_and_sweep(spark, root, start, began - grace_seconds, dry_run)
+    finally:
+        if started:
+            spark.stop()
+    return tally.report(dry_run, start.retained, start.expired, len(stale))
+
+
+def _local_root(lake: porcelain.Lake) -> str:
+    if not isinstance(lake.blocks, LocalAdapter):
+        raise InvalidArgument(
+            "gc run --spark collects blocks in a local block directory (the embedded lake's, or a "
+            f"server's with one local path); this lake keeps them in {lake.blocks!r}: "
+            "run gc without --spark"
+        )
+    return os.path.abspath(lake.blocks.root)
+
+
+def _spark(master: str) -> tuple[SparkSession, bool]:
+    """The active session, or a new one on ``master`` (True: the caller stops it)."""
+    from lakectl.spark.session import session
+
+    try:
+        from pyspark.errors import PySparkException
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return session(master, APP_NAME), True  # raises InvalidArgument: install pyspark
+    try:
+        return SparkSession.active(), False
+    except PySparkException:
+        pass
+    try:
+        return session(master, APP_NAME), True
+    except PySparkException as exc:
+        raise InvalidArgument(f"cannot start Spark on {master!r} (Java 17+ on PATH?): {exc}") from exc
+
+
+def _mark_and_sweep(
+    spark: SparkSession, root: str, start: gc.Roots, cutoff: float, dry_run: bool
+) -> gc.Tally:
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    tasks = max(1, spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+    metaranges = sorted(start.metaranges)
+    range_ids = (
+        _frame(spark, metaranges, tasks)
+        .mapInArrow(functools.partial(_ranges_of_metaranges, root), _LOCATOR_SCHEMA)
+        .repartition(tasks, "locator")
+        .distinct()  # a range shared by many commits is read once
+    )
+    entries = range_ids.mapInArrow(functools.partial(_blocks_of_ranges, root), _LOCATOR_SCHEMA)
+    # Both sides of the join hash-partitioned by locator into `tasks` parts: the join needs no
+    # other exchange, and adaptive execution does not coalesce the sweep into one task.
+    live = (
+        _frame(spark, [*start.locators, *metaranges], tasks)
+        .unionByName(entries)
+        .repartition(tasks, "locator")
+        .distinct()
+        .withColumn("live", F.lit(True))
+    )
+    stored = (
+        spark.range(0, len(PREFIXES), 1, tasks)
+        .mapInArrow(functools.partial(_list_blocks, root), _LOCATOR_SCHEMA)
+        .repartition(tasks, "locator")
+    )
+    swept = stored.join(live, "locator", "left").mapInArrow(
+        functools.partial(_sweep_blocks, root, cutoff, dry_run), _TALLY_SCHEMA
+    )
+    spark.sparkContext.setJobDescription(f"lakectl gc {'dry run ' if dry_run else ''}of {root}")
+    try:
+        rows = swept.collect()
+    except (PySparkException, Py4JError) as exc:
+        raise _translate(exc) from exc
+    finally:
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+    total = gc.Tally()
+    for row in rows:
+        total.add(gc.Tally(**row.asDict()))
+    return total
+
+
+def _frame(spark: SparkSession, locators: Sequence[str], tasks: int) -> DataFrame:
+    """A one-column DataFrame of locators known to the driver, spread over up to ``tasks`` parts."""
+    rows = spark.sparkContext.parallelize([(b,) for b in locators], max(1, min(tasks, len(locators))))
+    return spark.createDataFrame(rows, _LOCATOR_SCHEMA)
+
+
+_WORKER_ERROR = re.compile(r"lakectl\.errors\.(\w+): (.*)")
+
+
+def _translate(exc: Exception) -> LakectlError:
+    """A failed job as the lakectl error an executor raised (``BlockNotFound`` for a missing
+    range, ``CorruptBlock``, ``StorageError``...), else as a ``StorageError``."""
+    found = _WORKER_ERROR.findall(str(exc))
+    if found:
+        name, message = found[-1]
+        cls = getattr(errors, name, None)
+        if isinstance(cls, type) and issubclass(cls, LakectlError):
+            try:
+                return cls(message)
+            except TypeError:
+                pass
+    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return StorageError(f"the Spark garbage-collection job failed: {first}")
+
+
+# -- on the executors --------------------------------------------------------------------------
+
+
+def _adapter(root: str) -> LocalAdapter:
+    # LocalAdapter would create a missing directory: an executor that does not see the block
+    # directory must fail, not list an empty one.
+    if not os.path.isdir(root):
+        raise StorageError(f"the block directory {root} is not visible on this executor")
+    return LocalAdapter(root)
+
+
+def _column(values: list[str]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array(values, pa.string())], names=["locator"])
+
+
+def _ranges_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The range ids of each metarange."""
+    store = RangeStore(_adapter(root), cache_size=0)
+    for batch in batches:
+        for mid in batch.column(0).to_pylist():
+            yield _column([info.id for info in store.read_metarange(MetaRangeId(mid))])
+
+
+def _blocks_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Each range's own block, and the bare locators of its entries (one batch per range)."""
+    store = RangeStore(_adapter(root), cache_size=0)
+    for batch in batches:
+        for rid in batch.column(0).to_pylist():
+            found = [rid]
+            for tokens in store.read_locators(RangeId(rid)):
+                found.extend(gc.bare_locators(tokens))
+            yield _column(found)
+
+
+def _list_blocks(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The stored blocks of the prefix directories numbered in the batches."""
+    adapter = _adapter(root)
+    for batch in batches:
+        for number in batch.column(0).to_pylist():
+            found = adapter.list_prefix(PREFIXES[number])
+            if found:
+                yield _column(list(found))
+
+
+def _sweep_blocks(
+    root: str, cutoff: float, dry_run: bool, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The in-process sweep of this task's blocks; one row of counts."""
+    import pyarrow as pa
+
+    adapter = _adapter(root)
+    tally = gc.Tally()
+    for batch in batches:
+        locators, live = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+        for locator, marked in zip(locators, live, strict=True):
+            tally.sweep(adapter, locator, bool(marked), cutoff, dry_run)
+    yield pa.RecordBatch.from_pylist([dataclasses.asdict(tally)], schema=_tally_arrow_schema())
+
+
+@functools.cache
+def _tally_arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.int64()) for name in _TALLY_FIELDS])
