@@ -89,7 +89,8 @@ def run(
     Kept: branch heads, their ancestors within the retention rules (all commits without
     rules), tagged commits, every other repository, staged objects, uploads in flight, and any
     block younger than the grace period. Multipart uploads started more than 7 days ago are
-    aborted first, and their parts collected. With --spark, the same collection runs as a
+    aborted first, and their parts collected; staging that deleted branches left behind is
+    dropped. With --spark, the same collection runs as a
     Spark job, driven from where the lake is: this process, or the lakectl server.
     """
     report = backend().gc_run(repo_uri(repository), dry_run, grace_hours * 3600, spark)
@@ -103,6 +104,12 @@ def _report(d: dict[str, Any]) -> None:
         f"{d['blocks']} blocks: {d['live']} in use, {d['young']} within the grace period; "
         f"{d['retained_commits']} commits retained, {d['expired_commits']} expired"
     )
+    done = "would go" if d["dry_run"] else "removed"
+    if d.get("uploads_aborted") or d.get("staging_dropped"):
+        render.note(
+            f"stale multipart uploads {done}: {d.get('uploads_aborted', 0)}; "
+            f"staging partitions of deleted branches {done}: {d.get('staging_dropped', 0)}"
+        )
 
 
 def _show(d: dict[str, Any]) -> None:

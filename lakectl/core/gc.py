@@ -16,6 +16,7 @@ from typing import Any
 from lakectl.core import keys, multipart, porcelain
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.graph.refs import check_branch_name
+from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
     TOMBSTONE,
     BranchId,
@@ -23,6 +24,7 @@ from lakectl.core.model import (
     CommitId,
     MetaRangeId,
     RepositoryId,
+    StagingToken,
     decode_row,
 )
 from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound
@@ -297,10 +299,14 @@ class Report:
     expired_commits: int
     uploads_aborted: int = 0
     """Stale multipart uploads aborted (with ``dry_run``: that would have been)."""
+    staging_dropped: int = 0
+    """Staging partitions no branch refers to (a deleted branch's, left by a crash or by a write
+    racing the deletion) dropped (with ``dry_run``: that would have been)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "uploads_aborted": self.uploads_aborted,
+            "staging_dropped": self.staging_dropped,
             "dry_run": self.dry_run,
             "blocks": self.blocks,
             "live": self.live,
@@ -348,7 +354,9 @@ class Tally:
         self.deleted += other.deleted
         self.bytes_freed += other.bytes_freed
 
-    def report(self, dry_run: bool, retained: int, expired: int, uploads_aborted: int) -> Report:
+    def report(
+        self, dry_run: bool, retained: int, expired: int, uploads_aborted: int, staging_dropped: int
+    ) -> Report:
         return Report(
             dry_run,
             self.blocks,
@@ -359,6 +367,7 @@ class Tally:
             retained,
             expired,
             uploads_aborted,
+            staging_dropped,
         )
 
 
@@ -378,6 +387,27 @@ def expire_uploads(lake: porcelain.Lake, repo: str, now: float, dry_run: bool) -
     return frozenset(u.id for u in stale)
 
 
+def drop_orphan_staging(lake: porcelain.Lake, repo: str, dry_run: bool) -> int:
+    """Drop ``repo``'s staging partitions that no branch refers to; return how many (with
+    ``dry_run``, how many would go). Deleting a branch drops its tokens, but a crash in between,
+    or a write racing the deletion (it fails, after writing), leaves a partition behind. Their
+    entries were never marked: only their metadata remains to go. Partitions are listed before
+    branches are read, so a token a branch takes meanwhile is never among them. 0 when the KV
+    driver cannot list partitions."""
+    name = porcelain.get_repo(lake, repo).name  # an unknown repository raises: nothing is dropped
+    names = partitions(lake.kv, keys.staging_partition(name, StagingToken("")))
+    if not names:
+        return 0
+    used = {
+        keys.staging_partition(name, t) for branch in lake.refs.list_branches(name) for t in branch.tokens
+    }
+    orphans = [partition for partition in names if partition not in used]
+    if not dry_run:
+        for partition in orphans:
+            drop_partition(lake.kv, partition)
+    return len(orphans)
+
+
 def run(
     lake: porcelain.Lake,
     repo: str,
@@ -392,9 +422,10 @@ def run(
     check_grace(grace_seconds)
     began = time.time()
     stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
+    orphans = drop_orphan_staging(lake, repo, dry_run)
     marked = mark(lake, repo, now, stale)
     cutoff = began - grace_seconds
     tally = Tally()
     for locator in lake.blocks.list():
         tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
-    return tally.report(dry_run, marked.retained, marked.expired, len(stale))
+    return tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)

@@ -70,12 +70,13 @@ def run(
     try:
         began = time.time()
         stale = gc.expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
+        orphans = gc.drop_orphan_staging(lake, repo, dry_run)
         start = gc.roots(lake, repo, now, stale)
         tally = _mark_and_sweep(spark, root, start, began - grace_seconds, dry_run)
     finally:
         if started:
             spark.stop()
-    return tally.report(dry_run, start.retained, start.expired, len(stale))
+    return tally.report(dry_run, start.retained, start.expired, len(stale), orphans)
 
 
 def _local_root(lake: porcelain.Lake) -> str:

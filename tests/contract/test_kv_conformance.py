@@ -239,6 +239,18 @@ def test_drop_partition(store: KVStore, monkeypatch: pytest.MonkeyPatch) -> None
     assert _all(store, "other") == [("k", b"v")]
 
 
+def test_partitions_by_prefix_only_non_empty_in_order(store: KVStore) -> None:
+    for name in ("staging/r/t2", "staging/r/t1", "staging/r2/t9", "staging/r/\x00odd", "repo/r"):
+        _fill(store, name, 3)
+    store.set("staging/r/gone", "k", b"v")
+    store.delete("staging/r/gone", "k")
+    kvh.drop_partition(store, "staging/r2/t9")
+    assert kvh.partitions(store, "staging/r/") == ["staging/r/\x00odd", "staging/r/t1", "staging/r/t2"]
+    assert kvh.partitions(store, "staging/") == ["staging/r/\x00odd", "staging/r/t1", "staging/r/t2"]
+    assert kvh.partitions(store, "") == ["repo/r", "staging/r/\x00odd", "staging/r/t1", "staging/r/t2"]
+    assert kvh.partitions(store, "nothing/") == []
+
+
 def _incr(old: bytes | None) -> bytes:
     return str(int(old or b"0") + 1).encode()
 

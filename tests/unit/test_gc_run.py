@@ -119,3 +119,31 @@ def test_stale_multipart_uploads_are_aborted_and_their_parts_collected(
     stored = set(lake.blocks.list())
     assert stored.isdisjoint(part.locators), "the aborted upload's part is collected"
     assert set(kept.locators) <= stored, "a part in flight stays"
+
+
+def test_staging_a_deleted_branch_left_behind_is_dropped_and_its_blocks_collected(lake: Lake) -> None:
+    from lakectl.core import keys
+    from lakectl.core.kv.helpers import partitions
+
+    porcelain.create_branch(lake, REPO, "crashed", "main")
+    porcelain.create_branch(lake, REPO, "deleted", "main")
+    write(lake, "crashed", "orphan.txt", "staged on a branch whose deletion crashed halfway")
+    write(lake, "deleted", "gone.txt", "staged on a branch deleted cleanly")
+    write(lake, "main", "kept.txt", "staged on main")
+    orphan = blocks(lake, "crashed", "orphan.txt")
+    orphan_token = porcelain.get_branch(lake, REPO, "crashed").staging_token
+    lake.refs.delete_branch(REPO, "crashed")  # the branch record goes, its partition stays
+    porcelain.delete_branch(lake, REPO, "deleted")
+    age_everything(lake)
+    staging = keys.staging_partition(REPO, "")  # type: ignore[arg-type]
+
+    dry = gc.run(lake, REPO, dry_run=True)
+    assert dry.staging_dropped == 1
+    assert keys.staging_partition(REPO, orphan_token) in (partitions(lake.kv, staging) or [])
+    report = gc.run(lake, REPO)
+    assert report.staging_dropped == 1
+    main = porcelain.get_branch(lake, REPO, "main")
+    assert partitions(lake.kv, staging) == [keys.staging_partition(REPO, main.staging_token)]
+    assert set(lake.blocks.list()).isdisjoint(orphan), "the orphan's block is collected"
+    assert readable(lake, "main")["kept.txt"] == b"staged on main"
+    assert gc.run(lake, REPO).staging_dropped == 0

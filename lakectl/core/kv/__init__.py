@@ -49,6 +49,15 @@ class BatchWriter(Protocol):
     def drop_partition(self, partition: str) -> None: ...
 
 
+class PartitionLister(Protocol):
+    """Optional: the partitions holding at least one key, by name prefix (garbage collection
+    finds staging partitions no branch refers to any more)."""
+
+    def partitions(self, prefix: str) -> list[str]:
+        """Names starting with ``prefix`` of every non-empty partition, in order."""
+        ...
+
+
 def open_store(url: str) -> KVStore:
     """Open a KV store by URL: ``memory://``, ``sqlite:///path/to/lake.db`` or
     ``postgresql://user:password@host:port/database`` (``postgres://`` too)."""

@@ -50,6 +50,15 @@ def delete_many(store: KVStore, partition: str, keys: Iterable[str]) -> None:
         store.delete(partition, key)
 
 
+def partitions(store: KVStore, prefix: str) -> list[str] | None:
+    """The non-empty partitions whose names start with ``prefix``; None when the driver cannot
+    list partitions (the optional :class:`~lakectl.core.kv.PartitionLister`)."""
+    lister = getattr(store, "partitions", None)
+    if not callable(lister):
+        return None
+    return cast(list[str], lister(prefix))
+
+
 def drop_partition(store: KVStore, partition: str) -> None:
     """Remove every key of the partition, in batches of :data:`DROP_CHUNK`."""
     writer = _batch_writer(store)

@@ -141,5 +141,9 @@ class MemoryStore:
         with self._lock:
             self._partitions.pop(partition, None)
 
+    def partitions(self, prefix: str) -> list[str]:
+        with self._lock:
+            return sorted(n for n, p in self._partitions.items() if n.startswith(prefix) and p.values)
+
     def close(self) -> None:
         """Nothing to release; the data lives as long as the object."""

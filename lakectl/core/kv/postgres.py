@@ -53,6 +53,8 @@ _UPDATE_IF = "UPDATE kv SET value = %s WHERE partition = %s AND key = %s AND val
 _DELETE = "DELETE FROM kv WHERE partition = %s AND key = %s"
 _DELETE_MANY = "DELETE FROM kv WHERE partition = %s AND key = ANY(%s::text[])"
 _DROP = "DELETE FROM kv WHERE partition = %s"
+_NEXT_PARTITION_FROM = "SELECT partition FROM kv WHERE partition >= %s ORDER BY partition LIMIT 1"
+_NEXT_PARTITION_AFTER = "SELECT partition FROM kv WHERE partition > %s ORDER BY partition LIMIT 1"
 _VERSION = "SELECT version_num FROM alembic_version"
 
 
@@ -159,6 +161,17 @@ class PostgresStore:
             raise KeyNotFound(f"no key {key!r} in partition {partition!r}", partition=partition, key=key)
         value: bytes = row[0]
         return value
+
+    def partitions(self, prefix: str) -> list[str]:
+        """One index probe per partition (a loose index scan), however many keys each holds."""
+        found: list[str] = []
+        query, bound = _NEXT_PARTITION_FROM, escape(prefix)
+        while True:
+            row = self._run(query, (bound,)).fetchone()
+            if row is None or not unescape(row[0]).startswith(prefix):
+                return found
+            found.append(unescape(row[0]))
+            query, bound = _NEXT_PARTITION_AFTER, row[0]
 
     def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
         part = escape(partition)

@@ -34,6 +34,8 @@ WAL_SIZE_LIMIT = 64 * 1024 * 1024
 _GET = "SELECT value FROM kv WHERE partition = ? AND key = ?"
 _SCAN_FROM = "SELECT key, value FROM kv WHERE partition = ? AND key >= ? ORDER BY key LIMIT ?"
 _SCAN_AFTER = "SELECT key, value FROM kv WHERE partition = ? AND key > ? ORDER BY key LIMIT ?"
+_NEXT_PARTITION_FROM = "SELECT partition FROM kv WHERE partition >= ? ORDER BY partition LIMIT 1"
+_NEXT_PARTITION_AFTER = "SELECT partition FROM kv WHERE partition > ? ORDER BY partition LIMIT 1"
 _UPSERT = (
     "INSERT INTO kv (partition, key, value) VALUES (?, ?, ?)"
     " ON CONFLICT (partition, key) DO UPDATE SET value = excluded.value"
@@ -119,6 +121,20 @@ class SQLiteStore:
             raise KeyNotFound(f"no key {key!r} in partition {partition!r}", partition=partition, key=key)
         value: bytes = row[0]
         return value
+
+    def partitions(self, prefix: str) -> list[str]:
+        """One index probe per partition (a loose index scan), however many keys each holds."""
+        found: list[str] = []
+        query, bound = _NEXT_PARTITION_FROM, prefix
+        while True:
+            try:
+                row = self._conn().execute(query, (bound,)).fetchone()
+            except sqlite3.Error as e:
+                raise _storage_error(e, self.path) from e
+            if row is None or not row[0].startswith(prefix):
+                return found
+            found.append(row[0])
+            query, bound = _NEXT_PARTITION_AFTER, row[0]
 
     def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
         query, bound = _SCAN_FROM, start
