@@ -21,10 +21,12 @@ run this interpreter).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -59,23 +61,20 @@ def run(
 ) -> gc.Report:
     """:func:`lakectl.core.gc.run` as a Spark job on ``master``: the same uploads aborted, the
     same blocks deleted, the same report. An active Spark session (a notebook's, a test's) is
-    used as it is; otherwise one is started on ``master`` and stopped at the end.
+    used as it is; otherwise one is started on ``master`` and stopped when the last collection
+    using it ends (a server may run several at once).
 
     ``InvalidArgument`` when the lake's blocks are not in a local block directory.
     """
     root = _local_root(lake)
     gc.check_grace(grace_seconds)
     porcelain.get_repo(lake, repo)  # an unknown repository fails before Spark starts
-    spark, started = _spark(master)
-    try:
+    with _spark(master) as spark:
         began = time.time()
         stale = gc.expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
         orphans = gc.drop_orphan_staging(lake, repo, dry_run)
         start = gc.roots(lake, repo, now, stale)
         tally = _mark_and_sweep(spark, root, start, began - grace_seconds, dry_run)
-    finally:
-        if started:
-            spark.stop()
     return tally.report(dry_run, start.retained, start.expired, len(stale), orphans)
 
 
@@ -89,21 +88,66 @@ def _local_root(lake: porcelain.Lake) -> str:
     return os.path.abspath(lake.blocks.root)
 
 
-def _spark(master: str) -> tuple[SparkSession, bool]:
-    """The active session, or a new one on ``master`` (True: the caller stops it)."""
-    from lakectl.spark.session import session
+class _Started:
+    """The session collections started here, and how many are using it: the last one out stops
+    it. Concurrent collections (threads of a server) share it instead of stopping it under each
+    other."""
 
+    lock = threading.Lock()
+    session: SparkSession | None = None
+    users = 0
+
+
+@contextlib.contextmanager
+def _spark(master: str) -> Iterator[SparkSession]:
+    """The active session (a notebook's, a test's: left running), else the one collections
+    started, else a new one on ``master``."""
+    with _Started.lock:
+        if _Started.session is None:
+            active = _active()
+            if active is not None:
+                ours = False
+            else:
+                _Started.session = _start(master)
+                ours = True
+        else:
+            ours = True
+        if ours:
+            _Started.users += 1
+        spark = _Started.session if ours else active
+    assert spark is not None
+    try:
+        yield spark
+    finally:
+        if ours:
+            with _Started.lock:
+                _Started.users -= 1
+                if _Started.users == 0 and _Started.session is not None:
+                    _Started.session.stop()
+                    _Started.session = None
+
+
+def _active() -> SparkSession | None:
     try:
         from pyspark.errors import PySparkException
         from pyspark.sql import SparkSession
     except ImportError:
-        return session(master, APP_NAME), True  # raises InvalidArgument: install pyspark
+        return None
     try:
-        return SparkSession.active(), False
+        return SparkSession.active()
     except PySparkException:
-        pass
+        return None
+
+
+def _start(master: str) -> SparkSession:
+    from lakectl.spark.session import session
+
     try:
-        return session(master, APP_NAME), True
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return session(master, APP_NAME)  # raises InvalidArgument: install pyspark
+    try:
+        return session(master, APP_NAME)
     except PySparkException as exc:
         raise InvalidArgument(f"cannot start Spark on {master!r} (Java 17+ on PATH?): {exc}") from exc
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,6 +25,10 @@ def session(master: str = "local[2]", app_name: str = "lakectl", **conf: str) ->
         raise InvalidArgument(
             "Spark support needs pyspark: pip install 'lakectl[spark]' (and a Java runtime)"
         ) from None
+    # PySpark 4.3 warns about pandas 3 on every session; lakectl's Spark paths use Arrow, not pandas.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):

@@ -320,3 +320,52 @@ def test_gc_run_spark_through_a_lakectl_server(spark: object, tmp_path: Path) ->
         assert spark_jobs(spark) > jobs, "the server ran the collection on Spark"
         assert report == remote("gc", "run", f"lakefs://{REPO}", "--dry-run")
         assert report["deleted"] == 1 and report["dry_run"] is True
+
+
+_CONCURRENT = """
+import sys, threading
+from pyspark.sql import SparkSession
+from lakectl.core import porcelain
+from lakectl.spark import gc as spark_gc
+
+lakes = [porcelain.open_lake(home) for home in sys.argv[1:]]
+reports, errors = [], []
+
+def collect(lake):
+    try:
+        reports.append(spark_gc.run(lake, "repo", dry_run=True, grace_seconds=0).to_dict())
+    except Exception as e:  # reported below
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=collect, args=(lake,)) for lake in lakes]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
+assert len(reports) == 2 and reports[0] == reports[1], reports
+assert SparkSession.getActiveSession() is None, "the last collection out stops the session"
+print("ok", reports[0]["blocks"])
+"""
+
+
+def test_concurrent_collections_share_the_session_they_start(spark: object, tmp_path: Path) -> None:
+    """Two collections at once (as in a server) without a session of their own: one session is
+    started for both, neither stops it under the other, and the last one stops it. In a child
+    process: this one has the tests' session active."""
+    import subprocess
+    import sys
+
+    homes = []
+    for side in ("a", "b"):
+        lake = porcelain.open_lake(str(tmp_path / side))
+        porcelain.create_repo(lake, "repo")
+        porcelain.upload(lake, "repo", "main", "data.txt", b"the same bytes on both sides")
+        porcelain.commit(lake, "repo", "main", "one object")
+        lake.close()
+        homes.append(str(tmp_path / side))
+    done = subprocess.run(
+        [sys.executable, "-c", _CONCURRENT, *homes], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("ok ")
