@@ -167,7 +167,12 @@ class Listing:
         return Listing(files, _partition_columns(files))
 
     def arrow_schema(self, source: LakeFSDataSource) -> pa.Schema:
-        data = FORMAT_READERS[source.format].schema(source, self.files[0])
+        schema_of, _ = FORMAT_READERS[source.format]
+        blocks = source.lake.blocks()
+        try:
+            data = schema_of(source, self.files[0].open(blocks))
+        finally:
+            blocks.close()
         names = set(data.names)
         extra = [pa.field(k, t) for k, t in self.partition_columns if k not in names]
         return pa.schema([*data, *extra])
@@ -280,12 +285,12 @@ class LakeFSReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
         blocks = self.source.lake.blocks()
-        reader = FORMAT_READERS[self.source.format]
+        _, batches_of = FORMAT_READERS[self.source.format]
         wanted = [f.name for f in self.arrow if f.name not in self.partition_types]
         try:
             for file in partition.files:
                 values = self._partition_values(file)
-                for batch in reader.batches(self.source, file, blocks, wanted, self.arrow):
+                for batch in batches_of(self.source, file.open(blocks), wanted, self.arrow):
                     yield _conform(batch, self.arrow, values)
         finally:
             blocks.close()
@@ -312,147 +317,98 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema, constants: dict[str, Any]
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
-class ParquetFormat:
-    @staticmethod
-    def schema(source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
-        import pyarrow.parquet as pq
-
-        blocks = source.lake.blocks()
-        try:
-            return pq.ParquetFile(file.open(blocks)).schema_arrow
-        finally:
-            blocks.close()
-
-    @staticmethod
-    def batches(
-        source: LakeFSDataSource,
-        file: LakeFile,
-        blocks: Any,
-        columns: list[str],
-        target: pa.Schema,
-    ) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
-
-        handle = pq.ParquetFile(file.open(blocks))
-        present = [c for c in columns if c in handle.schema_arrow.names]
-        yield from handle.iter_batches(batch_size=BATCH_ROWS, columns=present)
+# Each format: the schema of one object, and its record batches (``columns`` wanted, ``target``
+# the Spark schema as Arrow); ``data`` is the opened object. _conform selects and casts after.
 
 
-class CsvFormat:
-    @staticmethod
-    def _options(source: LakeFSDataSource, types: dict[str, pa.DataType] | None = None) -> Any:
-        import pyarrow.csv as csv
+def _parquet_schema(source: LakeFSDataSource, data: Any) -> pa.Schema:
+    import pyarrow.parquet as pq
 
-        header = source.header()
-        read = csv.ReadOptions(autogenerate_column_names=not header, block_size=1 << 22)
-        parse = csv.ParseOptions(delimiter=source.separator())
-        convert = csv.ConvertOptions(column_types=types or {})
-        return read, parse, convert
-
-    @staticmethod
-    def _rename(schema_or_batch: Any, header: bool) -> list[str]:
-        names = schema_or_batch.schema.names if hasattr(schema_or_batch, "schema") else schema_or_batch.names
-        return list(names) if header else [f"_c{i}" for i in range(len(names))]
-
-    @classmethod
-    def schema(cls, source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
-        import pyarrow.csv as csv
-
-        blocks = source.lake.blocks()
-        try:
-            read, parse, convert = cls._options(source)
-            table = csv.read_csv(file.open(blocks), read, parse, convert)
-        finally:
-            blocks.close()
-        return table.rename_columns(cls._rename(table, source.header())).schema
-
-    @classmethod
-    def batches(
-        cls,
-        source: LakeFSDataSource,
-        file: LakeFile,
-        blocks: Any,
-        columns: list[str],
-        target: pa.Schema,
-    ) -> Iterator[pa.RecordBatch]:
-        import pyarrow.csv as csv
-
-        header = source.header()
-        types = {f.name: f.type for f in target}
-        read, parse, _ = cls._options(source)
-        stream = csv.open_csv(file.open(blocks), read, parse)
-        names = cls._rename(stream.schema, header)
-        for batch in stream:
-            batch = pa.RecordBatch.from_arrays(batch.columns, names=names)
-            yield pa.RecordBatch.from_arrays(
-                [_cast(batch.column(n), types[n]) for n in columns if n in names],
-                names=[n for n in columns if n in names],
-            )
+    return pq.ParquetFile(data).schema_arrow
 
 
-def _cast(column: pa.Array, kind: pa.DataType) -> pa.Array:
-    return column if column.type == kind else column.cast(kind, safe=False)
+def _parquet_batches(
+    source: LakeFSDataSource, data: Any, columns: list[str], target: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(data)
+    present = [c for c in columns if c in handle.schema_arrow.names]  # only these are read
+    yield from handle.iter_batches(batch_size=BATCH_ROWS, columns=present)
 
 
-class JsonFormat:
+def _csv_options(source: LakeFSDataSource, target: pa.Schema | None = None) -> tuple[Any, Any, Any]:
+    """pyarrow's options for Spark's: without a header, columns are ``_c0, _c1, ...`` (pyarrow
+    calls them ``f0, f1, ...``); with a target schema, every object is read with its types."""
+    import pyarrow.csv as csv
+
+    header = source.header()
+    types = {}
+    for f in target or ():
+        name = f.name if header else "f" + f.name[2:] if f.name.startswith("_c") else f.name
+        types[name] = f.type
+    read = csv.ReadOptions(autogenerate_column_names=not header, block_size=1 << 22)
+    return read, csv.ParseOptions(delimiter=source.separator()), csv.ConvertOptions(column_types=types)
+
+
+def _csv_names(names: list[str], header: bool) -> list[str]:
+    return list(names) if header else [f"_c{i}" for i in range(len(names))]
+
+
+def _csv_schema(source: LakeFSDataSource, data: Any) -> pa.Schema:
+    import pyarrow.csv as csv
+
+    table = csv.read_csv(data, *_csv_options(source))
+    return table.rename_columns(_csv_names(table.schema.names, source.header())).schema
+
+
+def _csv_batches(
+    source: LakeFSDataSource, data: Any, columns: list[str], target: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    import pyarrow.csv as csv
+
+    stream = csv.open_csv(data, *_csv_options(source, target))
+    names = _csv_names(stream.schema.names, source.header())
+    for batch in stream:
+        yield pa.RecordBatch.from_arrays(batch.columns, names=names)
+
+
+def _json_schema(source: LakeFSDataSource, data: Any) -> pa.Schema:
+    import pyarrow.json as pj
+
+    return pj.read_json(data).schema
+
+
+def _json_batches(
+    source: LakeFSDataSource, data: Any, columns: list[str], target: pa.Schema
+) -> Iterator[pa.RecordBatch]:
     """JSON Lines (one object per line), as Spark's ``json`` source reads by default."""
+    import pyarrow.json as pj
 
-    @staticmethod
-    def schema(source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
-        import pyarrow.json as pj
-
-        blocks = source.lake.blocks()
-        try:
-            return pj.read_json(file.open(blocks)).schema
-        finally:
-            blocks.close()
-
-    @staticmethod
-    def batches(
-        source: LakeFSDataSource,
-        file: LakeFile,
-        blocks: Any,
-        columns: list[str],
-        target: pa.Schema,
-    ) -> Iterator[pa.RecordBatch]:
-        import pyarrow.json as pj
-
-        types = {f.name: f.type for f in target}
-        table = pj.read_json(file.open(blocks))
-        present = [c for c in columns if c in table.schema.names]
-        table = table.select(present)
-        for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-            yield pa.RecordBatch.from_arrays(
-                [_cast(batch.column(n), types[n]) for n in present], names=present
-            )
+    wanted = pa.schema([target.field(c) for c in columns])
+    options = pj.ParseOptions(explicit_schema=wanted, unexpected_field_behavior="ignore")
+    yield from pj.read_json(data, parse_options=options).to_batches(max_chunksize=BATCH_ROWS)
 
 
-class TextFormat:
+def _text_schema(source: LakeFSDataSource, data: Any) -> pa.Schema:
+    return pa.schema([pa.field("value", pa.string())])
+
+
+def _text_batches(
+    source: LakeFSDataSource, data: Any, columns: list[str], target: pa.Schema
+) -> Iterator[pa.RecordBatch]:
     """One row per line, in a ``value`` string column (as Spark's ``text`` source)."""
-
-    @staticmethod
-    def schema(source: LakeFSDataSource, file: LakeFile) -> pa.Schema:
-        return pa.schema([pa.field("value", pa.string())])
-
-    @staticmethod
-    def batches(
-        source: LakeFSDataSource,
-        file: LakeFile,
-        blocks: Any,
-        columns: list[str],
-        target: pa.Schema,
-    ) -> Iterator[pa.RecordBatch]:
-        lines = file.read_all(blocks).decode("utf-8", errors="replace").splitlines()
-        for start in range(0, len(lines), BATCH_ROWS):
-            chunk = pa.array(lines[start : start + BATCH_ROWS], pa.string())
-            yield pa.RecordBatch.from_arrays([chunk], names=["value"])
+    lines = data.read().decode("utf-8", errors="replace").splitlines()
+    for start in range(0, len(lines), BATCH_ROWS):
+        chunk = pa.array(lines[start : start + BATCH_ROWS], pa.string())
+        yield pa.RecordBatch.from_arrays([chunk], names=["value"])
 
 
-FORMAT_READERS: dict[str, Any] = {
-    "parquet": ParquetFormat,
-    "csv": CsvFormat,
-    "json": JsonFormat,
-    "text": TextFormat,
+FORMAT_READERS: dict[str, tuple[Any, Any]] = {
+    "parquet": (_parquet_schema, _parquet_batches),
+    "csv": (_csv_schema, _csv_batches),
+    "json": (_json_schema, _json_batches),
+    "text": (_text_schema, _text_batches),
 }
 
 
