@@ -480,59 +480,65 @@ class LakeFSWriter(DataSourceArrowWriter):
         and young; ``gc run`` collects them after its grace period."""
 
 
-def _write_parquet(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
-    import pyarrow.parquet as pq
-
+def _write_arrow(open_writer: Any, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    """Write the batches with a pyarrow writer opened on the first one; return the rows."""
     writer = None
     rows = 0
     out = pa.PythonFile(sink, mode="w")
     for batch in batches:
         if writer is None:
-            writer = pq.ParquetWriter(out, batch.schema, compression="snappy")
+            writer = open_writer(out, batch.schema)
         writer.write_batch(batch)
         rows += batch.num_rows
     if writer is not None:
         writer.close()
     return rows
+
+
+def _write_lines(to_lines: Any, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    """Write each batch as text lines; return the rows."""
+    rows = 0
+    for batch in batches:
+        lines = to_lines(batch)
+        if lines:
+            sink.write(("\n".join(lines) + "\n").encode())
+        rows += batch.num_rows
+    return rows
+
+
+def _write_parquet(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+    import pyarrow.parquet as pq
+
+    def open_writer(out: Any, schema: pa.Schema) -> Any:
+        return pq.ParquetWriter(out, schema, compression="snappy")
+
+    return _write_arrow(open_writer, batches, sink)
 
 
 def _write_csv(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
     import pyarrow.csv as csv
 
-    writer = None
-    rows = 0
-    out = pa.PythonFile(sink, mode="w")
-    for batch in batches:
-        if writer is None:
-            options = csv.WriteOptions(include_header=source.header(), delimiter=source.separator())
-            writer = csv.CSVWriter(out, batch.schema, write_options=options)
-        writer.write_batch(batch)
-        rows += batch.num_rows
-    if writer is not None:
-        writer.close()
-    return rows
+    options = csv.WriteOptions(include_header=source.header(), delimiter=source.separator())
+    def open_writer(out: Any, schema: pa.Schema) -> Any:
+        return csv.CSVWriter(out, schema, write_options=options)
+
+    return _write_arrow(open_writer, batches, sink)
 
 
 def _write_json(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
-    rows = 0
-    for batch in batches:
-        lines = [json.dumps(row, default=str, ensure_ascii=False) for row in batch.to_pylist()]
-        if lines:
-            sink.write(("\n".join(lines) + "\n").encode())
-        rows += batch.num_rows
-    return rows
+    def lines(batch: pa.RecordBatch) -> list[str]:
+        return [json.dumps(row, default=str, ensure_ascii=False) for row in batch.to_pylist()]
+
+    return _write_lines(lines, batches, sink)
 
 
 def _write_text(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
-    rows = 0
-    for batch in batches:
+    def lines(batch: pa.RecordBatch) -> list[str]:
         if batch.num_columns != 1 or not pa.types.is_string(batch.schema.types[0]):
             raise InvalidArgument("the text format writes one string column")
-        lines = ["" if v is None else v for v in batch.column(0).to_pylist()]
-        if lines:
-            sink.write(("\n".join(lines) + "\n").encode())
-        rows += batch.num_rows
-    return rows
+        return ["" if v is None else v for v in batch.column(0).to_pylist()]
+
+    return _write_lines(lines, batches, sink)
 
 
 FORMAT_WRITERS = {"parquet": _write_parquet, "csv": _write_csv, "json": _write_json, "text": _write_text}
