@@ -201,17 +201,29 @@ class RemoteBackend:
         segments: list[str] = body.get("signed_locators") or []
         return self._fetch(segments)
 
+    def get_block(self, signed: str, offset: int = 0, length: int | None = None) -> bytes:
+        """Bytes of a block by signed locator (``GET /blocks``, with Range for part of it); a
+        whole block is checked against its md5."""
+        size = int(signed.split("+")[1])
+        end = size if length is None else offset + length
+        whole = offset == 0 and end == size
+        headers = None if whole else {"Range": f"bytes={offset}-{end - 1}"}
+        data = self._call("GET", f"/blocks/{signed}", headers=headers).content
+        if whole and hashlib.md5(data).hexdigest() != signed.split("+")[0]:
+            raise StorageError(f"block {signed.split('+A')[0]} arrived corrupted")
+        return data
+
+    def store_block(self, block: bytes | memoryview) -> str:
+        """The signed locator of one block: sent if the server lacks it, else proven."""
+        return self._send_one(block)
+
     def _fetch(self, segments: list[str]) -> Iterator[bytes]:
         def get(segment: str) -> bytes:
             locator, _, rng = segment.partition(":")
-            headers = None
-            if rng:
-                offset, length = (int(x) for x in rng.split(":"))
-                headers = {"Range": f"bytes={offset}-{offset + length - 1}"}
-            data = self._call("GET", f"/blocks/{locator}", headers=headers).content
-            if not rng and hashlib.md5(data).hexdigest() != locator.split("+")[0]:
-                raise StorageError(f"block {locator.split('+A')[0]} arrived corrupted")
-            return data
+            if not rng:
+                return self.get_block(locator)
+            offset, length = (int(x) for x in rng.split(":"))
+            return self.get_block(locator, offset, length)
 
         with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
             pending = [pool.submit(get, s) for s in segments[:BLOCKS_IN_FLIGHT]]

@@ -8,14 +8,13 @@ locators (the Keep block API).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakectl.errors import InvalidArgument, StorageError
+from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.client import Backend
@@ -119,7 +118,9 @@ class LocalBlocks(Blocks):
         return self.adapter.get(locator, offset, length)
 
     def put(self, data: bytes | memoryview) -> str:
-        bare = f"{hashlib.md5(data).hexdigest()}+{len(data)}"
+        from lakectl.core.blocks.data import block_locator
+
+        bare = block_locator(data)
         self.adapter.put(bare, data)
         return bare
 
@@ -128,44 +129,22 @@ class LocalBlocks(Blocks):
 
 
 class RemoteBlocks(Blocks):
-    """The server's block API: ``GET /blocks/<signed>`` (with Range), ``PUT /blocks/<md5>``."""
+    """The server's block API, through the remote backend's client (retries, md5 checks, and
+    blocks the server already has proven rather than sent)."""
 
     def __init__(self, endpoint: str, key: str, secret: str) -> None:
-        import httpx
+        from lakectl.client.remote import RemoteBackend
 
-        self.http = httpx.Client(
-            base_url=endpoint, auth=(key, secret), timeout=httpx.Timeout(120.0, connect=10.0)
-        )
+        self.remote = RemoteBackend(endpoint, key, secret)
 
     def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
-        headers = {}
-        size = int(locator.split("+")[1])
-        whole = offset == 0 and (length is None or length == size)
-        if not whole:
-            end = size if length is None else offset + length
-            headers["Range"] = f"bytes={offset}-{end - 1}"
-        response = self.http.get(f"/blocks/{locator}", headers=headers)
-        _check(response)
-        data = response.content
-        if whole and hashlib.md5(data).hexdigest() != locator.split("+")[0]:
-            raise StorageError(f"block {locator.split('+A')[0]} arrived corrupted")
-        return data
+        return self.remote.get_block(locator, offset, length)
 
     def put(self, data: bytes | memoryview) -> str:
-        md5 = hashlib.md5(data).hexdigest()
-        response = self.http.put(f"/blocks/{md5}", content=bytes(data))
-        _check(response)
-        return response.text.strip()
+        return self.remote.store_block(data)
 
     def close(self) -> None:
-        self.http.close()
-
-
-def _check(response: Any) -> None:
-    if response.status_code >= 400:
-        from lakectl.client.remote import _error
-
-        raise _error(response)
+        self.remote.close()
 
 
 # -- files made of segments ---------------------------------------------------------------------

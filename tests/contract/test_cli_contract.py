@@ -148,14 +148,7 @@ def local_env(tmp_path: Path) -> dict[str, str]:
 def remote_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
     """A live server whose metadata database is SQLite, or PostgreSQL."""
     live: Live = request.getfixturevalue(request.param)
-    yield {
-        "LAKECTL_HOME": str(tmp_path / "unused"),
-        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-        "LAKECTL_SERVER_ENDPOINT_URL": live.url.removesuffix("/api/v1"),
-        "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": live.key_id,
-        "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": live.secret,
-        "LAKECTL_COMMITTER": "admin",
-    }
+    yield live.cli_env(tmp_path)
 
 
 def test_every_command_behaves_the_same_embedded_and_remote(

@@ -47,18 +47,7 @@ def test_gc_behaves_the_same_embedded_and_remote(tmp_path: Path) -> None:
     )
     scenario(local)
     with serve(load_settings(None, str(tmp_path / "server"), environ={})) as live:
-        remote = Session(
-            {
-                "LAKECTL_HOME": str(tmp_path / "unused"),
-                "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-                "LAKECTL_SERVER_ENDPOINT_URL": live.url.removesuffix("/api/v1"),
-                "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": live.key_id,
-                "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": live.secret,
-                "LAKECTL_COMMITTER": "admin",
-            },
-            repo,
-            tmp_path / "r",
-        )
+        remote = Session(live.cli_env(tmp_path), repo, tmp_path / "r")
         scenario(remote)
     for (cmd, code_l, out_l), (_, code_r, out_r) in zip(local.transcript, remote.transcript, strict=True):
         assert (cmd, code_r, out_r) == (cmd, code_l, out_l)

@@ -44,6 +44,18 @@ class Live:
     def client(self, auth: tuple[str, str] | None = None) -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=auth, timeout=30.0)
 
+    def cli_env(self, work: Path) -> dict[str, str]:
+        """The environment of a ``lakectl`` CLI in remote mode against this server, as admin
+        (``work``: a scratch directory; no embedded lake or config file is used from it)."""
+        return {
+            "LAKECTL_HOME": str(work / "unused"),
+            "LAKECTL_CONFIG": str(work / "none.yaml"),
+            "LAKECTL_SERVER_ENDPOINT_URL": self.url.removesuffix("/api/v1"),
+            "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": self.key_id,
+            "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": self.secret,
+            "LAKECTL_COMMITTER": "admin",
+        }
+
 
 def _bound() -> socket.socket:
     sock = socket.create_server(("127.0.0.1", 0))

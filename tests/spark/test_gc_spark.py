@@ -291,14 +291,7 @@ def test_gc_run_spark_through_a_lakectl_server(spark: object, tmp_path: Path) ->
 
     data_dir = tmp_path / "server"
     with serve(load_settings(None, str(data_dir), environ={})) as live:
-        env = {
-            "LAKECTL_HOME": str(tmp_path / "unused"),
-            "LAKECTL_CONFIG": str(tmp_path / "no-config.yaml"),
-            "LAKECTL_SERVER_ENDPOINT_URL": live.url.removesuffix("/api/v1"),
-            "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": live.key_id,
-            "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": live.secret,
-            "LAKECTL_COMMITTER": "admin",
-        }
+        env = live.cli_env(tmp_path)
 
         def remote(*args: str) -> dict[str, object]:
             result = CliRunner().invoke(app, [*args, "--json"], env=env)

@@ -51,7 +51,7 @@ class _Stored:
     size: int
 
 
-def block_locator(data: bytes) -> str:
+def block_locator(data: bytes | memoryview) -> str:
     """The bare locator ``<md5 hex>+<size>`` of a block's bytes."""
     return f"{hashlib.md5(data).hexdigest()}+{len(data)}"
 
