@@ -42,6 +42,7 @@ from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update, prefix_end
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
+from lakectl.core.limits import MAX_MESSAGE_BYTES, MAX_NAME_BYTES, check_metadata, check_name, check_text
 from lakectl.core.model import (
     DEFAULT_BRANCH,
     INITIAL_COMMIT_MESSAGE,
@@ -75,6 +76,7 @@ from lakectl.errors import (
     PredicateFailed,
     ProtectedBranch,
     RepositoryNotFound,
+    TagNotFound,
     TooManyRetries,
 )
 
@@ -196,9 +198,30 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
     r = get_repo(lake, repo)
     bid = check_branch_name(name)
     commit = lake.refs.resolve(r.name, source).commit
+    if _tag_exists(lake, r.name, bid):
+        raise AlreadyExists(
+            f"a tag named {name!r} exists in {r.name!r}: a branch of the same name would change "
+            "what that ref means"
+        )
     branch = Branch(bid, commit.id, new_staging_token())
     lake.refs.create_branch(r.name, branch)
     return branch
+
+
+def _tag_exists(lake: Lake, rid: RepositoryId, name: str) -> bool:
+    try:
+        lake.refs.get_tag(rid, check_tag_name(name))
+    except (TagNotFound, InvalidName):
+        return False
+    return True
+
+
+def _branch_exists(lake: Lake, rid: RepositoryId, name: str) -> bool:
+    try:
+        lake.refs.get_branch(rid, check_branch_name(name))
+    except (BranchNotFound, InvalidName):
+        return False
+    return True
 
 
 def get_branch(lake: Lake, repo: str, name: str) -> Branch:
@@ -222,6 +245,8 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
 def create_tag(lake: Lake, repo: str, name: str, ref: str) -> Tag:
     r = get_repo(lake, repo)
     tid = check_tag_name(name)
+    if _branch_exists(lake, r.name, tid):
+        raise AlreadyExists(f"a branch named {name!r} exists in {r.name!r}: a tag may not shadow it")
     tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
     lake.refs.create_tag(r.name, tag)
     return tag
@@ -370,9 +395,7 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
 def _check_content_type(content_type: str | None) -> str:
     if content_type is None:
         return "application/octet-stream"
-    if not content_type.isprintable() or len(content_type) > 255:
-        raise InvalidArgument(f"invalid content type {content_type!r}")
-    return content_type
+    return check_name(content_type, "content type", MAX_NAME_BYTES - 1)
 
 
 def entry_for(
@@ -389,7 +412,7 @@ def entry_for(
         locators=locators,
         mtime=now(),
         content_type=_check_content_type(content_type),
-        metadata=dict(metadata or {}),
+        metadata=check_metadata(metadata or {}),
     )
 
 
@@ -543,13 +566,18 @@ def commit(
         raise InvalidArgument("a commit message is required")
     rid, bid = _branch_target(lake, repo, branch)
     req = CommitRequest(
-        message=message,
-        committer=committer or default_committer(),
-        metadata=dict(metadata or {}),
+        message=check_message(message),
+        committer=check_name(committer or default_committer(), "committer"),
+        metadata=check_metadata(metadata or {}, "commit metadata"),
         creation_date=now(),
         allow_empty=allow_empty,
     )
     return lake.committer.commit(rid, bid, req)
+
+
+def check_message(message: str) -> str:
+    """A commit message within :data:`~lakectl.core.limits.MAX_MESSAGE_BYTES`, valid text."""
+    return check_text(message, "commit message", MAX_MESSAGE_BYTES)
 
 
 def get_commit(lake: Lake, repo: str, ref: str) -> Commit:
@@ -567,6 +595,10 @@ def log(
     prefixes: Sequence[str] = (),
 ) -> Iterator[Commit]:
     """Commits reachable from ``ref``, newest first, filtered as ``git log`` would."""
+    objects = [check_path(o) for o in objects]
+    prefixes = [check_path(p, allow_empty=True) for p in prefixes]
+    if amount is not None and amount < 0:
+        raise InvalidArgument(f"the number of commits must not be negative, got {amount}")
     rid = get_repo(lake, repo).name
     start = resolve(lake, repo, ref).commit
     count = 0
@@ -664,9 +696,9 @@ def merge(
             paths=plan.conflicts,
         )
     req = CommitRequest(
-        message=message or f"Merge '{source}' into '{dest}'",
-        committer=committer or default_committer(),
-        metadata=dict(metadata or {}),
+        message=check_message(message or f"Merge '{source}' into '{dest}'"),
+        committer=check_name(committer or default_committer(), "committer"),
+        metadata=check_metadata(metadata or {}, "commit metadata"),
         creation_date=now(),
     )
     new = lake.committer.commit_tree(rid, bid, [dst, src], plan.updates, req, dst.id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lakectl.core.limits import MAX_PATH_BYTES, name_problem, show
 from lakectl.errors import InvalidPath, InvalidURI
 
 SCHEME = "lakefs://"
@@ -37,24 +38,29 @@ def parse_uri(text: str) -> URI:
     ref, _, path = rest.partition("/")
     if not ref:
         raise InvalidURI(f"invalid URI {text!r}: missing ref after the repository")
-    if "\x00" in text:
-        raise InvalidURI(f"invalid URI {text!r}: contains a NUL character")
+    problem = name_problem(text)
+    if problem is not None:
+        raise InvalidURI(f"invalid URI {show(text)}: {problem}")
     return URI(repo, ref, path)
 
 
 def check_path(path: str, *, allow_empty: bool = False) -> str:
-    """An object path or prefix: no NUL, no ``.``/``..`` segments, no leading ``/``."""
+    """An object path or prefix: valid UTF-8 of at most 1024 bytes, no control or bidi
+    characters (lakectl.core.limits), no ``.``/``..`` segments, no leading ``/``."""
     if not path:
         if allow_empty:
             return path
         raise InvalidPath("an object path is required")
-    if "\x00" in path:
-        raise InvalidPath(f"invalid path {path!r}: contains a NUL character")
+    if not isinstance(path, str):
+        raise InvalidPath(f"an object path must be text, not {type(path).__name__}")
+    problem = name_problem(path)
+    if problem is not None:
+        raise InvalidPath(f"invalid path {show(path)}: {problem}")
     if path.startswith("/"):
-        raise InvalidPath(f"invalid path {path!r}: must not start with '/'")
+        raise InvalidPath(f"invalid path {show(path)}: must not start with '/'")
     segments = path.split("/")
     if any(s in (".", "..") for s in segments):
-        raise InvalidPath(f"invalid path {path!r}: '.' and '..' segments are not allowed")
-    if len(path.encode()) > 1024:
-        raise InvalidPath(f"invalid path {path[:40]!r}...: longer than 1024 bytes")
+        raise InvalidPath(f"invalid path {show(path)}: '.' and '..' segments are not allowed")
+    if len(path.encode()) > MAX_PATH_BYTES:
+        raise InvalidPath(f"invalid path {show(path, 40)}: longer than {MAX_PATH_BYTES} bytes")
     return path
