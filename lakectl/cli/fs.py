@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat as stat_
 from collections.abc import Iterable
 from typing import Annotated
 
@@ -22,18 +23,47 @@ def _as_dir(prefix: str) -> str:
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
 
-def _local_files(root: str, prefix: str) -> list[tuple[str, str]]:
-    """``(path in the lake, local path)`` for every file under ``root``, in path order."""
+def _local_files(root: str, prefix: str, strict: bool = False) -> list[tuple[str, str]]:
+    """``(path in the lake, local path)`` for every regular file under ``root``, in path order.
+
+    Anything else among the names (a FIFO, a socket, a device, a dangling symlink) is skipped
+    with a warning: reading a FIFO would wait for a writer forever. With ``strict`` it is an
+    error instead, and nothing is uploaded."""
     out: list[tuple[str, str]] = []
     for directory, dirs, files in os.walk(root, onerror=lambda e: _raise(e, root)):
         dirs.sort()
         rel_dir = os.path.relpath(directory, root)
         for name in sorted(files):
             local = os.path.join(directory, name)
+            kind = _not_regular(local)
+            if kind is not None:
+                if strict:
+                    raise InvalidArgument(f"{local!r} is {kind}, not a regular file; nothing uploaded")
+                render.note(f"warning: skipped {local!r}: {kind}, not a regular file")
+                continue
             rel = name if rel_dir == "." else os.path.join(rel_dir, name)
             out.append((prefix + rel.replace(os.sep, "/"), local))
     out.sort()
     return out
+
+
+def _not_regular(path: str) -> str | None:
+    """What ``path`` is when it is not a regular file (following symlinks), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a dangling symbolic link"
+    except OSError as exc:
+        raise local_error(exc, path, "read") from exc
+    if stat_.S_ISREG(mode):
+        return None
+    if stat_.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat_.S_ISSOCK(mode):
+        return "a socket"
+    if stat_.S_ISCHR(mode) or stat_.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
 
 
 def _raise(exc: OSError, path: str) -> None:
@@ -57,12 +87,20 @@ def upload(
         str | None,
         typer.Option("--content-type", help="MIME type to record (default application/octet-stream)."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="With -r: refuse a directory holding FIFOs, sockets or devices (default: skip them).",
+        ),
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Upload a local file, a directory (-r) or stdin (--source -) to a branch, staged.
 
-    A destination ending in / gets the file's name appended. With -r, every file under the
-    directory is uploaded under the destination prefix, as one staged batch.
+    A destination ending in / gets the file's name appended. With -r, every regular file under
+    the directory is uploaded under the destination prefix, as one staged batch; FIFOs, sockets
+    and devices are skipped with a warning (refused with --strict).
     """
     uri = path_uri(dest, required=not recursive)
     assert uri.ref is not None
@@ -76,7 +114,7 @@ def upload(
     if os.path.isdir(source):
         if not recursive:
             raise InvalidArgument(f"{source!r} is a directory: use --recursive to upload what is in it")
-        files = _local_files(source, _as_dir(uri.path))
+        files = _local_files(source, _as_dir(uri.path), strict)
         with render.progress(len(files), "uploading", not json_) as advance:
             try:
                 infos = b.upload_files(uri.repo, uri.ref, files, content_type, advance)

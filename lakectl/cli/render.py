@@ -3,6 +3,11 @@
 The only module of lakectl that imports rich, and only inside the functions that draw a table
 or a progress bar: plain-text output (log, diff, messages) and JSON never load it, so the
 common commands start fast.
+
+Human output never prints a stored value raw: object paths, messages and metadata may come from
+a lake written before lakectl refused control characters, or by another tool, and an ESC or a
+bidi override in them would drive the terminal. Every line goes through :func:`_safe`, which
+escapes them as Python does (``\x1b``, ``\u202e``). JSON output keeps the values as they are.
 """
 
 from __future__ import annotations
@@ -49,16 +54,29 @@ def emit(data: Any, as_json: bool, human: Callable[[Any], None]) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a value stored before lakectl refused non-UTF-8 text
+        text = json.dumps(data, indent=2, ensure_ascii=True)
+    sys.stdout.write(text + "\n")
+
+
+def _safe(text: str) -> str:
+    """``text`` with every character that would act on a terminal escaped; tabs and line
+    breaks stay (a carriage return does not: it would let a value overwrite what precedes it)."""
+    from lakectl.core.limits import printable
+
+    return printable(text.replace("\r", "\\r"), multiline=True)
 
 
 def line(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(_safe(text) + "\n")
 
 
 def note(text: str) -> None:
     """A remark for the person at the terminal, on stderr so that stdout stays data."""
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(_safe(text) + "\n")
 
 
 def error(exc: LakectlError, as_json: bool) -> None:
@@ -72,7 +90,7 @@ def error(exc: LakectlError, as_json: bool) -> None:
         shown = ", ".join(conflicts[:10])
         more = f" (and {len(conflicts) - 10} more)" if len(conflicts) > 10 else ""
         message = f"{message}: {shown}{more}"
-    sys.stderr.write(f"error: {' '.join(message.splitlines())}\n")
+    sys.stderr.write(f"error: {_safe(' '.join(message.splitlines()))}\n")
 
 
 # -- human renderings -----------------------------------------------------------------------
@@ -103,15 +121,16 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A borderless table; on a pipe it is as wide as its content, never folded."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(*columns, box=None, pad_edge=False, header_style="bold")
     for row in rows:
-        t.add_row(*(str(v) for v in row))
+        t.add_row(*(Text(_safe(str(v))) for v in row))  # Text: a value is never rich markup
     console = Console(width=None if sys.stdout.isatty() else 1 << 16, highlight=False)
     with console.capture() as captured:
         console.print(t, soft_wrap=False)
     for text in captured.get().splitlines():
-        line(text.rstrip())
+        sys.stdout.write(text.rstrip() + "\n")  # already escaped, cell by cell
 
 
 def repos(data: list[Data]) -> None:

@@ -112,6 +112,9 @@ class RemoteBackend:
                 response = self._http.request(
                     method, path, params=params, json=json, content=body, headers=headers
                 )
+            except UnicodeEncodeError as e:  # a lone surrogate: non-UTF-8 bytes from the command line
+                bad = e.object[e.start : e.end]
+                raise InvalidArgument(f"a value for the server is not UTF-8 text (it holds {bad!r})") from e
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 if attempt == ATTEMPTS - 1:
                     raise StorageError(f"cannot reach the lakectl server at {self.endpoint}: {e}") from e

@@ -18,7 +18,7 @@ from lakectl.core import keys, porcelain
 from lakectl.core.blocks.data import EMPTY_LOCATOR, read_object, segment_token
 from lakectl.core.blocks.signing import new_secret, sign, verify
 from lakectl.core.model import Entry, ObjectInfo, PathType
-from lakectl.core.uri import check_path
+from lakectl.core.uri import check_new_path
 from lakectl.errors import (
     BlockNotFound,
     InvalidArgument,
@@ -144,7 +144,7 @@ def link_object(
     """Stage an object made of already-stored blocks. Each token is a signed locator, optionally
     followed by ``:offset:length`` for part of a block; every signature must verify for ``token``
     and every block must exist, else nothing is staged."""
-    path = check_path(path)
+    path = check_new_path(path)
     key = signing_key(lake)
     segments: list[str] = []
     for text in signed_segments:

@@ -43,6 +43,17 @@ _UNSAFE_NAME: Final = re.compile(f"[\\x00-\\x1f{_OTHERS}]")
 _UNSAFE_TEXT: Final = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f{_OTHERS}]")  # tab, LF, CR allowed
 
 
+_NOT_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def address_problem(value: str) -> str | None:
+    """Why ``value`` cannot even name something stored (a NUL, or bytes that are not UTF-8:
+    no store holds those), or None. Names already stored with control characters stay
+    addressable, so that they can be read, renamed and deleted."""
+    bad = _NOT_TEXT.search(value)
+    return None if bad is None else f"contains {_describe(bad.group(0))}"
+
+
 def _describe(ch: str) -> str:
     if "\ud800" <= ch <= "\udfff":
         return "bytes that are not UTF-8"

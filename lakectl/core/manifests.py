@@ -11,7 +11,7 @@ from lakectl.core.blocks.locator import parse_locator
 from lakectl.core.blocks.manifest import Segment, format_manifest, parse_manifest
 from lakectl.core.graph.tree import Update
 from lakectl.core.model import Entry
-from lakectl.core.uri import check_path
+from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import BlockNotFound
 
 
@@ -69,7 +69,7 @@ def import_manifest(
     mtime = porcelain.now()
     updates: list[Update] = []
     for name, segments in sorted(files.items()):
-        path = check_path(base + name)
+        path = check_new_path(base + name)
         # Segments are referenced where they are, whole blocks or parts of blocks: no copy.
         tokens = [segment_token(bare[s.locator], s.offset, s.length) for s in segments if s.length]
         size = sum(s.length for s in segments)

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from lakectl.core import keys, porcelain
 from lakectl.core.blocks.data import parse_segment, read_object, segment_token, write_bytes, write_object
 from lakectl.core.model import Entry, ObjectInfo, PathType
-from lakectl.core.uri import check_path
+from lakectl.core.uri import check_new_path
 from lakectl.errors import (
     EntityTooSmall,
     InvalidArgument,
@@ -98,7 +98,7 @@ def create(
     metadata: Mapping[str, str] | None = None,
 ) -> Upload:
     """Start an upload to ``path`` on ``branch`` (which must be a branch now and at completion)."""
-    path = check_path(path)
+    path = check_new_path(path)
     porcelain.check_writable(lake, repo, branch)
     # Checked now, so that a bad content type fails here rather than after every part is sent.
     porcelain.entry_for(0, "", (), content_type, metadata)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 import time
@@ -61,7 +62,7 @@ from lakectl.core.model import (
     Tag,
     same_row,
 )
-from lakectl.core.uri import check_path
+from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import (
     AlreadyExists,
     BlockNotFound,
@@ -434,8 +435,10 @@ def upload(
     ``etag`` is the md5 of the whole body, computed by the caller as it received it (the S3
     gateway): recorded as the object's checksum, and used as the block's hash when the body
     is one block."""
-    path = check_path(path)
+    path = check_new_path(path)
     rid, bid = _branch_target(lake, repo, branch)
+    content_type = _check_content_type(content_type)  # refused before any block is written
+    metadata = check_metadata(metadata or {})
     if isinstance(source, bytes | memoryview):
         written = write_bytes(lake.blocks, source, md5=etag)
     else:
@@ -457,9 +460,10 @@ def upload_files(
     """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
     barrier, then one staging batch, so a crash never leaves staged objects without data."""
     rid, bid = _branch_target(lake, repo, branch)
+    content_type = _check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
-        check_path(path)
+        check_new_path(path)
     from concurrent.futures import ThreadPoolExecutor
 
     written: dict[str, WrittenObject] = {}
@@ -507,6 +511,18 @@ def touch_blocks(lake: Lake, entry: Entry) -> None:
         bare, _, _, length = parse_segment(token)
         if length and not lake.blocks.touch(bare):
             raise BlockNotFound(f"block {bare} is no longer stored", locator=bare)
+
+
+def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) -> Entry:
+    """Stage ``source`` (an entry of any ref, of any repository of the lake) at ``path`` on the
+    branch, stamped now: the copy shares the source's blocks, no byte is written. Returns the
+    staged entry. The REST API's and the S3 gateway's copies both come here."""
+    path = check_new_path(path)
+    rid, bid = _branch_target(lake, repo, branch)
+    entry = dataclasses.replace(source, mtime=now())
+    touch_blocks(lake, entry)
+    lake.staging.write(rid, bid, [(path, entry.to_row())])
+    return entry
 
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lakectl.core.limits import MAX_PATH_BYTES, name_problem, show
+from lakectl.core.limits import MAX_PATH_BYTES, address_problem, name_problem, show
 from lakectl.errors import InvalidPath, InvalidURI
 
 SCHEME = "lakefs://"
@@ -28,7 +28,10 @@ class URI:
 def parse_uri(text: str) -> URI:
     """Split ``lakefs://repo[/ref[/path]]``; names are validated where they are used."""
     if not text.startswith(SCHEME):
-        raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>/<ref>/<path>")
+        raise InvalidURI(f"invalid URI {show(text)}: expected lakefs://<repository>/<ref>/<path>")
+    problem = address_problem(text)
+    if problem is not None:
+        raise InvalidURI(f"invalid URI {show(text)}: {problem}")
     rest = text[len(SCHEME) :]
     repo, sep, rest = rest.partition("/")
     if not repo:
@@ -38,22 +41,20 @@ def parse_uri(text: str) -> URI:
     ref, _, path = rest.partition("/")
     if not ref:
         raise InvalidURI(f"invalid URI {text!r}: missing ref after the repository")
-    problem = name_problem(text)
-    if problem is not None:
-        raise InvalidURI(f"invalid URI {show(text)}: {problem}")
     return URI(repo, ref, path)
 
 
 def check_path(path: str, *, allow_empty: bool = False) -> str:
-    """An object path or prefix: valid UTF-8 of at most 1024 bytes, no control or bidi
-    characters (lakectl.core.limits), no ``.``/``..`` segments, no leading ``/``."""
+    """A path or prefix that may name stored objects: valid UTF-8 of at most 1024 bytes, no NUL,
+    no ``.``/``..`` segments, no leading ``/``. Where a path is created, use
+    :func:`check_new_path`, which also refuses what would drive a terminal."""
     if not path:
         if allow_empty:
             return path
         raise InvalidPath("an object path is required")
     if not isinstance(path, str):
         raise InvalidPath(f"an object path must be text, not {type(path).__name__}")
-    problem = name_problem(path)
+    problem = address_problem(path)
     if problem is not None:
         raise InvalidPath(f"invalid path {show(path)}: {problem}")
     if path.startswith("/"):
@@ -63,4 +64,15 @@ def check_path(path: str, *, allow_empty: bool = False) -> str:
         raise InvalidPath(f"invalid path {show(path)}: '.' and '..' segments are not allowed")
     if len(path.encode()) > MAX_PATH_BYTES:
         raise InvalidPath(f"invalid path {show(path, 40)}: longer than {MAX_PATH_BYTES} bytes")
+    return path
+
+
+def check_new_path(path: str) -> str:
+    """A path an object is about to be stored at: :func:`check_path`'s rules, and no control,
+    line-separator or bidi characters (lakectl.core.limits), which would drive the terminals
+    that list it."""
+    check_path(path)
+    problem = name_problem(path)
+    if problem is not None:
+        raise InvalidPath(f"invalid path {show(path)}: {problem}")
     return path

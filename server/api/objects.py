@@ -3,8 +3,6 @@ batch, copy."""
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from email.utils import formatdate
 from tempfile import SpooledTemporaryFile
 from typing import Any, BinaryIO, cast
@@ -15,7 +13,7 @@ from starlette.requests import ClientDisconnect
 
 from lakectl.core import porcelain as p
 from lakectl.core.model import Entry, ObjectInfo, PathType
-from lakectl.core.uri import check_path
+from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
 from server.api import shapes
 from server.api.bodies import ObjectCopyCreation, PathList
@@ -157,7 +155,7 @@ def _check_preconditions(
     """The branch exists and the path is valid; ``If-None-Match: *`` (must not exist) and
     ``If-Match: <etag>`` hold. Checked before the body is read and again before staging; not
     atomic with the staging write itself."""
-    check_path(path)
+    check_new_path(path)
     p.get_branch(lake, repository, branch)
     if if_none_match is None and if_match is None:
         return
@@ -268,8 +266,5 @@ async def copy_object(
     source's blocks, no data is written."""
     source = p.stat(lake, repository, body.src_ref or branch, body.src_path)
     assert source.entry is not None
-    check_path(dest_path)
-    entry = dataclasses.replace(source.entry, mtime=int(time.time()))
-    p.touch_blocks(lake, entry)
-    p.stage_rows(lake, repository, branch, [(dest_path, entry.to_row())])
+    entry = p.copy_object(lake, repository, branch, dest_path, source.entry)
     return shapes.object_stats(ObjectInfo(dest_path, PathType.OBJECT, entry))

@@ -7,8 +7,6 @@ within a repository or across repositories of the lake.
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from email.utils import formatdate, parsedate_to_datetime
 from urllib.parse import unquote
 
@@ -219,13 +217,11 @@ async def copy_object(call: Call) -> Response:
     directive = call.headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise InvalidArgument(f"x-amz-metadata-directive must be COPY or REPLACE, not {directive!r}")
-    entry = dataclasses.replace(source, mtime=int(time.time()))
+    entry = source
     if directive == "REPLACE":
         content_type = call.headers.get("content-type") or None
-        fresh = p.entry_for(source.size, source.checksum, source.locators, content_type, user_metadata(call))
-        entry = dataclasses.replace(fresh, mtime=entry.mtime)
-    p.touch_blocks(call.lake, entry)
-    p.stage_rows(call.lake, call.bucket, ref, [(path, entry.to_row())])
+        entry = p.entry_for(source.size, source.checksum, source.locators, content_type, user_metadata(call))
+    entry = p.copy_object(call.lake, call.bucket, ref, path, entry)
     root = xml.element("CopyObjectResult", ETag=f'"{entry.checksum}"', LastModified=xml.iso(entry.mtime))
     return xml.document(root)
 

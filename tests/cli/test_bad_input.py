@@ -71,6 +71,42 @@ CASES = [
     ),
     ("merge conflict", ["merge", f"{D}/dev", f"{D}/main"], CONFLICT),
     ("revert a merge-less root", ["revert", f"{D}/main", "nope"], NOT_FOUND),
+    # Names that would drive a terminal, text that is not UTF-8 (what Python makes of non-UTF-8
+    # bytes on the command line: lone surrogates), and values past the documented limits.
+    ("upload path with ESC", ["fs", "upload", f"{D}/main/a\x1b[2Jx", "--source", "-"], INVALID),
+    ("upload path with a bidi override", ["fs", "upload", f"{D}/main/a\u202ex", "--source", "-"], INVALID),
+    ("upload path with a C1 control", ["fs", "upload", f"{D}/main/a\x9bx", "--source", "-"], INVALID),
+    ("upload path not UTF-8", ["fs", "upload", f"{D}/main/a\udcffx", "--source", "-"], INVALID),
+    ("upload path over 1024 bytes", ["fs", "upload", f"{D}/main/{'é' * 513}", "--source", "-"], INVALID),
+    ("repository URI not UTF-8", ["repo", "create", "lakefs://de\udcffmo"], INVALID),
+    ("ref URI not UTF-8", ["log", f"{D}/ma\udcffin"], INVALID),
+    (
+        "content type with a newline",
+        ["fs", "upload", f"{D}/main/ct", "--source", "-", "--content-type", "text/plain\nX: y"],
+        INVALID,
+    ),
+    ("commit message not UTF-8", ["commit", f"{D}/main", "-m", "bad \udcff", "--allow-empty"], INVALID),
+    ("commit message with ESC", ["commit", f"{D}/main", "-m", "\x1b]0;pwned\x07", "--allow-empty"], INVALID),
+    ("commit message over 64 KiB", ["commit", f"{D}/main", "-m", "m" * 65537, "--allow-empty"], INVALID),
+    (
+        "commit metadata key with ESC",
+        ["commit", f"{D}/main", "-m", "x", "--allow-empty", "--meta", "a\x1bb=1"],
+        INVALID,
+    ),
+    (
+        "commit metadata value over 4 KiB",
+        ["commit", f"{D}/main", "-m", "x", "--allow-empty", "--meta", "k=" + "v" * 4097],
+        INVALID,
+    ),
+    (
+        "commit metadata with 101 entries",
+        ["commit", f"{D}/main", "-m", "x", "--allow-empty", *(f"--meta=k{i}=v" for i in range(101))],
+        INVALID,
+    ),
+    ("log of an object path with ..", ["log", f"{D}/main", "--objects", "../x"], INVALID),
+    ("log of an absolute prefix", ["log", f"{D}/main", "--prefixes", "/abs"], INVALID),
+    ("tag shadowing a branch", ["tag", "create", f"{D}/dev", f"{D}/main"], EXISTS),
+    ("branch shadowing a tag", ["branch", "create", f"{D}/v1", "--source", f"{D}/main"], EXISTS),
 ]
 
 
