@@ -52,7 +52,10 @@ SEND_SLICE = 1024 * 1024
 
 
 def _q(part: str) -> str:
-    return quote(part, safe="")
+    try:
+        return quote(part, safe="")
+    except UnicodeEncodeError as e:  # a lone surrogate: non-UTF-8 bytes from the command line
+        raise InvalidArgument(f"{part!r} is not UTF-8 text") from e
 
 
 class RemoteBackend:
@@ -115,6 +118,8 @@ class RemoteBackend:
             except UnicodeEncodeError as e:  # a lone surrogate: non-UTF-8 bytes from the command line
                 bad = e.object[e.start : e.end]
                 raise InvalidArgument(f"a value for the server is not UTF-8 text (it holds {bad!r})") from e
+            except httpx.InvalidURL as e:  # a name or path far past the documented limits
+                raise InvalidArgument(f"cannot send the request: {e}") from e
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 if attempt == ATTEMPTS - 1:
                     raise StorageError(f"cannot reach the lakectl server at {self.endpoint}: {e}") from e
@@ -255,6 +260,7 @@ class RemoteBackend:
         content_type: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> ObjectInfo:
+        _check_object(path, content_type, metadata)  # before any block is sent
         stream = io.BytesIO(source) if isinstance(source, bytes) else source
         segments = self._send_blocks(stream)
         return self._link(repo, branch, path, segments, content_type, metadata)
@@ -273,6 +279,8 @@ class RemoteBackend:
         from lakectl.core.blocks.data import SMALL_OBJECT, Packer, parse_segment
 
         ordered = sorted(files)
+        for path, _ in ordered:
+            _check_object(path, content_type, None)
         packs = _MemoryBlocks()
         packer = Packer(packs)
         large: list[tuple[str, str]] = []
@@ -532,6 +540,17 @@ class RemoteBackend:
         if spark_master is not None:
             params["spark_master"] = spark_master
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
+
+
+def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:
+    """What the server would refuse about an object to link, refused before its blocks are sent
+    (the same core checks): a refused upload leaves nothing behind on the server."""
+    from lakectl.core.limits import check_content_type, check_metadata
+    from lakectl.core.uri import check_new_path
+
+    check_new_path(path)
+    check_content_type(content_type)
+    check_metadata(metadata or {})
 
 
 def _read_block(stream: BinaryIO) -> bytes:

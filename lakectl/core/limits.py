@@ -112,6 +112,17 @@ def check_text(value: str, what: str, max_bytes: int) -> str:
     return value
 
 
+DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
+
+
+def check_content_type(content_type: str | None) -> str:
+    """The content type to record: ``content_type`` when it is a safe name, else the default
+    when None; ``InvalidArgument`` otherwise."""
+    if content_type is None:
+        return DEFAULT_CONTENT_TYPE
+    return check_name(content_type, "content type", MAX_NAME_BYTES - 1)
+
+
 def check_metadata(metadata: Mapping[str, str], what: str = "metadata") -> dict[str, str]:
     """User metadata within the limits: keys safe names, values safe text, sizes bounded."""
     if len(metadata) > MAX_METADATA_ENTRIES:

@@ -43,7 +43,13 @@ from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update, prefix_end
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
-from lakectl.core.limits import MAX_MESSAGE_BYTES, MAX_NAME_BYTES, check_metadata, check_name, check_text
+from lakectl.core.limits import (
+    MAX_MESSAGE_BYTES,
+    check_content_type,
+    check_metadata,
+    check_name,
+    check_text,
+)
 from lakectl.core.model import (
     DEFAULT_BRANCH,
     INITIAL_COMMIT_MESSAGE,
@@ -393,12 +399,6 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
     return r.name, bid
 
 
-def _check_content_type(content_type: str | None) -> str:
-    if content_type is None:
-        return "application/octet-stream"
-    return check_name(content_type, "content type", MAX_NAME_BYTES - 1)
-
-
 def entry_for(
     size: int,
     checksum: str,
@@ -412,7 +412,7 @@ def entry_for(
         checksum=checksum,
         locators=locators,
         mtime=now(),
-        content_type=_check_content_type(content_type),
+        content_type=check_content_type(content_type),
         metadata=check_metadata(metadata or {}),
     )
 
@@ -437,7 +437,7 @@ def upload(
     is one block."""
     path = check_new_path(path)
     rid, bid = _branch_target(lake, repo, branch)
-    content_type = _check_content_type(content_type)  # refused before any block is written
+    content_type = check_content_type(content_type)  # refused before any block is written
     metadata = check_metadata(metadata or {})
     if isinstance(source, bytes | memoryview):
         written = write_bytes(lake.blocks, source, md5=etag)
@@ -460,7 +460,7 @@ def upload_files(
     """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
     barrier, then one staging batch, so a crash never leaves staged objects without data."""
     rid, bid = _branch_target(lake, repo, branch)
-    content_type = _check_content_type(content_type)
+    content_type = check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
         check_new_path(path)

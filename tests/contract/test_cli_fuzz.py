@@ -1,0 +1,169 @@
+"""Every CLI command, embedded and against a live server, given hostile values in each of its text
+arguments and option values: lone surrogates (what Python makes of non-UTF-8 bytes on a
+command line), terminal escapes and bidi overrides, and values far past the documented limits.
+
+Each run must end in a documented exit code with one ``error:`` line (or succeed without
+storing anything), never in a traceback or exit 1, and the lake must be byte for byte what it
+was: every KV row and every block file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lakectl.cli.app import app
+from tests.cli import docgen
+from tests.server.conftest import Live, live, unique
+
+__all__ = ["live"]
+
+HOSTILE = {
+    "non-utf8": lambda v: v[: len(v) // 2 + 1] + "\udcff" + v[len(v) // 2 + 1 :],
+    "escape": lambda v: v + "\x1b[2J\x1b]0;x\x07",
+    "bidi": lambda v: v + "\u202e",
+    "huge": lambda v: v + "x" * 70_000,
+}
+DOCUMENTED = {0, 2, 3, 4, 5, 6, 7, 8}
+"""Exit codes a refused input may end in (1 would be an internal error)."""
+
+NOT_FUZZED = {
+    "lakectl init": "no text arguments",
+    "lakectl server setup": "writes a server's data directory, not a lake (tests/server/test_cli.py)",
+    "lakectl server run": "serves until stopped (tests/server/test_cli.py)",
+}
+
+
+def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
+    """One valid invocation per command on the :func:`populate` repository ``d``; each text
+    token of it is made hostile in turn (the valid form itself is never run)."""
+    rules = work / "rules.json"
+    rules.write_text('{"default_retention_days": 7}')
+    manifest = work / "m.txt"
+    manifest.write_text("")
+    return {
+        "lakectl repo create": ["repo", "create", "lakefs://fuzz-new", "--default-branch", "trunk"],
+        "lakectl repo list": ["repo", "list"],
+        "lakectl repo show": ["repo", "show", d],
+        "lakectl repo delete": ["repo", "delete", d, "--yes"],
+        "lakectl branch create": ["branch", "create", f"{d}/b2", "--source", f"{d}/main"],
+        "lakectl branch list": ["branch", "list", d],
+        "lakectl branch show": ["branch", "show", f"{d}/feat"],
+        "lakectl branch delete": ["branch", "delete", f"{d}/feat", "--yes"],
+        "lakectl branch reset": ["branch", "reset", f"{d}/main", "--prefix", "a/"],
+        "lakectl branch revert": ["branch", "revert", f"{d}/main", "main"],
+        "lakectl tag create": ["tag", "create", f"{d}/v2", f"{d}/main"],
+        "lakectl tag list": ["tag", "list", d],
+        "lakectl tag show": ["tag", "show", f"{d}/v1"],
+        "lakectl tag delete": ["tag", "delete", f"{d}/v1"],
+        "lakectl fs upload": ["fs", "upload", f"{d}/main/up.csv", "--source", "-", "--content-type", "text/csv"],
+        "lakectl fs download": ["fs", "download", f"{d}/main/a/x.csv", str(work / "out.csv")],
+        "lakectl fs cat": ["fs", "cat", f"{d}/main/a/x.csv"],
+        "lakectl fs stat": ["fs", "stat", f"{d}/main/a/x.csv"],
+        "lakectl fs ls": ["fs", "ls", f"{d}/main/a/"],
+        "lakectl fs rm": ["fs", "rm", f"{d}/main/a/x.csv"],
+        "lakectl commit": ["commit", f"{d}/main", "-m", "message", "--meta", "k=v", "--allow-empty"],
+        "lakectl log": ["log", f"{d}/main", "--objects", "a/x.csv", "--prefixes", "a/"],
+        "lakectl show commit": ["show", "commit", f"{d}/main"],
+        "lakectl diff": ["diff", f"{d}/main", f"{d}/feat", "--prefix", "a/"],
+        "lakectl merge": ["merge", f"{d}/feat", f"{d}/main", "--strategy", "a/**=source-wins", "-m", "m"],
+        "lakectl cherry-pick": ["cherry-pick", f"{d}/feat", f"{d}/main"],
+        "lakectl revert": ["revert", f"{d}/main", "main"],
+        "lakectl reset": ["reset", f"{d}/main/a/"],
+        "lakectl manifest export": ["manifest", "export", f"{d}/main/a"],
+        "lakectl manifest import": ["manifest", "import", f"{d}/main/imported/", str(manifest)],
+        "lakectl gc set-config": ["gc", "set-config", d, "-f", str(rules)],
+        "lakectl gc get-config": ["gc", "get-config", d],
+        "lakectl gc delete-config": ["gc", "delete-config", d],
+        "lakectl gc run": ["gc", "run", d, "--dry-run"],
+    }
+
+
+def test_every_command_is_fuzzed(tmp_path: Path) -> None:
+    leaves = {path for path, cmd, _ in docgen.commands() if not hasattr(cmd, "list_commands")}
+    assert leaves == set(valid_invocations("lakefs://r", tmp_path)) | set(NOT_FUZZED)
+
+
+def mutations(command: str, argv: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """Each text token (positional values and option values; not the command's words, not
+    flags) made hostile in turn."""
+    words = len(command.split()) - 1
+    for i, token in enumerate(argv):
+        if i < words or token.startswith("-") and token != "-":
+            continue
+        for kind, mutate in HOSTILE.items():
+            yield f"{kind} in {token!r}", [*argv[:i], mutate(token), *argv[i + 1 :]]
+
+
+def snapshot(db: Path, blocks: Path) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, int]]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT partition, key, value FROM kv ORDER BY partition, key").fetchall()
+    files = sorted((str(p.relative_to(blocks)), p.stat().st_size) for p in blocks.rglob("*") if p.is_file())
+    return rows, files
+
+
+def run(env: dict[str, str], *argv: str, input: bytes | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(argv), input=input, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"lakectl {argv!r} raised {result.exception!r}") from result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def populate(env: dict[str, str], d: str) -> None:
+    """``d``: main with a/x.csv, a tag v1, a branch feat with one more commit (merges cleanly)."""
+    steps: list[tuple[list[str], bytes | None]] = [
+        (["repo", "create", d], None),
+        (["fs", "upload", f"{d}/main/a/x.csv", "--source", "-"], b"1,2\n"),
+        (["commit", f"{d}/main", "-m", "base"], None),
+        (["tag", "create", f"{d}/v1", f"{d}/main"], None),
+        (["branch", "create", f"{d}/feat", "--source", f"{d}/main"], None),
+        (["fs", "upload", f"{d}/feat/b.csv", "--source", "-"], b"3,4\n"),
+        (["commit", f"{d}/feat", "-m", "feat"], None),
+    ]
+    for argv, data in steps:
+        code, _, err = run(env, *argv, input=data)
+        assert code == 0, (argv, err)
+
+
+def fuzz(env: dict[str, str], d: str, work: Path, db: Path, blocks: Path) -> int:
+    failures: list[str] = []
+    count = 0
+    for command, argv in valid_invocations(d, work).items():
+        for what, mutated in mutations(command, argv):
+            before = snapshot(db, blocks)
+            code, _, err = run(env, *mutated, input=b"data\n")
+            count += 1
+            lines = [line for line in err.splitlines() if line.strip()]
+            if code not in DOCUMENTED:
+                failures.append(f"{command}, {what}: exit {code}: {err[:300]!r}")
+            elif code and not (len(lines) == 1 and lines[0].startswith("error: ")):
+                failures.append(f"{command}, {what}: not one error line: {err[:300]!r}")
+            if snapshot(db, blocks) != before:
+                failures.append(f"{command}, {what}: exit {code}, and the lake changed")
+    assert not failures, "\n".join(failures)
+    return count
+
+
+def test_hostile_values_embedded(tmp_path: Path) -> None:
+    home = tmp_path / "lake"
+    env = {
+        "LAKECTL_HOME": str(home),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_COMMITTER": "tester",
+    }
+    populate(env, "lakefs://fuzz")
+    assert fuzz(env, "lakefs://fuzz", tmp_path, home / "lake.db", home / "blocks") > 200
+
+
+def test_hostile_values_remote(tmp_path: Path, live: Live) -> None:
+    env = live.cli_env(tmp_path)
+    d = f"lakefs://{unique('fuzz')}"
+    populate(env, d)
+    assert fuzz(env, d, tmp_path, live.data_dir / "lake.db", live.data_dir / "blocks") > 200
+    assert json.loads(run(env, "repo", "show", d, "--json")[1])["id"] == d.removeprefix("lakefs://")
