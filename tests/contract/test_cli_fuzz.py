@@ -14,7 +14,6 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
@@ -61,7 +60,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl tag list": ["tag", "list", d],
         "lakectl tag show": ["tag", "show", f"{d}/v1"],
         "lakectl tag delete": ["tag", "delete", f"{d}/v1"],
-        "lakectl fs upload": ["fs", "upload", f"{d}/main/up.csv", "--source", "-", "--content-type", "text/csv"],
+        "lakectl fs upload": ["fs", "upload", f"{d}/main/up.csv", "-s", "-", "--content-type", "text/csv"],
         "lakectl fs download": ["fs", "download", f"{d}/main/a/x.csv", str(work / "out.csv")],
         "lakectl fs cat": ["fs", "cat", f"{d}/main/a/x.csv"],
         "lakectl fs stat": ["fs", "stat", f"{d}/main/a/x.csv"],
@@ -94,7 +93,7 @@ def mutations(command: str, argv: list[str]) -> Iterator[tuple[str, list[str]]]:
     flags) made hostile in turn."""
     words = len(command.split()) - 1
     for i, token in enumerate(argv):
-        if i < words or token.startswith("-") and token != "-":
+        if i < words or (token.startswith("-") and token != "-"):
             continue
         for kind, mutate in HOSTILE.items():
             yield f"{kind} in {token!r}", [*argv[:i], mutate(token), *argv[i + 1 :]]
