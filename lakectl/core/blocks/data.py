@@ -66,8 +66,7 @@ def write_bytes(
     _check_block_size(block_size)
     if md5 is not None and len(data) <= block_size:
         locator = f"{md5}+{len(data)}"
-        if not adapter.touch(locator):  # deduplicated: touched, so a concurrent GC spares it
-            adapter.put(locator, data)
+        adapter.put(locator, data)  # deduplicated (and checked, healed if rotten) by the adapter
         return _written([_Stored(bytes.fromhex(md5), locator, len(data))])
     if len(data) <= block_size:
         return _written([_store(adapter, data)])
@@ -242,8 +241,7 @@ def _pipeline(
 def _store(adapter: BlockAdapter, data: bytes | memoryview) -> _Stored:
     digest = hashlib.md5(data).digest()
     locator = f"{digest.hex()}+{len(data)}"
-    if not adapter.touch(locator):  # deduplicated: touched, so a concurrent GC spares it
-        adapter.put(locator, data)
+    adapter.put(locator, data)  # deduplicated (and checked, healed if rotten) by the adapter
     return _Stored(digest, locator, len(data))
 
 
