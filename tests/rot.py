@@ -26,3 +26,7 @@ def flip_byte(root: Path, data_or_md5: bytes | str, position: int = 0) -> None:
 def lose_block(root: Path, data_or_md5: bytes | str) -> None:
     """Delete the stored block, as a lost disk or a wrong manual clean-up would."""
     block_file(root, data_or_md5).unlink()
+
+
+DAMAGE = {"flip": flip_byte, "lose": lose_block}
+"""The damages by name, for tests parametrised over them."""

@@ -29,6 +29,7 @@ from lakectl.errors import (
     InvalidArgument,
     LakectlError,
     MergeConflict,
+    MissingData,
     NotFound,
     StorageError,
     Unauthenticated,
@@ -98,7 +99,8 @@ class RemoteBackend:
         idempotent: bool | None = None,
     ) -> httpx.Response:
         """One request, retried with jittered backoff on network errors (always, as long as
-        nothing may have reached the server) and on 5xx (only for idempotent requests)."""
+        nothing may have reached the server) and on 5xx (only for idempotent requests, and not
+        for an integrity error: damaged or lost data stays so however often it is read)."""
         safe = method in ("GET", "HEAD", "PUT", "DELETE") if idempotent is None else idempotent
         whole: bytes | None = None
         sliced: bytes | memoryview | None = None
@@ -120,10 +122,12 @@ class RemoteBackend:
                 if not safe or attempt == ATTEMPTS - 1:
                     raise StorageError(f"request to {self.endpoint} failed: {e}") from e
             else:
-                if response.status_code < 500 or not safe or attempt == ATTEMPTS - 1:
-                    if response.status_code >= 400:
-                        raise _error(response)
+                if response.status_code < 400:
                     return response
+                error = _error(response)
+                final = not safe or attempt == ATTEMPTS - 1 or isinstance(error, IntegrityError)
+                if response.status_code < 500 or final:
+                    raise error
             time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
         raise StorageError(f"request to {self.endpoint} failed")  # pragma: no cover
 
@@ -221,10 +225,15 @@ class RemoteBackend:
     def _fetch(self, segments: list[str]) -> Iterator[bytes]:
         def get(segment: str) -> bytes:
             locator, _, rng = segment.partition(":")
-            if not rng:
-                return self.get_block(locator)
-            offset, length = (int(x) for x in rng.split(":"))
-            return self.get_block(locator, offset, length)
+            try:
+                if not rng:
+                    return self.get_block(locator)
+                offset, length = (int(x) for x in rng.split(":"))
+                return self.get_block(locator, offset, length)
+            except BlockNotFound as exc:  # the object names it: its data is lost, not absent
+                bare = locator.split("+A")[0]
+                message = f"block {bare} of the object is missing from storage"
+                raise MissingData(message, locator=bare) from exc
 
         with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
             pending = [pool.submit(get, s) for s in segments[:BLOCKS_IN_FLIGHT]]

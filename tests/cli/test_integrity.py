@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Run
-from tests.rot import flip_byte
+from tests.rot import DAMAGE, flip_byte
 
 
 def test_upload_over_a_rotten_block_heals_it(run: Run, home: Path) -> None:
@@ -18,3 +20,16 @@ def test_upload_over_a_rotten_block_heals_it(run: Run, home: Path) -> None:
     run("fs", "upload", "lakefs://heal/main/again", "--source", "-", input=data)
     assert run("fs", "cat", "lakefs://heal/main/first").stdout_bytes == data
     assert run("fs", "cat", "lakefs://heal/main/again").stdout_bytes == data
+
+
+@pytest.mark.parametrize("damage", ["lose", "flip"])
+def test_cat_of_lost_or_damaged_data_exits_7_with_one_line(run: Run, home: Path, damage: str) -> None:
+    data = os.urandom(100_000)
+    run("repo", "create", "lakefs://lost")
+    run("fs", "upload", "lakefs://lost/main/data.bin", "--source", "-", input=data)
+    DAMAGE[damage](home / "blocks", data)
+    result = run("fs", "cat", "lakefs://lost/main/data.bin", code=7)
+    assert result.stdout_bytes == b""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: block ")
+    run("fs", "stat", "lakefs://lost/main/data.bin")  # the object is there: its data is not

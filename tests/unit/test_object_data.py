@@ -25,7 +25,7 @@ from lakectl.core.blocks.data import (
     write_object,
 )
 from lakectl.core.blocks.local import LocalAdapter
-from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, StorageError
+from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData, StorageError
 
 KIB = 1024
 
@@ -170,8 +170,9 @@ def test_range_reads_only_the_blocks_needed() -> None:
     adapter.delete(written.locators[0])
     adapter.delete(written.locators[3])
     assert read_all(adapter, written, offset=KIB, length=2 * KIB) == data[KIB : 3 * KIB]
-    with pytest.raises(BlockNotFound):
+    with pytest.raises(MissingData) as lost:  # the object names it: lost data, not "no such thing"
         read_all(adapter, written)
+    assert isinstance(lost.value.__cause__, BlockNotFound)
 
 
 def test_the_empty_block_is_never_read() -> None:

@@ -12,7 +12,7 @@ from typing import BinaryIO, Final
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.model import BLOCK_SIZE
-from lakectl.errors import InvalidArgument, InvalidLocator
+from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData
 
 EMPTY_LOCATOR: Final = "d41d8cd98f00b204e9800998ecf8427e+0"
 
@@ -150,9 +150,19 @@ def _read_range(
         start = max(offset - seg_start, 0)
         stop = min(end, position) - seg_start
         if seg_offset == 0 and start == 0 and stop == size:
-            yield adapter.get(locator)
+            yield _get(adapter, locator, 0, None)
         else:
-            yield adapter.get(locator, seg_offset + start, stop - start)
+            yield _get(adapter, locator, seg_offset + start, stop - start)
+
+
+def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -> bytes:
+    """A block an object refers to: its absence is lost data (``MissingData``, a storage
+    failure), not the ``BlockNotFound`` of a block a caller named that was never stored."""
+    try:
+        return adapter.get(locator, offset, length)
+    except BlockNotFound as exc:
+        message = f"block {locator} of the object is missing from storage: its data is lost"
+        raise MissingData(message, locator=locator) from exc
 
 
 class Packer:
