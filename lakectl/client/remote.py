@@ -13,6 +13,7 @@ import io
 import queue
 import random
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -223,25 +224,35 @@ class RemoteBackend:
         return self._send_one(block)
 
     def _fetch(self, segments: list[str]) -> Iterator[bytes]:
-        def get(segment: str) -> bytes:
-            locator, _, rng = segment.partition(":")
-            try:
-                if not rng:
-                    return self.get_block(locator)
-                offset, length = (int(x) for x in rng.split(":"))
-                return self.get_block(locator, offset, length)
-            except BlockNotFound as exc:  # the object names it: its data is lost, not absent
-                bare = locator.split("+A")[0]
-                message = f"block {bare} of the object is missing from storage"
-                raise MissingData(message, locator=bare) from exc
-
+        """The bytes of these signed segments, in order. Each block is fetched whole, even for a
+        part of it (a packed small object), so that its md5 is checked before any of its bytes
+        are handed out, and once for consecutive segments of the same block. A few blocks are
+        fetched at once; only those in flight are held in memory."""
+        runs: list[tuple[str, list[tuple[int, int] | None]]] = []  # a block, and its parts read
+        for segment in segments:
+            signed, _, rng = segment.partition(":")
+            offset, _, length = rng.partition(":")
+            part = (int(offset), int(length)) if rng else None
+            if runs and _bare(runs[-1][0]) == _bare(signed):
+                runs[-1][1].append(part)
+            else:
+                runs.append((signed, [part]))
         with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
-            pending = [pool.submit(get, s) for s in segments[:BLOCKS_IN_FLIGHT]]
-            for i in range(len(segments)):
-                data = pending[i].result()
-                if i + BLOCKS_IN_FLIGHT < len(segments):
-                    pending.append(pool.submit(get, segments[i + BLOCKS_IN_FLIGHT]))
-                yield data
+            pending = deque(pool.submit(self._object_block, signed) for signed, _ in runs[:BLOCKS_IN_FLIGHT])
+            for i, (_, parts) in enumerate(runs):
+                block = pending.popleft().result()
+                if i + BLOCKS_IN_FLIGHT < len(runs):
+                    pending.append(pool.submit(self._object_block, runs[i + BLOCKS_IN_FLIGHT][0]))
+                for part in parts:
+                    yield block if part is None else block[part[0] : part[0] + part[1]]
+
+    def _object_block(self, signed: str) -> bytes:
+        """A whole block an object refers to, md5-checked; gone is lost data, not "not found"."""
+        try:
+            return self.get_block(signed)
+        except BlockNotFound as exc:
+            bare = _bare(signed)
+            raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
 
     def list_objects(
         self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
@@ -548,6 +559,11 @@ class RemoteBackend:
         if spark_master is not None:
             params["spark_master"] = spark_master
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
+
+
+def _bare(signed: str) -> str:
+    """The bare locator ``<md5>+<size>`` of a signed one."""
+    return signed.split("+A", 1)[0]
 
 
 def _read_block(stream: BinaryIO) -> bytes:

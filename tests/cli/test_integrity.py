@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Run
-from tests.rot import DAMAGE, flip_byte
+from tests.rot import DAMAGE, cat_to_file, flip_byte, manifest_of_blocks
 
 
 def test_upload_over_a_rotten_block_heals_it(run: Run, home: Path) -> None:
@@ -33,3 +33,27 @@ def test_cat_of_lost_or_damaged_data_exits_7_with_one_line(run: Run, home: Path,
     [line] = result.stderr.splitlines()
     assert line.startswith("error: block ")
     run("fs", "stat", "lakefs://lost/main/data.bin")  # the object is there: its data is not
+
+
+@pytest.mark.parametrize("append", [False, True], ids=["write", "append"])
+def test_cat_into_a_file_of_an_object_whose_second_block_is_damaged_leaves_none_of_it(
+    run: Run, home: Path, tmp_path: Path, append: bool
+) -> None:
+    """The first block is written before the second fails its md5: the file is cut back to what
+    it held before the command, and the exit code says the read failed."""
+    parts = [os.urandom(512 * 1024) for _ in range(3)]
+    run("repo", "create", "lakefs://big")
+    run(
+        "manifest",
+        "import",
+        "lakefs://big/main/",
+        "-",
+        input=manifest_of_blocks(home / "blocks", "big.bin", parts),
+    )
+    flip_byte(home / "blocks", parts[1], 100)
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"kept\n")
+    done = cat_to_file("lakefs://big/main/big.bin", target, os.environ, append=append)
+    assert done.returncode == 7, done.stderr
+    assert target.read_bytes() == (b"kept\n" if append else b"")
+    assert done.stderr.decode().startswith("error: block ")

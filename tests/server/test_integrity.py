@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from lakectl.cli.app import app
 from lakectl.client.remote import RemoteBackend
-from lakectl.errors import CorruptBlock, IntegrityError, MissingData
-from tests.rot import DAMAGE, flip_byte
+from lakectl.errors import CorruptBlock, IntegrityError, MissingData, StorageError
+from tests.rot import DAMAGE, cat_to_file, flip_byte, manifest_of_blocks
 from tests.server.conftest import Live, upload
 
 
@@ -136,3 +136,108 @@ def test_remote_cat_of_lost_or_damaged_data_exits_7(
     assert result.stdout_bytes == b""
     [line] = result.stderr.splitlines()
     assert line.startswith("error: block ")
+
+
+# --- a streamed read never ends cleanly on damaged data -------------------------------------
+
+PART = 512 * 1024
+
+
+def several_blocks(live: Live, api: httpx.Client, repo: str, path: str, count: int = 4) -> list[bytes]:
+    """An object of ``count`` blocks of 512 KiB (more than the 1 MiB read inline: streamed)."""
+    parts = [os.urandom(PART) for _ in range(count)]
+    text = manifest_of_blocks(blocks_of(live), path, parts)
+    r = api.post(
+        f"/repositories/{repo}/branches/main/manifest", content=text, headers={"Content-Type": "text/plain"}
+    )
+    assert r.status_code == 200, r.text
+    return parts
+
+
+@pytest.mark.parametrize("damage", ["lose", "flip"])
+def test_streamed_read_with_a_damaged_first_block_is_a_503(
+    live: Live, api: httpx.Client, repo: str, damage: str
+) -> None:
+    parts = several_blocks(live, api, repo, "big.bin")
+    DAMAGE[damage](blocks_of(live), parts[0])
+    r = read(api, repo, "big.bin")
+    assert r.status_code == 503 and r.json()["code"] in ("missing_data", "corrupt_block")
+
+
+@pytest.mark.parametrize("damage", ["lose", "flip"])
+def test_streamed_read_with_a_damaged_later_block_fails_the_client(
+    live: Live, api: httpx.Client, repo: str, damage: str
+) -> None:
+    """The 200 is out when the third block fails: the server must end the connection short of
+    its Content-Length, so that the client raises rather than keep a clean short body."""
+    parts = several_blocks(live, api, repo, "big.bin")
+    DAMAGE[damage](blocks_of(live), parts[2])
+    received = bytearray()
+    url = f"/repositories/{repo}/refs/main/objects"
+    with api.stream("GET", url, params={"path": "big.bin"}) as r:
+        assert r.status_code == 200
+        assert r.headers["Content-Length"] == str(4 * PART)
+        with pytest.raises(httpx.RemoteProtocolError):  # peer closed before the whole body
+            for chunk in r.iter_raw():
+                received += chunk
+    assert len(received) < 4 * PART
+    assert bytes(received) == b"".join(parts)[: len(received)], "what came is the object's bytes"
+
+
+def test_remote_cat_into_a_file_of_an_object_whose_second_block_is_damaged_leaves_none_of_it(
+    live: Live, api: httpx.Client, repo: str, tmp_path: Path
+) -> None:
+    parts = several_blocks(live, api, repo, "big.bin", count=3)
+    flip_byte(blocks_of(live), parts[1], 5)
+    target = tmp_path / "out.bin"
+    done = cat_to_file(f"lakefs://{repo}/main/big.bin", target, {**os.environ, **live.cli_env(tmp_path)})
+    assert done.returncode == 7, done.stderr
+    assert target.read_bytes() == b""
+
+
+class FlipInTransit(httpx.HTTPTransport):
+    """A real transport whose block downloads arrive with one bit flipped, and that counts them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block_reads: list[httpx.Headers] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.method != "GET" or not request.url.path.startswith("/blocks/"):
+            return response
+        self.block_reads.append(request.headers)
+        body = bytearray(response.read())
+        body[len(body) // 2] ^= 0x01
+        return httpx.Response(response.status_code, headers=response.headers, content=bytes(body))
+
+
+def test_remote_read_of_part_of_a_block_checks_the_whole_block(
+    live: Live, api: httpx.Client, repo: str
+) -> None:
+    """A packed small object is a part of a shared block: the client fetches the whole block once,
+    checks its md5, then slices, so bytes damaged on the way are an error, never handed out."""
+    parts = [os.urandom(1000) for _ in range(3)]
+    block = b"".join(parts)
+    locator = manifest_of_blocks(blocks_of(live), "unused", [block]).split()[1]
+    # One object of two segments of the same block, the middle third left out.
+    text = f". {locator} 0:1000:x 2000:1000:x\n"
+    r = api.post(
+        f"/repositories/{repo}/branches/main/manifest", content=text, headers={"Content-Type": "text/plain"}
+    )
+    assert r.status_code == 200, r.text
+    transport = FlipInTransit()
+    backend = RemoteBackend(live.url, live.key_id, live.secret, transport=transport)
+    try:
+        with pytest.raises(StorageError, match="arrived corrupted"):
+            b"".join(backend.read(repo, "main", "x"))
+    finally:
+        backend.close()
+    assert "range" not in transport.block_reads[0]
+    counting = Counting()
+    good = RemoteBackend(live.url, live.key_id, live.secret, transport=counting)
+    try:
+        assert b"".join(good.read(repo, "main", "x")) == parts[0] + parts[2]
+    finally:
+        good.close()
+    assert counting.block_reads == 1, "consecutive segments of one block: one fetch"
