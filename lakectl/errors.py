@@ -24,8 +24,10 @@
     │   ├── DirtyBranch                (uncommitted changes where none are allowed)
     │   ├── NothingToCommit
     │   └── TooManyRetries             (a compare-and-swap loop gave up)
-    ├── IntegrityError           integrity_error     exit 7   HTTP 500
-    │   └── CorruptBlock               (a block's bytes do not match its locator)
+    ├── IntegrityError           integrity_error     exit 7   HTTP 503
+    │   ├── CorruptBlock               (a block's bytes do not match its locator)
+    │   └── MissingData                (a block an object needs is not stored: lost data,
+    │                                   never "no such object")
     ├── Forbidden                forbidden           exit 8   HTTP 403
     │   ├── ProtectedBranch
     │   └── SignatureError             (bad, forged or expired signed locator)
@@ -34,6 +36,10 @@
     │   ├── SignatureMismatch          (a request signature that does not verify)
     │   └── RequestExpired             (a presigned URL past its expiry, a clock too skewed)
     └── StorageError             storage_error       exit 9   HTTP 503
+
+``BlockNotFound`` (404) is for a block the caller named (the block API, links); reading an
+object whose block is gone raises ``MissingData`` (503): its storage failed, the object exists.
+Retrying an integrity error cannot help, so clients do not retry it, unlike a ``StorageError``.
 
 Foreign exceptions (sqlite3, OSError, pyarrow, httpx) are translated into this tree at the
 module that imports them, with ``raise ... from``. The server sends ``{code, message, details}``
@@ -201,13 +207,21 @@ class TooManyRetries(PreconditionFailed):
 
 
 class IntegrityError(LakectlError):
+    """Stored data is damaged or lost: the storage failed (503), and a retry cannot help."""
+
     code = "integrity_error"
     exit_code = 7
-    http_status = 500
+    http_status = 503
 
 
 class CorruptBlock(IntegrityError):
     code = "corrupt_block"
+
+
+class MissingData(IntegrityError):
+    """A block that an object (or a part of one being read) refers to is not stored."""
+
+    code = "missing_data"
 
 
 class Forbidden(LakectlError):

@@ -2,10 +2,19 @@
 
 Small objects on local disk are read on the event loop and sent in one response; anything else
 is streamed, its blocks read in the thread pool (docs/decisions/0007).
+
+A streamed answer reads and verifies its first block before the status line goes out, so
+damage there (or a lost block) is a proper error response (503). Damage found in a later block,
+after the 200 was sent, can no longer change the status: the stream raises, and the server
+closes the connection short of the declared ``Content-Length``, which every HTTP client reports
+as a failed read, never as a complete short body.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from lakectl.core import porcelain as p
@@ -22,7 +31,7 @@ def etag_matches(header: str, checksum: str) -> bool:
     return "*" in tags or checksum in tags
 
 
-def object_body(
+async def object_body(
     lake: p.Lake,
     entry: Entry,
     start: int,
@@ -33,9 +42,18 @@ def object_body(
     media_type: str | None = None,
 ) -> Response:
     """Bytes ``[start, end)`` of the entry. Inline when every block it touches (each read whole,
-    to verify its md5) totals at most :data:`INLINE_READ` and blocks are local; else streamed."""
+    to verify its md5) totals at most :data:`INLINE_READ` and blocks are local; else streamed,
+    once its first block read back intact (an error raised here becomes the error response)."""
     chunks = p.read_entry(lake, entry, start, end - start)
     touched = sum(size for _, size, _, _ in map(parse_segment, entry.locators))
     if inline_reads and touched <= INLINE_READ:
         return Response(b"".join(chunks), status_code=status, headers=headers, media_type=media_type)
-    return StreamingResponse(chunks, status_code=status, headers=headers, media_type=media_type)
+    first = await run_in_threadpool(next, chunks, b"")
+    return StreamingResponse(
+        _after(first, chunks), status_code=status, headers=headers, media_type=media_type
+    )
+
+
+def _after(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest

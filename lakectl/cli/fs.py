@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
 import os
 import stat as stat_
 from collections.abc import Iterable
-from typing import Annotated
+from stat import S_ISREG
+from typing import Annotated, BinaryIO
 
 import typer
 
@@ -215,10 +219,46 @@ def _downloaded(data: list[dict[str, object]]) -> None:
 
 
 def _to_stdout(chunks: Iterable[bytes]) -> None:
+    """Write the bytes as they come: each chunk is a block (or part of one) already verified.
+
+    When stdout is a regular file (``> file``, ``>> file``) and the read fails midway, the file
+    is cut back to where this command began writing, so that no partial object is left that
+    looks like a whole one; a pipe or a terminal cannot be taken back, the exit code tells.
+    """
     out = typer.get_binary_stream("stdout")
-    for chunk in chunks:
-        out.write(chunk)
-    out.flush()
+    start = _file_offset(out)
+    try:
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+    except BaseException:
+        if start is not None:
+            _cut_back(out, start)
+        raise
+
+
+def _file_offset(out: BinaryIO) -> int | None:
+    """Where writes to ``out`` land next if it is a regular file (its end when opened to
+    append); None for anything else."""
+    try:
+        fd = out.fileno()
+        info = os.fstat(fd)
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return None  # not backed by a file descriptor (a test runner's buffer)
+    if not S_ISREG(info.st_mode):
+        return None
+    if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
+        return info.st_size
+    return out.tell()
+
+
+def _cut_back(out: BinaryIO, start: int) -> None:
+    """Drop what was written from ``start`` on: flushed first, so no buffered byte lands later."""
+    with contextlib.suppress(OSError):  # e.g. a full disk: truncating still frees what was written
+        out.flush()
+    with contextlib.suppress(OSError):  # must not hide the read's error
+        os.ftruncate(out.fileno(), start)
+        out.seek(start)
 
 
 @app.command("cat")

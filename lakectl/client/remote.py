@@ -13,6 +13,7 @@ import io
 import queue
 import random
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -25,9 +26,11 @@ from lakectl.errors import (
     BlockNotFound,
     Conflict,
     Forbidden,
+    IntegrityError,
     InvalidArgument,
     LakectlError,
     MergeConflict,
+    MissingData,
     NotFound,
     StorageError,
     Unauthenticated,
@@ -100,7 +103,8 @@ class RemoteBackend:
         idempotent: bool | None = None,
     ) -> httpx.Response:
         """One request, retried with jittered backoff on network errors (always, as long as
-        nothing may have reached the server) and on 5xx (only for idempotent requests)."""
+        nothing may have reached the server) and on 5xx (only for idempotent requests, and not
+        for an integrity error: damaged or lost data stays so however often it is read)."""
         safe = method in ("GET", "HEAD", "PUT", "DELETE") if idempotent is None else idempotent
         whole: bytes | None = None
         sliced: bytes | memoryview | None = None
@@ -127,10 +131,12 @@ class RemoteBackend:
                 if not safe or attempt == ATTEMPTS - 1:
                     raise StorageError(f"request to {self.endpoint} failed: {e}") from e
             else:
-                if response.status_code < 500 or not safe or attempt == ATTEMPTS - 1:
-                    if response.status_code >= 400:
-                        raise _error(response)
+                if response.status_code < 400:
                     return response
+                error = _error(response)
+                final = not safe or attempt == ATTEMPTS - 1 or isinstance(error, IntegrityError)
+                if response.status_code < 500 or final:
+                    raise error
             time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
         raise StorageError(f"request to {self.endpoint} failed")  # pragma: no cover
 
@@ -226,20 +232,35 @@ class RemoteBackend:
         return self._send_one(block)
 
     def _fetch(self, segments: list[str]) -> Iterator[bytes]:
-        def get(segment: str) -> bytes:
-            locator, _, rng = segment.partition(":")
-            if not rng:
-                return self.get_block(locator)
-            offset, length = (int(x) for x in rng.split(":"))
-            return self.get_block(locator, offset, length)
-
+        """The bytes of these signed segments, in order. Each block is fetched whole, even for a
+        part of it (a packed small object), so that its md5 is checked before any of its bytes
+        are handed out, and once for consecutive segments of the same block. A few blocks are
+        fetched at once; only those in flight are held in memory."""
+        runs: list[tuple[str, list[tuple[int, int] | None]]] = []  # a block, and its parts read
+        for segment in segments:
+            signed, _, rng = segment.partition(":")
+            offset, _, length = rng.partition(":")
+            part = (int(offset), int(length)) if rng else None
+            if runs and _bare(runs[-1][0]) == _bare(signed):
+                runs[-1][1].append(part)
+            else:
+                runs.append((signed, [part]))
         with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
-            pending = [pool.submit(get, s) for s in segments[:BLOCKS_IN_FLIGHT]]
-            for i in range(len(segments)):
-                data = pending[i].result()
-                if i + BLOCKS_IN_FLIGHT < len(segments):
-                    pending.append(pool.submit(get, segments[i + BLOCKS_IN_FLIGHT]))
-                yield data
+            pending = deque(pool.submit(self._object_block, signed) for signed, _ in runs[:BLOCKS_IN_FLIGHT])
+            for i, (_, parts) in enumerate(runs):
+                block = pending.popleft().result()
+                if i + BLOCKS_IN_FLIGHT < len(runs):
+                    pending.append(pool.submit(self._object_block, runs[i + BLOCKS_IN_FLIGHT][0]))
+                for part in parts:
+                    yield block if part is None else block[part[0] : part[0] + part[1]]
+
+    def _object_block(self, signed: str) -> bytes:
+        """A whole block an object refers to, md5-checked; gone is lost data, not "not found"."""
+        try:
+            return self.get_block(signed)
+        except BlockNotFound as exc:
+            bare = _bare(signed)
+            raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
 
     def list_objects(
         self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
@@ -362,6 +383,7 @@ class RemoteBackend:
         answer = self._json("POST", "/blocks/missing", json={"locators": bares}, idempotent=True)
         missing = set(answer["missing"])
         challenges: dict[str, str] = answer.get("challenges", {})
+
         def send(i: int) -> str:
             return self._put_or_prove(bares[i], blocks[i], missing, challenges)
 
@@ -372,13 +394,21 @@ class RemoteBackend:
         self, bare: str, data: bytes | memoryview, missing: set[str], challenges: Mapping[str, str]
     ) -> str:
         if bare in missing:
-            md5 = bare.split("+")[0]
-            return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
+            return self._put(bare, data)
         nonce = challenges[bare]
         proof = hashlib.md5(nonce.encode())
         proof.update(data)
         body = {"locator": bare, "nonce": nonce, "answer": proof.hexdigest()}
-        return str(self._json("POST", "/blocks/prove", json=body, idempotent=True)["locator"])
+        try:
+            return str(self._json("POST", "/blocks/prove", json=body, idempotent=True)["locator"])
+        except (IntegrityError, BlockNotFound):
+            # "missing" answers by size; checking the proof reads the block, which found it
+            # rotten (or gone since): sending our bytes stores a good copy over it.
+            return self._put(bare, data)
+
+    def _put(self, bare: str, data: bytes | memoryview) -> str:
+        md5 = bare.split("+")[0]
+        return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
 
     def _link(
         self,
@@ -551,6 +581,11 @@ def _check_object(path: str, content_type: str | None, metadata: Mapping[str, st
     check_new_path(path)
     check_content_type(content_type)
     check_metadata(metadata or {})
+
+
+def _bare(signed: str) -> str:
+    """The bare locator ``<md5>+<size>`` of a signed one."""
+    return signed.split("+A", 1)[0]
 
 
 def _read_block(stream: BinaryIO) -> bytes:

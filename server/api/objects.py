@@ -48,7 +48,7 @@ def _headers(entry: Entry) -> dict[str, str]:
     }
 
 
-def _serve(
+async def _serve(
     lake: p.Lake,
     repository: str,
     ref: str,
@@ -79,7 +79,7 @@ def _serve(
     headers["Content-Length"] = str(end - start)
     if not body:
         return Response(status_code=status, headers=headers)
-    return object_body(lake, entry, start, end, status, headers, inline_reads)
+    return await object_body(lake, entry, start, end, status, headers, inline_reads)
 
 
 @router.get(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
@@ -95,7 +95,7 @@ async def get_object(
 ) -> Response:
     """The object's bytes; with ``Range: bytes=a-b`` a part of them (206)."""
     inline = request.app.state.inline_reads
-    return _serve(lake, repository, ref, path, range_, if_none_match, body=True, inline_reads=inline)
+    return await _serve(lake, repository, ref, path, range_, if_none_match, body=True, inline_reads=inline)
 
 
 @router.head(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
@@ -107,7 +107,7 @@ async def head_object(
     range_: str | None = Header(None, alias="Range"),
 ) -> Response:
     try:
-        return _serve(lake, repository, ref, path, range_, None, body=False)
+        return await _serve(lake, repository, ref, path, range_, None, body=False)
     except LakectlError as e:
         return Response(status_code=e.http_status)  # HEAD answers carry no body
 

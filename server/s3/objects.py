@@ -91,7 +91,7 @@ def _stat(call: Call) -> Entry:
     return info.entry
 
 
-def _serve(call: Call, with_body: bool) -> Response:
+async def _serve(call: Call, with_body: bool) -> Response:
     entry = _stat(call)
     h = call.headers
     headers = object_headers(entry)
@@ -121,12 +121,12 @@ def _serve(call: Call, with_body: bool) -> Response:
     if not with_body:
         return Response(status_code=status, headers=headers)
     media_type = headers.pop("Content-Type")
-    return object_body(call.lake, entry, start, end, status, headers, call.inline_reads, media_type)
+    return await object_body(call.lake, entry, start, end, status, headers, call.inline_reads, media_type)
 
 
 async def get_object(call: Call) -> Response:
     try:
-        return _serve(call, with_body=True)
+        return await _serve(call, with_body=True)
     except InvalidRange as exc:
         response = xml.error_response(exc, f"/{call.bucket}/{call.key}")
         response.headers["Content-Range"] = f"bytes */{exc.details.get('size', 0)}"
@@ -134,7 +134,7 @@ async def get_object(call: Call) -> Response:
 
 
 async def head_object(call: Call) -> Response:
-    return _serve(call, with_body=False)
+    return await _serve(call, with_body=False)
 
 
 # -- writing --------------------------------------------------------------------------------

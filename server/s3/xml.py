@@ -16,6 +16,9 @@ NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 # Most specific class first: the first class an error is an instance of gives its S3 code.
 _ERRORS: tuple[tuple[type[e.LakectlError], str, int], ...] = (
+    # Lost or damaged data is the storage failing, never an absent key: a client that took it
+    # for NoSuchKey would treat the object as deleted.
+    (e.IntegrityError, "ServiceUnavailable", 503),
     (e.RepositoryNotFound, "NoSuchBucket", 404),
     (e.UploadNotFound, "NoSuchUpload", 404),
     (e.NotFound, "NoSuchKey", 404),

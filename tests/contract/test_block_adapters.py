@@ -303,6 +303,36 @@ def test_a_flipped_byte_fails_every_read(subject: Subject, position: int) -> Non
         subject.adapter.get(locator, 0 if position > 100 else 4000, 10)
 
 
+@pytest.mark.parametrize("position", [0, 4999])
+def test_put_over_a_rotten_copy_heals_it(subject: Subject, position: int) -> None:
+    """A re-upload of the same bytes must not trust a stored copy of the right size: it checks
+    it, and rewrites it when a byte rotted, so that reads of every object linking it work again."""
+    data = os.urandom(5000)
+    locator = loc(data)
+    subject.adapter.put(locator, data)
+    stored = subject.stored()
+    damaged = bytearray(data)
+    damaged[position] ^= 0x01
+    subject.damage(locator, bytes(damaged))
+    subject.adapter.put(locator, data)
+    assert subject.adapter.get(locator) == data
+    assert subject.adapter.get(locator, 4990, 10) == data[4990:]
+    assert subject.stored() == stored, "a fresh copy replaces the rotten one, nothing is left over"
+    assert list(subject.adapter.list()) == [locator]
+
+
+def test_put_of_a_stored_block_refreshes_it(subject: Subject) -> None:
+    """A put that finds an intact copy keeps it, and makes it as fresh as a new write: the mark
+    of a concurrent garbage collection cannot see it, its sweep spares recent blocks."""
+    data = b"stored once, put twice"
+    subject.adapter.put(loc(data), data)
+    written = subject.adapter.modified(loc(data))
+    time.sleep(1.1)  # S3's Last-Modified has whole seconds
+    subject.adapter.put(loc(data), data)
+    assert subject.adapter.modified(loc(data)) > written
+    assert subject.adapter.get(loc(data)) == data
+
+
 def test_negative_range_is_invalid(subject: Subject) -> None:
     subject.adapter.put(loc(b"abc"), b"abc")
     with pytest.raises(InvalidArgument):
@@ -405,10 +435,27 @@ def test_s3_key_layout_and_content_md5(s3: tuple[S3Adapter, Any, str]) -> None:
     sent = record_requests(adapter)
     adapter.put(loc(data), data)
     assert all_keys(client, bucket) == [f"{md5[:3]}/{md5}"]
-    [(operation, _, headers)] = sent
-    assert operation == "PutObject"
+    assert [op for op, _, _ in sent] == ["HeadObject", "PutObject"]
+    [(_, _, headers)] = [s for s in sent if s[0] == "PutObject"]
     assert headers["content-md5"] == base64.b64encode(hashlib.md5(data).digest()).decode()
     assert not any(h.startswith("x-amz-checksum-") for h in headers)  # Content-MD5 is the check
+
+
+def test_s3_put_of_an_intact_block_sends_no_bytes(s3: tuple[S3Adapter, Any, str]) -> None:
+    """Dedup on S3: the stored object's ETag (its md5) and size prove the copy intact, and a
+    server-side copy refreshes it; only an object that fails that check is uploaded again."""
+    adapter, client, bucket = s3
+    data = os.urandom(100_000)
+    adapter.put(loc(data), data)
+    sent = record_requests(adapter)
+    adapter.put(loc(data), data)
+    assert [op for op, _, _ in sent] == ["HeadObject", "CopyObject"]
+    md5 = hashlib.md5(data).hexdigest()
+    client.put_object(Bucket=bucket, Key=f"{md5[:3]}/{md5}", Body=b"\0" + data[1:])
+    sent.clear()
+    adapter.put(loc(data), data)
+    assert [op for op, _, _ in sent] == ["HeadObject", "PutObject"]
+    assert adapter.get(loc(data)) == data
 
 
 def test_s3_ranged_read_fetches_the_whole_block_to_verify_it(s3: tuple[S3Adapter, Any, str]) -> None:
@@ -497,6 +544,8 @@ def test_s3_unreachable_endpoint_is_a_storage_error() -> None:
 def stubbed(error_code: str, status: int, operation: str) -> tuple[S3Adapter, Stubber]:
     client = boto3.client("s3", region_name=REGION, **DUMMY_KEYS)
     stubber = Stubber(client)
+    if operation == "put_object":  # a put first asks whether a copy is stored: none is
+        stubber.add_client_error("head_object", service_error_code="404", http_status_code=404)
     stubber.add_client_error(operation, service_error_code=error_code, http_status_code=status)
     stubber.activate()
     return S3Adapter("bucket", client=client), stubber

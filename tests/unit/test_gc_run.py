@@ -10,7 +10,7 @@ import pytest
 
 from lakectl.core import gc, porcelain
 from lakectl.core.porcelain import Lake
-from lakectl.errors import BlockNotFound, InvalidArgument
+from lakectl.errors import InvalidArgument, MissingData
 from tests.unit.graphkit import REPO, T0, blocks, tree_blocks, write
 
 
@@ -92,7 +92,7 @@ def test_a_commit_just_inside_its_retention_stays(lake: Lake, monkeypatch: pytes
     gc.run(lake, REPO, now=born + 3 * 86_400)  # exactly 3 days old: still retained
     assert readable(lake, old) == {"a": b"overwritten later"}
     gc.run(lake, REPO, now=born + 3 * 86_400 + 1)  # past 3 days: collected
-    with pytest.raises(BlockNotFound):
+    with pytest.raises(MissingData):  # the commit's tree is shared, its data is gone
         readable(lake, old)
 
 

@@ -224,6 +224,21 @@ def test_a_corrupt_copy_does_not_fail_the_read(tmp_path: Path, damage: str) -> N
     assert volumes.get(locator, 5000, 10) == data[5000:5010]
 
 
+def test_a_put_of_the_same_bytes_heals_every_replica(tmp_path: Path) -> None:
+    roots = [tmp_path / f"disk{i}" for i in range(3)]
+    volumes = local_volumes(roots, replicas=2)
+    data = os.urandom(10_000)
+    volumes.put(loc(data), data)
+    holders = volumes.probe_order(loc(data))[:2]
+    for holder in holders:
+        path = block_file(Path(holder), loc(data))
+        path.chmod(0o644)
+        path.write_bytes(bytes([data[0] ^ 1]) + data[1:])
+    volumes.put(loc(data), data)
+    for holder in holders:  # each copy on its own, not just the first intact one
+        assert volumes.volume(holder).get(loc(data)) == data
+
+
 def test_every_copy_corrupt_is_a_corrupt_block(tmp_path: Path) -> None:
     roots = [tmp_path / f"disk{i}" for i in range(3)]
     volumes = local_volumes(roots, replicas=2)

@@ -11,8 +11,12 @@ class BlockAdapter(Protocol):
     """Where block bytes live. Names are bare locators ``<md5>+<size>`` (no hints)."""
 
     def put(self, locator: str, data: bytes | memoryview) -> None:
-        """Store the block atomically (readers see all of it or nothing); idempotent. ``data``
-        may be a view of a buffer the caller reuses: keep no reference to it after returning."""
+        """Store the block atomically (readers see all of it or nothing); idempotent. When a
+        complete copy is already stored, check it against ``data`` (or the locator's md5):
+        touch it if intact, so that a concurrent GC spares it; rewrite it, atomically, if not
+        (a put heals a rotten block, as keepstore does). Callers holding the bytes just put;
+        ``touch`` is for those that hold none (copies, links). ``data`` may be a view of a
+        buffer the caller reuses: keep no reference to it after returning."""
         ...
 
     def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
@@ -25,8 +29,8 @@ class BlockAdapter(Protocol):
 
     def touch(self, locator: str) -> bool:
         """Refresh the stored block's modification time; False (nothing done) when no complete
-        block is stored. A write that finds its block already there touches it, so that a
-        concurrent garbage collection never deletes it (docs/decisions/0008)."""
+        block is stored. What stages a block again without its bytes (a copy, a link) touches
+        it, so that a concurrent garbage collection never deletes it (docs/decisions/0008)."""
         ...
 
     def modified(self, locator: str) -> float:

@@ -12,7 +12,7 @@ from typing import BinaryIO, Final
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.model import BLOCK_SIZE
-from lakectl.errors import InvalidArgument, InvalidLocator
+from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData
 
 EMPTY_LOCATOR: Final = "d41d8cd98f00b204e9800998ecf8427e+0"
 
@@ -66,8 +66,7 @@ def write_bytes(
     _check_block_size(block_size)
     if md5 is not None and len(data) <= block_size:
         locator = f"{md5}+{len(data)}"
-        if not adapter.touch(locator):  # deduplicated: touched, so a concurrent GC spares it
-            adapter.put(locator, data)
+        adapter.put(locator, data)  # deduplicated (and checked, healed if rotten) by the adapter
         return _written([_Stored(bytes.fromhex(md5), locator, len(data))])
     if len(data) <= block_size:
         return _written([_store(adapter, data)])
@@ -151,9 +150,19 @@ def _read_range(
         start = max(offset - seg_start, 0)
         stop = min(end, position) - seg_start
         if seg_offset == 0 and start == 0 and stop == size:
-            yield adapter.get(locator)
+            yield _get(adapter, locator, 0, None)
         else:
-            yield adapter.get(locator, seg_offset + start, stop - start)
+            yield _get(adapter, locator, seg_offset + start, stop - start)
+
+
+def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -> bytes:
+    """A block an object refers to: its absence is lost data (``MissingData``, a storage
+    failure), not the ``BlockNotFound`` of a block a caller named that was never stored."""
+    try:
+        return adapter.get(locator, offset, length)
+    except BlockNotFound as exc:
+        message = f"block {locator} of the object is missing from storage: its data is lost"
+        raise MissingData(message, locator=locator) from exc
 
 
 class Packer:
@@ -242,8 +251,7 @@ def _pipeline(
 def _store(adapter: BlockAdapter, data: bytes | memoryview) -> _Stored:
     digest = hashlib.md5(data).digest()
     locator = f"{digest.hex()}+{len(data)}"
-    if not adapter.touch(locator):  # deduplicated: touched, so a concurrent GC spares it
-        adapter.put(locator, data)
+    adapter.put(locator, data)  # deduplicated (and checked, healed if rotten) by the adapter
     return _Stored(digest, locator, len(data))
 
 

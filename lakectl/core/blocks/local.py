@@ -86,23 +86,23 @@ class LocalAdapter:
         return os.path.join(self.root, md5[:3], md5)
 
     def put(self, locator: str, data: bytes | memoryview) -> None:
-        """Store the block atomically; when a complete copy is already there, only touch it.
+        """Store the block atomically; when a copy is already there, compare it with ``data``:
+        touch it if equal, else (rotten or truncated) write a fresh copy over it.
 
         The md5 is not recomputed here (the caller just computed it, and every read verifies
-        it); the size is checked because it is free.
+        it). Comparing the stored bytes with ``data`` costs less than hashing them (64 MiB from
+        the page cache: ~15 ms against ~150 ms for an md5) and catches any damage an md5 would.
         """
         md5, size = _split(locator)
         if len(data) != size:
             raise InvalidLocator(f"locator {locator} names {size} bytes, got {len(data)}", locator=locator)
         path = self._path(md5)
         try:
-            if os.stat(path).st_size == size:
+            if _holds(path, data):
                 os.utime(path)  # written again: as fresh as a new write, for GC's grace period
                 return
-        except FileNotFoundError:
-            pass
         except OSError as exc:
-            raise StorageError(f"cannot stat block {locator}: {exc}", locator=locator) from exc
+            raise StorageError(f"cannot check block {locator}: {exc}", locator=locator) from exc
         try:
             self._write_new(md5, path, data)
         except OSError as exc:
@@ -256,6 +256,37 @@ def _scan_prefix(directory: str, prefix: str) -> list[str]:
     except FileNotFoundError:
         pass  # the prefix directory went away while listing
     return found
+
+
+_COMPARE_CHUNK: Final = 1 << 20
+
+
+def _holds(path: str, data: bytes | memoryview) -> bool:
+    """Whether the file at ``path`` holds exactly ``data``; False when there is no file.
+
+    Read in chunks into one buffer (no 64 MiB allocation) and compared as bytearray against a
+    view: that comparison is a memcmp, where comparing two memoryviews goes byte by byte.
+    """
+    try:
+        f = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return False
+    with f:
+        if os.fstat(f.fileno()).st_size != len(data):
+            return False
+        view = memoryview(data).cast("B")
+        buffer = bytearray(min(_COMPARE_CHUNK, len(view)))
+        chunk = memoryview(buffer)
+        position = 0
+        while position < len(view):
+            n = f.readinto(chunk)
+            if not n:
+                return False  # shrank while being read
+            stored = buffer if n == len(buffer) else buffer[:n]  # a bytearray either way
+            if stored != view[position : position + n]:
+                return False
+            position += n
+        return not f.read(1)  # nothing beyond: grew while being read
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:

@@ -103,14 +103,22 @@ class S3Adapter:
         return f"{self.prefix}{md5[:3]}/{md5}"
 
     def put(self, locator: str, data: bytes | memoryview) -> None:
-        """Store the block with PutObject (atomic, overwrites with identical bytes: idempotent).
+        """Store the block with PutObject (atomic), unless an intact copy is already there.
 
-        Content-MD5 is the locator's md5, so S3 refuses bytes that do not match the locator
-        (``CorruptBlock``); the size is checked here before anything is sent.
+        An object of the block's key is intact when its size is the locator's and its ETag (the
+        md5 S3 computed of the bytes it stored, for a single PutObject) is the locator's md5:
+        that costs a HeadObject and, to refresh its LastModified for GC, a server-side copy.
+        Any other object under the key (rotten, truncated, or with an ETag that is no md5, as
+        with SSE-KMS) is overwritten. Content-MD5 is the locator's md5, so S3 refuses bytes that
+        do not match the locator (``CorruptBlock``); the size is checked here before anything
+        is sent.
         """
         md5, size = _split(locator)
         if len(data) != size:
             raise InvalidLocator(f"locator {locator} names {size} bytes, got {len(data)}", locator=locator)
+        head = self._head(locator)
+        if head is not None and _intact(head, md5, size) and self._refresh(locator):
+            return
         content_md5 = base64.b64encode(bytes.fromhex(md5)).decode("ascii")
         try:
             self._client.put_object(
@@ -154,22 +162,29 @@ class S3Adapter:
 
     def exists(self, locator: str) -> bool:
         """True when an object of the locator's size is stored (HeadObject; content is checked on read)."""
-        md5, size = _split(locator)
-        try:
-            head = self._client.head_object(Bucket=self.bucket, Key=self._key(md5))
-        except ClientError as exc:
-            if _code(exc) in _NOT_FOUND_CODES:
-                return False
-            raise self._storage_error("cannot stat", locator, exc) from exc
-        except _TRANSPORT_ERRORS as exc:
-            raise self._storage_error("cannot stat", locator, exc) from exc
-        return bool(head.get("ContentLength") == size)
+        _, size = _split(locator)
+        head = self._head(locator)
+        return head is not None and head.get("ContentLength") == size
 
     def touch(self, locator: str) -> bool:
         """A copy of the object onto itself with new metadata: S3's way to refresh LastModified."""
+        return self.exists(locator) and self._refresh(locator)
+
+    def _head(self, locator: str) -> dict[str, Any] | None:
+        """HeadObject of the block's key; None when there is no such object."""
         md5, _ = _split(locator)
-        if not self.exists(locator):
-            return False
+        try:
+            return cast(dict[str, Any], self._client.head_object(Bucket=self.bucket, Key=self._key(md5)))
+        except ClientError as exc:
+            if _code(exc) in _NOT_FOUND_CODES:
+                return None
+            raise self._storage_error("cannot stat", locator, exc) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._storage_error("cannot stat", locator, exc) from exc
+
+    def _refresh(self, locator: str) -> bool:
+        """Copy the block's object onto itself; False when it vanished meanwhile."""
+        md5, _ = _split(locator)
         key = self._key(md5)
         try:
             self._client.copy_object(
@@ -239,6 +254,12 @@ class S3Adapter:
     def _storage_error(self, action: str, locator: str, exc: Exception) -> StorageError:
         where = f"s3://{self.bucket}/{self.prefix}"
         return StorageError(f"{action} block {locator} in {where}: {exc}", locator=locator)
+
+
+def _intact(head: dict[str, Any], md5: str, size: int) -> bool:
+    """Whether a HeadObject answer describes the block: its size, and its md5 as the ETag."""
+    etag = str(head.get("ETag", "")).strip('"')
+    return head.get("ContentLength") == size and etag == md5
 
 
 def _new_client(

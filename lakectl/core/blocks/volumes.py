@@ -10,7 +10,10 @@ What the set does when some volumes fail (docs/decisions/0005-block-placement.md
 
 - ``put`` skips a volume that raises ``StorageError`` and takes the next in the probe order;
   it raises ``StorageError`` unless ``replicas`` copies were stored (copies already written
-  stay: they are content-addressed and harmless, and a later put completes the set).
+  stay: they are content-addressed and harmless, and a later put completes the set). Each
+  volume's put checks a copy it already holds and rewrites it if rotten, so a put of the same
+  bytes heals every replica it lands on; copies further down the probe order (left by a
+  volume since added) are neither checked nor needed: a get falls back past a bad one.
 - ``get`` falls back on ``BlockNotFound``, ``StorageError`` and ``CorruptBlock``. With no good
   copy it raises ``StorageError`` if any volume failed (a retry may succeed), else
   ``CorruptBlock`` if any copy was damaged, else ``BlockNotFound``.
@@ -113,7 +116,8 @@ class VolumeSet:
         return [vid for _, vid in weighted]
 
     def put(self, locator: str, data: bytes | memoryview) -> None:
-        """Store ``replicas`` copies on the first volumes of the probe order that accept them."""
+        """Store ``replicas`` copies on the first volumes of the probe order that accept them,
+        each checked by its volume (touched if intact, rewritten if rotten)."""
         md5, size = _split(locator)
         if len(data) != size:
             raise InvalidLocator(f"locator {locator} names {size} bytes, got {len(data)}", locator=locator)
