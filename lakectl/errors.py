@@ -15,7 +15,9 @@
     ├── NotFound                 not_found           exit 3   HTTP 404
     │   ├── RepositoryNotFound, BranchNotFound, TagNotFound, RefNotFound,
     │   │   CommitNotFound, ObjectNotFound, BlockNotFound, UploadNotFound
-    │   └── KeyNotFound                (KV store: no such key)
+    │   ├── KeyNotFound                (KV store: no such key)
+    │   └── Gone                 HTTP 410
+    │                                  (data of a commit past its retention, collected by gc)
     ├── AlreadyExists            already_exists      exit 4   HTTP 409
     ├── Conflict                 conflict            exit 5   HTTP 409
     │   └── MergeConflict              (carries the conflicting paths)
@@ -39,6 +41,8 @@
 
 ``BlockNotFound`` (404) is for a block the caller named (the block API, links); reading an
 object whose block is gone raises ``MissingData`` (503): its storage failed, the object exists.
+Unless the object is read at a commit its repository's retention rules let go: then a garbage
+collection removed the data on purpose, and the read is ``Gone`` (410, as lakeFS answers).
 Retrying an integrity error cannot help, so clients do not retry it, unlike a ``StorageError``.
 
 Foreign exceptions (sqlite3, OSError, pyarrow, httpx) are translated into this tree at the
@@ -160,6 +164,13 @@ class UploadNotFound(NotFound):
 
 class KeyNotFound(NotFound):
     code = "key_not_found"
+
+
+class Gone(NotFound):
+    """The data of a commit past its repository's retention: garbage collection removed it."""
+
+    code = "gone"
+    http_status = 410
 
 
 class AlreadyExists(LakectlError):

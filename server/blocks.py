@@ -189,13 +189,17 @@ def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: U
 
 
 @api.get("/repositories/{repository}/refs/{ref}/objects/signed", dependencies=[require(Permission.READ_REPO)])
-async def signed_locators(
+def signed_locators(
     repository: str, ref: str, lake: LakeDep, user: UserDep, path: str = Query(...)
 ) -> dict[str, Any]:
-    """The object's stat plus its segments as signed locators, for parallel block downloads."""
+    """The object's stat plus its segments as signed locators, for parallel block downloads.
+    Every block is checked to be stored (in the thread pool: one stat, or one HEAD on S3, per
+    block), so that a client reading an object whose data is gone hears why (``Gone`` or
+    ``MissingData``) instead of a bare missing block."""
     from lakectl.core import porcelain
 
     info = porcelain.stat(lake, repository, ref, path)
+    porcelain.check_blocks(lake, repository, ref, info)
     assert info.entry is not None
     signed = []
     for token in info.entry.locators:

@@ -236,6 +236,17 @@ def _retained(
     return keep & set(commits)
 
 
+def is_retained(lake: porcelain.Lake, repo: RepositoryId, commit: CommitId, now: float | None = None) -> bool:
+    """Whether a collection keeps ``commit``'s data (every commit, when the repository has no
+    rules). Reads every commit of the repository: for explaining a failed read, not for reads."""
+    try:
+        rules = get_rules(lake, repo)
+    except NotFound:
+        return True
+    commits = {c.id: c for c in _commits(lake, repo)}
+    return commit in _retained(lake, repo, commits, rules, porcelain.now() if now is None else now)
+
+
 def bare_locators(tokens: str) -> list[str]:
     """The bare locators of an entry's space-separated segment tokens ``<md5>+<size>[:off:len]``."""
     return [token.split(":", 1)[0] for token in tokens.split()]

@@ -74,10 +74,13 @@ from lakectl.errors import (
     BlockNotFound,
     BranchNotFound,
     DirtyBranch,
+    Gone,
     InvalidArgument,
     InvalidName,
     InvalidRef,
+    LakectlError,
     MergeConflict,
+    MissingData,
     NotFound,
     ObjectNotFound,
     PredicateFailed,
@@ -281,32 +284,81 @@ def resolve(lake: Lake, repo: str, ref: str) -> Resolved:
 def _lookup(lake: Lake, repo: str, ref: str, path: str) -> Row | None:
     """The row of ``path`` at a ref. On a branch, retry until the branch record did not change
     under the read (a commit may move staged rows into the tree between the two looks)."""
+    return _lookup_at(lake, repo, ref, path)[0]
+
+
+def _lookup_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[Row | None, Resolved]:
     rid = get_repo(lake, repo).name
     for _ in range(READ_ATTEMPTS):
         res = lake.refs.resolve(rid, ref)
-        if res.branch is None:
-            return lake.trees.lookup(res.commit.meta_range_id, path)
-        row = lake.staging.lookup(rid, res.branch, path)
+        try:
+            if res.branch is None:
+                return lake.trees.lookup(res.commit.meta_range_id, path), res
+            row = lake.staging.lookup(rid, res.branch, path)
+        except (BlockNotFound, MissingData) as exc:  # a range file of the tree is gone
+            raise explain_missing(lake, rid, res, exc) from exc
         if lake.refs.get_branch(rid, res.branch.name) == res.branch:
-            return row
+            return row, res
     raise TooManyRetries(f"could not read {ref!r}: the branch kept changing")
 
 
+def explain_missing(lake: Lake, rid: RepositoryId, res: Resolved, exc: LakectlError) -> LakectlError:
+    """What a block missing under a read at ``res`` means: data a garbage collection removed on
+    purpose, because the commit is past its repository's retention (``Gone``); else lost data
+    (``MissingData``, a storage failure)."""
+    from lakectl.core import gc  # gc is built on porcelain
+
+    if res.branch is None and not gc.is_retained(lake, rid, res.commit.id):
+        return Gone(
+            f"commit {res.commit.id[:12]} is past the retention of {rid!r}: garbage collection "
+            "removed its data",
+            commit=res.commit.id,
+        )
+    if isinstance(exc, MissingData):
+        return exc
+    return MissingData(f"data of {rid!r} at commit {res.commit.id[:12]} is missing: {exc.message}")
+
+
 def stat(lake: Lake, repo: str, ref: str, path: str) -> ObjectInfo:
+    return _stat_at(lake, repo, ref, path)[0]
+
+
+def _stat_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[ObjectInfo, Resolved]:
     path = check_path(path)
-    row = _lookup(lake, repo, ref, path)
+    row, res = _lookup_at(lake, repo, ref, path)
     if row is None:
         raise ObjectNotFound(f"object {path!r} not found in {repo}/{ref}")
-    return ObjectInfo(path, PathType.OBJECT, Entry.from_row(row))
+    return ObjectInfo(path, PathType.OBJECT, Entry.from_row(row)), res
 
 
 def read(
     lake: Lake, repo: str, ref: str, path: str, offset: int = 0, length: int | None = None
 ) -> Iterator[bytes]:
-    """The object's bytes (or a range of them), block by block, md5-verified."""
-    info = stat(lake, repo, ref, path)
+    """The object's bytes (or a range of them), block by block, md5-verified. A block gone
+    from under a commit past its retention is ``Gone``, from anywhere else ``MissingData``."""
+    info, res = _stat_at(lake, repo, ref, path)
     assert info.entry is not None
-    return read_entry(lake, info.entry, offset, length)
+    return _explained(lake, get_repo(lake, repo).name, res, read_entry(lake, info.entry, offset, length))
+
+
+def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
+    """Raise what a read of ``info`` (from :func:`stat` at ``ref``) would when one of its
+    blocks is not stored, without reading any: for callers that hand the blocks out instead
+    (signed locators), so that a client is told ``Gone`` or ``MissingData`` up front."""
+    assert info.entry is not None
+    for token in info.entry.locators:
+        bare, _, _, length = parse_segment(token)
+        if length and not lake.blocks.exists(bare):
+            rid = get_repo(lake, repo).name
+            lost = MissingData(f"block {bare} of {info.path!r} is missing from storage", locator=bare)
+            raise explain_missing(lake, rid, lake.refs.resolve(rid, ref), lost)
+
+
+def _explained(lake: Lake, rid: RepositoryId, res: Resolved, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    try:
+        yield from chunks
+    except MissingData as exc:
+        raise explain_missing(lake, rid, res, exc) from exc
 
 
 def read_entry(lake: Lake, entry: Entry, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
