@@ -15,6 +15,7 @@ from lakectl.core.porcelain import Lake
 from server import errors
 from server.auth import Auth, load_secret_key
 from server.config import BlockstoreType, Settings
+from server.responses import SafeJSONResponse
 
 API_PREFIX = "/api/v1"
 
@@ -83,6 +84,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         openapi_url=API_PREFIX + "/openapi.json",
         docs_url=None,
         redoc_url=None,
+        default_response_class=SafeJSONResponse,
     )
     app.state.settings = settings
     app.state.lake = lake

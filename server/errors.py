@@ -2,7 +2,9 @@
 
 ``LakectlError`` → its ``http_status``; request validation (malformed JSON, missing or
 unknown fields, wrong types, bad query values) → 400; unknown routes and methods → 404/405.
-Anything else is a bug: 500 with a generic message, the traceback in the server log only.
+A client that hangs up before its request arrived whole is routine: one INFO line, and the answer
+goes nowhere. Anything else is a bug: 500 with a generic message, the traceback in the server log
+only.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from lakectl.errors import LakectlError, Unauthenticated
+from server.responses import SafeJSONResponse
 
 log = logging.getLogger("lakectl.server")
 
@@ -23,7 +27,7 @@ log = logging.getLogger("lakectl.server")
 def error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None) -> Response:
     headers = {"WWW-Authenticate": 'Basic realm="lakectl"'} if status == 401 else None
     body = {"message": message, "code": code, "details": details or {}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return SafeJSONResponse(body, status_code=status, headers=headers)
 
 
 async def _lakectl_error(request: Request, exc: Exception) -> Response:
@@ -64,6 +68,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return response
 
 
+async def _client_disconnect(request: Request, exc: Exception) -> Response:
+    log.info(
+        "%s %s: the client disconnected before its request arrived whole", request.method, request.url.path
+    )
+    return error_response(400, "invalid_argument", "the request did not arrive whole")
+
+
 async def _internal_error(request: Request, exc: Exception) -> Response:
     log.exception("%s %s: internal error", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal", "internal server error")
@@ -73,4 +84,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(LakectlError, _lakectl_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(ClientDisconnect, _client_disconnect)
     app.add_exception_handler(Exception, _internal_error)

@@ -15,6 +15,8 @@ changes anything.
 import base64
 import binascii
 import enum
+import functools
+import inspect
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -24,7 +26,9 @@ from fastapi.routing import APIRoute
 
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, Unauthenticated
+from server.api import edge
 from server.auth import Auth, Permission, User
+from server.responses import SafeJSONResponse
 
 
 # Async, though they do not wait: FastAPI runs a sync dependency in the thread pool, a hop
@@ -111,18 +115,55 @@ class AuthFirstRoute(APIRoute):
     """A route that checks its :class:`Requirement` before FastAPI reads and parses the body, as
     lakeFS's middleware does: unauthenticated callers get 401 even with a malformed or huge body,
     and never make the server buffer one. (The requirement stays among the dependencies too: a
-    router built without this class still enforces it, after the body.)"""
+    router built without this class still enforces it, after the body.)
+
+    Then, still before the route runs, the raw input is checked (:mod:`server.api.edge`): a path
+    or query that is not UTF-8, a JSON body larger than :data:`~server.api.edge.MAX_JSON_BODY`
+    or holding a lone surrogate, is 400. A route's answer renders as :class:`SafeJSONResponse`,
+    so a stored record that holds text UTF-8 cannot encode still renders."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, _answering_json(endpoint, kwargs.get("status_code")), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         checks = [d.call for d in self.dependant.dependencies if isinstance(d.call, Requirement)]
+        takes_body = self.body_field is not None
 
         async def checked(request: Request) -> Response:
             for check in checks:
                 await check(request)
+            edge.check_url(request)
+            if takes_body:
+                await edge.read_json_body(request)
             return await handler(request)
 
         return checked
+
+
+def _answering_json(endpoint: Callable[..., Any], status_code: int | None) -> Callable[..., Any]:
+    """``endpoint``, whose answer (unless already a Response) becomes a :class:`SafeJSONResponse`.
+    FastAPI's own serializer encodes to UTF-8 and fails on a lone surrogate; it is bypassed for a
+    Response. The wrapper keeps the endpoint's signature (``__wrapped__``), so FastAPI reads the
+    same parameters, dependencies and documented answer from it."""
+    status = status_code or 200
+
+    def answer(result: Any) -> Any:
+        return result if isinstance(result, Response) else SafeJSONResponse(result, status_code=status)
+
+    if inspect.iscoroutinefunction(endpoint):
+
+        @functools.wraps(endpoint)
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            return answer(await endpoint(*args, **kwargs))
+
+        return call_async
+
+    @functools.wraps(endpoint)
+    def call(*args: Any, **kwargs: Any) -> Any:  # run in the thread pool, rendering included
+        return answer(endpoint(*args, **kwargs))
+
+    return call
 
 
 def require(permission: Permission) -> Any:

@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from lakectl.core import porcelain as p
+from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
@@ -22,6 +23,7 @@ from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.api.ranges import Unsatisfiable, parse_range
 from server.auth import Permission
 from server.errors import error_response
+from server.headers import as_header, sent_text
 from server.multipart import read_form_file
 from server.reads import etag_matches, object_body
 
@@ -44,7 +46,7 @@ def _headers(entry: Entry) -> dict[str, str]:
         "ETag": f'"{entry.checksum}"',
         "Last-Modified": formatdate(entry.mtime, usegmt=True),
         "Accept-Ranges": "bytes",
-        "Content-Type": entry.content_type,  # as stored: no charset added
+        "Content-Type": as_header(entry.content_type),  # as stored: no charset added
     }
 
 
@@ -172,11 +174,14 @@ def _check_preconditions(
 
 
 def _user_metadata(request: Request) -> dict[str, str]:
-    return {
-        name[len(META_PREFIX) :]: value
+    """The ``x-lakefs-meta-<key>`` headers as UTF-8 text, within the limits of user metadata
+    (checked before the body is read)."""
+    metadata = {
+        name[len(META_PREFIX) :]: sent_text(name, value)
         for name, value in request.headers.items()
         if name.startswith(META_PREFIX) and len(name) > len(META_PREFIX)
     }
+    return check_metadata(metadata)
 
 
 @router.post(BRANCH_OBJECTS, status_code=201, dependencies=[require(Permission.WRITE_REPO)])
@@ -197,10 +202,13 @@ async def upload_object(
     check = (lake, repository, branch, path, if_none_match, if_match)
     _check_preconditions(*check)
     content_type = request.headers.get("content-type")
+    content_type = sent_text("content-type", content_type) if content_type else None
     metadata = _user_metadata(request)
+    form = content_type is not None and content_type.lower().startswith("multipart/form-data")
+    p.entry_for(0, "", (), None if form else content_type, metadata)  # refused before the body is read
     with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         try:
-            if content_type and content_type.lower().startswith("multipart/form-data"):
+            if form:
                 content_type = await read_form_file(request.stream(), content_type, "content", spool)
             else:
                 async for chunk in request.stream():

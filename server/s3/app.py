@@ -67,6 +67,14 @@ def _headers(request: Request) -> dict[str, str]:
     return headers
 
 
+def _query(request: Request) -> dict[str, str]:
+    """The query parameters, percent-decoded as UTF-8 (never with replacement characters)."""
+    try:
+        return dict(parse_qsl(request.url.query, keep_blank_values=True, errors="strict"))
+    except UnicodeDecodeError:
+        raise InvalidArgument("the query string is not UTF-8 once percent-decoded") from None
+
+
 def _unread(request: Request, response: Response) -> Response:
     """Close the connection after a refusal that left a body unread. The client may be sending it
     still, or have held it back after ``Expect: 100-continue``. Either way the connection is out
@@ -117,7 +125,7 @@ class Gateway:
             bucket, key = self._address(request)
             resource = f"/{bucket}/{key}" if key else f"/{bucket}"
             headers = _headers(request)
-            query = dict(parse_qsl(request.url.query, keep_blank_values=True))
+            query = _query(request)
             verified, user = self._authenticate(request, headers)
             operation = route(request.method, bucket, key, query, headers)
             if operation.permission not in user.permissions:

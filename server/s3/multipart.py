@@ -11,7 +11,7 @@ from lakectl.errors import InvalidArgument, InvalidRange, UploadNotFound
 from server.api.ranges import Unsatisfiable, parse_range
 from server.s3 import body, xml
 from server.s3.app import Call
-from server.s3.objects import source_entry, user_metadata
+from server.s3.objects import content_type, source_entry, user_metadata
 
 MAX_PARTS_LISTED = 1000
 
@@ -35,8 +35,7 @@ def _part_number(call: Call) -> int:
 
 async def create(call: Call) -> Response:
     ref, path = call.split_key()
-    content_type = call.headers.get("content-type") or None
-    upload = mp.create(call.lake, call.bucket, ref, path, content_type, user_metadata(call))
+    upload = mp.create(call.lake, call.bucket, ref, path, content_type(call), user_metadata(call))
     root = xml.element("InitiateMultipartUploadResult", Bucket=call.bucket, Key=call.key, UploadId=upload.id)
     return xml.document(root)
 

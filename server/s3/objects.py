@@ -14,15 +14,20 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from lakectl.core import porcelain as p
+from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry
+from lakectl.core.uri import check_new_path
 from lakectl.errors import InvalidArgument, InvalidRange, LakectlError, PreconditionFailed
 from server.api.ranges import Unsatisfiable, parse_range
+from server.headers import as_header, is_token, mime_encoded, sent_text
 from server.reads import etag_matches, object_body
 from server.s3 import body, xml
 from server.s3.app import Call
 
 META = "x-amz-meta-"
 MAX_DELETE = 1000
+MAX_USER_METADATA = 2048
+"""S3's limit on an object's user metadata: the UTF-8 bytes of its keys and values together."""
 _OVERRIDES = {
     "response-content-type": "Content-Type",
     "response-content-language": "Content-Language",
@@ -38,14 +43,23 @@ _OVERRIDES = {
 
 
 def object_headers(entry: Entry) -> dict[str, str]:
+    """The object's headers. User metadata that is not printable ASCII is sent RFC 2047-encoded,
+    as S3 does; keys that cannot be header names (set through the REST API) are left out and
+    counted in ``x-amz-missing-meta``, as S3 does for metadata its REST API cannot show."""
     headers = {
         "ETag": f'"{entry.checksum}"',
         "Last-Modified": formatdate(entry.mtime, usegmt=True),
         "Accept-Ranges": "bytes",
-        "Content-Type": entry.content_type,
+        "Content-Type": as_header(entry.content_type),
     }
+    missing = 0
     for name, value in entry.metadata.items():
-        headers[META + name] = value
+        if is_token(name):
+            headers[META + name] = mime_encoded(value)
+        else:
+            missing += 1
+    if missing:
+        headers["x-amz-missing-meta"] = str(missing)
     return headers
 
 
@@ -107,7 +121,7 @@ async def _serve(call: Call, with_body: bool) -> Response:
         return Response(status_code=304, headers=headers)
     for param, header in _OVERRIDES.items():
         if param in call.query:
-            headers[header] = call.query[param]
+            headers[header] = as_header(call.query[param])
     start, end, status = 0, entry.size, 200
     range_ = h.get("range")
     if range_ and entry.size > 0:  # S3 answers a range of an empty object with the whole (empty) object
@@ -140,8 +154,28 @@ async def head_object(call: Call) -> Response:
 # -- writing --------------------------------------------------------------------------------
 
 
+def content_type(call: Call) -> str | None:
+    """The ``Content-Type`` header as UTF-8 text, None when absent or empty."""
+    value = call.headers.get("content-type")
+    return sent_text("content-type", value) if value else None
+
+
 def user_metadata(call: Call) -> dict[str, str]:
-    return {name[len(META) :]: value for name, value in call.headers.items() if name.startswith(META)}
+    """The ``x-amz-meta-<key>`` headers as UTF-8 text: at most 2 KB together
+    (``MetadataTooLarge``, as S3), and within lakectl's limits of user metadata."""
+    metadata = {
+        name[len(META) :]: sent_text(name, value)
+        for name, value in call.headers.items()
+        if name.startswith(META)
+    }
+    size = sum(len(key.encode()) + len(value.encode()) for key, value in metadata.items())
+    if size > MAX_USER_METADATA:
+        raise InvalidArgument(
+            f"Your metadata headers exceed the maximum allowed metadata size: {size} bytes, at most "
+            f"{MAX_USER_METADATA}",
+            s3_code="MetadataTooLarge",
+        )
+    return check_metadata(metadata)
 
 
 async def put_object(call: Call) -> Response:
@@ -149,11 +183,11 @@ async def put_object(call: Call) -> Response:
         return await _branch_marker(call)
     ref, path = call.split_key()
     p.check_writable(call.lake, call.bucket, ref)
-    content_type = call.headers.get("content-type") or None
-    metadata = user_metadata(call)
+    mime, metadata = content_type(call), user_metadata(call)
+    p.entry_for(0, "", (), mime, metadata)  # checked before the body is read
     async with body.payload(call) as (received, source):
         await run_in_threadpool(
-            p.upload, call.lake, call.bucket, ref, path, source, content_type, metadata, received.md5
+            p.upload, call.lake, call.bucket, ref, path, source, mime, metadata, received.md5
         )
     headers = {"ETag": f'"{received.md5}"'}
     if received.checksum is not None:
@@ -182,7 +216,11 @@ def copy_source(call: Call) -> tuple[str, str, str]:
     source, _, version = raw.partition("?")
     if version and not version.startswith("versionId="):
         raise InvalidArgument(f"invalid x-amz-copy-source {raw!r}")
-    bucket, _, key = unquote(source).lstrip("/").partition("/")
+    try:
+        decoded = unquote(sent_text("x-amz-copy-source", source), errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidArgument("x-amz-copy-source is not UTF-8 once percent-decoded") from None
+    bucket, _, key = decoded.lstrip("/").partition("/")
     ref, _, path = key.partition("/")
     if not bucket or not ref or not path:
         raise InvalidArgument(f"x-amz-copy-source {raw!r} names no object: expected <bucket>/<ref>/<path>")
@@ -212,6 +250,7 @@ def source_entry(call: Call) -> Entry:
 async def copy_object(call: Call) -> Response:
     """Stage the source's locators at the destination: no byte is copied."""
     ref, path = call.split_key()
+    check_new_path(path)
     p.check_writable(call.lake, call.bucket, ref)
     source = source_entry(call)
     directive = call.headers.get("x-amz-metadata-directive", "COPY").upper()
@@ -219,8 +258,9 @@ async def copy_object(call: Call) -> Response:
         raise InvalidArgument(f"x-amz-metadata-directive must be COPY or REPLACE, not {directive!r}")
     entry = source
     if directive == "REPLACE":
-        content_type = call.headers.get("content-type") or None
-        entry = p.entry_for(source.size, source.checksum, source.locators, content_type, user_metadata(call))
+        entry = p.entry_for(
+            source.size, source.checksum, source.locators, content_type(call), user_metadata(call)
+        )
     entry = p.copy_object(call.lake, call.bucket, ref, path, entry)
     root = xml.element("CopyObjectResult", ETag=f'"{entry.checksum}"', LastModified=xml.iso(entry.mtime))
     return xml.document(root)

@@ -44,7 +44,15 @@ _ERRORS: tuple[tuple[type[e.LakectlError], str, int], ...] = (
 _XML_DECL = b'<?xml version="1.0" encoding="UTF-8"?>\n'
 
 
+_REFINED: frozenset[str] = frozenset({"MetadataTooLarge"})
+"""S3 codes of refusals that lakectl's tree has no class of its own for: an ``InvalidArgument``
+raised with ``s3_code=<code>`` among its details answers that code (400)."""
+
+
 def s3_code(error: e.LakectlError) -> tuple[str, int]:
+    refined = error.details.get("s3_code")
+    if isinstance(error, e.InvalidArgument) and refined in _REFINED and error.http_status == 400:
+        return str(refined), 400
     for cls, code, status in _ERRORS:
         if isinstance(error, cls):
             return code, status

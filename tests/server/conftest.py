@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import itertools
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,8 @@ import httpx
 import pytest
 import uvicorn
 
-from server.app import Dispatch, create_app, create_gateway
+from lakectl.core.porcelain import Lake
+from server.app import Dispatch, create_app, create_gateway, open_lake
 from server.config import Settings, load_settings
 from tests.pg import PostgresServer
 
@@ -164,3 +166,37 @@ def commit(api: httpx.Client, repo: str, branch: str, message: str, **metadata: 
     )
     assert r.status_code == 201, r.text
     return r.json()
+
+
+Snapshot = tuple[list[tuple[str, str, bytes]], list[tuple[str, int]]]
+
+
+def snapshot(data_dir: Path) -> Snapshot:
+    """Every KV row of a server's SQLite database and every file of its data directory (but the
+    database's own), to show that a refused request stored nothing."""
+    with closing(sqlite3.connect(f"file:{data_dir / 'lake.db'}?mode=ro", uri=True)) as db:
+        rows = db.execute("SELECT partition, key, value FROM kv ORDER BY partition, key").fetchall()
+    files = sorted(
+        (str(f.relative_to(data_dir)), f.stat().st_size)
+        for f in data_dir.rglob("*")
+        if f.is_file() and not f.name.startswith("lake.db")
+    )
+    return rows, files
+
+
+def changes(before: Snapshot, after: Snapshot) -> str:
+    rows = {r[:2] for r in set(before[0]) ^ set(after[0])}
+    files = set(before[1]) ^ set(after[1])
+    return f"KV rows changed: {sorted(rows)[:5]}; files changed: {sorted(files)[:5]}"
+
+
+@contextmanager
+def plumbing(data_dir: Path) -> Iterator[Lake]:
+    """A second handle on the lake of a live server's data directory (its SQLite file and block
+    directory), for writing what the API would refuse: records stored before its checks, or by
+    other tools."""
+    lake = open_lake(load_settings(None, str(data_dir), environ={}))
+    try:
+        yield lake
+    finally:
+        lake.close()
