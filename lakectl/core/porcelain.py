@@ -385,8 +385,10 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
         lake.refs.get_branch(r.name, bid)
     except (BranchNotFound, InvalidName) as missing:
         try:
-            lake.refs.resolve(r.name, branch)
+            resolved = lake.refs.resolve(r.name, branch)
         except (NotFound, InvalidArgument):
+            raise missing from None
+        if resolved.branch is not None:  # deleted, then created again between the two looks
             raise missing from None
         raise InvalidRef(f"{branch!r} is not a branch: only branches can be written to") from None
     return r.name, bid
