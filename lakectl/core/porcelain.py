@@ -40,6 +40,7 @@ from lakectl.core.graph.refs import (
 )
 from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update, prefix_end
+from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.limits import MAX_MESSAGE_BYTES, MAX_NAME_BYTES, check_metadata, check_name, check_text
@@ -76,6 +77,7 @@ from lakectl.errors import (
     PredicateFailed,
     ProtectedBranch,
     RepositoryNotFound,
+    StorageError,
     TagNotFound,
     TooManyRetries,
 )
@@ -93,6 +95,8 @@ class Lake:
     kv: KVStore
     blocks: BlockAdapter
     home: str = ""
+    identity: Identity | None = None
+    """Its identity record, when opened by :func:`open_lake` or a server."""
 
     def __post_init__(self) -> None:
         self.ranges = RangeStore(self.blocks)
@@ -115,15 +119,24 @@ def default_home() -> str:
     return user_data_dir("lakectl", appauthor=False)
 
 
-def open_lake(home: str | None = None) -> Lake:
-    """Open (creating on first use) the embedded lake at ``home``: SQLite metadata + block directory."""
+def open_lake(home: str | None = None, create: bool = False) -> Lake:
+    """Open the embedded lake at ``home``: SQLite metadata (``lake.db``) + block directory.
+
+    A new lake is created on first use, but a missing or empty ``lake.db`` over stored blocks is
+    refused (``StorageError``) unless ``create`` asks for a new lake over them
+    (:mod:`lakectl.core.identity`)."""
     from lakectl.core.blocks.local import LocalAdapter
-    from lakectl.core.kv.sqlite import SQLiteStore
 
     home = os.path.abspath(home or default_home())
-    os.makedirs(home, exist_ok=True)
-    kv = SQLiteStore(os.path.join(home, "lake.db"))
-    return Lake(kv=kv, blocks=LocalAdapter(os.path.join(home, "blocks")), home=home)
+    if os.path.exists(home) and not os.path.isdir(home):
+        raise StorageError(f"the lake's home {home} is a file, not a directory (see LAKECTL_HOME)", path=home)
+    try:
+        os.makedirs(home, exist_ok=True)
+    except OSError as e:
+        raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
+    blocks = LocalAdapter(os.path.join(home, "blocks"))
+    kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
+    return Lake(kv=kv, blocks=blocks, home=home, identity=identity)
 
 
 def default_committer() -> str:
