@@ -16,6 +16,7 @@ from lakectl.core import porcelain
 from lakectl.errors import PreconditionFailed, StorageError
 from server.app import open_lake
 from server.config import load_settings
+from tests.pg import PostgresServer
 from tests.server.conftest import serve
 
 LAKECTL = Path(sys.executable).with_name("lakectl")
@@ -64,6 +65,24 @@ def test_the_server_refuses_a_lost_database_over_its_blocks(tmp_path: Path) -> N
     assert out.returncode == 9, out.stderr
     assert out.stderr.count("\n") == 1 and str(tmp_path / "lake.db") in out.stderr
     assert not (tmp_path / "lake.db").exists()
+
+
+def test_a_new_postgresql_database_over_stored_blocks_is_refused(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    stored = _lost_lake(tmp_path)
+    url = postgres_server.create_database()
+    env = {"LAKECTL_SERVER_DATABASE_TYPE": "postgres", "LAKECTL_SERVER_DATABASE_CONNECTION_STRING": url}
+    settings = load_settings(None, str(tmp_path), environ=env)
+    try:
+        with pytest.raises(StorageError, match="holds no lake") as refused:
+            open_lake(settings)
+        assert refused.value.details["database"] == url
+        created = open_lake(settings, create=True)
+        assert created.identity is not None and created.identity.created_over_blocks == len(stored)
+        created.close()
+    finally:
+        postgres_server.drop_database(url)
 
 
 def test_setup_creates_the_lake_over_blocks_and_gc_waits_to_be_told(tmp_path: Path) -> None:

@@ -126,3 +126,9 @@ def test_a_home_that_is_a_file_is_one_clear_error(tmp_path: Path) -> None:
     home.write_text("not a lake")
     with pytest.raises(StorageError, match="is a file, not a directory"):
         porcelain.open_lake(str(home))
+
+
+def test_errors_name_a_database_url_without_its_password() -> None:
+    named = identity._without_password("postgresql://lake:s3cret@db.example:5432/lake")
+    assert named == "postgresql://lake:***@db.example:5432/lake"
+    assert identity._without_password("postgresql://lake@db/lake") == "postgresql://lake@db/lake"
