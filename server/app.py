@@ -20,14 +20,16 @@ from server.responses import SafeJSONResponse
 API_PREFIX = "/api/v1"
 
 
-def open_lake(settings: Settings) -> Lake:
+def open_lake(settings: Settings, create: bool = False) -> Lake:
     """The lake the settings describe: KV store by URL, blocks in the configured blockstore.
 
     An S3 bucket is listed once here, so that a wrong bucket, endpoint or credential stops the
-    server before it listens rather than failing every request.
+    server before it listens rather than failing every request. A missing or empty metadata
+    database over stored blocks stops it too (``StorageError``, :mod:`lakectl.core.identity`),
+    unless ``create`` asks for a new lake over them (``lakectl server setup``).
     """
     from lakectl.core.blocks import BlockAdapter
-    from lakectl.core.kv import open_store
+    from lakectl.core.identity import open_metadata
 
     store = settings.blockstore
     blocks: BlockAdapter
@@ -56,8 +58,8 @@ def open_lake(settings: Settings) -> Lake:
             from lakectl.core.blocks.volumes import local_volumes
 
             blocks = local_volumes(local.paths, local.replicas)
-    kv = open_store(settings.database.url)
-    return Lake(kv=kv, blocks=blocks, home=settings.data_dir)
+    kv, identity = open_metadata(settings.database.url, blocks, create)
+    return Lake(kv=kv, blocks=blocks, home=settings.data_dir, identity=identity)
 
 
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:

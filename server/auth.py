@@ -12,8 +12,9 @@ Key layout (kept here, apart from the lake's ``lakectl.core.keys``):
     auth/credentials  key <access key id>      → {"access_key_id", "user_id", "user_incarnation",
                                                   "creation_date", "secret": Fernet token}
 
-``incarnation`` is random per created user: access keys and login tokens name it, so a key or
-token left over from a deleted user never authenticates a later user of the same name.
+``incarnation`` is random per created user: access keys, login tokens and signed block locators
+name it (:attr:`User.signing_token`), so a key, token or signature left over from a deleted user
+never works for a later user of the same name.
 
 Secrets are stored encrypted (Fernet: AES-128-CBC + HMAC-SHA256) under a key derived (HKDF-SHA256)
 from ``auth.encrypt.secret_key``: they must be recoverable, since S3 signatures are computed from
@@ -150,6 +151,13 @@ class User:
     @property
     def permissions(self) -> frozenset[Permission]:
         return ROLE_PERMISSIONS[self.role] if self.role is not None else frozenset()
+
+    @property
+    def signing_token(self) -> str:
+        """Whom signed block locators and block challenges are made for: this incarnation of the
+        user, so that a user deleted and created again under the same name starts with none
+        (docs/decisions/0006). Incarnations are hex: the ``@`` cannot be ambiguous."""
+        return f"{self.id}@{self.incarnation}"
 
     def to_dict(self) -> dict[str, Any]:
         """lakeFS ``User``, plus the role (lakectl)."""

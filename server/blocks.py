@@ -3,7 +3,8 @@
 ``PUT /blocks/<md5>`` stores a block and answers its signed locator; ``GET /blocks/<signed>``
 (with Range) serves it after checking the signature; ``POST /blocks/missing`` says which blocks
 the lake lacks and hands out challenges for the others, which ``POST /blocks/prove`` turns into
-signed locators for a client that proves it holds the bytes. Signatures are bound to the user.
+signed locators for a client that proves it holds the bytes. Signatures are bound to the user's
+incarnation (``User.signing_token``): every route here signs and verifies for that token.
 """
 
 from __future__ import annotations
@@ -131,12 +132,12 @@ async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) ->
     declared = _declared_length(request, MAX_BLOCK)
     if declared is None:
         data = await _chunked_body(request, MAX_BLOCK)
-        signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.id)
+        signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.signing_token)
     else:
         buffers: BlockBuffers = request.app.state.block_buffers
         async with buffers.lease(declared) as view:
             await _receive_into(request, view)
-            signed = await run_in_threadpool(blockaccess.put_block, lake, md5, view, user.id)
+            signed = await run_in_threadpool(blockaccess.put_block, lake, md5, view, user.signing_token)
     return Response(signed + "\n", media_type="text/plain")
 
 
@@ -146,14 +147,16 @@ def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Re
     size = int(bare.split("+")[1])
     range_ = request.headers.get("range")
     if not range_:
-        return Response(blockaccess.get_block(lake, signed, user.id), media_type="application/octet-stream")
+        return Response(
+            blockaccess.get_block(lake, signed, user.signing_token), media_type="application/octet-stream"
+        )
     try:
         start, end = parse_range(range_, size)
     except Unsatisfiable as e:
         response = error_response(416, "invalid_range", str(e))
         response.headers["Content-Range"] = f"bytes */{size}"
         return response
-    data = blockaccess.get_block(lake, signed, user.id, start, end - start)
+    data = blockaccess.get_block(lake, signed, user.signing_token, start, end - start)
     return Response(
         data,
         status_code=206,
@@ -167,13 +170,13 @@ def missing_blocks(body: LocatorList, lake: LakeDep, user: UserDep) -> dict[str,
     bares = [parse_locator(loc).bare for loc in body.locators]
     missing = blockaccess.missing_blocks(lake, bares)
     absent = set(missing)
-    challenges = {b: blockaccess.challenge(lake, b, user.id) for b in bares if b not in absent}
+    challenges = {b: blockaccess.challenge(lake, b, user.signing_token) for b in bares if b not in absent}
     return {"missing": missing, "challenges": challenges}
 
 
 @blocks.post("/blocks/prove", dependencies=[require(Permission.WRITE_REPO)])
 def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, str]:
-    return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, user.id)}
+    return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, user.signing_token)}
 
 
 @api.post(
@@ -183,7 +186,14 @@ def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, str]:
 )
 def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     info = blockaccess.link_object(
-        lake, repository, branch, body.path, body.segments, user.id, body.content_type, body.metadata
+        lake,
+        repository,
+        branch,
+        body.path,
+        body.segments,
+        user.signing_token,
+        body.content_type,
+        body.metadata,
     )
     return shapes.object_stats(info)
 
@@ -206,7 +216,7 @@ def signed_locators(
         bare, _, offset, length = parse_segment(token)
         if length == 0:
             continue
-        loc = blockaccess.sign_locator(lake, bare, user.id)
+        loc = blockaccess.sign_locator(lake, bare, user.signing_token)
         signed.append(loc if ":" not in token else f"{loc}:{offset}:{length}")
     return {**shapes.object_stats(info), "signed_locators": signed}
 
@@ -222,7 +232,7 @@ def export_manifest(
 ) -> Response:
     """The manifest of a tree; ``signed=true`` names blocks by locators signed for the caller, who
     may then fetch them with ``GET /blocks/<signed>`` (Spark executors do)."""
-    sign = (lambda bare: blockaccess.sign_locator(lake, bare, user.id)) if signed else None
+    sign = (lambda bare: blockaccess.sign_locator(lake, bare, user.signing_token)) if signed else None
     text = manifests.export_manifest(lake, repository, ref, prefix, sign)
     return Response(text, media_type="text/plain")
 
@@ -235,15 +245,18 @@ async def import_manifest(
     branch: str,
     request: Request,
     lake: LakeDep,
+    user: UserDep,
     prefix: str = Query(""),
     replace: bool = Query(False),
 ) -> dict[str, Any]:
+    """Stage a manifest's files; every locator must be signed for the caller (as ``objects/link``):
+    a block is claimed by proof of having it, never by its md5 and size alone."""
     raw = await _body(request, MAX_BLOCK)
     try:
         text = raw.decode()
     except UnicodeDecodeError:
         raise InvalidArgument("a manifest must be UTF-8 text") from None
     paths = await run_in_threadpool(
-        manifests.import_manifest, lake, repository, branch, prefix, text, replace
+        manifests.import_manifest, lake, repository, branch, prefix, text, replace, user.signing_token
     )
     return {"paths": paths}

@@ -16,12 +16,15 @@ def setup(config_file: str | None, data_dir: str | None, username: str) -> dict[
     from server.auth import Auth, load_secret_key
 
     settings = load_settings(config_file, data_dir)
-    lake = open_lake(settings)
+    lake = open_lake(settings, create=True)  # the explicit ask for a new lake, as `lakectl init`
     try:
         creds = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir)).setup(username)
     finally:
         lake.close()
-    return {**creds.to_dict(), "data_dir": settings.data_dir}
+    result = {**creds.to_dict(), "data_dir": settings.data_dir}
+    if lake.identity is not None and lake.identity.just_created_over:
+        result["created_over_blocks"] = lake.identity.just_created_over
+    return result
 
 
 def listen(settings: Settings, s3: bool = False) -> socket.socket:

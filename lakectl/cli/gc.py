@@ -82,6 +82,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    allow_preexisting_blocks: Annotated[
+        bool,
+        typer.Option(
+            "--allow-preexisting-blocks",
+            help="Collect even though the lake's metadata database was created over blocks "
+            "already stored (`lakectl init` over an existing block directory): refused otherwise, "
+            "since nothing in the new database refers to them. Import what you want to keep "
+            "first; the refusal is lifted for good.",
+        ),
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Delete the blocks the lake no longer needs once the repository's expired commits go.
@@ -93,7 +103,8 @@ def run(
     dropped. With --spark, the same collection runs as a
     Spark job, driven from where the lake is: this process, or the lakectl server.
     """
-    report = backend().gc_run(repo_uri(repository), dry_run, grace_hours * 3600, spark)
+    repo = repo_uri(repository)
+    report = backend().gc_run(repo, dry_run, grace_hours * 3600, spark, allow_preexisting_blocks)
     render.emit(report, json_, _report)
 
 

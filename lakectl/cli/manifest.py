@@ -19,6 +19,14 @@ app = noun(
 @app.command("export")
 def export(
     src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>[/<prefix>]", show_default=False)],
+    signed: Annotated[
+        bool,
+        typer.Option(
+            "--signed",
+            help="Name blocks by locators the server signs for you (valid two weeks): what "
+            "`manifest import` on a server requires. The embedded lake needs no signatures.",
+        ),
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Print the normalized Keep manifest v1 of the objects under a ref or prefix.
@@ -28,7 +36,7 @@ def export(
     """
     uri = path_uri(src, required=False)
     assert uri.ref is not None
-    text = backend().export_manifest(uri.repo, uri.ref, uri.path)
+    text = backend().export_manifest(uri.repo, uri.ref, uri.path, signed=signed)
     if json_:
         render.print_json({"ref": uri.ref, "prefix": uri.path, "manifest": text})
     else:
@@ -46,6 +54,8 @@ def import_(
     """Stage the files a Keep manifest describes under a prefix of a branch, all or nothing.
 
     Every block the manifest names must already be in the lake (else exit 3, nothing staged).
+    On a lakectl server every block must also be named by a locator signed for you, as
+    `manifest export --signed` prints (else exit 8, nothing staged).
     """
     uri = path_uri(dest, required=False)
     assert uri.ref is not None

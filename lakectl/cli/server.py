@@ -53,8 +53,15 @@ def setup(
 
     The secret is shown this once only: it is stored encrypted. Fails (exit 4) when the server
     is already set up. With --json: {access_key_id, secret_access_key, creation_date, user, data_dir}.
+    Like `lakectl init`, setup creates the lake even over a blockstore that holds blocks but
+    whose metadata database is missing or empty (`server run` refuses those, exit 9); the
+    JSON then has created_over_blocks, and garbage collection refuses to run until told.
     """
     creds = _server().setup(config, data_dir, user_name)
+    if creds.get("created_over_blocks") and not json_:
+        from lakectl.cli.lake import over_blocks_warning
+
+        render.note(over_blocks_warning(creds["created_over_blocks"]))
 
     def human(d: dict[str, Any]) -> None:
         render.line(f"Admin user {d['user']['id']!r} created for the server at {d['data_dir']}.")

@@ -30,8 +30,10 @@ Progress = Callable[[int], None]
 class Backend(Protocol):
     """What the CLI needs from a lake, one method per verb (mirrors ``lakectl.core.porcelain``)."""
 
-    def init(self) -> str:
-        """Make sure the lake exists; return where it is (a directory or a server URL)."""
+    def init(self) -> dict[str, Any]:
+        """Make sure the lake exists: ``{"home"}``, where it is (a directory or a server URL), and
+        ``created_over_blocks`` when a new lake was created over blocks already stored (the
+        embedded lake creates one even then: init is the explicit ask)."""
         ...
 
     def close(self) -> None:
@@ -196,11 +198,18 @@ class Backend(Protocol):
         ...
 
     def gc_run(
-        self, repo: str, dry_run: bool, grace_seconds: float, spark_master: str | None = None
+        self,
+        repo: str,
+        dry_run: bool,
+        grace_seconds: float,
+        spark_master: str | None = None,
+        allow_preexisting_blocks: bool = False,
     ) -> dict[str, Any]:
         """Collect the blocks the lake no longer needs once ``repo``'s expired commits go; the
         report of :func:`lakectl.core.gc.run`. With ``spark_master``, the same collection runs
-        as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is."""
+        as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is.
+        ``allow_preexisting_blocks``: collect even though the lake's database was created over
+        blocks already stored (refused otherwise), and forget that it was."""
         ...
 
 

@@ -33,8 +33,14 @@ class LocalBackend:
             self._lake = p.open_lake(self._home)
         return self._lake
 
-    def init(self) -> str:
-        return self.lake.home
+    def init(self) -> dict[str, Any]:
+        # The explicit ask: a new lake even over blocks already stored (core.identity).
+        self.close()
+        self._lake = p.open_lake(self._home, create=True)
+        out: dict[str, Any] = {"home": self._lake.home}
+        if self._lake.identity is not None and self._lake.identity.just_created_over:
+            out["created_over_blocks"] = self._lake.identity.just_created_over
+        return out
 
     def close(self) -> None:
         if self._lake is not None:
@@ -197,10 +203,18 @@ class LocalBackend:
         gc.delete_rules(self.lake, repo)
 
     def gc_run(
-        self, repo: str, dry_run: bool, grace_seconds: float, spark_master: str | None = None
+        self,
+        repo: str,
+        dry_run: bool,
+        grace_seconds: float,
+        spark_master: str | None = None,
+        allow_preexisting_blocks: bool = False,
     ) -> dict[str, Any]:
+        allow = allow_preexisting_blocks
         if spark_master is not None:
             from lakectl.spark import gc as spark_gc
 
-            return spark_gc.run(self.lake, repo, dry_run, grace_seconds, master=spark_master).to_dict()
-        return gc.run(self.lake, repo, dry_run, grace_seconds).to_dict()
+            return spark_gc.run(
+                self.lake, repo, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow
+            ).to_dict()
+        return gc.run(self.lake, repo, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()

@@ -82,9 +82,9 @@ class RemoteBackend:
             follow_redirects=False,
         )
 
-    def init(self) -> str:
+    def init(self) -> dict[str, Any]:
         self._call("GET", "/api/v1/healthcheck")
-        return self.endpoint
+        return {"home": self.endpoint}
 
     def close(self) -> None:
         self._http.close()
@@ -564,11 +564,18 @@ class RemoteBackend:
         self._call("DELETE", f"{self._repo(repo)}/settings/gc_rules")
 
     def gc_run(
-        self, repo: str, dry_run: bool, grace_seconds: float, spark_master: str | None = None
+        self,
+        repo: str,
+        dry_run: bool,
+        grace_seconds: float,
+        spark_master: str | None = None,
+        allow_preexisting_blocks: bool = False,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"dry_run": "true" if dry_run else "false", "grace_seconds": grace_seconds}
         if spark_master is not None:
             params["spark_master"] = spark_master
+        if allow_preexisting_blocks:
+            params["allow_preexisting_blocks"] = "true"
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
 
 

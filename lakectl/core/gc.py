@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lakectl.core import identity as lake_identity
 from lakectl.core import keys, multipart, porcelain
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.graph.refs import check_branch_name
@@ -27,7 +28,7 @@ from lakectl.core.model import (
     StagingToken,
     decode_row,
 )
-from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound
+from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound, PreconditionFailed
 
 MAX_DAYS = 100 * 365
 
@@ -419,18 +420,42 @@ def drop_orphan_staging(lake: porcelain.Lake, repo: str, dry_run: bool) -> int:
     return len(orphans)
 
 
+def check_preexisting(lake: porcelain.Lake, dry_run: bool, allow: bool) -> None:
+    """Refuse to collect (``PreconditionFailed``) a lake whose metadata database was created over
+    blocks already stored (:mod:`lakectl.core.identity`): no commit of this database refers to
+    them, so a collection would delete them all. A dry run deletes nothing and may show it;
+    ``allow`` is the user's word that what was worth keeping has been imported again."""
+    identity = lake_identity.get(lake.kv)
+    if identity is None or not identity.created_over_blocks or dry_run or allow:
+        return
+    created = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(identity.creation_date))
+    raise PreconditionFailed(
+        f"garbage collection refused: this lake's metadata database was created on {created} over "
+        f"{identity.created_over_blocks} blocks already in its block store, and a collection would "
+        "delete every one that no commit of this database refers to. Import what you want to keep "
+        "(lakectl manifest import), then run gc with --allow-preexisting-blocks (REST: "
+        "allow_preexisting_blocks=true) once: it lifts this refusal for good. --dry-run shows what "
+        "would go",
+        created_over_blocks=identity.created_over_blocks,
+    )
+
+
 def run(
     lake: porcelain.Lake,
     repo: str,
     dry_run: bool = False,
     grace_seconds: float = GRACE_SECONDS,
     now: float | None = None,
+    allow_preexisting_blocks: bool = False,
 ) -> Report:
     """Abort ``repo``'s multipart uploads older than :data:`UPLOAD_DAYS`, mark what the lake still
     needs once its expired commits go, then delete every other block older than the grace
     period (nothing with ``dry_run``). ``now`` dates retention
-    (commit ages); the grace period counts from the real time the mark began."""
+    (commit ages); the grace period counts from the real time the mark began.
+    A lake created over existing blocks is refused unless ``allow_preexisting_blocks``
+    (:func:`check_preexisting`), which a collection that ran then clears."""
     check_grace(grace_seconds)
+    check_preexisting(lake, dry_run, allow_preexisting_blocks)
     began = time.time()
     stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
     orphans = drop_orphan_staging(lake, repo, dry_run)
@@ -439,4 +464,6 @@ def run(
     tally = Tally()
     for locator in lake.blocks.list():
         tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
+    if allow_preexisting_blocks and not dry_run:
+        lake_identity.clear_preexisting(lake.kv)
     return tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)

@@ -10,6 +10,9 @@ REPOSITORIES = "repositories"
 LAKE = "lake"
 """Partition of lake-wide settings."""
 SIGNING_SECRET = "signing-secret"
+IDENTITY = "identity"
+"""Key, in :data:`LAKE`, of the lake's identity record (``lakectl.core.identity``):
+``{"lake_id", "creation_date", "created_over_blocks"?}``."""
 
 
 def repo_partition(repo: RepositoryId) -> str:

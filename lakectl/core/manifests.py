@@ -5,14 +5,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from lakectl.core import porcelain
+from lakectl.core import blockaccess, porcelain
 from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.core.blocks.manifest import Segment, format_manifest, parse_manifest
+from lakectl.core.blocks.signing import verify
 from lakectl.core.graph.tree import Update
 from lakectl.core.model import Entry
 from lakectl.core.uri import check_new_path, check_path
-from lakectl.errors import BlockNotFound
+from lakectl.errors import BlockNotFound, SignatureError
 
 
 def export_manifest(
@@ -47,22 +48,36 @@ def _etag(locators: list[str]) -> str:
 
 
 def import_manifest(
-    lake: porcelain.Lake, repo: str, branch: str, prefix: str, text: str, replace: bool = False
+    lake: porcelain.Lake,
+    repo: str,
+    branch: str,
+    prefix: str,
+    text: str,
+    replace: bool = False,
+    token: str | None = None,
 ) -> list[str]:
     """Stage every file of the manifest under ``prefix``. Every block must already be stored;
     otherwise BlockNotFound and nothing is staged. Returns the staged paths.
+
+    With ``token`` (a server's caller, docs/decisions/0006), every locator must carry a valid
+    signature for that token, else SignatureError and nothing is staged: knowing a block's md5
+    and size is no proof of having read it. Without it (the embedded lake, whose user owns the
+    whole block directory), plain locators are enough.
 
     With ``replace``, every other object under ``prefix`` is deleted in the same staged write:
     readers see the old tree or the new one, never a mix (an overwriting Spark job's output)."""
     base = _directory(check_path(prefix, allow_empty=True))
     porcelain.check_writable(lake, repo, branch)
     files = parse_manifest(text).files()
+    key = blockaccess.signing_key(lake) if token is not None else b""
     bare: dict[str, str] = {}
     for segments in files.values():
         for seg in segments:
             if seg.locator in bare:
                 continue
             b = parse_locator(seg.locator).bare
+            if token is not None:
+                _verify(seg.locator, b, key, token)
             if not lake.blocks.touch(b):  # touched: a concurrent GC spares what is imported
                 raise BlockNotFound(f"block {b} of the manifest is not stored in this lake; nothing imported")
             bare[seg.locator] = b
@@ -93,6 +108,18 @@ def import_manifest(
     lake.blocks.sync()
     porcelain.stage_rows(lake, repo, branch, updates)
     return staged
+
+
+def _verify(locator: str, bare: str, key: bytes, token: str) -> None:
+    try:
+        verify(locator, key, token)
+    except SignatureError as e:
+        raise SignatureError(
+            f"{e.message}; nothing imported: a manifest imported through a server must name its "
+            "blocks by locators signed for you: export it with `lakectl manifest export --signed` "
+            "(GET .../manifest?signed=true)",
+            locator=bare,
+        ) from None
 
 
 def _directory(prefix: str) -> str:

@@ -41,6 +41,7 @@ from lakectl.core.graph.refs import (
 )
 from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update, prefix_end
+from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.limits import (
@@ -86,6 +87,7 @@ from lakectl.errors import (
     PredicateFailed,
     ProtectedBranch,
     RepositoryNotFound,
+    StorageError,
     TagNotFound,
     TooManyRetries,
 )
@@ -103,6 +105,8 @@ class Lake:
     kv: KVStore
     blocks: BlockAdapter
     home: str = ""
+    identity: Identity | None = None
+    """Its identity record, when opened by :func:`open_lake` or a server."""
 
     def __post_init__(self) -> None:
         self.ranges = RangeStore(self.blocks)
@@ -125,15 +129,24 @@ def default_home() -> str:
     return user_data_dir("lakectl", appauthor=False)
 
 
-def open_lake(home: str | None = None) -> Lake:
-    """Open (creating on first use) the embedded lake at ``home``: SQLite metadata + block directory."""
+def open_lake(home: str | None = None, create: bool = False) -> Lake:
+    """Open the embedded lake at ``home``: SQLite metadata (``lake.db``) + block directory.
+
+    A new lake is created on first use, but a missing or empty ``lake.db`` over stored blocks is
+    refused (``StorageError``) unless ``create`` asks for a new lake over them
+    (:mod:`lakectl.core.identity`)."""
     from lakectl.core.blocks.local import LocalAdapter
-    from lakectl.core.kv.sqlite import SQLiteStore
 
     home = os.path.abspath(home or default_home())
-    os.makedirs(home, exist_ok=True)
-    kv = SQLiteStore(os.path.join(home, "lake.db"))
-    return Lake(kv=kv, blocks=LocalAdapter(os.path.join(home, "blocks")), home=home)
+    if os.path.exists(home) and not os.path.isdir(home):
+        raise StorageError(f"the lake's home {home} is a file, not a directory (see LAKECTL_HOME)", path=home)
+    try:
+        os.makedirs(home, exist_ok=True)
+    except OSError as e:
+        raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
+    blocks = LocalAdapter(os.path.join(home, "blocks"))
+    kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
+    return Lake(kv=kv, blocks=blocks, home=home, identity=identity)
 
 
 def default_committer() -> str:
@@ -444,8 +457,10 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
         lake.refs.get_branch(r.name, bid)
     except (BranchNotFound, InvalidName) as missing:
         try:
-            lake.refs.resolve(r.name, branch)
+            resolved = lake.refs.resolve(r.name, branch)
         except (NotFound, InvalidArgument):
+            raise missing from None
+        if resolved.branch is not None:  # deleted, then created again between the two looks
             raise missing from None
         raise InvalidRef(f"{branch!r} is not a branch: only branches can be written to") from None
     return r.name, bid

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from lakectl import errors
-from lakectl.core import gc, porcelain
+from lakectl.core import gc, identity, porcelain
 from lakectl.core.blocks.local import PREFIXES, LocalAdapter
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
@@ -58,16 +58,20 @@ def run(
     grace_seconds: float = gc.GRACE_SECONDS,
     now: float | None = None,
     master: str = "local[2]",
+    allow_preexisting_blocks: bool = False,
 ) -> gc.Report:
     """:func:`lakectl.core.gc.run` as a Spark job on ``master``: the same uploads aborted, the
     same blocks deleted, the same report. An active Spark session (a notebook's, a test's) is
     used as it is; otherwise one is started on ``master`` and stopped when the last collection
     using it ends (a server may run several at once).
 
-    ``InvalidArgument`` when the lake's blocks are not in a local block directory.
+    ``InvalidArgument`` when the lake's blocks are not in a local block directory;
+    ``PreconditionFailed`` for a lake created over existing blocks, unless
+    ``allow_preexisting_blocks`` (:func:`lakectl.core.gc.check_preexisting`, as in-process).
     """
     root = _local_root(lake)
     gc.check_grace(grace_seconds)
+    gc.check_preexisting(lake, dry_run, allow_preexisting_blocks)
     porcelain.get_repo(lake, repo)  # an unknown repository fails before Spark starts
     with _spark(master) as spark:
         began = time.time()
@@ -75,6 +79,8 @@ def run(
         orphans = gc.drop_orphan_staging(lake, repo, dry_run)
         start = gc.roots(lake, repo, now, stale)
         tally = _mark_and_sweep(spark, root, start, began - grace_seconds, dry_run)
+    if allow_preexisting_blocks and not dry_run:
+        identity.clear_preexisting(lake.kv)
     return tally.report(dry_run, start.retained, start.expired, len(stale), orphans)
 
 

@@ -42,11 +42,16 @@ def run_gc(
     dry_run: bool = Query(False),
     grace_seconds: float = Query(gc.GRACE_SECONDS, ge=0),
     spark_master: str | None = Query(None, min_length=1),
+    allow_preexisting_blocks: bool = Query(False),
 ) -> dict[str, Any]:
     """Mark and sweep, in the thread pool (it reads every retained tree); admins only. With
-    ``spark_master``, as a Spark job on that master, driven from this server process."""
+    ``spark_master``, as a Spark job on that master, driven from this server process.
+    ``allow_preexisting_blocks``: see :func:`lakectl.core.gc.check_preexisting`."""
+    allow = allow_preexisting_blocks
     if spark_master is not None:
         from lakectl.spark import gc as spark_gc
 
-        return spark_gc.run(lake, repository, dry_run, grace_seconds, master=spark_master).to_dict()
-    return gc.run(lake, repository, dry_run, grace_seconds).to_dict()
+        return spark_gc.run(
+            lake, repository, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow
+        ).to_dict()
+    return gc.run(lake, repository, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()

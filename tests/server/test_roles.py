@@ -55,8 +55,8 @@ class Caller:
     name: str
     role: Role | None
     """None: the server cannot authenticate this caller."""
-    user_id: str
-    """Whose signatures the caller's block locators carry."""
+    token: str
+    """Whom the caller's signed block locators are for (its user's ``signing_token``)."""
     headers: dict[str, str]
 
 
@@ -118,7 +118,7 @@ class World:
         """A stored block: bare locator, bytes, locator signed for ``caller``."""
         data = os.urandom(64)
         md5 = hashlib.md5(data).hexdigest()
-        signed = blockaccess.put_block(self.lake, md5, data, caller.user_id)
+        signed = blockaccess.put_block(self.lake, md5, data, caller.token)
         return f"{md5}+{len(data)}", data, signed
 
 
@@ -154,28 +154,30 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def _callers(w: World) -> dict[str, Caller]:
     """Users made through the auth API (as an admin would), one caller per way of calling."""
-    out = {"admin": Caller("admin", Role.ADMIN, "admin", basic(*w.admin_key))}
+    admin = w.auth.get_user("admin").signing_token
+    out = {"admin": Caller("admin", Role.ADMIN, admin, basic(*w.admin_key))}
     with w.client(basic(*w.admin_key)) as api:
         for user_id, group in (("dev", "Developers"), ("ann", "Analysts")):
             assert api.post("/api/v1/auth/users", json={"id": user_id}).status_code == 201
             assert api.put(f"/api/v1/auth/groups/{group}/members/{user_id}").status_code == 201
             creds = api.post(f"/api/v1/auth/users/{user_id}/credentials").json()
             role = Role.DEVELOPER if user_id == "dev" else Role.ANALYST
+            token = w.auth.get_user(user_id).signing_token
             out[user_id] = Caller(
-                user_id, role, user_id, basic(creds["access_key_id"], creds["secret_access_key"])
+                user_id, role, token, basic(creds["access_key_id"], creds["secret_access_key"])
             )
             if user_id == "dev":
                 login = {
                     "access_key_id": creds["access_key_id"],
                     "secret_access_key": creds["secret_access_key"],
                 }
-                token = api.post("/api/v1/auth/login", json=login).json()["token"]
-                out["dev-token"] = Caller("dev-token", role, user_id, bearer(token))
+                login_token = api.post("/api/v1/auth/login", json=login).json()["token"]
+                out["dev-token"] = Caller("dev-token", role, token, bearer(login_token))
                 out["wrong-secret"] = Caller(
-                    "wrong-secret", None, "dev", basic(creds["access_key_id"], "x" * 40)
+                    "wrong-secret", None, token, basic(creds["access_key_id"], "x" * 40)
                 )
     expired = w.auth.issue_token(w.auth.get_user("dev"), now=time.time() - TOKEN_TTL - 60).token
-    out["expired-token"] = Caller("expired-token", None, "dev", bearer(expired))
+    out["expired-token"] = Caller("expired-token", None, out["dev"].token, bearer(expired))
     out["anonymous"] = Caller("anonymous", None, "nobody", {})
     return out
 
@@ -223,7 +225,7 @@ def _put_block(w: World, c: Caller) -> Call:
 
 def _prove(w: World, c: Caller) -> Call:
     bare, data, _ = w.block(c)
-    nonce = blockaccess.challenge(w.lake, bare, c.user_id)
+    nonce = blockaccess.challenge(w.lake, bare, c.token)
     return Call(
         "/blocks/prove",
         json={"locator": bare, "nonce": nonce, "answer": blockaccess.prove_answer(nonce, data)},
@@ -382,7 +384,10 @@ route(
     lambda w, c: Call(
         f"{R}/branches/{w.branch()}/manifest",
         params={"prefix": "imported"},
-        content=manifests.export_manifest(w.lake, REPO, "main").encode(),
+        # Signed for the caller, as a signed export hands them out (an unsigned one is refused).
+        content=manifests.export_manifest(
+            w.lake, REPO, "main", sign=lambda bare: blockaccess.sign_locator(w.lake, bare, c.token)
+        ).encode(),
     ),
 )
 route("PUT", "/blocks/{md5}", WRITE, _put_block)

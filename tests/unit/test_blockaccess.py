@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakectl.core import blockaccess as ba
-from lakectl.core import porcelain
+from lakectl.core import manifests, porcelain
 from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, SignatureError
 
 
@@ -54,6 +54,24 @@ def test_a_block_cannot_be_claimed_without_a_valid_signature(lake: porcelain.Lak
     with pytest.raises(SignatureError):
         ba.get_block(lake, signed, "bob")
     assert porcelain.diff_uncommitted(lake, "blocks", "main") == before
+
+
+def test_a_manifest_import_with_a_token_claims_only_signed_blocks(lake: porcelain.Lake) -> None:
+    """The core verb behind the server's manifest route: with a token, every locator must verify
+    for it; without one (the embedded lake), plain locators import as before."""
+    data = b"secret data"
+    signed = ba.put_block(lake, md5(data), data, "alice")
+    bare = f"{md5(data)}+{len(data)}"
+    bogus = bare + "+A" + "0" * 40 + "@ffffffff"
+    for claim, token in [(bare, "bob"), (bogus, "bob"), (signed, "bob"), (signed, "alice@2")]:
+        with pytest.raises(SignatureError):
+            manifests.import_manifest(lake, "blocks", "main", "in", f". {claim} 0:11:x\n", token=token)
+    assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
+    assert manifests.import_manifest(lake, "blocks", "main", "in", f". {signed} 0:11:x\n", token="alice") == [
+        "in/x"
+    ]
+    assert manifests.import_manifest(lake, "blocks", "main", "plain", f". {bare} 0:11:x\n") == ["plain/x"]
+    assert b"".join(porcelain.read(lake, "blocks", "main", "in/x")) == data
 
 
 def test_bad_uploads_store_nothing(lake: porcelain.Lake) -> None:

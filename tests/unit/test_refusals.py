@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakectl.core import porcelain
-from lakectl.core.model import Commit, ResetKind
+from lakectl.core.model import Branch, BranchId, Commit, RepositoryId, ResetKind
 from lakectl.core.porcelain import Lake
 from lakectl.errors import (
     AlreadyExists,
@@ -151,3 +151,29 @@ def test_commit_message_is_required(lake: Lake) -> None:
     put(lake, "main", a="1")
     with pytest.raises(InvalidArgument):
         porcelain.commit(lake, REPO, "main", "")
+
+
+def test_a_write_racing_a_branch_delete_and_recreate_is_branch_not_found(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch is deleted as the upload looks it up and created again before the upload asks
+    whether the name is some other ref: the branch was not there, which is BranchNotFound (not
+    InvalidRef, "not a branch"), and nothing is staged on the new branch."""
+    porcelain.create_branch(lake, REPO, "dev", "main")
+    original = lake.refs.get_branch
+    raced: list[str] = []
+
+    def get_branch(repo: RepositoryId, name: BranchId) -> Branch:
+        if name != "dev" or raced:
+            return original(repo, name)
+        raced.append(name)
+        porcelain.delete_branch(lake, REPO, "dev")
+        try:
+            return original(repo, name)
+        finally:
+            porcelain.create_branch(lake, REPO, "dev", "main")
+
+    monkeypatch.setattr(lake.refs, "get_branch", get_branch)
+    with pytest.raises(BranchNotFound, match="dev"):
+        porcelain.upload(lake, REPO, "dev", "x.txt", b"data")
+    assert raced and porcelain.diff_uncommitted(lake, REPO, "dev") == []
