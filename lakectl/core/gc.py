@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import keys, multipart, porcelain
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
@@ -302,6 +302,10 @@ class Report:
     staging_dropped: int = 0
     """Staging partitions no branch refers to (a deleted branch's, left by a crash or by a write
     racing the deletion) dropped (with ``dry_run``: that would have been)."""
+    temporaries_deleted: int = 0
+    """Temporary block files older than the grace period (killed writers left them) removed
+    (with ``dry_run``: that would have been)."""
+    temporaries_bytes_freed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -315,6 +319,8 @@ class Report:
             "bytes_freed": self.bytes_freed,
             "retained_commits": self.retained_commits,
             "expired_commits": self.expired_commits,
+            "temporaries_deleted": self.temporaries_deleted,
+            "temporaries_bytes_freed": self.temporaries_bytes_freed,
         }
 
 
@@ -328,6 +334,8 @@ class Tally:
     young: int = 0
     deleted: int = 0
     bytes_freed: int = 0
+    temporaries_deleted: int = 0
+    temporaries_bytes_freed: int = 0
 
     def sweep(self, store: BlockAdapter, locator: str, live: bool, cutoff: float, dry_run: bool) -> None:
         """Count one stored block; unless ``live`` or touched since ``cutoff``, delete it (not
@@ -347,12 +355,32 @@ class Tally:
         self.deleted += 1
         self.bytes_freed += int(locator.rsplit("+", 1)[1])
 
+    def sweep_temporary(
+        self, store: HasTemporaries, temporary: Temporary, cutoff: float, dry_run: bool
+    ) -> None:
+        """Unless written since ``cutoff`` (a put in flight), remove a temporary block file (not
+        with ``dry_run``) and count it. One removed meanwhile counts as nothing."""
+        if temporary.modified >= cutoff:
+            return
+        if not dry_run and not store.remove_temporary(temporary):
+            return
+        self.temporaries_deleted += 1
+        self.temporaries_bytes_freed += temporary.size
+
+    def sweep_temporaries(self, store: BlockAdapter, cutoff: float, dry_run: bool) -> None:
+        """:meth:`sweep_temporary` every temporary file of the store, if it keeps any."""
+        if isinstance(store, HasTemporaries):
+            for temporary in store.temporaries():
+                self.sweep_temporary(store, temporary, cutoff, dry_run)
+
     def add(self, other: Tally) -> None:
         self.blocks += other.blocks
         self.live += other.live
         self.young += other.young
         self.deleted += other.deleted
         self.bytes_freed += other.bytes_freed
+        self.temporaries_deleted += other.temporaries_deleted
+        self.temporaries_bytes_freed += other.temporaries_bytes_freed
 
     def report(
         self, dry_run: bool, retained: int, expired: int, uploads_aborted: int, staging_dropped: int
@@ -368,6 +396,8 @@ class Tally:
             expired,
             uploads_aborted,
             staging_dropped,
+            self.temporaries_deleted,
+            self.temporaries_bytes_freed,
         )
 
 
@@ -417,8 +447,9 @@ def run(
 ) -> Report:
     """Abort ``repo``'s multipart uploads older than :data:`UPLOAD_DAYS`, mark what the lake still
     needs once its expired commits go, then delete every other block older than the grace
-    period (nothing with ``dry_run``). ``now`` dates retention
-    (commit ages); the grace period counts from the real time the mark began."""
+    period, and the temporary files killed writers left older than it (nothing with
+    ``dry_run``). ``now`` dates retention (commit ages); the grace period counts from the real
+    time the mark began."""
     check_grace(grace_seconds)
     began = time.time()
     stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
@@ -428,4 +459,5 @@ def run(
     tally = Tally()
     for locator in lake.blocks.list():
         tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
+    tally.sweep_temporaries(lake.blocks, cutoff, dry_run)
     return tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)
