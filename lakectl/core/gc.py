@@ -15,6 +15,7 @@ from typing import Any
 
 from lakectl.core import keys, multipart, porcelain
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
+from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
@@ -27,7 +28,7 @@ from lakectl.core.model import (
     StagingToken,
     decode_row,
 )
-from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound
+from lakectl.errors import BlockNotFound, CorruptBlock, InvalidArgument, KeyNotFound, NotFound
 
 MAX_DAYS = 100 * 365
 
@@ -177,7 +178,7 @@ def roots(
     direct: set[str] = set()
     retained = expired = 0
     for record in lake.refs.list_repos():
-        commits = {c.id: c for c in _commits(lake, record.name)}
+        commits = {c.id: c for c in list_commits(lake, record.name)}
         keep = set(commits)
         if record.name == target:
             if rules is not None:
@@ -205,7 +206,8 @@ def mark(
     return Mark(frozenset(live), start.retained, start.expired)
 
 
-def _commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
+def list_commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
+    """Every commit of the repository, reachable or not, in commit id order."""
     partition = keys.repo_partition(repo)
     for key, raw in lake.kv.scan(partition, keys.COMMIT_PREFIX):
         if not key.startswith(keys.COMMIT_PREFIX):
@@ -241,35 +243,74 @@ def bare_locators(tokens: str) -> list[str]:
     return [token.split(":", 1)[0] for token in tokens.split()]
 
 
-def _add_tokens(live: set[str], tokens: str) -> None:
-    live.update(bare_locators(tokens))
+# The walk from the roots to every block they reference, shared by the mark and by fsck
+# (lakectl.core.fsck), which walks every commit of every repository.
 
 
-def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
-    live.add(metarange)
-    for info in lake.trees.ranges(metarange):
+def tree_blocks(
+    store: RangeStore, metarange: MetaRangeId, seen: set[str], skip_unreadable: bool = False
+) -> Iterator[tuple[str, list[str]]]:
+    """``(block, the blocks it names)`` for a tree: its metarange and its range ids first, then
+    each range not in ``seen`` (added to it as it is read) and its entries' bare locators.
+
+    A metarange or range that cannot be read raises ``BlockNotFound`` or ``CorruptBlock``;
+    with ``skip_unreadable`` it is passed over (what it names is then not walked)."""
+    try:
+        infos = store.read_metarange(metarange)
+    except (BlockNotFound, CorruptBlock):
+        if not skip_unreadable:
+            raise
+        return
+    yield metarange, [info.id for info in infos]
+    for info in infos:
         if info.id in seen:
             continue
         seen.add(info.id)
-        live.add(info.id)
-        for tokens in lake.ranges.read_locators(info.id):
-            _add_tokens(live, tokens)
+        try:
+            column = store.read_locators(info.id)
+        except (BlockNotFound, CorruptBlock):
+            if not skip_unreadable:
+                raise
+            continue
+        yield info.id, [locator for tokens in column for locator in bare_locators(tokens)]
 
 
-def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+def staged_blocks(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[tuple[BranchId, str, list[str]]]:
+    """``(branch, path, bare locators)`` of every staged entry (current and sealed tokens) of
+    the repository's branches."""
     for branch in lake.refs.list_branches(repo):
         for token in (branch.staging_token, *branch.sealed_tokens):
-            for _, value in lake.kv.scan(keys.staging_partition(repo, token)):
+            for path, value in lake.kv.scan(keys.staging_partition(repo, token)):
                 if value != TOMBSTONE:
-                    _add_tokens(live, str(decode_row(value)[2]))
+                    yield branch.name, path, bare_locators(str(decode_row(value)[2]))
 
 
-def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
+def upload_blocks(
+    lake: porcelain.Lake, repo: RepositoryId, skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str, list[str]]]:
+    """``(upload id, object path, bare locators)`` of each part of the repository's multipart
+    uploads in flight, but for the ``skip`` upload ids."""
     for upload in multipart.list_uploads(lake, repo):
         if upload.id in skip:
             continue
         for part in multipart.list_parts(lake, repo, upload.id):
-            live.update(token.split(":", 1)[0] for token in part.locators)
+            yield upload.id, upload.path, [token.split(":", 1)[0] for token in part.locators]
+
+
+def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
+    live.add(metarange)
+    for _, named in tree_blocks(lake.ranges, metarange, seen):
+        live.update(named)
+
+
+def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+    for _, _, found in staged_blocks(lake, repo):
+        live.update(found)
+
+
+def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
+    for _, _, found in upload_blocks(lake, repo, skip):
+        live.update(found)
 
 
 # -- the sweep ---------------------------------------------------------------------------------
