@@ -25,6 +25,8 @@ __all__ = ["Backend", "Progress", "get_backend"]
 
 Progress = Callable[[int], None]
 """Called with a number of files just done."""
+ByteProgress = Callable[[int, int], None]
+"""Called with the bytes done so far and the bytes to do in all."""
 
 
 class Backend(Protocol):
@@ -201,6 +203,21 @@ class Backend(Protocol):
         """Collect the blocks the lake no longer needs once ``repo``'s expired commits go; the
         report of :func:`lakectl.core.gc.run`. With ``spark_master``, the same collection runs
         as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is."""
+        ...
+
+    # -- integrity -------------------------------------------------------------------------
+
+    def fsck(
+        self,
+        repo: str | None,
+        repair: bool = False,
+        spark_master: str | None = None,
+        progress: ByteProgress | None = None,
+    ) -> dict[str, Any]:
+        """Verify every block the lake (``repo`` None) or one repository references: the report
+        of :func:`lakectl.core.fsck.check`. With ``spark_master``, the blocks are verified by a
+        Spark job on that master (:func:`lakectl.spark.fsck.check`), where the lake is.
+        ``progress`` is called only where the check runs in this process."""
         ...
 
 
