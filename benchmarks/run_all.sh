@@ -48,6 +48,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_remote_upload.py --size-mib 256 --runs 1
     bench 300 bench_gateway.py --size-mib 256 --runs 1 --seconds 3
     bench 300 bench_gc.py --blocks 50000
+    bench 300 bench_fsck.py --size-mib 256 --small-files 10000 --runs 1
     bench 300 bench_spark_read.py --rows 200000 --runs 2
 else
     bench 1800 bench_cost_follows_changes.py
@@ -59,6 +60,7 @@ else
     bench 900 bench_remote_upload.py
     bench 900 bench_gateway.py
     bench 1200 bench_gc.py
+    bench 600 bench_fsck.py
     bench 900 bench_spark_read.py
 fi
 

@@ -100,8 +100,9 @@ def run(
     rules), tagged commits, every other repository, staged objects, uploads in flight, and any
     block younger than the grace period. Multipart uploads started more than 7 days ago are
     aborted first, and their parts collected; staging that deleted branches left behind is
-    dropped. With --spark, the same collection runs as a
-    Spark job, driven from where the lake is: this process, or the lakectl server.
+    dropped, and so are the temporary block files of killed writers, once older than the grace
+    period. With --spark, the same collection runs as a Spark job, driven from where the lake
+    is: this process, or the lakectl server.
     """
     repo = repo_uri(repository)
     report = backend().gc_run(repo, dry_run, grace_hours * 3600, spark, allow_preexisting_blocks)
@@ -120,6 +121,11 @@ def _report(d: dict[str, Any]) -> None:
         render.note(
             f"stale multipart uploads {done}: {d.get('uploads_aborted', 0)}; "
             f"staging partitions of deleted branches {done}: {d.get('staging_dropped', 0)}"
+        )
+    if d.get("temporaries_deleted"):
+        render.note(
+            f"temporary files of killed writers {done}: {d['temporaries_deleted']} "
+            f"({d.get('temporaries_bytes_freed', 0):,} bytes)"
         )
 
 

@@ -248,3 +248,19 @@ def progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], 
     with Progress(transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
+
+
+@contextmanager
+def progress_bytes(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A callback ``(bytes done, bytes in all)`` drawing a progress bar with the rate; a no-op
+    unless ``enabled`` and stdout is a terminal (pipes and JSON output never see a bar)."""
+    if not enabled or not sys.stdout.isatty():
+        yield lambda done, total: None
+        return
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(
+        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), transient=True
+    ) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

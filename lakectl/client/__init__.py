@@ -25,6 +25,8 @@ __all__ = ["Backend", "Progress", "get_backend"]
 
 Progress = Callable[[int], None]
 """Called with a number of files just done."""
+ByteProgress = Callable[[int, int], None]
+"""Called with the bytes done so far and the bytes to do in all."""
 
 
 class Backend(Protocol):
@@ -210,6 +212,21 @@ class Backend(Protocol):
         as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is.
         ``allow_preexisting_blocks``: collect even though the lake's database was created over
         blocks already stored (refused otherwise), and forget that it was."""
+        ...
+
+    # -- integrity -------------------------------------------------------------------------
+
+    def fsck(
+        self,
+        repo: str | None,
+        repair: bool = False,
+        spark_master: str | None = None,
+        progress: ByteProgress | None = None,
+    ) -> dict[str, Any]:
+        """Verify every block the lake (``repo`` None) or one repository references: the report
+        of :func:`lakectl.core.fsck.check`. With ``spark_master``, the blocks are verified by a
+        Spark job on that master (:func:`lakectl.spark.fsck.check`), where the lake is.
+        ``progress`` is called only where the check runs in this process."""
         ...
 
 

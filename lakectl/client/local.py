@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from lakectl.client import Progress
+from lakectl.client import ByteProgress, Progress
 from lakectl.core import gc, manifests
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
@@ -218,3 +218,18 @@ class LocalBackend:
                 self.lake, repo, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow
             ).to_dict()
         return gc.run(self.lake, repo, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()
+
+    def fsck(
+        self,
+        repo: str | None,
+        repair: bool = False,
+        spark_master: str | None = None,
+        progress: ByteProgress | None = None,
+    ) -> dict[str, Any]:
+        if spark_master is not None:
+            from lakectl.spark import fsck as spark_fsck
+
+            return spark_fsck.check(self.lake, repo, repair, master=spark_master).to_dict()
+        from lakectl.core import fsck
+
+        return fsck.check(self.lake, repo, repair, progress).to_dict()

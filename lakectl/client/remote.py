@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
-from lakectl.client import Progress
+from lakectl.client import ByteProgress, Progress
 from lakectl.errors import (
     BlockNotFound,
     Conflict,
@@ -577,6 +577,28 @@ class RemoteBackend:
         if allow_preexisting_blocks:
             params["allow_preexisting_blocks"] = "true"
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
+
+    def fsck(
+        self,
+        repo: str | None,
+        repair: bool = False,
+        spark_master: str | None = None,
+        progress: ByteProgress | None = None,
+    ) -> dict[str, Any]:
+        """``POST /api/v1/fsck`` (or ``/repositories/{r}/fsck``): the server verifies its blocks.
+        Sent once, without a read timeout: a check reads every block before it answers, and
+        repeating it on a timeout would only start it again."""
+        path = "/api/v1/fsck" if repo is None else f"{self._repo(repo)}/fsck"
+        params: dict[str, Any] = {"repair": "true" if repair else "false"}
+        if spark_master is not None:
+            params["spark_master"] = spark_master
+        try:
+            response = self._http.post(path, params=params, timeout=httpx.Timeout(None, connect=10.0))
+        except httpx.TransportError as exc:
+            raise StorageError(f"fsck on the lakectl server at {self.endpoint} failed: {exc}") from exc
+        if response.status_code >= 400:
+            raise _error(response)
+        return dict(response.json())
 
 
 def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from lakectl.core import identity as lake_identity
 from lakectl.core import keys, multipart, porcelain
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
+from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
@@ -28,7 +29,14 @@ from lakectl.core.model import (
     StagingToken,
     decode_row,
 )
-from lakectl.errors import BlockNotFound, InvalidArgument, KeyNotFound, NotFound, PreconditionFailed
+from lakectl.errors import (
+    BlockNotFound,
+    CorruptBlock,
+    InvalidArgument,
+    KeyNotFound,
+    NotFound,
+    PreconditionFailed,
+)
 
 MAX_DAYS = 100 * 365
 
@@ -178,7 +186,7 @@ def roots(
     direct: set[str] = set()
     retained = expired = 0
     for record in lake.refs.list_repos():
-        commits = {c.id: c for c in _commits(lake, record.name)}
+        commits = {c.id: c for c in list_commits(lake, record.name)}
         keep = set(commits)
         if record.name == target:
             if rules is not None:
@@ -206,7 +214,8 @@ def mark(
     return Mark(frozenset(live), start.retained, start.expired)
 
 
-def _commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
+def list_commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
+    """Every commit of the repository, reachable or not, in commit id order."""
     partition = keys.repo_partition(repo)
     for key, raw in lake.kv.scan(partition, keys.COMMIT_PREFIX):
         if not key.startswith(keys.COMMIT_PREFIX):
@@ -244,7 +253,7 @@ def is_retained(lake: porcelain.Lake, repo: RepositoryId, commit: CommitId, now:
         rules = get_rules(lake, repo)
     except NotFound:
         return True
-    commits = {c.id: c for c in _commits(lake, repo)}
+    commits = {c.id: c for c in list_commits(lake, repo)}
     return commit in _retained(lake, repo, commits, rules, porcelain.now() if now is None else now)
 
 
@@ -253,35 +262,74 @@ def bare_locators(tokens: str) -> list[str]:
     return [token.split(":", 1)[0] for token in tokens.split()]
 
 
-def _add_tokens(live: set[str], tokens: str) -> None:
-    live.update(bare_locators(tokens))
+# The walk from the roots to every block they reference, shared by the mark and by fsck
+# (lakectl.core.fsck), which walks every commit of every repository.
 
 
-def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
-    live.add(metarange)
-    for info in lake.trees.ranges(metarange):
+def tree_blocks(
+    store: RangeStore, metarange: MetaRangeId, seen: set[str], skip_unreadable: bool = False
+) -> Iterator[tuple[str, list[str]]]:
+    """``(block, the blocks it names)`` for a tree: its metarange and its range ids first, then
+    each range not in ``seen`` (added to it as it is read) and its entries' bare locators.
+
+    A metarange or range that cannot be read raises ``BlockNotFound`` or ``CorruptBlock``;
+    with ``skip_unreadable`` it is passed over (what it names is then not walked)."""
+    try:
+        infos = store.read_metarange(metarange)
+    except (BlockNotFound, CorruptBlock):
+        if not skip_unreadable:
+            raise
+        return
+    yield metarange, [info.id for info in infos]
+    for info in infos:
         if info.id in seen:
             continue
         seen.add(info.id)
-        live.add(info.id)
-        for tokens in lake.ranges.read_locators(info.id):
-            _add_tokens(live, tokens)
+        try:
+            column = store.read_locators(info.id)
+        except (BlockNotFound, CorruptBlock):
+            if not skip_unreadable:
+                raise
+            continue
+        yield info.id, [locator for tokens in column for locator in bare_locators(tokens)]
 
 
-def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+def staged_blocks(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[tuple[BranchId, str, list[str]]]:
+    """``(branch, path, bare locators)`` of every staged entry (current and sealed tokens) of
+    the repository's branches."""
     for branch in lake.refs.list_branches(repo):
         for token in (branch.staging_token, *branch.sealed_tokens):
-            for _, value in lake.kv.scan(keys.staging_partition(repo, token)):
+            for path, value in lake.kv.scan(keys.staging_partition(repo, token)):
                 if value != TOMBSTONE:
-                    _add_tokens(live, str(decode_row(value)[2]))
+                    yield branch.name, path, bare_locators(str(decode_row(value)[2]))
 
 
-def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
+def upload_blocks(
+    lake: porcelain.Lake, repo: RepositoryId, skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str, list[str]]]:
+    """``(upload id, object path, bare locators)`` of each part of the repository's multipart
+    uploads in flight, but for the ``skip`` upload ids."""
     for upload in multipart.list_uploads(lake, repo):
         if upload.id in skip:
             continue
         for part in multipart.list_parts(lake, repo, upload.id):
-            live.update(token.split(":", 1)[0] for token in part.locators)
+            yield upload.id, upload.path, [token.split(":", 1)[0] for token in part.locators]
+
+
+def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
+    live.add(metarange)
+    for _, named in tree_blocks(lake.ranges, metarange, seen):
+        live.update(named)
+
+
+def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+    for _, _, found in staged_blocks(lake, repo):
+        live.update(found)
+
+
+def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
+    for _, _, found in upload_blocks(lake, repo, skip):
+        live.update(found)
 
 
 # -- the sweep ---------------------------------------------------------------------------------
@@ -314,6 +362,10 @@ class Report:
     staging_dropped: int = 0
     """Staging partitions no branch refers to (a deleted branch's, left by a crash or by a write
     racing the deletion) dropped (with ``dry_run``: that would have been)."""
+    temporaries_deleted: int = 0
+    """Temporary block files older than the grace period (killed writers left them) removed
+    (with ``dry_run``: that would have been)."""
+    temporaries_bytes_freed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -327,6 +379,8 @@ class Report:
             "bytes_freed": self.bytes_freed,
             "retained_commits": self.retained_commits,
             "expired_commits": self.expired_commits,
+            "temporaries_deleted": self.temporaries_deleted,
+            "temporaries_bytes_freed": self.temporaries_bytes_freed,
         }
 
 
@@ -340,6 +394,8 @@ class Tally:
     young: int = 0
     deleted: int = 0
     bytes_freed: int = 0
+    temporaries_deleted: int = 0
+    temporaries_bytes_freed: int = 0
 
     def sweep(self, store: BlockAdapter, locator: str, live: bool, cutoff: float, dry_run: bool) -> None:
         """Count one stored block; unless ``live`` or touched since ``cutoff``, delete it (not
@@ -359,12 +415,32 @@ class Tally:
         self.deleted += 1
         self.bytes_freed += int(locator.rsplit("+", 1)[1])
 
+    def sweep_temporary(
+        self, store: HasTemporaries, temporary: Temporary, cutoff: float, dry_run: bool
+    ) -> None:
+        """Unless written since ``cutoff`` (a put in flight), remove a temporary block file (not
+        with ``dry_run``) and count it. One removed meanwhile counts as nothing."""
+        if temporary.modified >= cutoff:
+            return
+        if not dry_run and not store.remove_temporary(temporary):
+            return
+        self.temporaries_deleted += 1
+        self.temporaries_bytes_freed += temporary.size
+
+    def sweep_temporaries(self, store: BlockAdapter, cutoff: float, dry_run: bool) -> None:
+        """:meth:`sweep_temporary` every temporary file of the store, if it keeps any."""
+        if isinstance(store, HasTemporaries):
+            for temporary in store.temporaries():
+                self.sweep_temporary(store, temporary, cutoff, dry_run)
+
     def add(self, other: Tally) -> None:
         self.blocks += other.blocks
         self.live += other.live
         self.young += other.young
         self.deleted += other.deleted
         self.bytes_freed += other.bytes_freed
+        self.temporaries_deleted += other.temporaries_deleted
+        self.temporaries_bytes_freed += other.temporaries_bytes_freed
 
     def report(
         self, dry_run: bool, retained: int, expired: int, uploads_aborted: int, staging_dropped: int
@@ -380,6 +456,8 @@ class Tally:
             expired,
             uploads_aborted,
             staging_dropped,
+            self.temporaries_deleted,
+            self.temporaries_bytes_freed,
         )
 
 
@@ -450,10 +528,11 @@ def run(
 ) -> Report:
     """Abort ``repo``'s multipart uploads older than :data:`UPLOAD_DAYS`, mark what the lake still
     needs once its expired commits go, then delete every other block older than the grace
-    period (nothing with ``dry_run``). ``now`` dates retention
-    (commit ages); the grace period counts from the real time the mark began.
-    A lake created over existing blocks is refused unless ``allow_preexisting_blocks``
-    (:func:`check_preexisting`), which a collection that ran then clears."""
+    period, and the temporary files killed writers left older than it (nothing with
+    ``dry_run``). ``now`` dates retention (commit ages); the grace period counts from the real
+    time the mark began. A lake created over existing blocks is refused unless
+    ``allow_preexisting_blocks`` (:func:`check_preexisting`), which a collection that ran then
+    clears."""
     check_grace(grace_seconds)
     check_preexisting(lake, dry_run, allow_preexisting_blocks)
     began = time.time()
@@ -464,6 +543,7 @@ def run(
     tally = Tally()
     for locator in lake.blocks.list():
         tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
+    tally.sweep_temporaries(lake.blocks, cutoff, dry_run)
     if allow_preexisting_blocks and not dry_run:
         lake_identity.clear_preexisting(lake.kv)
     return tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)

@@ -11,7 +11,8 @@ lake is a DataFrame, built on the executors (docs/decisions/0008):
 - the stored set: the 4,096 directories of the block directory, listed in parallel;
 - the sweep: stored left-joined with live, partitioned by locator; each task applies the
   in-process rule (:class:`lakectl.core.gc.Tally`) to its blocks, deleting in parallel, and
-  returns its counts, which the driver adds up.
+  returns its counts, which the driver adds up; the temporary files killed writers left are
+  swept the same way, directory by directory.
 
 So the report, and the blocks left, are those of :func:`lakectl.core.gc.run` on the same lake.
 Blocks must be in a local block directory (``LocalAdapter``, the embedded default) that every
@@ -191,6 +192,10 @@ def _mark_and_sweep(
     swept = stored.join(live, "locator", "left").mapInArrow(
         functools.partial(_sweep_blocks, root, cutoff, dry_run), _TALLY_SCHEMA
     )
+    temporaries = spark.range(0, len(PREFIXES), 1, tasks).mapInArrow(
+        functools.partial(_sweep_temporaries, root, cutoff, dry_run), _TALLY_SCHEMA
+    )
+    swept = swept.unionByName(temporaries)
     spark.sparkContext.setJobDescription(f"lakectl gc {'dry run ' if dry_run else ''}of {root}")
     try:
         rows = swept.collect()
@@ -287,6 +292,22 @@ def _sweep_blocks(
         locators, live = batch.column(0).to_pylist(), batch.column(1).to_pylist()
         for locator, marked in zip(locators, live, strict=True):
             tally.sweep(adapter, locator, bool(marked), cutoff, dry_run)
+    yield pa.RecordBatch.from_pylist([dataclasses.asdict(tally)], schema=_tally_arrow_schema())
+
+
+def _sweep_temporaries(
+    root: str, cutoff: float, dry_run: bool, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The in-process sweep of the temporary files of the prefix directories numbered in the
+    batches; one row of counts."""
+    import pyarrow as pa
+
+    adapter = _adapter(root)
+    tally = gc.Tally()
+    for batch in batches:
+        for number in batch.column(0).to_pylist():
+            for temporary in adapter.temporaries(PREFIXES[number]):
+                tally.sweep_temporary(adapter, temporary, cutoff, dry_run)
     yield pa.RecordBatch.from_pylist([dataclasses.asdict(tally)], schema=_tally_arrow_schema())
 
 

@@ -315,6 +315,9 @@ route(
 route("GET", RP + "/settings/gc_rules", READ, fixed(R + "/settings/gc_rules"), (200, 404))
 route("DELETE", RP + "/settings/gc_rules", DELETE, fixed(R + "/settings/gc_rules"))
 route("POST", RP + "/gc/run", DELETE, fixed(R + "/gc/run?dry_run=true"))
+# fsck: admins only, as gc
+route("POST", V1 + "/fsck", DELETE, fixed(V1 + "/fsck"))
+route("POST", RP + "/fsck", DELETE, fixed(R + "/fsck"))
 # tags
 route("GET", RP + "/tags", READ, fixed(R + "/tags"))
 route("POST", RP + "/tags", WRITE, lambda w, c: Call(R + "/tags", json={"id": unique("nt"), "ref": "main"}))

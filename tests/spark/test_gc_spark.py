@@ -73,6 +73,17 @@ def age_blocks(home: Path, seconds: float) -> None:
             os.utime(os.path.join(directory, name), (past, past))
 
 
+def leave_temporary(home: Path, data: bytes) -> None:
+    """A temporary block file, as a put in flight (or a killed one) has it."""
+    md5 = hashlib.md5(data).hexdigest()
+    (home / "blocks" / md5[:3]).mkdir(parents=True, exist_ok=True)
+    (home / "blocks" / md5[:3] / f".{md5}.{os.urandom(8).hex()}.tmp").write_bytes(data)
+
+
+def temporaries(lake: Lake) -> set[str]:
+    return {p.name for p in Path(lake.blocks.root).glob("*/.*.tmp")}  # type: ignore[attr-defined]
+
+
 def build(home: Path, work: Path) -> Built:
     clock = [T0 - 45 * DAY]
     with pytest.MonkeyPatch.context() as mp:
@@ -148,7 +159,9 @@ def build(home: Path, work: Path) -> Built:
         kept_refs = ["main", "feature", "dev", "v1", "dev~1"]
         kept = {ref: snapshot(lake, REPO, ref) for ref in kept_refs}
         other = snapshot(lake, OTHER, "main")
+        leave_temporary(home, b"a put killed half-way, 30 days ago")
         age_blocks(home, 30 * DAY)
+        leave_temporary(home, b"a put in flight")
         porcelain.upload(lake, REPO, "main", "young", b"written just now, then reset")
         young = bare(lake, REPO, "main", "young").pop()
         porcelain.reset(lake, REPO, "main", ResetKind.OBJECT, "young")
@@ -201,6 +214,9 @@ def test_the_spark_job_collects_exactly_what_the_in_process_collector_does(
     assert report.deleted == len(before - stored(there)) > 0
     assert (report.retained_commits, report.expired_commits, report.uploads_aborted) == (5, 5, 1)
     assert report.young == 1 and built.young in stored(there)
+    assert (report.temporaries_deleted, report.temporaries_bytes_freed) == (1, 34)
+    assert len(temporaries(there)) == 1, "the young temporary file stays"
+    assert temporaries(there) == temporaries(here)
     assert [u.path for u in multipart.list_uploads(there, REPO)] == ["fresh.bin"]
 
     for ref, objects in built.kept.items():

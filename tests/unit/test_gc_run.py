@@ -147,3 +147,37 @@ def test_staging_a_deleted_branch_left_behind_is_dropped_and_its_blocks_collecte
     assert set(lake.blocks.list()).isdisjoint(orphan), "the orphan's block is collected"
     assert readable(lake, "main")["kept.txt"] == b"staged on main"
     assert gc.run(lake, REPO).staging_dropped == 0
+
+
+def leave_temporary(root: str, size: int, age_seconds: float) -> str:
+    """A temporary block file as a writer killed mid-put leaves it; returns its path."""
+    data = os.urandom(size)
+    md5 = hashlib.md5(data).hexdigest()
+    os.makedirs(os.path.join(root, md5[:3]), exist_ok=True)
+    path = os.path.join(root, md5[:3], f".{md5}.{os.urandom(8).hex()}.tmp")
+    with open(path, "wb") as f:
+        f.write(data[: size // 2])  # killed half-way
+    past = time.time() - age_seconds
+    os.utime(path, (past, past))
+    return path
+
+
+def test_old_temporary_files_are_removed_and_young_ones_kept(lake: Lake) -> None:
+    write(lake, "main", "a", "a")
+    porcelain.commit(lake, REPO, "main", "a", committer="t")
+    root = lake.blocks.root  # type: ignore[attr-defined]
+    old = leave_temporary(root, 2000, 7 * 86_400)
+    young = leave_temporary(root, 4000, 60)
+    stored = set(lake.blocks.list())
+
+    dry = gc.run(lake, REPO, dry_run=True)
+    assert os.path.exists(old) and os.path.exists(young), "a dry run removes nothing"
+    assert (dry.temporaries_deleted, dry.temporaries_bytes_freed) == (1, 1000)
+    report = gc.run(lake, REPO)
+    assert dry.to_dict() == {**report.to_dict(), "dry_run": True}
+    assert not os.path.exists(old), "a temporary file older than the grace period goes"
+    assert os.path.exists(young), "a young one may be a put in flight: it stays"
+    assert set(lake.blocks.list()) == stored, "temporary files are not blocks"
+    assert report.to_dict()["temporaries_deleted"] == 1
+    assert gc.run(lake, REPO, grace_seconds=0).temporaries_deleted == 1
+    assert not os.path.exists(young)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import lakectl.core.blocks.local as local_module
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.errors import (
     BlockNotFound,
@@ -332,3 +332,27 @@ def test_processes_putting_the_same_blocks_concurrently(tmp_path: Path) -> None:
         assert adapter.get(loc(data)) == data
     assert set(adapter.list()) == expected
     assert not [p for p in all_files(root) if p.name.startswith(".")]
+
+
+def test_temporary_files_are_listed_and_removed_but_never_listed_as_blocks(tmp_path: Path) -> None:
+    store = LocalAdapter(tmp_path)
+    data = b"a block"
+    locator = f"{hashlib.md5(data).hexdigest()}+{len(data)}"
+    store.put(locator, data)
+    md5 = locator[:32]
+    name = f"{md5[:3]}/.{md5}.0123456789abcdef.tmp"
+    (tmp_path / name).write_bytes(b"half")
+    assert isinstance(store, HasTemporaries)
+    [found] = list(store.temporaries())
+    assert (found.name, found.size, found.volume) == (name, 4, None)
+    assert found.modified == os.stat(tmp_path / name).st_mtime
+    assert list(store.temporaries(md5[:3])) == [found]
+    assert list(store.temporaries("fff" if md5[:3] != "fff" else "000")) == []
+    assert list(store.list()) == [locator]
+    with pytest.raises(InvalidArgument):
+        store.remove_temporary(Temporary(f"{md5[:3]}/{md5}", 0, 0.0))  # a block, not a temporary
+    with pytest.raises(InvalidArgument):
+        store.remove_temporary(Temporary("../x/.tmp", 0, 0.0))
+    assert store.remove_temporary(found) is True
+    assert store.remove_temporary(found) is False, "gone already"
+    assert list(store.temporaries()) == [] and store.get(locator) == data

@@ -380,3 +380,22 @@ def test_local_volumes_are_named_by_absolute_path(tmp_path: Path, monkeypatch: p
     with pytest.raises(InvalidArgument):
         local_volumes(["one", "one/"])  # the same directory twice
     assert Counter(type(volumes.volume(v)) for v in volumes.volume_ids) == {LocalAdapter: 3}
+
+
+def test_temporary_files_of_every_volume_name_their_volume(tmp_path: Path) -> None:
+    from lakectl.core.blocks import HasTemporaries
+
+    volumes = local_volumes([tmp_path / "v1", tmp_path / "v2"])
+    md5 = "0" * 32
+    for vid in volumes.volume_ids:
+        os.makedirs(os.path.join(vid, "000"), exist_ok=True)
+        with open(os.path.join(vid, "000", f".{md5}.{'ab' * 8}.tmp"), "wb") as f:
+            f.write(b"x" * 3)
+    assert isinstance(volumes, HasTemporaries)
+    found = sorted(volumes.temporaries(), key=lambda t: t.volume or "")
+    assert [(t.volume, t.name, t.size) for t in found] == [
+        (vid, f"000/.{md5}.{'ab' * 8}.tmp", 3) for vid in sorted(volumes.volume_ids)
+    ]
+    assert volumes.remove_temporary(found[0]) is True
+    assert [t.volume for t in volumes.temporaries()] == [found[1].volume]
+    assert not os.path.exists(os.path.join(str(found[0].volume), found[0].name))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 
@@ -47,4 +48,34 @@ class BlockAdapter(Protocol):
 
     def sync(self) -> None:
         """Make every block put so far durable (one barrier for many puts)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Temporary:
+    """A temporary file a writer left in a block store: a write in flight, or a killed writer's."""
+
+    name: str
+    """Its path under the store's root, ``<md5[:3]>/.<md5>.<random>.tmp``."""
+    size: int
+    modified: float
+    """Epoch seconds of its last write."""
+    volume: str | None = None
+    """The volume holding it, in a volume set."""
+
+
+@runtime_checkable
+class HasTemporaries(Protocol):
+    """An optional capability of block stores that write blocks through temporary files (a local
+    directory, a volume set of them; not S3, whose puts are atomic): listing and removing what
+    killed writers left behind. Garbage collection removes those older than its grace period."""
+
+    def temporaries(self) -> Iterator[Temporary]:
+        """Yield every temporary file, in no particular order; ``StorageError`` when the store
+        cannot be listed."""
+        ...
+
+    def remove_temporary(self, temporary: Temporary) -> bool:
+        """Remove one file :meth:`temporaries` yielded; False when it is gone already (its
+        writer finished or another collection removed it)."""
         ...

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Final
 
+from lakectl.core.blocks import Temporary
 from lakectl.errors import (
     BlockNotFound,
     CorruptBlock,
@@ -25,6 +26,8 @@ from lakectl.errors import (
 _LOCATOR: Final = re.compile(r"([0-9a-f]{32})\+([0-9]{1,20})")
 _BLOCK_NAME: Final = re.compile(r"[0-9a-f]{32}")
 _PREFIX: Final = re.compile(r"[0-9a-f]{3}")
+# What _write_new names its temporary files: .<md5>.<16 random hex digits>.tmp
+_TEMPORARY: Final = re.compile(r"\.([0-9a-f]{32})\.[0-9a-f]{16}\.tmp")
 
 PREFIXES: Final = tuple(f"{i:03x}" for i in range(16**3))
 """The names of the directories a ``LocalAdapter`` may hold blocks in: its units of parallel listing."""
@@ -222,6 +225,36 @@ class LocalAdapter:
         except OSError as exc:
             raise StorageError(f"cannot list blocks in {self.root}/{prefix}: {exc}") from exc
 
+    def temporaries(self, prefix: str | None = None) -> Iterator[Temporary]:
+        """Yield the temporary files writers left (``<md5[:3]>/.<md5>.<random>.tmp``: a put in
+        flight, or a killed writer's), in every prefix directory or in one of :data:`PREFIXES`."""
+        if prefix is not None and (not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None):
+            raise InvalidArgument(f"not a block directory prefix: {prefix!r}")
+        try:
+            if prefix is None:
+                with os.scandir(self.root) as top:
+                    prefixes = [e.name for e in top if _PREFIX.fullmatch(e.name) and e.is_dir()]
+            else:
+                prefixes = [prefix]
+            for name in prefixes:
+                yield from _scan_temporaries(os.path.join(self.root, name), name)
+        except OSError as exc:
+            raise StorageError(f"cannot list temporary files in {self.root}: {exc}") from exc
+
+    def remove_temporary(self, temporary: Temporary) -> bool:
+        """Remove a file :meth:`temporaries` yielded; False when it is gone already."""
+        prefix, _, name = temporary.name.partition("/")
+        match = _TEMPORARY.fullmatch(name)
+        if _PREFIX.fullmatch(prefix) is None or match is None or not match.group(1).startswith(prefix):
+            raise InvalidArgument(f"not a temporary block file: {temporary.name!r}")
+        try:
+            os.unlink(os.path.join(self.root, prefix, name))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot remove {temporary.name} in {self.root}: {exc}") from exc
+        return True
+
     def sync(self) -> None:
         """Make every block put so far durable with one ``syncfs`` on the store's filesystem."""
         syncfs = _libc_call("syncfs")
@@ -287,6 +320,21 @@ def _holds(path: str, data: bytes | memoryview) -> bool:
                 return False
             position += n
         return not f.read(1)  # nothing beyond: grew while being read
+
+
+def _scan_temporaries(directory: str, prefix: str) -> list[Temporary]:
+    """The temporary files of one prefix directory."""
+    found = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if _TEMPORARY.fullmatch(entry.name):
+                    with contextlib.suppress(FileNotFoundError):  # renamed or removed meanwhile
+                        stat = entry.stat()
+                        found.append(Temporary(f"{prefix}/{entry.name}", stat.st_size, stat.st_mtime))
+    except FileNotFoundError:
+        pass
+    return found
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:

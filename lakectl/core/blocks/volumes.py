@@ -27,12 +27,13 @@ What the set does when some volumes fail (docs/decisions/0005-block-placement.md
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.errors import (
@@ -239,6 +240,24 @@ class VolumeSet:
             with self._dirty_lock:  # still not durable: the next sync must try them again
                 self._dirty.update(failures)
             raise _storage_error("cannot sync every volume", failures) from _first(failures)
+
+    def temporaries(self) -> Iterator[Temporary]:
+        """The temporary files of every volume that has them, each naming its volume."""
+        for volume_id, adapter in self._volumes.items():
+            if not isinstance(adapter, HasTemporaries):
+                continue
+            try:
+                for temporary in adapter.temporaries():
+                    yield dataclasses.replace(temporary, volume=volume_id)
+            except StorageError as exc:
+                raise StorageError(f"cannot list volume {volume_id!r}: {exc}", volume=volume_id) from exc
+
+    def remove_temporary(self, temporary: Temporary) -> bool:
+        """Remove a temporary file :meth:`temporaries` yielded, on its volume."""
+        adapter = self.volume(temporary.volume or "")
+        if not isinstance(adapter, HasTemporaries):
+            raise InvalidArgument(f"volume {temporary.volume!r} keeps no temporary files")
+        return adapter.remove_temporary(dataclasses.replace(temporary, volume=None))
 
 
 def local_volumes(
