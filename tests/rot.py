@@ -10,6 +10,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import httpx
+
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.blocks.local import LocalAdapter
 
@@ -44,6 +46,18 @@ def manifest_of_blocks(root: Path, name: str, parts: list[bytes]) -> str:
     for locator, part in zip(locators, parts, strict=True):
         adapter.put(locator, part)
     adapter.sync()
+    return f". {' '.join(locators)} 0:{sum(map(len, parts))}:{name}\n"
+
+
+def signed_manifest_of_blocks(api: httpx.Client, name: str, parts: list[bytes]) -> str:
+    """The same through a server (``api`` bound to its ``/api/v1``): each part sent with
+    ``PUT /blocks/<md5>``, the manifest naming them by the locators the server signed for this
+    caller, as a server requires of a manifest it imports."""
+    locators = []
+    for part in parts:
+        r = api.put(api.base_url.join(f"/blocks/{hashlib.md5(part).hexdigest()}"), content=part)
+        assert r.status_code == 200, r.text
+        locators.append(r.text.strip())
     return f". {' '.join(locators)} 0:{sum(map(len, parts))}:{name}\n"
 
 

@@ -76,7 +76,7 @@ def doctor(
 
     server = server_settings()
     lake = backend()
-    location = lake.init()
+    location = lake.location()
     repositories = len(lake.list_repos())
     result: dict[str, Any] = {
         "backend": "embedded" if server is None else "remote",

@@ -38,6 +38,11 @@ class Backend(Protocol):
         embedded lake creates one even then: init is the explicit ask)."""
         ...
 
+    def location(self) -> str:
+        """Where the lake is (its directory, or the server's URL), opening it as every other verb
+        does: a missing lake is created, a lost metadata database over stored blocks refused."""
+        ...
+
     def close(self) -> None:
         """Release what the backend holds (database connections, HTTP sessions)."""
         ...

@@ -42,6 +42,9 @@ class LocalBackend:
             out["created_over_blocks"] = self._lake.identity.just_created_over
         return out
 
+    def location(self) -> str:
+        return self.lake.home
+
     def close(self) -> None:
         if self._lake is not None:
             self._lake.close()

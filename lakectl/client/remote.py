@@ -86,6 +86,10 @@ class RemoteBackend:
         self._call("GET", "/api/v1/healthcheck")
         return {"home": self.endpoint}
 
+    def location(self) -> str:
+        self._call("GET", "/api/v1/healthcheck")
+        return self.endpoint
+
     def close(self) -> None:
         self._http.close()
 
@@ -101,6 +105,7 @@ class RemoteBackend:
         content: bytes | memoryview | None = None,
         headers: Mapping[str, str] | None = None,
         idempotent: bool | None = None,
+        timeout: httpx.Timeout | None = None,
     ) -> httpx.Response:
         """One request, retried with jittered backoff on network errors (always, as long as
         nothing may have reached the server) and on 5xx (only for idempotent requests, and not
@@ -117,7 +122,13 @@ class RemoteBackend:
             try:
                 body = whole if sliced is None else _slices(sliced)  # a fresh iterator per attempt
                 response = self._http.request(
-                    method, path, params=params, json=json, content=body, headers=headers
+                    method,
+                    path,
+                    params=params,
+                    json=json,
+                    content=body,
+                    headers=headers,
+                    timeout=self._http.timeout if timeout is None else timeout,
                 )
             except UnicodeEncodeError as e:  # a lone surrogate: non-UTF-8 bytes from the command line
                 bad = e.object[e.start : e.end]
@@ -592,12 +603,9 @@ class RemoteBackend:
         params: dict[str, Any] = {"repair": "true" if repair else "false"}
         if spark_master is not None:
             params["spark_master"] = spark_master
-        try:
-            response = self._http.post(path, params=params, timeout=httpx.Timeout(None, connect=10.0))
-        except httpx.TransportError as exc:
-            raise StorageError(f"fsck on the lakectl server at {self.endpoint} failed: {exc}") from exc
-        if response.status_code >= 400:
-            raise _error(response)
+        response = self._call(
+            "POST", path, params=params, idempotent=False, timeout=httpx.Timeout(None, connect=10.0)
+        )
         return dict(response.json())
 
 

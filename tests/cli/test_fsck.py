@@ -109,6 +109,16 @@ def test_doctor_opens_the_lake_and_verifies_it_on_request(
     assert "embedded lake at" in run("doctor").stdout
 
 
+def test_doctor_refuses_a_lost_database_and_never_replaces_it(js: Callable[..., Any], home: Path) -> None:
+    """doctor opens the lake as every command does: over stored blocks whose lake.db is gone it
+    reports the loss (exit 9) instead of creating a new, empty lake there."""
+    populate(js)
+    (home / "lake.db").unlink()
+    refused = js("doctor", code=9)
+    assert refused["code"] == "storage_error" and "lake.db" in refused["message"]
+    assert not (home / "lake.db").exists()
+
+
 def test_fsck_and_doctor_through_a_lakectl_server(tmp_path: Path) -> None:
     data_dir = tmp_path / "server"
     with serve(load_settings(None, str(data_dir), environ={})) as live:

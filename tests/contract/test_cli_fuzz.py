@@ -33,6 +33,7 @@ DOCUMENTED = {0, 2, 3, 4, 5, 6, 7, 8}
 
 NOT_FUZZED = {
     "lakectl init": "no text arguments",
+    "lakectl doctor": "no text arguments",
     "lakectl server setup": "writes a server's data directory, not a lake (tests/server/test_cli.py)",
     "lakectl server run": "serves until stopped (tests/server/test_cli.py)",
 }
@@ -80,6 +81,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc get-config": ["gc", "get-config", d],
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
+        "lakectl fsck": ["fsck", d],
     }
 
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError, ResponseStreamingError
 
 from tests.gateway.conftest import Gateway
-from tests.rot import DAMAGE, flip_byte, manifest_of_blocks
+from tests.rot import DAMAGE, flip_byte, signed_manifest_of_blocks
 
 
 def test_put_over_a_rotten_block_heals_it(gateway: Gateway, s3: Any, bucket: str) -> None:
@@ -44,8 +44,8 @@ PART = 512 * 1024
 def several_blocks(gateway: Gateway, bucket: str, path: str, count: int = 4) -> list[bytes]:
     """An object of ``count`` blocks of 512 KiB (more than the 1 MiB read inline: streamed)."""
     parts = [os.urandom(PART) for _ in range(count)]
-    text = manifest_of_blocks(gateway.data_dir / "blocks", path, parts)
     with gateway.rest() as rest:
+        text = signed_manifest_of_blocks(rest, path, parts)
         r = rest.post(f"/repositories/{bucket}/branches/main/manifest", content=text)
         assert r.status_code == 200, r.text
     return parts
