@@ -1,14 +1,15 @@
-"""Users, groups, access keys and login tokens of the server, and what each role may do.
+"""Users, access keys and login tokens of the server, and the groups and policies users are in.
 
-Roles and permissions live in one table, :data:`ROLE_PERMISSIONS`. A user has at most one role,
-shown over the API as membership of the role's built-in group (``Admins``, ``Developers``,
-``Analysts``), each with one built-in policy (``AdminAccess``, ...) listing the permissions.
+What a user may do is what its effective policies allow (:mod:`server.policies`): those attached
+to it and those of its groups (:mod:`server.groups`), as lakeFS decides it. The three roles of
+earlier servers (:class:`Role`) are memberships of lakeFS's built-in groups.
 
-Key layout (kept here, apart from the lake's ``lakectl.core.keys``):
+Key layout (kept here and in :mod:`server.groups`, apart from the lake's ``lakectl.core.keys``):
 
     auth/meta         key "setup"              → the first admin's user id (set once, by CAS)
-    auth/users        key <user id>            → {"id", "creation_date", "role" (or null),
-                                                  "incarnation"}
+    auth/users        key <user id>            → {"id", "creation_date", "incarnation",
+                                                  "groups": {<group id>: <its incarnation>},
+                                                  "policies": {<policy id>: <its incarnation>}}
     auth/credentials  key <access key id>      → {"access_key_id", "user_id", "user_incarnation",
                                                   "creation_date", "secret": Fernet token}
 
@@ -51,6 +52,9 @@ from lakectl.errors import (
     TooManyRetries,
     Unauthenticated,
 )
+from server.groups import Directory, Group, Links, Policy, links
+from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, allows
+from server.policies import Permission as Permission  # routes declare it from here
 
 META = "auth/meta"
 USERS = "auth/users"
@@ -68,89 +72,61 @@ CAS_ATTEMPTS = 8
 _KEY_ALPHABET = string.ascii_uppercase + string.digits
 
 
-class Permission(enum.Enum):
-    """What a route needs; each route declares exactly one (see ``server.api.deps.require``)."""
-
-    CREATE_REPO = "CreateRepo"
-    DELETE_REPO = "DeleteRepo"
-    READ_REPO = "ReadRepo"
-    WRITE_REPO = "WriteRepo"
-    MANAGE_AUTH = "ManageAuth"
-    """Users, groups, other users' access keys and policies."""
-
-
 class Role(enum.Enum):
+    """The three roles of earlier lakectl servers, each now membership of a built-in group."""
+
     ADMIN = "Admin"
     DEVELOPER = "Developer"
     ANALYST = "Analyst"
 
     @property
     def group(self) -> str:
-        """The built-in group whose members have this role."""
-        return self.value + "s"
+        """The built-in (lakeFS) group whose members have this role."""
+        return _ROLE_GROUPS[self]
 
-    @property
-    def policy(self) -> str:
-        """The built-in policy of the role's group."""
-        return self.value + "Access"
+
+_ROLE_GROUPS = {Role.ADMIN: "Admins", Role.DEVELOPER: "Developers", Role.ANALYST: "Viewers"}
+
+
+def _group_permissions(group_id: str) -> frozenset[Permission]:
+    statements = [s for policy in BUILTIN_GROUPS[group_id] for s in BUILTIN_POLICIES[policy]]
+    return frozenset(p for p in Permission if allows(statements, p, "", None))
 
 
 ROLE_PERMISSIONS: Mapping[Role, frozenset[Permission]] = {
-    Role.ADMIN: frozenset(Permission),
-    # As lakeFS's Developers group (policy FSReadWriteAll): every data operation, but creating
-    # and deleting repositories stays with admins (lakeFS: FSFullAccess, Admins and SuperUsers).
-    Role.DEVELOPER: frozenset({Permission.READ_REPO, Permission.WRITE_REPO}),
-    Role.ANALYST: frozenset({Permission.READ_REPO}),
+    role: _group_permissions(role.group) for role in Role
 }
-"""The one table of who may do what."""
-
-
-def role_of_group(group_id: str) -> Role:
-    """The role of a built-in group; raise ``NotFound`` for any other group id."""
-    for role in Role:
-        if role.group == group_id:
-            return role
-    raise NotFound(f"group {group_id!r} not found (built-in groups: Admins, Developers, Analysts)")
-
-
-def role_of_policy(policy_id: str) -> Role:
-    for role in Role:
-        if role.policy == policy_id:
-            return role
-    raise NotFound(f"policy {policy_id!r} not found")
-
-
-def group_dict(role: Role) -> dict[str, Any]:
-    """lakeFS ``Group``; built in, hence ``creation_date`` 0."""
-    actions = ", ".join(sorted(p.value for p in ROLE_PERMISSIONS[role]))
-    return {
-        "id": role.group,
-        "name": role.group,
-        "description": f"role {role.value}: {actions}",
-        "creation_date": 0,
-    }
-
-
-def policy_dict(role: Role) -> dict[str, Any]:
-    """lakeFS ``Policy``: one statement allowing the role's permissions on every resource."""
-    actions = sorted(p.value for p in ROLE_PERMISSIONS[role])
-    return {
-        "id": role.policy,
-        "creation_date": 0,
-        "statement": [{"effect": "allow", "resource": "*", "action": actions}],
-    }
+"""What each role may do: what its group's built-in policies allow (Developers, as lakeFS's,
+read and write every repository but do not create or delete repositories)."""
 
 
 @dataclass(frozen=True, slots=True)
 class User:
     id: str
     creation_date: int
-    role: Role | None
     incarnation: str = ""
+    groups: Links = ()
+    """The groups it was added to, with their incarnations (some may be gone since)."""
+    policies: Links = ()
+    """The policies attached to it directly, with their incarnations."""
+    statements: tuple[Statement, ...] = ()
+    """The statements of its effective policies (direct and through its groups), as loaded by
+    :class:`Auth`: a user is loaded at each request, so changes apply from the next one."""
+
+    def allows(self, permission: Permission, repository: str | None = None) -> bool:
+        """Whether the user may do what ``permission`` stands for (on ``repository``)."""
+        return allows(self.statements, permission, self.id, repository)
 
     @property
     def permissions(self) -> frozenset[Permission]:
-        return ROLE_PERMISSIONS[self.role] if self.role is not None else frozenset()
+        """What it may do on every repository."""
+        return frozenset(p for p in Permission if self.allows(p))
+
+    @property
+    def role(self) -> Role | None:
+        """The strongest role whose permissions it has (lakectl's summary of its policies)."""
+        held = self.permissions
+        return next((r for r in Role if ROLE_PERMISSIONS[r] <= held), None)
 
     @property
     def signing_token(self) -> str:
@@ -161,17 +137,29 @@ class User:
 
     def to_dict(self) -> dict[str, Any]:
         """lakeFS ``User``, plus the role (lakectl)."""
-        role = self.role.value if self.role is not None else None
-        return {"id": self.id, "creation_date": self.creation_date, "role": role}
+        role = self.role
+        return {"id": self.id, "creation_date": self.creation_date, "role": role.value if role else None}
 
     def record(self) -> bytes:
-        return json.dumps({**self.to_dict(), "incarnation": self.incarnation}).encode()
+        return json.dumps(
+            {
+                "id": self.id,
+                "creation_date": self.creation_date,
+                "incarnation": self.incarnation,
+                "groups": dict(self.groups),
+                "policies": dict(self.policies),
+            }
+        ).encode()
 
     @staticmethod
     def parse(raw: bytes) -> User:
+        """A stored user, its statements not loaded. A record of an earlier server has a
+        ``role`` instead of groups: the role's built-in group."""
         d = json.loads(raw)
-        role = Role(d["role"]) if d.get("role") else None
-        return User(d["id"], d["creation_date"], role, d.get("incarnation", ""))
+        groups = links(d.get("groups"))
+        if "groups" not in d and d.get("role"):
+            groups = ((Role(d["role"]).group, BUILTIN),)
+        return User(d["id"], d["creation_date"], d.get("incarnation", ""), groups, links(d.get("policies")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +236,7 @@ class Auth:
         self._fernet = Fernet(base64.urlsafe_b64encode(_derive(secret_key, b"lakectl auth secrets v1")))
         self._token_key = _derive(secret_key, b"lakectl login tokens v1")
         self.kv = kv
+        self.directory = Directory(kv)
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -268,7 +257,9 @@ class Auth:
         _check_user_id(username)
         if self.is_set_up():
             raise AlreadyExists("this lakectl server is already set up")
-        user = User(username, int(time.time()), Role.ADMIN, secrets.token_hex(8))
+        user = self._resolve(
+            User(username, int(time.time()), secrets.token_hex(8), ((Role.ADMIN.group, BUILTIN),))
+        )
         # An earlier set-up that died before its marker may have left this user: replace it.
         self.kv.set(USERS, user.id, user.record())
         creds = self.create_credentials(user, access_key_id, secret_access_key)
@@ -281,11 +272,19 @@ class Auth:
             raise AlreadyExists("this lakectl server is already set up") from None
         return creds
 
-    # -- users and groups ------------------------------------------------------------------
+    # -- users ---------------------------------------------------------------------------
+
+    def _resolve(self, user: User) -> User:
+        """The user with the statements of its live policies, direct and through live groups."""
+        policies = {p.id: p for p in self.directory.live_policies(user.policies)}
+        for group in self.directory.live_groups(user.groups):
+            policies.update((p.id, p) for p in self.directory.live_policies(group.policies))
+        statements = tuple(s for p in policies.values() for s in p.statements)
+        return replace(user, statements=statements)
 
     def _user_or_none(self, user_id: str) -> User | None:
         try:
-            return User.parse(self.kv.get(USERS, user_id))
+            return self._resolve(User.parse(self.kv.get(USERS, user_id)))
         except KeyNotFound:
             return None
 
@@ -302,17 +301,19 @@ class Auth:
             if not key.startswith(prefix):
                 return
             if key > after:
-                yield User.parse(raw)
+                yield self._resolve(User.parse(raw))
 
     def create_user(self, user_id: str, role: Role | None = None) -> User:
-        """A new user, without a role unless given; raise ``AlreadyExists`` when the id is taken."""
+        """A new user, in no group unless ``role`` names its group; raise ``AlreadyExists`` when
+        the id is taken."""
         _check_user_id(user_id)
-        user = User(user_id, int(time.time()), role, secrets.token_hex(8))
+        groups = ((role.group, BUILTIN),) if role is not None else ()
+        user = User(user_id, int(time.time()), secrets.token_hex(8), groups)
         try:
             self.kv.set_if(USERS, user_id, user.record(), None)
         except PredicateFailed:
             raise AlreadyExists(f"user {user_id!r} already exists", user=user_id) from None
-        return user
+        return self._resolve(user)
 
     def delete_user(self, user_id: str) -> None:
         """Delete the user and then its access keys (which stop working with the user already:
@@ -324,27 +325,85 @@ class Auth:
             if record["user_id"] == user.id and record.get("user_incarnation", "") == user.incarnation:
                 self.kv.delete(CREDENTIALS, key_id)
 
-    def set_role(self, user_id: str, role: Role | None, only_from: Role | None = None) -> User:
-        """Give the user ``role`` (None: no role), by compare-and-swap; with ``only_from``, only
-        when the user has that role now (else ``NotFound``: not a member of its group)."""
+    def _update_user(self, user_id: str, change: Callable[[User], User]) -> User:
         for _ in range(CAS_ATTEMPTS):
             try:
                 raw = self.kv.get(USERS, user_id)
             except KeyNotFound:
                 raise NotFound(f"user {user_id!r} not found", user=user_id) from None
-            user = User.parse(raw)
-            if only_from is not None and user.role is not only_from:
-                raise NotFound(f"user {user_id!r} is not a member of group {only_from.group!r}", user=user_id)
-            updated = replace(user, role=role)
+            updated = change(User.parse(raw))
             try:
                 self.kv.set_if(USERS, user_id, updated.record(), raw)
             except PredicateFailed:
                 continue
-            return updated
+            return self._resolve(updated)
         raise TooManyRetries(f"user {user_id!r} kept changing")
 
-    def members(self, role: Role, prefix: str = "", after: str = "") -> Iterator[User]:
-        return (u for u in self.list_users(prefix, after) if u.role is role)
+    def set_role(self, user_id: str, role: Role | None) -> User:
+        """Make the user a member of ``role``'s group and of no other role's (None: of none)."""
+        role_groups = {r.group for r in Role}
+
+        def change(user: User) -> User:
+            kept = {g: inc for g, inc in user.groups if g not in role_groups}
+            if role is not None:
+                kept[role.group] = BUILTIN
+            return replace(user, groups=links(kept))
+
+        return self._update_user(user_id, change)
+
+    # -- groups and policies of users ------------------------------------------------------
+
+    def add_member(self, group_id: str, user_id: str) -> User:
+        group = self.directory.get_group(group_id)
+        return self._update_user(
+            user_id, lambda u: replace(u, groups=links({**dict(u.groups), group.id: group.incarnation}))
+        )
+
+    def remove_member(self, group_id: str, user_id: str) -> User:
+        """Take the user out of the group; ``NotFound`` when it is not a member."""
+        group = self.directory.get_group(group_id)
+
+        def change(user: User) -> User:
+            groups = dict(user.groups)
+            if groups.pop(group_id, None) != group.incarnation:
+                raise NotFound(f"user {user_id!r} is not a member of group {group_id!r}", user=user_id)
+            return replace(user, groups=links(groups))
+
+        return self._update_user(user_id, change)
+
+    def members(self, group_id: str, prefix: str = "", after: str = "") -> Iterator[User]:
+        group = self.directory.get_group(group_id)
+        return (
+            u for u in self.list_users(prefix, after) if dict(u.groups).get(group.id) == group.incarnation
+        )
+
+    def groups_of(self, user_id: str) -> list[Group]:
+        return self.directory.live_groups(self.get_user(user_id).groups)
+
+    def attach_policy(self, user_id: str, policy_id: str) -> User:
+        policy = self.directory.get_policy(policy_id)
+        return self._update_user(
+            user_id, lambda u: replace(u, policies=links({**dict(u.policies), policy.id: policy.incarnation}))
+        )
+
+    def detach_policy(self, user_id: str, policy_id: str) -> User:
+        def change(user: User) -> User:
+            attached = dict(user.policies)
+            if attached.pop(policy_id, None) is None:
+                raise NotFound(f"policy {policy_id!r} is not attached to user {user_id!r}", user=user_id)
+            return replace(user, policies=links(attached))
+
+        return self._update_user(user_id, change)
+
+    def policies_of(self, user_id: str, effective: bool = False) -> list[Policy]:
+        """The policies attached to the user, or with ``effective`` also those of its groups
+        (each once), in id order."""
+        user = self.get_user(user_id)
+        policies = {p.id: p for p in self.directory.live_policies(user.policies)}
+        if effective:
+            for group in self.directory.live_groups(user.groups):
+                policies.update((p.id, p) for p in self.directory.live_policies(group.policies))
+        return [policies[k] for k in sorted(policies)]
 
     # -- credentials -----------------------------------------------------------------------
 

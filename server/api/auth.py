@@ -1,5 +1,5 @@
-"""Auth: login tokens, the current user, users, access keys, built-in groups and policies
-(lakeFS paths and shapes, as far as the three roles need)."""
+"""Auth: login tokens, the current user, users, access keys, groups, policies and their
+attachments (lakeFS's paths, JSON shapes and pagination)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ from server.api.deps import (
     require_own_or,
 )
 from server.api.pagination import After, Amount, Prefix, by_name, page
-from server.auth import Permission, Role, group_dict, policy_dict, role_of_group, role_of_policy
+from server.auth import Permission
+from server.groups import Group, Policy
 
 router = APIRouter(route_class=AuthFirstRoute)
 MANAGE = require(Permission.MANAGE_AUTH)
 OWN_OR_MANAGE = require_own_or(Permission.MANAGE_AUTH)
 USER = "/auth/users/{userId}"
 GROUP = "/auth/groups/{groupId}"
+POLICY = "/auth/policies/{policyId}"
 # lakeFS's camel-case path parameter names
 UserId = Annotated[str, Path(alias="userId")]
 AccessKeyId = Annotated[str, Path(alias="accessKeyId")]
@@ -42,6 +44,27 @@ class LoginInformation(Body):
 class UserCreation(Body):
     id: str
     invite_user: bool = False
+
+
+class GroupCreation(Body):
+    id: str
+    description: str | None = None
+
+
+class PolicyBody(Body):
+    """lakeFS ``Policy``; its statements are checked by :func:`server.policies.parse_statements`."""
+
+    id: str
+    statement: list[Any]
+    creation_date: int | None = None  # set by the server, as lakeFS does
+
+
+def _group(g: Group) -> dict[str, Any]:
+    return g.to_dict()
+
+
+def _policy(p: Policy) -> dict[str, Any]:
+    return p.to_dict()
 
 
 @router.post("/auth/login", dependencies=[PUBLIC])
@@ -68,7 +91,7 @@ async def list_users(
 
 @router.post("/auth/users", status_code=201, dependencies=[MANAGE])
 async def create_user(body: UserCreation, auth: AuthDep) -> dict[str, Any]:
-    """A user without a role: add it to a group to give it one."""
+    """A user in no group and without policies: it may do nothing until given some."""
     if body.invite_user:
         raise unsupported("invite_user")
     return auth.create_user(body.id).to_dict()
@@ -89,9 +112,37 @@ async def delete_user(user_id: UserId, auth: AuthDep, caller: UserDep) -> Respon
 
 
 @router.get(USER + "/groups", dependencies=[MANAGE])
-async def list_user_groups(user_id: UserId, auth: AuthDep) -> dict[str, Any]:
-    role = auth.get_user(user_id).role
-    return page([role] if role is not None else [], None, lambda r: r.group, group_dict)
+async def list_user_groups(
+    user_id: UserId, auth: AuthDep, prefix: Prefix = "", after: After = "", amount: Amount = None
+) -> dict[str, Any]:
+    groups = by_name(auth.groups_of(user_id), lambda g: g.id, prefix, after)
+    return page(groups, amount, lambda g: g.id, _group)
+
+
+@router.get(USER + "/policies", dependencies=[MANAGE])
+async def list_user_policies(
+    user_id: UserId,
+    auth: AuthDep,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = None,
+    effective: bool = False,
+) -> dict[str, Any]:
+    """The policies attached to the user; with ``effective``, those of its groups too."""
+    policies = by_name(auth.policies_of(user_id, effective), lambda p: p.id, prefix, after)
+    return page(policies, amount, lambda p: p.id, _policy)
+
+
+@router.put(USER + "/policies/{policyId}", status_code=201, dependencies=[MANAGE])
+async def attach_policy_to_user(user_id: UserId, policy_id: PolicyId, auth: AuthDep) -> Response:
+    auth.attach_policy(user_id, policy_id)
+    return Response(status_code=201)
+
+
+@router.delete(USER + "/policies/{policyId}", status_code=204, dependencies=[MANAGE])
+async def detach_policy_from_user(user_id: UserId, policy_id: PolicyId, auth: AuthDep) -> Response:
+    auth.detach_policy(user_id, policy_id)
+    return Response(status_code=204)
 
 
 # -- credentials ----------------------------------------------------------------------------
@@ -126,18 +177,31 @@ async def delete_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: 
     return Response(status_code=204)
 
 
-# -- built-in groups and policies -----------------------------------------------------------
+# -- groups ---------------------------------------------------------------------------------
 
 
 @router.get("/auth/groups", dependencies=[MANAGE])
-async def list_groups(prefix: Prefix = "", after: After = "", amount: Amount = None) -> dict[str, Any]:
-    roles = by_name(sorted(Role, key=lambda r: r.group), lambda r: r.group, prefix, after)
-    return page(roles, amount, lambda r: r.group, group_dict)
+async def list_groups(
+    auth: AuthDep, prefix: Prefix = "", after: After = "", amount: Amount = None
+) -> dict[str, Any]:
+    return page(auth.directory.list_groups(prefix, after), amount, lambda g: g.id, _group)
+
+
+@router.post("/auth/groups", status_code=201, dependencies=[MANAGE])
+async def create_group(body: GroupCreation, auth: AuthDep) -> dict[str, Any]:
+    return auth.directory.create_group(body.id, body.description or "").to_dict()
 
 
 @router.get(GROUP, dependencies=[MANAGE])
-async def get_group(group_id: GroupId) -> dict[str, Any]:
-    return group_dict(role_of_group(group_id))
+async def get_group(group_id: GroupId, auth: AuthDep) -> dict[str, Any]:
+    return auth.directory.get_group(group_id).to_dict()
+
+
+@router.delete(GROUP, status_code=204, dependencies=[MANAGE])
+async def delete_group(group_id: GroupId, auth: AuthDep) -> Response:
+    """Delete a group: what it gave its members is gone at once."""
+    auth.directory.delete_group(group_id)
+    return Response(status_code=204)
 
 
 @router.get(GROUP + "/members", dependencies=[MANAGE])
@@ -148,41 +212,76 @@ async def list_group_members(
     after: After = "",
     amount: Amount = None,
 ) -> dict[str, Any]:
-    members = auth.members(role_of_group(group_id), prefix, after)
+    members = auth.members(group_id, prefix, after)
     return page(members, amount, lambda u: u.id, lambda u: u.to_dict())
 
 
 @router.put(GROUP + "/members/{userId}", status_code=201, dependencies=[MANAGE])
-async def add_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
-    """Give the user the group's role. A user has one role: it leaves its previous group."""
-    role = role_of_group(group_id)
-    if user_id == caller.id and role is not Role.ADMIN:
-        raise InvalidArgument("you cannot leave the Admins group yourself: ask another admin")
-    auth.set_role(user_id, role)
+async def add_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep) -> Response:
+    """Add the user to the group: it may do what the group's policies allow, from its next request."""
+    auth.add_member(group_id, user_id)
     return Response(status_code=201)
 
 
 @router.delete(GROUP + "/members/{userId}", status_code=204, dependencies=[MANAGE])
 async def remove_group_member(group_id: GroupId, user_id: UserId, auth: AuthDep, caller: UserDep) -> Response:
-    """Take the group's role from the user, which then has none (404 when not a member)."""
-    role = role_of_group(group_id)
-    if user_id == caller.id and role is Role.ADMIN:
+    """Take the user out of the group (404 when not a member)."""
+    if user_id == caller.id and group_id == "Admins":
         raise InvalidArgument("you cannot leave the Admins group yourself: ask another admin")
-    auth.set_role(user_id, None, only_from=role)
+    auth.remove_member(group_id, user_id)
     return Response(status_code=204)
 
 
 @router.get(GROUP + "/policies", dependencies=[MANAGE])
-async def list_group_policies(group_id: GroupId) -> dict[str, Any]:
-    return page([role_of_group(group_id)], None, lambda r: r.policy, policy_dict)
+async def list_group_policies(
+    group_id: GroupId, auth: AuthDep, prefix: Prefix = "", after: After = "", amount: Amount = None
+) -> dict[str, Any]:
+    attached = auth.directory.live_policies(auth.directory.get_group(group_id).policies)
+    return page(by_name(attached, lambda p: p.id, prefix, after), amount, lambda p: p.id, _policy)
+
+
+@router.put(GROUP + "/policies/{policyId}", status_code=201, dependencies=[MANAGE])
+async def attach_policy_to_group(group_id: GroupId, policy_id: PolicyId, auth: AuthDep) -> Response:
+    auth.directory.attach_to_group(group_id, policy_id)
+    return Response(status_code=201)
+
+
+@router.delete(GROUP + "/policies/{policyId}", status_code=204, dependencies=[MANAGE])
+async def detach_policy_from_group(group_id: GroupId, policy_id: PolicyId, auth: AuthDep) -> Response:
+    auth.directory.detach_from_group(group_id, policy_id)
+    return Response(status_code=204)
+
+
+# -- policies -------------------------------------------------------------------------------
 
 
 @router.get("/auth/policies", dependencies=[MANAGE])
-async def list_policies(prefix: Prefix = "", after: After = "", amount: Amount = None) -> dict[str, Any]:
-    roles = by_name(sorted(Role, key=lambda r: r.policy), lambda r: r.policy, prefix, after)
-    return page(roles, amount, lambda r: r.policy, policy_dict)
+async def list_policies(
+    auth: AuthDep, prefix: Prefix = "", after: After = "", amount: Amount = None
+) -> dict[str, Any]:
+    return page(auth.directory.list_policies(prefix, after), amount, lambda p: p.id, _policy)
 
 
-@router.get("/auth/policies/{policyId}", dependencies=[MANAGE])
-async def get_policy(policy_id: PolicyId) -> dict[str, Any]:
-    return policy_dict(role_of_policy(policy_id))
+@router.post("/auth/policies", status_code=201, dependencies=[MANAGE])
+async def create_policy(body: PolicyBody, auth: AuthDep) -> dict[str, Any]:
+    return auth.directory.create_policy(body.id, body.statement).to_dict()
+
+
+@router.get(POLICY, dependencies=[MANAGE])
+async def get_policy(policy_id: PolicyId, auth: AuthDep) -> dict[str, Any]:
+    return auth.directory.get_policy(policy_id).to_dict()
+
+
+@router.put(POLICY, dependencies=[MANAGE])
+async def update_policy(policy_id: PolicyId, body: PolicyBody, auth: AuthDep) -> dict[str, Any]:
+    """New statements for the policy: every user and group it is attached to gets them at once."""
+    if body.id != policy_id:
+        raise InvalidArgument(f"the policy's id {body.id!r} differs from the path's {policy_id!r}")
+    return auth.directory.update_policy(policy_id, body.statement).to_dict()
+
+
+@router.delete(POLICY, status_code=204, dependencies=[MANAGE])
+async def delete_policy(policy_id: PolicyId, auth: AuthDep) -> Response:
+    """Delete a policy: what it gave the users and groups it was attached to is gone at once."""
+    auth.directory.delete_policy(policy_id)
+    return Response(status_code=204)

@@ -4,8 +4,8 @@ requires: every route declares one :class:`Requirement` in its ``dependencies``.
     @router.get("/repositories", dependencies=[require(Permission.READ_REPO)])
 
 Credentials come as HTTP basic (access key id and secret) or as ``Authorization: Bearer
-<login token>``. Missing or wrong ones are 401 (``Unauthenticated``); a known user whose role
-lacks the permission is 403 (``Forbidden``). Both are raised before the route runs, so neither
+<login token>``. Missing or wrong ones are 401 (``Unauthenticated``); a known user whose policies
+do not allow the permission is 403 (``Forbidden``). Both are raised before the route runs, so neither
 changes anything.
 """
 
@@ -28,6 +28,7 @@ from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, Unauthenticated
 from server.api import edge
 from server.auth import Auth, Permission, User
+from server.policies import PERMISSION_ACTIONS
 from server.responses import SafeJSONResponse
 
 
@@ -82,7 +83,7 @@ class Access(enum.Enum):
     AUTHENTICATED = "authenticated"
     """Any user with valid credentials, whatever its role (the current user's own record)."""
     PERMISSION = "permission"
-    """A user whose role grants the permission."""
+    """A user whose policies grant the permission (on the repository the path names)."""
     OWN_OR_PERMISSION = "own_or_permission"
     """Any user on its own account (path parameter ``userId``), else the permission."""
 
@@ -103,12 +104,9 @@ class Requirement:
         if self.access is Access.OWN_OR_PERMISSION and request.path_params.get("userId") == user.id:
             return
         assert self.permission is not None
-        if self.permission not in user.permissions:
-            role = user.role.value if user.role is not None else "none"
-            raise Forbidden(
-                f"user {user.id!r} (role {role}) lacks permission {self.permission.value}",
-                permission=self.permission.value,
-            )
+        repository = request.path_params.get("repository")
+        if not user.allows(self.permission, repository):
+            raise forbidden(user, self.permission, repository)
 
 
 class AuthFirstRoute(APIRoute):
@@ -164,6 +162,17 @@ def _answering_json(endpoint: Callable[..., Any], status_code: int | None) -> Ca
         return answer(endpoint(*args, **kwargs))
 
     return call
+
+
+def forbidden(user: User, permission: Permission, repository: str | None) -> Forbidden:
+    """The refusal of a user whose policies do not allow ``permission``."""
+    actions = ", ".join(PERMISSION_ACTIONS[permission])
+    where = f" on repository {repository!r}" if repository else ""
+    return Forbidden(
+        f"user {user.id!r} is not allowed {actions}{where} (permission {permission.value}): "
+        "its policies and its groups' do not allow it",
+        permission=permission.value,
+    )
 
 
 def require(permission: Permission) -> Any:

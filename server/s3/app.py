@@ -128,9 +128,8 @@ class Gateway:
             query = _query(request)
             verified, user = self._authenticate(request, headers)
             operation = route(request.method, bucket, key, query, headers)
-            if operation.permission not in user.permissions:
-                role = user.role.value if user.role is not None else "none"
-                raise Forbidden(f"user {user.id!r} (role {role}) may not {operation.name}")
+            if not user.allows(operation.permission, bucket or None):
+                raise Forbidden(f"user {user.id!r} may not {operation.name}: its policies do not allow it")
             call = Call(
                 request=request,
                 lake=self.lake,

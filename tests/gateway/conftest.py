@@ -50,7 +50,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     with serve(load_settings(None, str(data_dir), environ={})) as live:
         keys = {"admin": (live.key_id, live.secret)}
         with live.client(keys["admin"]) as rest:
-            for role, group in (("developer", "Developers"), ("analyst", "Analysts")):
+            for role, group in (("developer", "Developers"), ("analyst", "Viewers")):
                 assert rest.post("/auth/users", json={"id": role}).status_code == 201
                 assert rest.put(f"/auth/groups/{group}/members/{role}").status_code == 201
                 creds = rest.post(f"/auth/users/{role}/credentials").json()

@@ -111,6 +111,20 @@ class World:
     def user(self, role: Role | None = None) -> User:
         return self.auth.create_user(unique("u"), role)
 
+    def group(self, *policies: str) -> str:
+        name = unique("g")
+        self.auth.directory.create_group(name)
+        for policy in policies:
+            self.auth.directory.attach_to_group(name, policy)
+        return name
+
+    def policy(self) -> str:
+        name = unique("p")
+        self.auth.directory.create_policy(
+            name, [{"effect": "allow", "resource": "*", "action": ["fs:Read*"]}]
+        )
+        return name
+
     def key(self, user: User) -> str:
         return self.auth.create_credentials(user).access_key_id
 
@@ -157,7 +171,7 @@ def _callers(w: World) -> dict[str, Caller]:
     admin = w.auth.get_user("admin").signing_token
     out = {"admin": Caller("admin", Role.ADMIN, admin, basic(*w.admin_key))}
     with w.client(basic(*w.admin_key)) as api:
-        for user_id, group in (("dev", "Developers"), ("ann", "Analysts")):
+        for user_id, group in (("dev", "Developers"), ("ann", "Viewers")):
             assert api.post("/api/v1/auth/users", json={"id": user_id}).status_code == 201
             assert api.put(f"/api/v1/auth/groups/{group}/members/{user_id}").status_code == 201
             creds = api.post(f"/api/v1/auth/users/{user_id}/credentials").json()
@@ -424,8 +438,23 @@ route(
 )
 route("GET", USER + "/credentials/{accessKeyId}", OWN_OR_MANAGE, lambda w, c: Call(_other_key(w, c)))
 route("DELETE", USER + "/credentials/{accessKeyId}", OWN_OR_MANAGE, lambda w, c: Call(_other_key(w, c)))
+route("GET", USER + "/policies", MANAGE, fixed(USERS + "/dev/policies"))
+route(
+    "PUT",
+    USER + "/policies/{policyId}",
+    MANAGE,
+    lambda w, c: Call(f"{USERS}/{w.user().id}/policies/FSReadAll"),
+)
+route(
+    "DELETE",
+    USER + "/policies/{policyId}",
+    MANAGE,
+    lambda w, c: Call(f"{USERS}/{_with_policy(w)}/policies/FSReadAll"),
+)
 route("GET", GROUPS, MANAGE, fixed(GROUPS))
+route("POST", GROUPS, MANAGE, lambda w, c: Call(GROUPS, json={"id": unique("ng")}))
 route("GET", GROUPS + "/{groupId}", MANAGE, fixed(GROUPS + "/Developers"))
+route("DELETE", GROUPS + "/{groupId}", MANAGE, lambda w, c: Call(f"{GROUPS}/{w.group()}"))
 route("GET", GROUPS + "/{groupId}/members", MANAGE, fixed(GROUPS + "/Developers/members"))
 route(
     "PUT",
@@ -437,11 +466,39 @@ route(
     "DELETE",
     GROUPS + "/{groupId}/members/{userId}",
     MANAGE,
-    lambda w, c: Call(f"{GROUPS}/Analysts/members/{w.user(Role.ANALYST).id}"),
+    lambda w, c: Call(f"{GROUPS}/Viewers/members/{w.user(Role.ANALYST).id}"),
 )
-route("GET", GROUPS + "/{groupId}/policies", MANAGE, fixed(GROUPS + "/Analysts/policies"))
-route("GET", V1 + "/auth/policies", MANAGE, fixed(V1 + "/auth/policies"))
-route("GET", V1 + "/auth/policies/{policyId}", MANAGE, fixed(V1 + "/auth/policies/DeveloperAccess"))
+route("GET", GROUPS + "/{groupId}/policies", MANAGE, fixed(GROUPS + "/Viewers/policies"))
+route(
+    "PUT",
+    GROUPS + "/{groupId}/policies/{policyId}",
+    MANAGE,
+    lambda w, c: Call(f"{GROUPS}/{w.group()}/policies/FSReadAll"),
+)
+route(
+    "DELETE",
+    GROUPS + "/{groupId}/policies/{policyId}",
+    MANAGE,
+    lambda w, c: Call(f"{GROUPS}/{w.group('FSReadAll')}/policies/FSReadAll"),
+)
+POLICIES = V1 + "/auth/policies"
+READ_ALL = [{"effect": "allow", "resource": "*", "action": ["fs:Read*"]}]
+route("GET", POLICIES, MANAGE, fixed(POLICIES))
+route("POST", POLICIES, MANAGE, lambda w, c: Call(POLICIES, json={"id": unique("np"), "statement": READ_ALL}))
+route("GET", POLICIES + "/{policyId}", MANAGE, fixed(POLICIES + "/FSReadWriteAll"))
+route(
+    "PUT",
+    POLICIES + "/{policyId}",
+    MANAGE,
+    lambda w, c: Call(f"{POLICIES}/{(p := w.policy())}", json={"id": p, "statement": READ_ALL}),
+)
+route("DELETE", POLICIES + "/{policyId}", MANAGE, lambda w, c: Call(f"{POLICIES}/{w.policy()}"))
+
+
+def _with_policy(w: World) -> str:
+    user = w.user()
+    w.auth.attach_policy(user.id, "FSReadAll")
+    return user.id
 
 
 class Outcome(enum.Enum):
@@ -682,39 +739,134 @@ def test_groups_give_roles_and_membership_changes_apply_at_once(world: World) ->
         world.client(basic(creds.access_key_id, creds.secret_access_key)) as http,
     ):
         assert http.get("/api/v1/user").json()["user"] == {**user.to_dict(), "role": None}
-        assert http.get(R).status_code == 403  # no group, no role: nothing but its own account
+        assert http.get(R).status_code == 403  # no group, no policy: nothing but its own account
         assert admin.put(members).status_code == 201
         assert http.get(R).status_code == 200
         assert http.post(R + "/branches", json={"name": unique("gb"), "source": "main"}).status_code == 201
         listed = admin.get("/api/v1/auth/groups/Developers/members").json()["results"]
         assert user.id in [u["id"] for u in listed]
         assert admin.get(f"/api/v1/auth/users/{user.id}/groups").json()["results"][0]["id"] == "Developers"
-        # One role per user: joining Analysts leaves Developers.
-        assert admin.put(f"/api/v1/auth/groups/Analysts/members/{user.id}").status_code == 201
-        assert http.post(R + "/branches", json={"name": unique("gb"), "source": "main"}).status_code == 403
+        # Groups add up, as in lakeFS: in Viewers and Developers, it still writes.
+        assert admin.put(f"/api/v1/auth/groups/Viewers/members/{user.id}").status_code == 201
+        assert http.post(R + "/branches", json={"name": unique("gb"), "source": "main"}).status_code == 201
+        assert admin.delete(members).status_code == 204
         assert admin.delete(members).status_code == 404  # no longer a member
-        assert admin.delete(f"/api/v1/auth/groups/Analysts/members/{user.id}").status_code == 204
+        assert http.post(R + "/branches", json={"name": unique("gb"), "source": "main"}).status_code == 403
+        assert http.get(R).status_code == 200
+        assert admin.delete(f"/api/v1/auth/groups/Viewers/members/{user.id}").status_code == 204
         assert http.get(R).status_code == 403
         assert admin.put(f"/api/v1/auth/groups/Wizards/members/{user.id}").status_code == 404
-        assert admin.put("/api/v1/auth/groups/Analysts/members/nobody-at-all").status_code == 404
+        assert admin.put("/api/v1/auth/groups/Viewers/members/nobody-at-all").status_code == 404
 
 
-def test_groups_and_policies_show_the_role_table(world: World) -> None:
+def test_builtin_groups_and_policies_are_lakefs_s(world: World) -> None:
     with world.client(basic(*world.admin_key)) as admin:
         groups = admin.get("/api/v1/auth/groups").json()["results"]
         policies = {p["id"]: p for p in admin.get("/api/v1/auth/policies").json()["results"]}
-        group_policy = admin.get("/api/v1/auth/groups/Developers/policies").json()["results"]
+        group_policies = admin.get("/api/v1/auth/groups/Developers/policies").json()["results"]
         assert admin.get("/api/v1/auth/policies/Nope").status_code == 404
-    assert [g["id"] for g in groups] == ["Admins", "Analysts", "Developers"]
-    assert sorted(policies) == ["AdminAccess", "AnalystAccess", "DeveloperAccess"]
-    assert [p["id"] for p in group_policy] == ["DeveloperAccess"]
-    for role in Role:
-        (statement,) = policies[role.policy]["statement"]
-        assert statement == {
+        # Built-ins are fixed: not deleted, not changed.
+        assert admin.delete("/api/v1/auth/groups/Admins").status_code == 400
+        assert admin.delete("/api/v1/auth/policies/FSReadAll").status_code == 400
+        assert admin.put("/api/v1/auth/groups/Viewers/policies/FSFullAccess").status_code == 400
+        assert admin.post("/api/v1/auth/groups", json={"id": "Admins"}).status_code == 409
+    builtin = [g["id"] for g in groups if g["creation_date"] == 0]
+    assert builtin == ["Admins", "Developers", "SuperUsers", "Viewers"]
+    for name in ("AdminAccess", "AuthFullAccess", "FSFullAccess", "FSReadAll", "FSReadWriteAll"):
+        assert policies[name]["creation_date"] == 0
+    assert policies["FSReadAll"]["statement"] == [
+        {"effect": "allow", "resource": "*", "action": ["fs:List*", "fs:Read*"]}
+    ]
+    assert [p["id"] for p in group_policies] == [
+        "AuthManageOwnCredentials",
+        "FSReadWriteAll",
+        "RepoManagementReadAll",
+    ]
+
+
+def _as(world: World, user: User) -> httpx.Client:
+    creds = world.auth.create_credentials(user)
+    return world.client(basic(creds.access_key_id, creds.secret_access_key))
+
+
+def test_policies_decide_what_a_user_may_do(world: World) -> None:
+    """A policy of one's own, attached to a user or through a group: lakeFS's evaluation (allow
+    needed, deny wins, repository ARNs, wildcards), changes applied at the next request."""
+    other = world.repo()
+    p.upload(world.lake, other, "main", "x.txt", b"x", "text/plain")
+    user, group, policy = world.user(), world.group(), unique("only-matrix")
+    statement = [
+        {
             "effect": "allow",
-            "resource": "*",
-            "action": sorted(perm.value for perm in ROLE_PERMISSIONS[role]),
+            "resource": f"arn:lakefs:fs:::repository/{REPO}",
+            "action": ["fs:Read*", "fs:List*"],
         }
+    ]
+    with world.client(basic(*world.admin_key)) as admin, _as(world, user) as http:
+        r = admin.post("/api/v1/auth/policies", json={"id": policy, "statement": statement})
+        assert r.status_code == 201 and r.json()["statement"] == statement, r.text
+        assert admin.put(f"/api/v1/auth/groups/{group}/policies/{policy}").status_code == 201
+        assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 403
+        assert admin.put(f"/api/v1/auth/groups/{group}/members/{user.id}").status_code == 201
+        # Reads of its repository, nothing of another, no writes.
+        assert http.get(R + "/refs/main/objects", params=OBJ).content == b"id,value\n1,one\n"
+        assert http.get(f"{REPOS}/{other}/refs/main/objects", params={"path": "x.txt"}).status_code == 403
+        assert http.post(R + "/branches", json={"name": unique("pb"), "source": "main"}).status_code == 403
+        effective = admin.get(f"/api/v1/auth/users/{user.id}/policies", params={"effective": "true"}).json()
+        assert [x["id"] for x in effective["results"]] == [policy]
+        assert admin.get(f"/api/v1/auth/users/{user.id}/policies").json()["results"] == []
+        # Attached to the user: writes everywhere; a deny on the other repository wins there.
+        assert admin.put(f"/api/v1/auth/users/{user.id}/policies/FSReadWriteAll").status_code == 201
+        assert http.post(R + "/branches", json={"name": unique("pb"), "source": "main"}).status_code == 201
+        deny = [{"effect": "deny", "resource": f"arn:lakefs:fs:::repository/{other}", "action": ["fs:*"]}]
+        assert (
+            admin.post("/api/v1/auth/policies", json={"id": f"{policy}-deny", "statement": deny}).status_code
+            == 201
+        )
+        assert admin.put(f"/api/v1/auth/users/{user.id}/policies/{policy}-deny").status_code == 201
+        assert http.get(f"{REPOS}/{other}/refs/main/objects", params={"path": "x.txt"}).status_code == 403
+        assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 200
+        # Updating a policy applies to everyone it is attached to; deleting it takes it away.
+        widened = [{**statement[0], "resource": "arn:lakefs:fs:::repository/*"}]
+        r = admin.put(f"/api/v1/auth/policies/{policy}", json={"id": policy, "statement": widened})
+        assert r.status_code == 200 and r.json()["statement"] == widened
+        assert admin.delete(f"/api/v1/auth/users/{user.id}/policies/FSReadWriteAll").status_code == 204
+        assert admin.delete(f"/api/v1/auth/users/{user.id}/policies/FSReadWriteAll").status_code == 404
+        assert http.post(R + "/branches", json={"name": unique("pb"), "source": "main"}).status_code == 403
+        assert admin.delete(f"/api/v1/auth/policies/{policy}").status_code == 204
+        assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 403
+        # A policy of the same name later is another policy: the old attachment does not revive.
+        assert (
+            admin.post("/api/v1/auth/policies", json={"id": policy, "statement": widened}).status_code == 201
+        )
+        assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 403
+        # Deleting the group: its members lose what it gave.
+        assert admin.put(f"/api/v1/auth/groups/{group}/policies/{policy}").status_code == 201
+        assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 200
+        assert admin.delete(f"/api/v1/auth/groups/{group}").status_code == 204
+        assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 403
+        assert admin.get(f"/api/v1/auth/users/{user.id}/groups").json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        [],
+        [{"effect": "maybe", "resource": "*", "action": ["fs:ReadObject"]}],
+        [{"effect": "allow", "resource": "*", "action": []}],
+        [{"effect": "allow", "resource": "*", "action": ["ReadObject"]}],
+        [{"effect": "allow", "resource": "[not json", "action": ["fs:*"]}],
+        [{"effect": "allow", "resource": "*", "action": ["fs:*"], "extra": 1}],
+        [{"effect": "allow", "resource": "*", "action": ["fs:*"], "condition": {"IpAddress": {"x": ["1"]}}}],
+        "allow everything",
+    ],
+)
+def test_bad_policies_are_400_and_store_nothing(world: World, statement: Any) -> None:
+    before = snapshot(world)
+    with world.client(basic(*world.admin_key)) as admin:
+        r = admin.post("/api/v1/auth/policies", json={"id": unique("bad"), "statement": statement})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_argument", r.text
+    assert snapshot(world) == before
 
 
 def test_users_api_shapes_and_errors(world: World) -> None:
@@ -736,7 +888,6 @@ def test_users_api_shapes_and_errors(world: World) -> None:
         # An admin cannot lock itself out.
         assert admin.delete("/api/v1/auth/users/admin").status_code == 400
         assert admin.delete("/api/v1/auth/groups/Admins/members/admin").status_code == 400
-        assert admin.put("/api/v1/auth/groups/Analysts/members/admin").status_code == 400
         assert admin.get("/api/v1/user").json()["user"]["role"] == "Admin"
 
 
@@ -764,19 +915,39 @@ def test_the_lakefs_sdk_reads_the_auth_api(world: World) -> None:
     with sdk.ApiClient(sdk.Configuration(host=host, username=key_id, password=secret)) as client:
         api = sdk.AuthApi(client)
         token = api.login(sdk.LoginInformation(access_key_id=key_id, secret_access_key=secret))
-        name = unique("sdk")
+        name, group, policy = unique("sdk"), unique("sdk-g"), unique("sdk-p")
         assert api.create_user(sdk.UserCreation(id=name)).id == name
-        api.add_group_membership("Analysts", name)
-        assert name in [u.id for u in api.list_group_members("Analysts").results]
-        assert [g.id for g in api.list_user_groups(name).results] == ["Analysts"]
+        assert api.create_group(sdk.GroupCreation(id=group, description="d")).id == group
+        statement = sdk.Statement(effect="allow", resource="*", action=["fs:Read*"])
+        assert api.create_policy(sdk.Policy(id=policy, statement=[statement])).id == policy
+        api.attach_policy_to_group(group, policy)
+        api.attach_policy_to_user(name, "FSReadAll")
+        api.add_group_membership(group, name)
+        api.add_group_membership("Viewers", name)
+        assert name in [u.id for u in api.list_group_members(group).results]
+        assert [g.id for g in api.list_user_groups(name).results] == sorted([group, "Viewers"])
+        assert [p.id for p in api.list_user_policies(name).results] == ["FSReadAll"]
+        effective = [p.id for p in api.list_user_policies(name, effective=True).results]
+        assert effective == sorted(["AuthManageOwnCredentials", "FSReadAll", policy])
         key = api.create_credentials(name)
         assert [c.access_key_id for c in api.list_user_credentials(name).results] == [key.access_key_id]
         assert api.get_credentials(name, key.access_key_id).access_key_id == key.access_key_id
-        assert [p.id for p in api.list_group_policies("Analysts").results] == ["AnalystAccess"]
-        assert api.get_policy("AnalystAccess").statement[0].action == ["ReadRepo"]
-        assert len(api.list_groups().results) == len(api.list_policies().results) == 3
+        assert [p.id for p in api.list_group_policies(group).results] == [policy]
+        assert api.get_policy(policy).statement[0].action == ["fs:Read*"]
+        updated = sdk.Statement(effect="deny", resource="*", action=["fs:*"])
+        assert (
+            api.update_policy(policy, sdk.Policy(id=policy, statement=[updated])).statement[0].effect
+            == "deny"
+        )
+        assert group in [g.id for g in api.list_groups(amount=1000).results]
+        assert policy in [p.id for p in api.list_policies(amount=1000).results]
+        assert api.get_group(group).id == group
+        api.detach_policy_from_group(group, policy)
+        api.detach_policy_from_user(name, "FSReadAll")
         api.delete_credentials(name, key.access_key_id)
-        api.delete_group_membership("Analysts", name)
+        api.delete_group_membership(group, name)
+        api.delete_group(group)
+        api.delete_policy(policy)
         api.delete_user(name)
     with sdk.ApiClient(sdk.Configuration(host=host, access_token=token.token)) as client:
         assert sdk.AuthApi(client).get_current_user().user.id == "admin"
