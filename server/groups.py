@@ -35,6 +35,7 @@ from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement
 GROUPS = "auth/groups"
 POLICIES = "auth/policies"
 CAS_ATTEMPTS = 8
+MAX_DESCRIPTION = 1024
 
 Links = tuple[tuple[str, str], ...]
 """(id, incarnation) pairs, sorted by id: the groups or policies a record points at."""
@@ -160,6 +161,8 @@ class Directory:
 
     def create_group(self, group_id: str, description: str = "") -> Group:
         check_id("group", group_id)
+        if len(description) > MAX_DESCRIPTION or not description.isprintable():
+            raise InvalidArgument(f"a group's description is up to {MAX_DESCRIPTION} printable characters")
         if group_id in BUILTIN_GROUPS:
             raise AlreadyExists(f"group {group_id!r} already exists (built in)", group=group_id)
         group = Group(group_id, int(time.time()), description, secrets.token_hex(8))

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "manifest": ("lakectl.cli.manifest:app", "Export and import Keep manifests."),
     "gc": ("lakectl.cli.gc:app", "Garbage collection: retention rules, and collecting blocks nothing needs."),
     "server": ("lakectl.cli.server:app", "Set up and run the lakectl server (lakeFS-compatible REST API)."),
+    "auth": ("lakectl.cli.auth:app", "Manage a lakectl server's users, access keys, groups and policies."),
     "fsck": (
         "lakectl.cli.fsck:fsck",
         "Verify the md5 of every block the lake (or one repository) references.",

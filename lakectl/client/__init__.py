@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:
+    from lakectl.client.auth import RemoteAuth
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
@@ -45,6 +46,11 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release what the backend holds (database connections, HTTP sessions)."""
+        ...
+
+    def auth(self) -> RemoteAuth:
+        """The server's users, access keys, groups and policies (``lakectl auth``); the
+        embedded lake has none and raises ``InvalidArgument`` without opening the lake."""
         ...
 
     # -- repositories ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
 
 if TYPE_CHECKING:
+    from lakectl.client.auth import RemoteAuth
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
 
@@ -49,6 +50,11 @@ class LocalBackend:
         if self._lake is not None:
             self._lake.close()
             self._lake = None
+
+    def auth(self) -> RemoteAuth:
+        from lakectl.client.auth import embedded
+
+        raise embedded()
 
     # -- repositories ----------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
+    from lakectl.client.auth import RemoteAuth
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
@@ -92,6 +93,17 @@ class RemoteBackend:
 
     def close(self) -> None:
         self._http.close()
+
+    def auth(self) -> RemoteAuth:
+        from lakectl.client.auth import RemoteAuth
+
+        return RemoteAuth(self._auth_call)
+
+    def _auth_call(
+        self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None
+    ) -> Any:
+        response = self._call(method, path, params=params, json=json)
+        return response.json() if response.content else None
 
     # -- transport ---------------------------------------------------------------------------
 

@@ -46,6 +46,8 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
     rules.write_text('{"default_retention_days": 7}')
     manifest = work / "m.txt"
     manifest.write_text("")
+    policy = work / "policy.json"
+    policy.write_text('{"statement": [{"effect": "allow", "resource": "*", "action": ["fs:Read*"]}]}')
     return {
         "lakectl repo create": ["repo", "create", "lakefs://fuzz-new", "--default-branch", "trunk"],
         "lakectl repo list": ["repo", "list"],
@@ -82,6 +84,53 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
         "lakectl fsck": ["fsck", d],
+        # auth: the server's built-in group, policy and first user; refused on the embedded lake
+        "lakectl auth users create": ["auth", "users", "create", "--id", "fuzz-user"],
+        "lakectl auth users list": ["auth", "users", "list", "--after", "a"],
+        "lakectl auth users delete": ["auth", "users", "delete", "--id", "fuzz-user"],
+        "lakectl auth users credentials create": ["auth", "users", "credentials", "create", "--id", "admin"],
+        "lakectl auth users credentials list": ["auth", "users", "credentials", "list", "--id", "admin"],
+        "lakectl auth users credentials delete": [
+            *("auth", "users", "credentials", "delete", "--id", "admin", "--access-key-id", "AKIAFUZZ"),
+        ],
+        "lakectl auth users groups list": ["auth", "users", "groups", "list", "--id", "admin"],
+        "lakectl auth users policies list": ["auth", "users", "policies", "list", "--id", "admin"],
+        "lakectl auth users policies attach": [
+            *("auth", "users", "policies", "attach", "--id", "admin", "--policy", "FSReadAll"),
+        ],
+        "lakectl auth users policies detach": [
+            *("auth", "users", "policies", "detach", "--id", "admin", "--policy", "FSReadAll"),
+        ],
+        "lakectl auth groups create": ["auth", "groups", "create", "--id", "fuzz-g", "--description", "d"],
+        "lakectl auth groups list": ["auth", "groups", "list", "--after", "a"],
+        "lakectl auth groups delete": ["auth", "groups", "delete", "--id", "fuzz-g"],
+        "lakectl auth groups members add": [
+            "auth",
+            "groups",
+            "members",
+            "add",
+            "--id",
+            "Viewers",
+            "--user",
+            "admin",
+        ],
+        "lakectl auth groups members remove": [
+            *("auth", "groups", "members", "remove", "--id", "Viewers", "--user", "admin"),
+        ],
+        "lakectl auth groups members list": ["auth", "groups", "members", "list", "--id", "Viewers"],
+        "lakectl auth groups policies list": ["auth", "groups", "policies", "list", "--id", "Viewers"],
+        "lakectl auth groups policies attach": [
+            *("auth", "groups", "policies", "attach", "--id", "Viewers", "--policy", "FSReadAll"),
+        ],
+        "lakectl auth groups policies detach": [
+            *("auth", "groups", "policies", "detach", "--id", "Viewers", "--policy", "FSReadAll"),
+        ],
+        "lakectl auth policies create": [
+            *("auth", "policies", "create", "--id", "fuzz-p", "--statement-document", str(policy)),
+        ],
+        "lakectl auth policies list": ["auth", "policies", "list", "--after", "a"],
+        "lakectl auth policies show": ["auth", "policies", "show", "--id", "FSReadAll"],
+        "lakectl auth policies delete": ["auth", "policies", "delete", "--id", "fuzz-p"],
     }
 
 
