@@ -145,24 +145,58 @@ def matches(wildcard: str, value: str) -> bool:
     return _pattern(wildcard).fullmatch(value) is not None
 
 
-def decide(statements: Iterable[Statement], action: str, resource: str | None, user_id: str) -> bool:
+_ANY = "\x00"
+"""Stands for "any name" in probes: a stored pattern is printable, so only a wildcard matches it."""
+
+
+def _may_match_under(pattern: str, prefix: str) -> bool:
+    """Whether ``pattern`` matches some resource that starts with ``prefix`` (conservatively
+    yes when its literal start and ``prefix`` agree and a wildcard follows)."""
+    cut = min((i for i, c in enumerate(pattern) if c in "*?"), default=len(pattern))
+    literal = pattern[:cut]
+    return literal.startswith(prefix) or (cut < len(pattern) and prefix.startswith(literal))
+
+
+def _covers(pattern: str, resource: str | None, repository: bool) -> bool:
+    if resource is None:
+        return True
+    if matches(pattern, resource):
+        return True
+    # A repository-wide request: "everything under it" counts as the repository, as lakeFS
+    # policies grant objects and branches (repository/r/*, repository/r/object/*).
+    return repository and any(
+        matches(pattern, f"{resource}/{under}") for under in (_ANY, f"object/{_ANY}", f"branch/{_ANY}")
+    )
+
+
+def decide(
+    statements: Iterable[Statement], action: str, resource: str | None, user_id: str, repository: bool = False
+) -> bool:
     """Whether ``statements`` allow ``action`` on ``resource`` for ``user_id``: some statement
-    allows it and none denies it. ``resource`` None is "on some resource": an allow on any
-    resource counts, a deny only when it covers every resource."""
+    allows it and none denies it (deny wins).
+
+    ``resource`` None is "on some resource": an allow on any resource counts, a deny only when
+    it names every resource. With ``repository``, ``resource`` is a repository's ARN and the
+    request may touch anything in it: an allow must cover the whole repository (its ARN, or all
+    under it), and a deny of any part of it refuses the request, since this server decides per
+    repository, not per object or branch."""
     allowed = False
     for s in statements:
         if not any(matches(a, action) for a in s.actions):
             continue
         resources = [r.replace("${user}", user_id) for r in s.resources]
-        if resource is None:
-            applies = s.effect is Effect.ALLOW or ALL in resources
-        else:
-            applies = any(matches(r, resource) for r in resources)
-        if not applies:
-            continue
         if s.effect is Effect.DENY:
-            return False
-        allowed = True
+            if resource is None:
+                applies = ALL in resources
+            else:
+                applies = any(
+                    matches(r, resource) or (repository and _may_match_under(r, resource + "/"))
+                    for r in resources
+                )
+            if applies:
+                return False
+        elif any(_covers(r, resource, repository) for r in resources):
+            allowed = True
     return allowed
 
 
@@ -180,7 +214,10 @@ def allows(
     if repository is None and permission in DATA_PLANE:
         resource = None
     stmts = tuple(statements)
-    return all(decide(stmts, action, resource, user_id) for action in PERMISSION_ACTIONS[permission])
+    return all(
+        decide(stmts, action, resource, user_id, repository is not None)
+        for action in PERMISSION_ACTIONS[permission]
+    )
 
 
 # -- what lakeFS ships --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.bodies import RepositoryCreation, unsupported
 from server.api.config import NAMESPACE_REGEX
-from server.api.deps import AuthFirstRoute, LakeDep, require
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
 from server.auth import Permission
 
@@ -22,12 +22,18 @@ router = APIRouter(route_class=AuthFirstRoute)
 @router.get("/repositories", dependencies=[require(Permission.READ_REPO)])
 async def list_repositories(
     lake: LakeDep,
+    user: UserDep,
     prefix: Prefix = "",
     after: After = "",
     amount: Amount = None,
     search: str = Query("", description="return repositories whose name contains this"),
 ) -> dict[str, Any]:
-    repos = (r for r in by_name(p.list_repos(lake), lambda r: r.name, prefix, after) if search in r.name)
+    """The repositories whose name matches and that the caller's policies let it read."""
+    repos = (
+        r
+        for r in by_name(p.list_repos(lake), lambda r: r.name, prefix, after)
+        if search in r.name and user.allows(Permission.READ_REPO, r.name)
+    )
     return page(repos, amount, lambda r: r.name, shapes.repository)
 
 

@@ -19,6 +19,7 @@ from starlette.responses import Response
 from lakectl.core import porcelain as p
 from lakectl.core.model import ObjectInfo, PathType
 from lakectl.errors import InvalidArgument, NotFound, RepositoryNotFound
+from server.auth import Permission
 from server.s3 import xml
 from server.s3.app import Call
 
@@ -34,6 +35,8 @@ async def list_buckets(call: Call) -> Response:
     xml.add(root, "Owner", ID=OWNER_ID, DisplayName=call.user.id)
     found = xml.add(root, "Buckets")
     for repo in p.list_repos(call.lake):
+        if not call.user.allows(Permission.READ_REPO, repo.name):  # only the buckets it may read
+            continue
         xml.add(found, "Bucket", Name=repo.name, CreationDate=xml.iso(repo.creation_date))
     return xml.document(root)
 

@@ -258,6 +258,7 @@ def test_the_s3_gateway_applies_the_same_policies(admin: Cli, live: Live, tmp_pa
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
     )
     assert s3.get_object(Bucket=mine, Key="main/k.txt")["Body"].read() == b"data"
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == [mine]
     for call in (
         lambda: s3.get_object(Bucket=other, Key="main/k.txt"),
         lambda: s3.put_object(Bucket=mine, Key="main/new.txt", Body=b"no"),

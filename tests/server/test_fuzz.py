@@ -133,7 +133,7 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "userId": "fuzzer",
             "groupId": "Developers",
             "accessKeyId": key,
-            "policyId": "DeveloperAccess",
+            "policyId": "FSReadWriteAll",
             "md5": md5,
             "signed": signed,
             # query parameters and JSON fields

@@ -59,6 +59,26 @@ def test_allow_is_needed_and_deny_wins() -> None:
     assert decide(two, "fs:ReadObject", repository_arn("b"), "u")
 
 
+def test_policies_written_for_objects_and_branches() -> None:
+    """lakeFS policies name objects (repository/r/object/...) and branches: an allow of all of a
+    repository grants it, an allow of part does not, and a deny of any part refuses it (this
+    server decides per repository)."""
+    for whole in ("arn:lakefs:fs:::repository/r/*", "arn:lakefs:fs:::repository/r/object/*", "*"):
+        assert allows([st("allow", whole, "fs:*")], Permission.READ_REPO, "u", "r"), whole
+    part = [st("allow", "arn:lakefs:fs:::repository/r/object/data/*", "fs:*")]
+    assert not allows(part, Permission.READ_REPO, "u", "r")
+    assert allows(part, Permission.READ_REPO, "u", None)  # the block API: readable somewhere
+    everything = st("allow", "*", "fs:*")
+    for denied in ("arn:lakefs:fs:::repository/r/object/secret/*", "arn:lakefs:fs:::repository/r*"):
+        assert not allows([everything, st("deny", denied, "fs:ReadObject")], Permission.READ_REPO, "u", "r")
+    for elsewhere in (
+        "arn:lakefs:fs:::repository/rx/*",
+        "arn:lakefs:fs:::repository/other",
+        "arn:lakefs:auth:::*",
+    ):
+        assert allows([everything, st("deny", elsewhere, "fs:*")], Permission.READ_REPO, "u", "r"), elsewhere
+
+
 def test_requests_that_name_no_repository() -> None:
     """Block reads and listings need the data permission on some repository; creating
     repositories and managing auth need it on every resource."""

@@ -808,7 +808,9 @@ def test_policies_decide_what_a_user_may_do(world: World) -> None:
         assert admin.put(f"/api/v1/auth/groups/{group}/policies/{policy}").status_code == 201
         assert http.get(R + "/refs/main/objects", params=OBJ).status_code == 403
         assert admin.put(f"/api/v1/auth/groups/{group}/members/{user.id}").status_code == 201
-        # Reads of its repository, nothing of another, no writes.
+        # Reads of its repository, nothing of another, no writes; it lists only its repository.
+        listed = http.get(REPOS, params={"amount": 1000}).json()["results"]
+        assert [r["id"] for r in listed] == [REPO]
         assert http.get(R + "/refs/main/objects", params=OBJ).content == b"id,value\n1,one\n"
         assert http.get(f"{REPOS}/{other}/refs/main/objects", params={"path": "x.txt"}).status_code == 403
         assert http.post(R + "/branches", json={"name": unique("pb"), "source": "main"}).status_code == 403
