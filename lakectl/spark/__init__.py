@@ -6,7 +6,7 @@
     df.write.format("lakefs").mode("overwrite").option("commit_message", "daily").save(
         "lakefs://repo/etl/events")
 
-Needs ``pip install 'lakectl[spark]'`` (PySpark 4.1+) and Java 17+.
+Needs PySpark 4.1+ (the ``spark`` extra: :data:`lakectl.spark.session.INSTALL`) and Java 17+.
 """
 
 from __future__ import annotations
