@@ -26,6 +26,7 @@ def session(master: str = "local[2]", app_name: str = "lakectl", **conf: str) ->
         from pyspark.sql import SparkSession
     except ImportError:
         from lakectl.errors import InvalidArgument
+
         raise InvalidArgument(f"Spark support needs pyspark: {INSTALL}; and Java 17+") from None
     # PySpark 4.3 warns about pandas 3 on every session; lakectl's Spark paths use Arrow, not pandas.
     warnings.filterwarnings(
