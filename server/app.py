@@ -45,6 +45,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             region=s3.region,
             access_key_id=s3.access_key_id,
             secret_access_key=s3.secret_access_key,
+            session_token=s3.session_token,
+            profile=s3.profile,
+            credentials_file=s3.credentials_file,
         )
         next(iter(blocks.list()), None)  # one listing page proves bucket, endpoint and keys
     else:

@@ -127,8 +127,8 @@ def test_every_key_has_its_environment_variable() -> None:
         ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: maybe}}\n", "force_path_style: 'maybe'"),
         ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: [1]}}\n", "must be true or false"),
         (
-            "blockstore: {type: s3, s3: {bucket: bk, credentials: {}}}\n",
-            "unknown key 'blockstore.s3.credentials'",
+            "blockstore: {type: s3, s3: {bucket: bk, credentials: {token: t}}}\n",
+            "unknown key 'blockstore.s3.credentials.token'",
         ),
         ("listen_address: nowhere\n", "listen_address"),
         ("listen_address: 'localhost:99999'\n", "listen_address"),
