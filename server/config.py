@@ -124,6 +124,9 @@ TABLE: tuple[Key, ...] = (
     Key("gateways.s3.listen_address"),
     Key("gateways.s3.domain_name", "s3.local.lakefs.io"),
     Key("gateways.s3.region", "us-east-1"),
+    Key("installation.user_name"),
+    Key("installation.access_key_id"),
+    Key("installation.secret_access_key"),
 )
 """Every setting, once."""
 
@@ -235,6 +238,15 @@ class S3GatewaySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Installation:
+    """lakeFS's ``installation.*``: the first admin user and its key, created on first run."""
+
+    user_name: str
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: str
     host: str
@@ -245,6 +257,8 @@ class Settings:
     secret_key: str
     """``auth.encrypt.secret_key``; empty: a random key kept in ``<data dir>/auth-secret``."""
     s3: S3GatewaySettings
+    installation: Installation | None = None
+    """The admin user to create when the lake is not set up yet (lakeFS's ``installation.*``)."""
     warnings: tuple[str, ...] = ()
     """One line per lakeFS key accepted and ignored (:mod:`server.lakefs_keys`), for the operator."""
 
@@ -466,8 +480,22 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
         blockstore=_blockstore(v, data_dir),
         secret_key=v["auth.encrypt.secret_key"],
         s3=_s3_gateway(v, host, port),
+        installation=_installation(v),
         warnings=warnings,
     )
+
+
+def _installation(v: _Values) -> Installation | None:
+    """All three keys or none, as lakeFS requires."""
+    names = ("installation.user_name", "installation.access_key_id", "installation.secret_access_key")
+    given = [v[n] for n in names]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = names[given.index("")]
+        others = ", ".join(n for n, g in zip(names, given, strict=True) if g)
+        raise InvalidArgument(f"{missing} is required with {others}", key=missing)
+    return Installation(*given)
 
 
 def _s3_gateway(v: _Values, api_host: str, api_port: int) -> S3GatewaySettings:

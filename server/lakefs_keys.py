@@ -114,11 +114,7 @@ FOREIGN: tuple[Foreign, ...] = (
     Foreign("ui", _IGNORE, "lakectl has no web UI yet"),
     Foreign("tls", _IGNORE, "TLS is off (tls.enabled false)"),
     Foreign("tls.enabled", _REFUSE, "the server speaks plain HTTP: put a TLS proxy in front of it", "false"),
-    Foreign(
-        "installation",
-        _REFUSE,
-        "run `lakectl server setup` once to create the first admin user and its key",
-    ),
+    Foreign("installation", _IGNORE, "lakectl keeps no installation id"),
 )
 
 

@@ -27,7 +27,12 @@ def setup(config_file: str | None, data_dir: str | None, username: str) -> dict[
     settings = load(config_file, data_dir)
     lake = open_lake(settings, create=True)  # the explicit ask for a new lake, as `lakectl init`
     try:
-        creds = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir)).setup(username)
+        auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+        installed = settings.installation
+        if installed is None:
+            creds = auth.setup(username)
+        else:  # the configured first user (lakeFS's installation.*) rather than a random key
+            creds = auth.setup(installed.user_name, installed.access_key_id, installed.secret_access_key)
     finally:
         lake.close()
     result = {**creds.to_dict(), "data_dir": settings.data_dir}

@@ -422,7 +422,11 @@ def test_profile_and_credentials_file(tmp_path: Path) -> None:
         ("auth: {oidc: {friendly_name_claim_name: n}}\n", "OIDC"),
         ("gateways: {s3: {fallback_url: 'http://s3proxy'}}\n", "gateways.s3.fallback_url: requests for"),
         ("tls: {enabled: true, cert_file: /c}\n", "tls.enabled: the server speaks plain HTTP"),
-        ("installation: {user_name: admin}\n", "installation.user_name: run `lakectl server setup`"),
+        (
+            "installation: {user_name: admin, access_key_id: AKIA}\n",
+            "installation.secret_access_key is required with installation.user_name, "
+            "installation.access_key_id",
+        ),
         ("stats: {enabled: false, colour: blue}\nstatz: 1\n", "unknown key 'statz'"),
         (
             "blockstore: {type: s3, s3: {bucket: bk, credentials: {session_token: t}}}\n",
@@ -506,19 +510,47 @@ def test_lakefs_environment_variables_beside_ours(tmp_path: Path) -> None:
 
 
 def test_lakefs_variables_of_foreign_keys_warn_or_refuse(tmp_path: Path) -> None:
-    env = {"LAKEFS_STATS_ENABLED": "false", "LAKEFS_UNRELATED_TOOL": "x", "LAKEFS_TLS_ENABLED": "false"}
+    env = {
+        "LAKEFS_STATS_ENABLED": "false",
+        "LAKEFS_UNRELATED_TOOL": "x",
+        "LAKEFS_TLS_ENABLED": "false",
+        "LAKEFS_INSTALLATION_FIXED_ID": "abc",
+    }
     s = load_settings(None, str(tmp_path), environ=env)
     assert s.warnings == (
+        "ignored LAKEFS_INSTALLATION_FIXED_ID: lakectl keeps no installation id",
         "ignored LAKEFS_STATS_ENABLED: lakectl collects and sends no usage data",
         "ignored LAKEFS_TLS_ENABLED: the server speaks plain HTTP: put a TLS proxy in front of it",
     )
     for variable, needle in [
-        ("LAKEFS_INSTALLATION_USER_NAME", "LAKEFS_INSTALLATION_USER_NAME: run `lakectl server setup`"),
+        ("LAKEFS_AUTH_LDAP_SERVER_ENDPOINT", "LAKEFS_AUTH_LDAP_SERVER_ENDPOINT: LDAP"),
         ("LAKEFS_BLOCKSTORE_AZURE_STORAGE_ACCOUNT", "LAKEFS_BLOCKSTORE_AZURE_STORAGE_ACCOUNT: Azure"),
         ("LAKEFS_TLS_ENABLED", "LAKEFS_TLS_ENABLED: the server speaks plain HTTP"),
     ]:
         with pytest.raises(InvalidArgument, match=needle.replace("`", ".")):
             load_settings(None, str(tmp_path), environ={variable: "true"})
+
+
+def test_installation_creates_the_first_admin_on_the_first_run(tmp_path: Path) -> None:
+    """lakeFS's installation.*: the server sets itself up with the given user and key, once."""
+    env = {
+        "LAKEFS_INSTALLATION_USER_NAME": "quickstart",
+        "LAKEFS_INSTALLATION_ACCESS_KEY_ID": "AKIAEXAMPLEINSTALLED",
+        "LAKEFS_INSTALLATION_SECRET_ACCESS_KEY": "installed/secret+key",
+    }
+    settings = load_settings(None, str(tmp_path), environ=env)
+    assert settings.installation is not None and "installed/secret" not in repr(settings)
+    for _ in range(2):  # the second start finds the server set up and changes nothing
+        app = create_app(settings)
+        auth = app.state.auth
+        try:
+            assert auth.authenticate("AKIAEXAMPLEINSTALLED", "installed/secret+key").id == "quickstart"
+            assert [u.id for u in auth.list_users()] == ["quickstart"]
+            assert [c.access_key_id for c in auth.list_credentials(auth.get_user("quickstart"))] == [
+                "AKIAEXAMPLEINSTALLED"
+            ]
+        finally:
+            app.state.lake.close()
 
 
 def test_every_key_and_every_lakefs_entry_is_documented() -> None:

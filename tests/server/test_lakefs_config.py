@@ -28,11 +28,11 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def _running(config: Path, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``lakectl server run --config <config> --json`` until the block ends; yields the process and
-    the API's base URL once it answers."""
+def _running(config: Path | None, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``lakectl server run [--config <config>] --json`` until the block ends; yields the process
+    and the API's base URL once it answers."""
     proc = subprocess.Popen(
-        [str(LAKECTL), "server", "run", "--config", str(config), "--json"],
+        [str(LAKECTL), "server", "run", *(["--config", str(config)] if config else []), "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -167,3 +167,49 @@ def test_badger_and_unknown_keys_stop_the_server_before_it_listens(tmp_path: Pat
         assert needle in out.stderr and len(out.stderr.splitlines()) == 1, (text, out.stderr)
         assert "Traceback" not in out.stderr
     assert not (tmp_path / "lakefs").exists(), "nothing is created for a refused configuration"
+
+
+def test_a_lakefs_containers_environment_alone_runs_the_server_set_up(tmp_path: Path) -> None:
+    """The LAKEFS_ variables a lakeFS container is started with (its compose examples: embedded
+    database, local blockstore, an installation user; no file, no set-up step), then the lakectl
+    CLI against it with lakeFS's LAKECTL_ client variables."""
+    port, s3_port = free_port(), free_port()
+    key_id, secret = "AKIAEXAMPLEINSTALL01", "example/installation/secret"
+    env = _env(
+        tmp_path,
+        LAKEFS_DATABASE_TYPE="local",
+        LAKEFS_BLOCKSTORE_TYPE="local",
+        LAKEFS_AUTH_ENCRYPT_SECRET_KEY="some long random string for the test",
+        LAKEFS_LOGGING_LEVEL="INFO",
+        LAKEFS_STATS_ENABLED="false",
+        LAKEFS_INSTALLATION_USER_NAME="everything-bagel",
+        LAKEFS_INSTALLATION_ACCESS_KEY_ID=key_id,
+        LAKEFS_INSTALLATION_SECRET_ACCESS_KEY=secret,
+        LAKEFS_LISTEN_ADDRESS=f"127.0.0.1:{port}",
+        LAKEFS_GATEWAYS_S3_LISTEN_ADDRESS=f"127.0.0.1:{s3_port}",
+    )
+    with _running(None, env) as (proc, base):
+        _round_trip(base, (key_id, secret), "installed")
+        cli = {
+            **env,
+            "LAKECTL_HOME": str(tmp_path / "unused"),
+            "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+            "LAKECTL_SERVER_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": key_id,
+            "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": secret,
+        }
+
+        def lakectl(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([str(LAKECTL), *args], capture_output=True, text=True, env=cli, timeout=60)
+
+        listed = lakectl("repo", "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [r["id"] for r in json.loads(listed.stdout)] == ["installed"]
+        cat = lakectl("fs", "cat", "lakefs://installed/main/a.csv")
+        assert (cat.returncode, cat.stdout) == (0, "id\n1\n"), cat.stderr
+    stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
+    assert [line for line in stderr.splitlines() if line.startswith("warning:")] == [
+        "warning: ignored LAKEFS_STATS_ENABLED: lakectl collects and sends no usage data"
+    ]
+    assert secret not in stdout + stderr
