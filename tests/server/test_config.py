@@ -587,3 +587,24 @@ def test_s3_profile_credentials_file_and_session_token_reach_boto3(tmp_path: Pat
     no_profile = _load(tmp_path, base + f"profile: nobody, credentials_file: {creds}}}}}\n")
     with pytest.raises(StorageError, match="nobody"):
         create_app(no_profile)
+
+
+def test_lakefs_minio_example_serves_through_s3(tmp_path: Path, s3_endpoint: str) -> None:
+    """The shape of lakeFS's documented MinIO configuration (``credentials`` section,
+    ``discover_bucket_region``), plus the one bucket lakectl keeps its blocks in."""
+    bucket = new_bucket(raw_client(s3_endpoint))
+    s = _load(
+        tmp_path,
+        "database: {type: local}\n"
+        "auth: {encrypt: {secret_key: 10a718b3f285d89c36e9864494cdd1507f}}\n"
+        "blockstore:\n  type: s3\n  s3:\n    force_path_style: true\n"
+        f"    endpoint: {s3_endpoint}\n    discover_bucket_region: false\n    bucket: {bucket}\n"
+        f"    region: {REGION}\n"
+        f"    credentials:\n      access_key_id: {DUMMY_KEYS['aws_access_key_id']}\n"
+        f"      secret_access_key: {DUMMY_KEYS['aws_secret_access_key']}\n",
+    )
+    assert s.warnings == ("ignored blockstore.s3.discover_bucket_region: the region is blockstore.s3.region",)
+    data = os.urandom(100_000)
+    with serve(s) as live:
+        assert _read(live, _store(live, data)) == data
+    assert all_keys(raw_client(s3_endpoint), bucket), "no block went to the bucket"
