@@ -213,3 +213,24 @@ def test_a_lakefs_containers_environment_alone_runs_the_server_set_up(tmp_path: 
         "warning: ignored LAKEFS_STATS_ENABLED: lakectl collects and sends no usage data"
     ]
     assert secret not in stdout + stderr
+
+
+def test_setup_creates_the_installation_user_and_key(tmp_path: Path) -> None:
+    env = _env(
+        tmp_path,
+        LAKECTL_SERVER_DATA_DIR=str(tmp_path / "server"),
+        LAKEFS_INSTALLATION_USER_NAME="ops",
+        LAKEFS_INSTALLATION_ACCESS_KEY_ID="AKIAEXAMPLESETUP0001",
+        LAKEFS_INSTALLATION_SECRET_ACCESS_KEY="configured-secret",
+    )
+    conf = tmp_path / "empty.yaml"
+    conf.write_text("---\n")
+    assert _setup(conf, env) == ("AKIAEXAMPLESETUP0001", "configured-secret")
+    half = {**env, "LAKEFS_INSTALLATION_SECRET_ACCESS_KEY": ""}
+    argv = [str(LAKECTL), "server", "setup"]
+    out = subprocess.run(argv, capture_output=True, text=True, env=half, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr == (
+        "error: installation.secret_access_key is required with installation.user_name, "
+        "installation.access_key_id\n"
+    )
