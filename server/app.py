@@ -5,13 +5,14 @@ uvicorn server, each on its own listening socket."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lakectl import __version__
 from lakectl.core.porcelain import Lake
+from lakectl.errors import AlreadyExists
 from server import errors
 from server.auth import Auth, load_secret_key
 from server.config import BlockstoreType, Settings
@@ -45,6 +46,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             region=s3.region,
             access_key_id=s3.access_key_id,
             secret_access_key=s3.secret_access_key,
+            session_token=s3.session_token,
+            profile=s3.profile,
+            credentials_file=s3.credentials_file,
         )
         next(iter(blocks.list()), None)  # one listing page proves bucket, endpoint and keys
     else:
@@ -72,6 +76,11 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
 
     lake = lake if lake is not None else open_lake(settings)
     auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+    installed = settings.installation
+    if installed is not None and not auth.is_set_up():
+        # lakeFS's installation.*: set up on the first run; a server that did meanwhile wins.
+        with suppress(AlreadyExists):
+            auth.setup(installed.user_name, installed.access_key_id, installed.secret_access_key)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
