@@ -12,10 +12,11 @@ Staged (uncommitted) changes are not dumped, as in lakeFS.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -72,28 +73,45 @@ class RefsManifest:
         return RefsManifest(*values)
 
 
-def dump(lake: Lake, repo: str) -> RefsManifest:
-    """Store the repository's commits, tags and branches (committed heads) as blocks."""
+def dump(lake: Lake, repo: str, block_size: int = BLOCK_SIZE) -> RefsManifest:
+    """Store the repository's commits, tags and branches (committed heads) as blocks, and record
+    the dump in the repository so that garbage collection keeps its blocks (:func:`dump_blocks`)."""
     rid = get_repo(lake, repo).name
     partition = keys.repo_partition(rid)
     commits = [Commit.decode(raw).to_dict() for _, raw in scan_prefix(lake.kv, partition, keys.COMMIT_PREFIX)]
     tags = [{"id": t.name, "commit_id": t.commit_id} for t in lake.refs.list_tags(rid)]
     branches = [{"id": b.name, "commit_id": b.commit_id} for b in lake.refs.list_branches(rid)]
-    manifest = RefsManifest(
-        _store(lake, "commits", commits), _store(lake, "tags", tags), _store(lake, "branches", branches)
-    )
+    ids: list[str] = []
+    blocks: list[str] = []
+    for kind, records in zip(KINDS, (commits, tags, branches), strict=True):
+        doc_id, stored = _store(lake, kind, records, block_size)
+        ids.append(doc_id)
+        blocks += stored
+    manifest = RefsManifest(*ids)
     lake.blocks.sync()
+    record = {"refs": manifest.to_dict(), "blocks": blocks}
+    raw = json.dumps(record, sort_keys=True).encode()
+    lake.kv.set(partition, keys.dump_key(hashlib.sha256(raw).hexdigest()), raw)
     return manifest
 
 
-def _store(lake: Lake, kind: str, records: list[dict[str, Any]]) -> str:
+def dump_blocks(lake: Lake, repo: RepositoryId) -> Iterator[str]:
+    """The blocks of every dump of the repository (while it exists): garbage collection keeps
+    them, as lakeFS never collects the dumps it writes to a storage namespace."""
+    for _, raw in scan_prefix(lake.kv, keys.repo_partition(repo), keys.DUMP_PREFIX):
+        yield from json.loads(raw)["blocks"]
+
+
+def _store(lake: Lake, kind: str, records: list[dict[str, Any]], block_size: int) -> tuple[str, list[str]]:
+    """The id of the stored document, and every block it took."""
     doc = {"format": FORMAT, "kind": kind, "records": records}
     data = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-    written = write_bytes(lake.blocks, data)
+    written = write_bytes(lake.blocks, data, block_size)
     if len(written.locators) == 1:
-        return written.locators[0]
+        return written.locators[0], list(written.locators)
     index = {"format": FORMAT, "kind": kind, "parts": list(written.locators)}
-    return write_bytes(lake.blocks, json.dumps(index, sort_keys=True).encode()).locators[0]
+    head = write_bytes(lake.blocks, json.dumps(index, sort_keys=True).encode()).locators[0]
+    return head, [head, *written.locators]
 
 
 def _load(lake: Lake, kind: str, locator: str) -> list[Any]:
