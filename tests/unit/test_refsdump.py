@@ -113,3 +113,16 @@ def test_garbage_collection_keeps_the_blocks_of_dumps(lake: Lake, history: dict[
     assert all(lake.blocks.exists(b) for b in pinned)
     refsdump.restore(lake, _bare(lake), manifest)
     assert _state(lake, "copy") == _state(lake, REPO)
+
+
+def test_fsck_verifies_the_blocks_of_dumps(lake: Lake, history: dict[str, Commit]) -> None:
+    from lakectl.core import fsck
+
+    manifest = refsdump.dump(lake, REPO)
+    report = fsck.check(lake)
+    assert report.ok and report.orphaned_count == 0  # a dump's blocks are referenced, not orphans
+    lake.blocks.delete(manifest.tags_meta_range_id)
+    damaged = fsck.check(lake).damaged
+    assert [(d.locator, d.problem.value, d.origin.repository) for d in damaged] == [
+        (manifest.tags_meta_range_id, "missing", REPO)
+    ]
