@@ -37,7 +37,10 @@ def create(
     render.emit(
         render.repo_dict(repo),
         json_,
-        lambda d: render.line(f"Repository {d['id']!r} created, default branch {d['default_branch']!r}"),
+        lambda d: render.line(
+            f"Repository {d['id']!r} created, default branch {d['default_branch']!r}, "
+            f"storage namespace {d['storage_namespace']!r}"
+        ),
     )
 
 
@@ -55,7 +58,8 @@ def create_bare(
         render.repo_dict(repo),
         json_,
         lambda d: render.line(
-            f"Bare repository {d['id']!r} created, default branch {d['default_branch']!r} (not created)"
+            f"Bare repository {d['id']!r} created, default branch {d['default_branch']!r} (not created), "
+            f"storage namespace {d['storage_namespace']!r}"
         ),
     )
 

@@ -72,7 +72,7 @@ def test_repo_create_records_the_storage_namespace(cli: Lakectl) -> None:
     assert created["storage_namespace"] == "s3://bucket/some/prefix" and created["default_branch"] == "trunk"
     assert cli.js("repo", "show", f"lakefs://{named}")["storage_namespace"] == "s3://bucket/some/prefix"
     assert "s3://bucket/some/prefix" in cli("repo", "show", f"lakefs://{named}").stdout
-    cli("repo", "create", f"lakefs://{default}")
+    assert f"'local://{default}'" in cli("repo", "create", f"lakefs://{default}").stdout
     listed = {r["id"]: r["storage_namespace"] for r in cli.js("repo", "list")}
     assert listed[named] == "s3://bucket/some/prefix" and listed[default] == f"local://{default}"
     assert "s3://bucket/some/prefix" in cli("repo", "list").stdout
