@@ -71,7 +71,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
     from server import blocks
     from server.api import auth as auth_api
-    from server.api import branches, commits, config, fsck, objects, refs, repositories, tags
+    from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
@@ -105,7 +105,8 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.state.inline_reads = settings.blockstore.type is BlockstoreType.LOCAL
     app.state.block_buffers = blocks.BlockBuffers(blocks.BLOCK_BUFFERS)
     errors.install(app)
-    for module in (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck):
+    routers = (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck, dumps)
+    for module in routers:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
