@@ -176,17 +176,15 @@ def commit(data: Data) -> None:
             line(f"    {key} = {value}")
 
 
-def commit_full(data: Data) -> None:
-    """A commit with everything it records (``show commit``)."""
+def commit_full(data: Data, show_meta_range_id: bool = False) -> None:
+    """A commit with what it records (``show commit``; the meta range ID on request, as lakeFS)."""
     commit(data)
     line("")
-    fields(
-        [
-            ("Parents", ", ".join(data["parents"]) or "(none)"),
-            ("Meta range ID", data["meta_range_id"]),
-            ("Generation", data["generation"]),
-        ]
-    )
+    pairs: list[tuple[str, Any]] = [("Parents", ", ".join(data["parents"]) or "(none)")]
+    if show_meta_range_id:
+        pairs.append(("Meta range ID", data["meta_range_id"]))
+    pairs.append(("Generation", data["generation"]))
+    fields(pairs)
 
 
 def commits(data: list[Data]) -> None:
@@ -231,6 +229,12 @@ def changes(data: list[Data]) -> None:
 def message(data: Data) -> None:
     """Commands whose result is a sentence: the ``message`` field of their JSON."""
     line(data["message"])
+
+
+def deletion(kind: str, deleted: list[str], text: str) -> dict[str, Any]:
+    """The one JSON shape of every delete (docs/cli.md, "JSON output"): what kind of thing,
+    the names or paths deleted, and the sentence a person is shown."""
+    return {"type": kind, "deleted": deleted, "message": text}
 
 
 # -- progress -------------------------------------------------------------------------------

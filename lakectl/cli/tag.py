@@ -18,13 +18,16 @@ TagArg = Annotated[str, typer.Argument(help="lakefs://<repository>/<tag>", show_
 def create(
     tag: TagArg,
     ref: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref> to tag", show_default=False)],
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Replace the tag if it exists (delete, then create).")
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Create a tag on the commit a ref resolves to."""
     new, target = ref_uri(tag), ref_uri(ref)
     repo = same_repo(new, target)
     assert new.ref is not None and target.ref is not None
-    created = backend().create_tag(repo, new.ref, target.ref)
+    created = backend().create_tag(repo, new.ref, target.ref, force)
     render.emit(
         render.ref_dict(created),
         json_,
@@ -56,4 +59,4 @@ def delete(tag: TagArg, json_: JsonFlag = False) -> None:
     uri = ref_uri(tag)
     assert uri.ref is not None
     backend().delete_tag(uri.repo, uri.ref)
-    render.emit({"id": uri.ref, "message": f"Tag {uri.ref!r} deleted"}, json_, render.message)
+    render.emit(render.deletion("tag", [uri.ref], f"Tag {uri.ref!r} deleted"), json_, render.message)

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -62,6 +62,24 @@ def _q(part: str) -> str:
         raise InvalidArgument(f"{part!r} is not UTF-8 text") from e
 
 
+def _endpoint(text: str) -> str:
+    """The server's base URL from ``server.endpoint_url`` (a trailing ``/api/v1`` dropped), or
+    one error saying what is wrong with it."""
+    endpoint = text.rstrip("/").removesuffix("/api/v1")
+    try:
+        parts = urlsplit(endpoint)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except (ValueError, UnicodeError):
+        valid = False
+    if not valid:
+        raise InvalidArgument(
+            f"server endpoint {text!r} is not an http:// or https:// URL with a host "
+            "(LAKECTL_SERVER_ENDPOINT_URL, or server.endpoint_url in the configuration file)"
+        )
+    return endpoint
+
+
 class RemoteBackend:
     """A :class:`~lakectl.client.Backend` talking to a lakectl server at ``endpoint``."""
 
@@ -72,9 +90,12 @@ class RemoteBackend:
         secret_access_key: str,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.endpoint = endpoint.rstrip("/")
-        if self.endpoint.endswith("/api/v1"):
-            self.endpoint = self.endpoint[: -len("/api/v1")]
+        self.endpoint = _endpoint(endpoint)
+        for name, value in (("access key id", access_key_id), ("secret access key", secret_access_key)):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise InvalidArgument(f"the configured {name} is not UTF-8 text") from e
         self._http = httpx.Client(
             base_url=self.endpoint,
             auth=(access_key_id, secret_access_key),
@@ -184,9 +205,13 @@ class RemoteBackend:
 
     # -- repositories ----------------------------------------------------------------------
 
-    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
-        body = {"name": name, "default_branch": default_branch, "storage_namespace": f"local://{name}"}
-        return _repository(self._json("POST", "/api/v1/repositories", json=body))
+    def create_repo(
+        self, name: str, default_branch: str = "main", storage_namespace: str = "", bare: bool = False
+    ) -> Repository:
+        namespace = storage_namespace or f"local://{name}"
+        body = {"name": name, "default_branch": default_branch, "storage_namespace": namespace}
+        params = {"bare": "true"} if bare else None
+        return _repository(self._json("POST", "/api/v1/repositories", json=body, params=params))
 
     def get_repo(self, name: str) -> Repository:
         return _repository(self._json("GET", self._repo(name)))
@@ -214,8 +239,9 @@ class RemoteBackend:
     def delete_branch(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/branches/{_q(name)}")
 
-    def create_tag(self, repo: str, name: str, ref: str) -> Tag:
-        return _tag(self._json("POST", f"{self._repo(repo)}/tags", json={"id": name, "ref": ref}))
+    def create_tag(self, repo: str, name: str, ref: str, force: bool = False) -> Tag:
+        body = {"id": name, "ref": ref, "force": force}
+        return _tag(self._json("POST", f"{self._repo(repo)}/tags", json=body))
 
     def get_tag(self, repo: str, name: str) -> Tag:
         return _tag(self._json("GET", f"{self._repo(repo)}/tags/{_q(name)}"))
@@ -470,10 +496,12 @@ class RemoteBackend:
         message: str,
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
+        allow_empty_message: bool = False,
     ) -> Commit:
         body = {"message": message, "metadata": dict(metadata or {}), "allow_empty": allow_empty}
         url = f"{self._repo(repo)}/branches/{_q(branch)}/commits"
-        return _commit(self._json("POST", url, json=body, idempotent=False))
+        params = {"allow_empty_message": "true"} if allow_empty_message else None
+        return _commit(self._json("POST", url, json=body, params=params, idempotent=False))
 
     def get_commit(self, repo: str, ref: str) -> Commit:
         return _commit(self._json("GET", f"{self._repo(repo)}/commits/{_q(ref)}"))
@@ -585,6 +613,31 @@ class RemoteBackend:
 
     def delete_gc_rules(self, repo: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/settings/gc_rules")
+
+    def dump_refs(self, repo: str) -> dict[str, str]:
+        task = self._json("POST", f"{self._repo(repo)}/dump", idempotent=False)
+        status = self._await_task(f"{self._repo(repo)}/dump", task["id"])
+        return {k: str(v) for k, v in status["refs"].items()}
+
+    def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
+        url = f"{self._repo(repo)}/restore"
+        task = self._json("POST", url, json=dict(manifest), idempotent=False)
+        self._await_task(url, task["id"])
+
+    def _await_task(self, url: str, task_id: str, timeout: float = 3600.0) -> dict[str, Any]:
+        """Poll lakeFS's task status (``GET <url>?task_id=``) until it is done; its error raised."""
+        deadline = time.monotonic() + timeout
+        pause = 0.05
+        while True:
+            status: dict[str, Any] = self._json("GET", url, params={"task_id": task_id})
+            if status.get("done"):
+                if status.get("error"):
+                    raise StorageError(f"task {task_id} failed: {status['error']}")
+                return status
+            if time.monotonic() > deadline:
+                raise StorageError(f"task {task_id} did not finish within {timeout:.0f} s")
+            time.sleep(pause)
+            pause = min(2.0, pause * 2)
 
     def gc_run(
         self,

@@ -48,8 +48,20 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
     manifest.write_text("")
     policy = work / "policy.json"
     policy.write_text('{"statement": [{"effect": "allow", "resource": "*", "action": ["fs:Read*"]}]}')
+    refs = work / "refs.json"
+    refs.write_text(
+        '{"commits_meta_range_id": "x", "tags_meta_range_id": "y", "branches_meta_range_id": "z"}'
+    )
     return {
-        "lakectl repo create": ["repo", "create", "lakefs://fuzz-new", "--default-branch", "trunk"],
+        "lakectl repo create": [
+            "repo",
+            "create",
+            "lakefs://fuzz-new",
+            "s3://b/p",
+            "--default-branch",
+            "trunk",
+        ],
+        "lakectl repo create-bare": ["repo", "create-bare", "lakefs://fuzz-bare", "local://b", "-d", "trunk"],
         "lakectl repo list": ["repo", "list"],
         "lakectl repo show": ["repo", "show", d],
         "lakectl repo delete": ["repo", "delete", d, "--yes"],
@@ -59,7 +71,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl branch delete": ["branch", "delete", f"{d}/feat", "--yes"],
         "lakectl branch reset": ["branch", "reset", f"{d}/main", "--prefix", "a/"],
         "lakectl branch revert": ["branch", "revert", f"{d}/main", "main"],
-        "lakectl tag create": ["tag", "create", f"{d}/v2", f"{d}/main"],
+        "lakectl tag create": ["tag", "create", f"{d}/v1", f"{d}/main", "--force"],
         "lakectl tag list": ["tag", "list", d],
         "lakectl tag show": ["tag", "show", f"{d}/v1"],
         "lakectl tag delete": ["tag", "delete", f"{d}/v1"],
@@ -131,6 +143,10 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl auth policies list": ["auth", "policies", "list", "--after", "a"],
         "lakectl auth policies show": ["auth", "policies", "show", "--id", "FSReadAll"],
         "lakectl auth policies delete": ["auth", "policies", "delete", "--id", "fuzz-p"],
+        # A dump stores blocks on success, so its output file (any name is a fine file name) is
+        # left out; refs-restore into the non-bare d fails whatever the manifest says.
+        "lakectl refs-dump": ["refs-dump", d],
+        "lakectl refs-restore": ["refs-restore", d, "--manifest", str(refs)],
     }
 
 
