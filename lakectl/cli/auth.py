@@ -123,7 +123,7 @@ def users_list(amount: Amount = DEFAULT_AMOUNT, after: After = "", json_: JsonFl
 def users_delete(user_id: UserId, json_: JsonFlag = False) -> None:
     """Delete a user and its access keys."""
     _auth().delete_user(user_id)
-    _done("User deleted successfully.", json_, id=user_id)
+    render.emit(render.deletion("user", [user_id], "User deleted successfully."), json_, render.message)
 
 
 @credentials.command("create")
@@ -167,7 +167,11 @@ def credentials_delete(
     """Delete an access key: requests signed with it fail from then on."""
     auth = _auth()
     auth.delete_credentials(user_id or auth.current_user()["id"], access_key_id)
-    _done("Credentials deleted successfully.", json_, access_key_id=access_key_id)
+    render.emit(
+        render.deletion("credentials", [access_key_id], "Credentials deleted successfully."),
+        json_,
+        render.message,
+    )
 
 
 @user_groups.command("list")
@@ -239,7 +243,7 @@ def groups_list(amount: Amount = DEFAULT_AMOUNT, after: After = "", json_: JsonF
 def groups_delete(group_id: GroupId, json_: JsonFlag = False) -> None:
     """Delete a group: what it gave its members is gone at once."""
     _auth().delete_group(group_id)
-    _done("Group deleted successfully.", json_, id=group_id)
+    render.emit(render.deletion("group", [group_id], "Group deleted successfully."), json_, render.message)
 
 
 @members.command("add")
@@ -338,4 +342,4 @@ def policies_show(policy_id: PolicyId, json_: JsonFlag = False) -> None:
 def policies_delete(policy_id: PolicyId, json_: JsonFlag = False) -> None:
     """Delete a policy: what it gave the users and groups it was attached to is gone at once."""
     _auth().delete_policy(policy_id)
-    _done("Policy deleted successfully.", json_, id=policy_id)
+    render.emit(render.deletion("policy", [policy_id], "Policy deleted successfully."), json_, render.message)

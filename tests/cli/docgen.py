@@ -73,7 +73,7 @@ def write(path: Path) -> None:
     """Replace the reference at the end of ``path`` (from its first ``### `lakectl `` heading)."""
     text = path.read_text()
     start = text.index("### `lakectl ")
-    path.write_text(text[:start] + reference().lstrip() + "\n")
+    path.write_text(text[:start] + reference().strip() + "\n")
 
 
 if __name__ == "__main__":

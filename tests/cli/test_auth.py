@@ -134,7 +134,11 @@ def test_an_admin_grants_and_takes_away_access(admin: Cli, tmp_path: Path) -> No
     deleted = admin.js(
         "auth", "users", "credentials", "delete", "--id", user, "--access-key-id", keys["access_key_id"]
     )
-    assert deleted["access_key_id"] == keys["access_key_id"]
+    assert deleted == {
+        "type": "credentials",
+        "deleted": [keys["access_key_id"]],
+        "message": "Credentials deleted successfully.",
+    }
     assert ann.js("fs", "cat", f"lakefs://{repo}/main/x.csv", code=10)["code"] == "unauthenticated"
 
     admin("auth", "groups", "delete", "--id", group)
