@@ -14,7 +14,7 @@ from typing import Annotated, BinaryIO
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, local_error, noun, path_uri
+from lakectl.cli.common import After, Amount, JsonFlag, backend, local_error, more, noun, paged, path_uri
 from lakectl.errors import InvalidArgument, ObjectNotFound
 
 app = noun("Upload, download, list, inspect and remove objects.")
@@ -289,16 +289,24 @@ def ls(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="List every object under the prefix, not one level.")
     ] = False,
+    amount: Amount = 0,
+    after: After = "",
     json_: JsonFlag = False,
 ) -> None:
     """List the objects and common prefixes ("directories") under a prefix.
 
-    The prefix names a directory: lakefs://repo/main/a lists what is under a/.
+    The prefix names a directory: lakefs://repo/main/a lists what is under a/. --after takes a
+    full path (the last one of the page before).
     """
     uri = path_uri(src, required=False)
-    assert uri.ref is not None
-    found = backend().list_objects(uri.repo, uri.ref, _as_dir(uri.path), "" if recursive else "/")
+    repo, ref = uri.repo, uri.ref
+    assert ref is not None
+    prefix, delimiter = _as_dir(uri.path), "" if recursive else "/"
+    found, next_offset = paged(
+        lambda n: backend().list_objects(repo, ref, prefix, delimiter, after, n), amount, lambda o: o.path
+    )
     render.emit([o.to_dict() for o in found], json_, render.objects)
+    more(amount, next_offset)
 
 
 @app.command("rm")

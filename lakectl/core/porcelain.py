@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import keys
+from lakectl.core import history, keys
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -202,8 +202,9 @@ def get_repo(lake: Lake, name: str) -> Repository:
     return lake.refs.get_repo(check_repo_name(name))
 
 
-def list_repos(lake: Lake) -> list[Repository]:
-    return list(lake.refs.list_repos())
+def list_repos(lake: Lake, after: str = "", amount: int | None = None) -> list[Repository]:
+    """Repositories by name after ``after``; at most ``amount`` (None: all)."""
+    return list(islice(lake.refs.list_repos(after), amount))
 
 
 def delete_repo(lake: Lake, name: str) -> None:
@@ -252,8 +253,10 @@ def get_branch(lake: Lake, repo: str, name: str) -> Branch:
     return lake.refs.get_branch(r.name, check_branch_name(name))
 
 
-def list_branches(lake: Lake, repo: str) -> list[Branch]:
-    return list(lake.refs.list_branches(get_repo(lake, repo).name))
+def list_branches(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
+    """Branches by name after ``after``; at most ``amount`` (None: all)."""
+    found = lake.refs.list_branches(get_repo(lake, repo).name)
+    return list(islice((b for b in found if b.name > after), amount))
 
 
 def delete_branch(lake: Lake, repo: str, name: str) -> None:
@@ -279,8 +282,10 @@ def get_tag(lake: Lake, repo: str, name: str) -> Tag:
     return lake.refs.get_tag(get_repo(lake, repo).name, check_tag_name(name))
 
 
-def list_tags(lake: Lake, repo: str) -> list[Tag]:
-    return list(lake.refs.list_tags(get_repo(lake, repo).name))
+def list_tags(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
+    """Tags by name after ``after``; at most ``amount`` (None: all)."""
+    found = lake.refs.list_tags(get_repo(lake, repo).name)
+    return list(islice((t for t in found if t.name > after), amount))
 
 
 def delete_tag(lake: Lake, repo: str, name: str) -> None:
@@ -676,24 +681,36 @@ def log(
     no_merges: bool = False,
     objects: Sequence[str] = (),
     prefixes: Sequence[str] = (),
+    *,
+    after: str = "",
+    since: str = "",
+    stop_at: str = "",
 ) -> Iterator[Commit]:
-    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would."""
+    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would; then, as
+    lakeFS's log: created ``since`` an RFC 3339 date-time, up to and including ``stop_at``'s
+    commit, and the page that follows the commit ``after`` (ids or any ref)."""
     objects = [check_path(o) for o in objects]
     prefixes = [check_path(p, allow_empty=True) for p in prefixes]
     if amount is not None and amount < 0:
         raise InvalidArgument(f"the number of commits must not be negative, got {amount}")
+    floor = history.parse_since(since)
     rid = get_repo(lake, repo).name
     start = resolve(lake, repo, ref).commit
-    count = 0
-    for c in walk_log(lake.refs, rid, start, first_parent):
-        if amount is not None and count >= amount:
-            return
-        if no_merges and len(c.parents) > 1:
-            continue
-        if (objects or prefixes) and not _touches(lake, rid, c, objects, prefixes):
-            continue
-        count += 1
-        yield c
+    last = resolve(lake, repo, stop_at).commit.id if stop_at else None
+    offset = resolve(lake, repo, after).commit.id if after else None
+    found: Iterator[Commit] = (
+        c
+        for c in walk_log(lake.refs, rid, start, first_parent)
+        if not (no_merges and len(c.parents) > 1)
+        and (not (objects or prefixes) or _touches(lake, rid, c, objects, prefixes))
+    )
+    if floor is not None:
+        found = history.since(found, floor)
+    if last is not None:
+        found = history.stop_at(found, last)
+    if offset is not None:
+        found = history.after(found, offset)
+    yield from islice(found, amount)
 
 
 def _touches(

@@ -1,0 +1,212 @@
+"""lakeFS's lakectl forms of history and merge, each run embedded and against a live server: log's
+string-slice flags, paging, --since, --stop-at, --dot; --amount/--after on every list command;
+revert and cherry-pick of a merge commit with -m; merge --squash; diff of ``ref@`` and ``ref$``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from lakectl.cli.app import app
+from tests.server.conftest import Live, live, unique
+
+__all__ = ["live"]
+
+
+class Lake:
+    """One lake seen through the CLI: ``run`` returns the result, ``js`` the parsed --json output;
+    ``r`` is this test's repository (unique, as the live server is shared by the session)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.r = unique("hist")
+
+    def run(self, *args: str, input: bytes | None = None, code: int = 0) -> Result:
+        argv = [a.replace("lakefs://R", f"lakefs://{self.r}") for a in args]
+        result = CliRunner().invoke(app, argv, input=input, env=self.env)
+        assert result.exit_code == code, (argv, result.stdout, result.stderr, result.exception)
+        return result
+
+    def js(self, *args: str, input: bytes | None = None, code: int = 0) -> Any:
+        return json.loads(self.run(*args, "--json", input=input, code=code).stdout)
+
+    def put(self, branch: str, path: str, data: bytes) -> None:
+        self.run("fs", "upload", f"lakefs://R/{branch}/{path}", "--source", "-", input=data)
+
+
+@pytest.fixture(params=["embedded", "remote"])
+def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lake]:
+    if request.param == "embedded":
+        env = {
+            "LAKECTL_HOME": str(tmp_path / "lake"),
+            "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+            "LAKECTL_SERVER_ENDPOINT_URL": "",
+            "LAKECTL_COMMITTER": "tester",
+        }
+    else:
+        server: Live = request.getfixturevalue("live")
+        env = server.cli_env(tmp_path)
+    yield Lake(env)
+
+
+def messages(commits: list[dict[str, Any]]) -> list[str]:
+    return [c["message"] for c in commits]
+
+
+@pytest.fixture
+def history(lake: Lake) -> Lake:
+    """R with commits c0..c3 on main, each adding log/<i>."""
+    lake.run("repo", "create", "lakefs://R")
+    for i in range(4):
+        lake.put("main", f"log/{i}", str(i).encode())
+        lake.run("commit", "lakefs://R/main", "-m", f"c{i}")
+    return lake
+
+
+# -- 1. log -------------------------------------------------------------------------------
+
+
+def test_log_objects_and_prefixes_take_comma_lists(history: Lake) -> None:
+    """lakeFS's --objects/--prefixes are string slices: `a,b` is two paths, as repeating is."""
+    log: Callable[..., Any] = lambda *a: messages(history.js("log", "lakefs://R/main", *a))  # noqa: E731
+    assert log("--objects", "log/1,log/3") == ["c3", "c1"]
+    assert log("--objects", "log/1", "--objects", "log/3") == ["c3", "c1"]
+    assert log("--objects", "log/0,log/9", "--objects", "log/2") == ["c2", "c0"]
+    assert log("--prefixes", "log/1,log/2") == ["c2", "c1"]
+    assert log("--objects", "log/1", "--prefixes", "log/3") == ["c3", "c1"]
+    # An empty item is refused, not read as "every path".
+    for bad in ("log/1,", ",", ""):
+        refused = history.js("log", "lakefs://R/main", "--objects", bad, code=2)
+        assert refused["code"] == "invalid_argument" and "empty" in refused["message"]
+    history.run("log", "lakefs://R/main", "--prefixes", "a,,b", code=2)
+
+
+def test_log_pages_with_amount_and_after(history: Lake) -> None:
+    everything = history.js("log", "lakefs://R/main")
+    assert messages(everything) == ["c3", "c2", "c1", "c0", "Repository created"]
+    assert history.js("log", "lakefs://R/main", "--amount", "0") == everything  # lakeFS: 0 is all
+    first = history.run("log", "lakefs://R/main", "--amount", "2", "--json")
+    assert messages(json.loads(first.stdout)) == ["c3", "c2"]
+    last_id = everything[1]["id"]
+    assert f'--amount 2 --after "{last_id}"' in first.stderr
+    second = history.run("log", "lakefs://R/main", "--amount", "2", "--after", last_id, "--json")
+    assert messages(json.loads(second.stdout)) == ["c1", "c0"]
+    assert everything[3]["id"] in second.stderr
+    third = history.run("log", "lakefs://R/main", "--amount", "2", "--after", everything[3]["id"], "--json")
+    assert messages(json.loads(third.stdout)) == ["Repository created"]
+    assert "more results" not in third.stderr
+    # --limit: just the page, no question whether more follow.
+    limited = history.run("log", "lakefs://R/main", "--amount", "1", "--limit")
+    assert everything[0]["id"] in limited.stdout and "    c2" not in limited.stdout
+    assert "more results" not in limited.stderr
+    # --after takes any ref as well as an id: the page after main~1's commit.
+    assert messages(history.js("log", "lakefs://R/main", "--after", "main~1", "-n", "1")) == ["c1"]
+    # The note comes in human output too, under the page.
+    human = history.run("log", "lakefs://R/main", "--amount", "1")
+    assert "c3" in human.stdout and f'--after "{everything[0]["id"]}"' in human.stderr
+    history.run("log", "lakefs://R/main", "--after", "nosuchref", code=3)
+
+
+def test_log_since_stop_at_and_meta_range_id(history: Lake) -> None:
+    everything = history.js("log", "lakefs://R/main")
+    assert history.js("log", "lakefs://R/main", "--since", "2000-01-01T00:00:00Z") == everything
+    assert history.js("log", "lakefs://R/main", "--since", "2999-01-01T00:00:00+02:00") == []
+    # No offset: UTC; a date alone: its midnight (UTC), as lakeFS's API reads a date.
+    assert history.js("log", "lakefs://R/main", "--since", "2000-01-01") == everything
+    assert history.js("log", "lakefs://R/main", "--since", "2999-01-01T00:00:00") == []
+    for bad in ("yesterday", "2024-13-01", "1714000000"):
+        refused = history.js("log", "lakefs://R/main", "--since", bad, code=2)
+        assert "RFC 3339" in refused["message"]
+    assert messages(history.js("log", "lakefs://R/main", "--stop-at", "main~2")) == ["c3", "c2", "c1"]
+    shown = history.run("log", "lakefs://R/main", "-n", "1", "--show-meta-range-id").stdout
+    assert f"Meta Range ID: {everything[0]['meta_range_id']}" in shown
+    assert "Meta Range ID" not in history.run("log", "lakefs://R/main", "-n", "1").stdout
+
+
+def test_log_dot_draws_the_commit_graph(history: Lake) -> None:
+    history.run("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    history.put("dev", "d", b"d")
+    history.run("commit", "lakefs://R/dev", "-m", "dev <work> & more")
+    history.run("merge", "lakefs://R/dev", "lakefs://R/main")
+    commits = history.js("log", "lakefs://R/main")
+    out = history.run("log", "lakefs://R/main", "--dot").stdout
+    assert out.startswith('digraph {\n\trankdir="BT"\n') and out.rstrip().endswith("}")
+    for c in commits:
+        assert f'\t"{c["id"]}" [shape=note label=< ' in out
+        for parent in c["parents"]:
+            assert f'\t"{parent}" -> "{c["id"]}";' in out
+    assert "dev &lt;work&gt; &amp; more" in out
+    merge = commits[0]
+    assert f"<b>{merge['id'][:8]}<br/> " in out
+    assert history.js("log", "lakefs://R/main", "--dot", code=2)["code"] == "invalid_argument"
+
+
+# -- 2. paging of every list command ------------------------------------------------------
+
+
+def pages(lake: Lake, *args: str, amount: int, key: str) -> list[list[str]]:
+    """Walk a list command page by page as a user would: --amount, then --after the offset the
+    note on stderr names; every page's JSON is a bare list."""
+    out: list[list[str]] = []
+    after: list[str] = []
+    while True:
+        result = lake.run(*args, "--amount", str(amount), *after, "--json")
+        out.append([item[key] for item in json.loads(result.stdout)])
+        if "for more results" not in result.stderr:
+            return out
+        offset = result.stderr.split('--after "', 1)[1].split('"', 1)[0]
+        assert offset == out[-1][-1]
+        after = ["--after", offset]
+
+
+def test_every_list_command_pages_with_amount_and_after(lake: Lake) -> None:
+    lake.run("repo", "create", "lakefs://R")
+    for name in ("b1", "b2", "b3", "b4"):
+        lake.run("branch", "create", f"lakefs://R/{name}", "--source", "lakefs://R/main")
+        lake.run("tag", "create", f"lakefs://R/t-{name}", "lakefs://R/main")
+    for path in ("a/1", "a/2", "b", "c/1", "d"):
+        lake.put("main", path, b"x")
+
+    assert pages(lake, "branch", "list", "lakefs://R", amount=2, key="id") == [
+        ["b1", "b2"],
+        ["b3", "b4"],
+        ["main"],
+    ]
+    assert pages(lake, "tag", "list", "lakefs://R", amount=3, key="id") == [
+        ["t-b1", "t-b2", "t-b3"],
+        ["t-b4"],
+    ]
+    assert pages(lake, "fs", "ls", "lakefs://R/main/", amount=2, key="path") == [["a/", "b"], ["c/", "d"]]
+    assert pages(lake, "fs", "ls", "-r", "lakefs://R/main/", amount=3, key="path") == [
+        ["a/1", "a/2", "b"],
+        ["c/1", "d"],
+    ]
+    assert pages(lake, "log", "lakefs://R/main", amount=5, key="message") == [["Repository created"]]
+    # Repositories: the lake (or server) may hold others; this one's page starts after its
+    # predecessor in name order.
+    names = [r["id"] for r in lake.js("repo", "list")]
+    assert lake.r in names
+    assert [r["id"] for r in lake.js("repo", "list", "--after", lake.r)] == [n for n in names if n > lake.r]
+    one = lake.js(
+        "repo",
+        "list",
+        "--amount",
+        "1",
+        "--after",
+        names[names.index(lake.r) - 1] if names.index(lake.r) else "",
+    )
+    assert [r["id"] for r in one] == [lake.r]
+    # Without --amount, everything, and no note; --amount 0 is the same.
+    everything = lake.run("branch", "list", "lakefs://R")
+    assert "more results" not in everything.stderr and "b4" in everything.stdout
+    assert lake.js("branch", "list", "lakefs://R", "--amount", "0") == lake.js("branch", "list", "lakefs://R")
+    # Human output is a table of the page, the note on stderr.
+    human = lake.run("tag", "list", "lakefs://R", "--amount", "1")
+    assert "t-b1" in human.stdout and "t-b2" not in human.stdout
+    assert 'for more results run with --amount 1 --after "t-b1"' in human.stderr
+    lake.run("branch", "list", "lakefs://R", "--amount", "-1", code=2)
