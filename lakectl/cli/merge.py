@@ -15,8 +15,10 @@ ParentNumber = Annotated[
     int,
     typer.Option(
         "--parent-number",
+        "-m",
         "-p",
-        help="For a merge commit: the parent (1-based) whose changes count.",
+        help="For a merge commit (required there): the parent, from 1, the change is taken "
+        "relative to; 1 is the branch merged into.",
         min=0,
     ),
 ]
@@ -68,8 +70,9 @@ def cherry_pick(
 ) -> None:
     """Apply the changes a commit made onto a branch.
 
-    The result is a new commit on the branch with the commit's message and metadata. For a
-    merge commit, --parent-number says which parent the changes are taken against.
+    The result is a new commit on the branch with the commit's message and metadata. lakeFS's
+    argument order: the commit, then the branch. For a merge commit, -m/--parent-number says
+    which parent the changes are taken against.
     """
     src, dst = ref_uri(commit), ref_uri(branch)
     repo = same_repo(src, dst)
@@ -92,7 +95,7 @@ def revert(
     """Undo the changes of commits on a branch, as new commits.
 
     Each commit given (an id, a prefix of one, or a ref expression such as main~1) is undone
-    by one new commit, in the order given. For a merge commit, give --parent-number.
+    by one new commit, in the order given. For a merge commit, give -m/--parent-number.
     """
     uri = ref_uri(branch)
     assert uri.ref is not None

@@ -818,7 +818,8 @@ def _apply_commit_change(
     target = resolve(lake, repo, ref).commit
     if len(target.parents) > 1 and parent_number < 1:
         raise InvalidArgument(
-            f"commit {target.id[:12]} is a merge commit: give --parent-number (1..{len(target.parents)})"
+            f"commit {target.id[:12]} is a merge commit: give -m/--parent-number "
+            f"(1..{len(target.parents)}) to say which parent the change is relative to"
         )
     number = parent_number or 1
     if target.parents and not 1 <= number <= len(target.parents):

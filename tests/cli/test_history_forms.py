@@ -210,3 +210,67 @@ def test_every_list_command_pages_with_amount_and_after(lake: Lake) -> None:
     assert "t-b1" in human.stdout and "t-b2" not in human.stdout
     assert 'for more results run with --amount 1 --after "t-b1"' in human.stderr
     lake.run("branch", "list", "lakefs://R", "--amount", "-1", code=2)
+
+
+# -- 3. revert and cherry-pick of a merge commit --------------------------------------------
+
+
+@pytest.fixture
+def merged(lake: Lake) -> Lake:
+    """main: x=1, then (after `other` branched off) main-only; dev: x=2 and feature; dev merged
+    into main as main's head, a merge commit whose parent 1 is main's former head."""
+    lake.run("repo", "create", "lakefs://R")
+    lake.put("main", "x", b"1")
+    lake.run("commit", "lakefs://R/main", "-m", "x=1")
+    lake.run("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    lake.run("branch", "create", "lakefs://R/other", "--source", "lakefs://R/main")
+    lake.put("main", "main-only", b"m")
+    lake.run("commit", "lakefs://R/main", "-m", "main only")
+    lake.put("dev", "x", b"2")
+    lake.put("dev", "feature", b"f")
+    lake.run("commit", "lakefs://R/dev", "-m", "feature")
+    lake.run("merge", "lakefs://R/dev", "lakefs://R/main")
+    return lake
+
+
+def tree(lake: Lake, ref: str) -> dict[str, str]:
+    paths = [o["path"] for o in lake.js("fs", "ls", "-r", f"lakefs://R/{ref}/")]
+    return {p: lake.run("fs", "cat", f"lakefs://R/{ref}/{p}").stdout for p in paths}
+
+
+def test_revert_of_a_merge_commit_needs_a_parent_number(merged: Lake) -> None:
+    lake = merged
+    head = lake.js("branch", "show", "lakefs://R/main")["commit_id"]
+    for cmd in (("branch", "revert"), ("revert",)):
+        refused = lake.js(*cmd, "lakefs://R/main", "main", code=2)
+        assert refused["code"] == "invalid_argument" and "-m/--parent-number" in refused["message"]
+    assert lake.js("branch", "revert", "lakefs://R/main", "main", "-m", "3", code=2)["code"] == (
+        "invalid_argument"
+    )
+    assert lake.js("branch", "show", "lakefs://R/main")["commit_id"] == head  # nothing stored
+    # -m 1: undo what the merge brought from dev, keep main's own line.
+    done = lake.js("branch", "revert", "lakefs://R/main", "main", "-m", "1")
+    assert [c["message"] for c in done] == ["Revert \"Merge 'dev' into 'main'\""]
+    assert done[0]["parents"] == [head]
+    assert tree(lake, "main") == {"main-only": "m", "x": "1"}
+
+
+def test_revert_of_a_merge_commit_relative_to_its_second_parent(merged: Lake) -> None:
+    # -m 2: relative to dev's side, the merge brought main-only: reverting removes it.
+    merged.js("revert", "lakefs://R/main", "main", "--parent-number", "2")
+    assert tree(merged, "main") == {"feature": "f", "x": "2"}
+
+
+def test_cherry_pick_of_a_merge_commit_takes_commit_then_branch(merged: Lake) -> None:
+    lake = merged
+    merge = lake.js("show", "commit", "lakefs://R/main")
+    assert len(merge["parents"]) == 2
+    before = lake.js("branch", "show", "lakefs://R/other")["commit_id"]
+    refused = lake.js("cherry-pick", f"lakefs://R/{merge['id']}", "lakefs://R/other", code=2)
+    assert "-m/--parent-number" in refused["message"]
+    assert lake.js("branch", "show", "lakefs://R/other")["commit_id"] == before
+    picked = lake.js("cherry-pick", f"lakefs://R/{merge['id'][:16]}", "lakefs://R/other", "-m", "1")
+    assert picked["parents"] == [before] and picked["message"] == merge["message"]
+    assert tree(lake, "other") == {"feature": "f", "x": "2"}
+    # The branch must be the second argument, as lakeFS's `cherry-pick <commit URI> <branch URI>`.
+    lake.run("cherry-pick", "lakefs://R/other", f"lakefs://R/{merge['id']}", "-m", "1", code=2)
