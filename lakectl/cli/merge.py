@@ -39,6 +39,14 @@ def merge(
         ),
     ] = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Merge commit message.")] = None,
+    squash: Annotated[
+        bool,
+        typer.Option(
+            "--squash",
+            help="Squash all changes from the source into one commit on the destination, whose one "
+            "parent is the destination's last commit (no merge commit).",
+        ),
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Merge a ref into a branch (three-way), creating a merge commit.
@@ -49,10 +57,11 @@ def merge(
     src, dst = ref_uri(source), ref_uri(destination)
     repo = same_repo(src, dst)
     assert src.ref is not None and dst.ref is not None
-    result = backend().merge(repo, src.ref, dst.ref, strategy or [], message)
+    result = backend().merge(repo, src.ref, dst.ref, strategy or [], message, squash=squash)
     c = result.commit
     if result.changed:
-        text = f"Merged {src.ref!r} into {dst.ref!r}: commit {c.id}"
+        how = "Squash-merged" if squash else "Merged"
+        text = f"{how} {src.ref!r} into {dst.ref!r}: commit {c.id}"
     else:
         text = f"Nothing to merge: {dst.ref!r} already contains {src.ref!r} (commit {c.id})"
     render.emit(

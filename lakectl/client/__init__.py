@@ -183,8 +183,10 @@ class Backend(Protocol):
         dest: str,
         strategies: Sequence[str] = (),
         message: str | None = None,
+        squash: bool = False,
     ) -> MergeResult:
-        """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree."""
+        """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree.
+        ``squash``: the result has the destination as its one parent (lakeFS's squash_merge)."""
         ...
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit: ...

@@ -196,8 +196,9 @@ class LocalBackend:
         dest: str,
         strategies: Sequence[str] = (),
         message: str | None = None,
+        squash: bool = False,
     ) -> MergeResult:
-        return p.merge(self.lake, repo, source, dest, strategies, message)
+        return p.merge(self.lake, repo, source, dest, strategies, message, squash=squash)
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
         return p.cherry_pick(self.lake, repo, branch, ref, parent_number)

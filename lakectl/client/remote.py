@@ -527,10 +527,13 @@ class RemoteBackend:
         dest: str,
         strategies: Sequence[str] = (),
         message: str | None = None,
+        squash: bool = False,
     ) -> MergeResult:
         from lakectl.core.porcelain import MergeResult
 
         body: dict[str, Any] = {"message": message or "", "strategies": list(strategies)}
+        if squash:
+            body["squash_merge"] = True
         url = f"{self._repo(repo)}/refs/{_q(source)}/merge/{_q(dest)}"
         answer = self._json("POST", url, json=body, idempotent=False)
         commit = self.get_commit(repo, answer["reference"])

@@ -1,5 +1,5 @@
-"""The filters of ``log`` past the walk, as lakeFS's log API defines them: since a date, stop at a
-commit, and the page after a commit id."""
+"""Where ``log`` starts and ends in the walk, as lakeFS's log API defines them: the page after a
+commit, up to a commit, since a date-time."""
 
 from __future__ import annotations
 
@@ -25,11 +25,6 @@ def parse_since(text: str) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
-
-
-def since(commits: Iterable[Commit], floor: float) -> Iterator[Commit]:
-    """The commits created at or after ``floor``."""
-    return (c for c in commits if c.creation_date >= floor)
 
 
 def stop_at(commits: Iterable[Commit], last: str) -> Iterator[Commit]:

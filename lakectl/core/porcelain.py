@@ -698,18 +698,20 @@ def log(
     start = resolve(lake, repo, ref).commit
     last = resolve(lake, repo, stop_at).commit.id if stop_at else None
     offset = resolve(lake, repo, after).commit.id if after else None
-    found: Iterator[Commit] = (
+    # As lakeFS's log: ``after`` and ``stop_at`` place the page in the walk itself, so a commit
+    # the filters leave out still marks where a page starts or the walk ends.
+    walk: Iterator[Commit] = walk_log(lake.refs, rid, start, first_parent)
+    if offset is not None:
+        walk = history.after(walk, offset)
+    if last is not None:
+        walk = history.stop_at(walk, last)
+    found = (
         c
-        for c in walk_log(lake.refs, rid, start, first_parent)
+        for c in walk
         if not (no_merges and len(c.parents) > 1)
+        and (floor is None or c.creation_date >= floor)
         and (not (objects or prefixes) or _touches(lake, rid, c, objects, prefixes))
     )
-    if floor is not None:
-        found = history.since(found, floor)
-    if last is not None:
-        found = history.stop_at(found, last)
-    if offset is not None:
-        found = history.after(found, offset)
     yield from islice(found, amount)
 
 
@@ -776,8 +778,10 @@ def merge(
     message: str | None = None,
     committer: str | None = None,
     metadata: Mapping[str, str] | None = None,
+    squash: bool = False,
 ) -> MergeResult:
-    """Three-way merge of ``source`` into the destination branch, as a merge commit."""
+    """Three-way merge of ``source`` into the destination branch, as a merge commit; with
+    ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's."""
     rid, bid = _branch_target(lake, repo, dest)
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
@@ -801,7 +805,8 @@ def merge(
         metadata=check_metadata(metadata or {}, "commit metadata"),
         creation_date=now(),
     )
-    new = lake.committer.commit_tree(rid, bid, [dst, src], plan.updates, req, dst.id)
+    parents = [dst] if squash else [dst, src]
+    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
     return MergeResult(new, changed=True)
 
 

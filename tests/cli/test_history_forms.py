@@ -79,6 +79,10 @@ def test_log_objects_and_prefixes_take_comma_lists(history: Lake) -> None:
     assert log("--objects", "log/0,log/9", "--objects", "log/2") == ["c2", "c0"]
     assert log("--prefixes", "log/1,log/2") == ["c2", "c1"]
     assert log("--objects", "log/1", "--prefixes", "log/3") == ["c3", "c1"]
+    # --after and --stop-at place the page in the walk, as lakeFS's log: a commit the filter
+    # leaves out (c2 changed log/2 only) still marks where the page starts or the walk ends.
+    assert log("--objects", "log/1,log/3", "--after", "main~1") == ["c1"]
+    assert log("--objects", "log/3,log/0", "--stop-at", "main~1") == ["c3"]
     # An empty item is refused, not read as "every path".
     for bad in ("log/1,", ",", ""):
         refused = history.js("log", "lakefs://R/main", "--objects", bad, code=2)
@@ -274,3 +278,34 @@ def test_cherry_pick_of_a_merge_commit_takes_commit_then_branch(merged: Lake) ->
     assert tree(lake, "other") == {"feature": "f", "x": "2"}
     # The branch must be the second argument, as lakeFS's `cherry-pick <commit URI> <branch URI>`.
     lake.run("cherry-pick", "lakefs://R/other", f"lakefs://R/{merge['id']}", "-m", "1", code=2)
+
+
+# -- 4. merge --squash --------------------------------------------------------------------
+
+
+def test_merge_squash_makes_one_commit_with_one_parent(lake: Lake) -> None:
+    lake.run("repo", "create", "lakefs://R")
+    lake.put("main", "base", b"0")
+    lake.run("commit", "lakefs://R/main", "-m", "base")
+    lake.run("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    for i in range(3):
+        lake.put("dev", f"d/{i}", b"%d" % i)
+        lake.run("commit", "lakefs://R/dev", "-m", f"dev {i}")
+    head = lake.js("branch", "show", "lakefs://R/main")["commit_id"]
+    result = lake.js("merge", "lakefs://R/dev", "lakefs://R/main", "--squash", "-m", "all of dev")
+    assert result["changed"] is True and result["commit"]["parents"] == [head]
+    assert result["commit"]["message"] == "all of dev"
+    assert result["message"].startswith("Squash-merged 'dev' into 'main'")
+    assert tree(lake, "main") == {"base": "0", "d/0": "0", "d/1": "1", "d/2": "2"}
+    # History stays linear: the dev commits are not reachable from main.
+    assert messages(lake.js("log", "lakefs://R/main")) == ["all of dev", "base", "Repository created"]
+    # Merged again: dev's commits are not ancestors of main, so the same changes apply again
+    # and meet no conflict (both sides made them), as git's squash merge.
+    again = lake.js("merge", "lakefs://R/dev", "lakefs://R/main", "--squash")
+    assert again["commit"]["parents"] == [result["reference"]]
+    assert tree(lake, "main") == {"base": "0", "d/0": "0", "d/1": "1", "d/2": "2"}
+    # Without --squash the merge commit has two parents, as before.
+    lake.put("dev", "d/3", b"3")
+    lake.run("commit", "lakefs://R/dev", "-m", "dev 3")
+    plain = lake.js("merge", "lakefs://R/dev", "lakefs://R/main")
+    assert len(plain["commit"]["parents"]) == 2

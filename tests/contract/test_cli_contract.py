@@ -113,6 +113,15 @@ def scenario(run: Session) -> None:
     run("revert", "lakefs://R/main", "main", "--parent-number", "1")
     run("fs", "ls", "-r", "lakefs://R/main/")
     run("cherry-pick", "lakefs://R/dev", "lakefs://R/main")
+    # lakeFS's forms of revert, cherry-pick and merge: -m for a merge commit, --squash.
+    run("branch", "create", "lakefs://R/side", "--source", "lakefs://R/main~1")
+    run("revert", "lakefs://R/main", "main~1")
+    run("branch", "revert", "lakefs://R/main", "main~1", "-m", "1")
+    run("cherry-pick", "lakefs://R/main~2", "lakefs://R/side", "-m", "2")
+    run("fs", "upload", "lakefs://R/side/squashed.txt", "--source", "-", input=b"sq")
+    run("commit", "lakefs://R/side", "-m", "side work")
+    run("merge", "lakefs://R/side", "lakefs://R/main", "--squash", "-m", "squashed side")
+    run("log", "lakefs://R/main", "--amount", "1")
     run("manifest", "export", "lakefs://R/v1/data")
     run("gc", "get-config", "lakefs://R")
     rules = run.work / "rules.json"

@@ -148,3 +148,25 @@ def test_merge_into_a_dirty_branch_is_refused(api: httpx.Client, repo: str) -> N
     upload(api, repo, "main", "dirty", b"x")
     r = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={})
     assert r.status_code == 412 and r.json()["code"] == "dirty_branch"
+
+
+def test_merge_takes_lakefs_squash_merge(api: httpx.Client, repo: str) -> None:
+    """The Merge body's ``squash_merge``: one commit on the destination, one parent."""
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "dev", "source": "main"}).status_code == 201
+    )
+    upload(api, repo, "dev", "a", b"1")
+    commit(api, repo, "dev", "a")
+    upload(api, repo, "dev", "b", b"2")
+    commit(api, repo, "dev", "b")
+    head = api.get(f"/repositories/{repo}/branches/main").json()["commit_id"]
+    r = api.post(
+        f"/repositories/{repo}/refs/dev/merge/main", json={"message": "squashed", "squash_merge": True}
+    )
+    assert r.status_code == 200, r.text
+    merged = api.get(f"/repositories/{repo}/commits/{r.json()['reference']}").json()
+    assert (merged["parents"], merged["message"]) == ([head], "squashed")
+    listed = api.get(f"/repositories/{repo}/refs/main/objects/ls").json()["results"]
+    assert [o["path"] for o in listed] == ["a", "b"]
+    bad = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={"squash_merge": "yes"})
+    assert bad.status_code == 400
