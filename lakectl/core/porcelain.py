@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, keys
+from lakectl.core import history, keys, refdiff
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -38,6 +38,7 @@ from lakectl.core.graph.refs import (
     check_repo_name,
     check_tag_name,
     new_staging_token,
+    parse_ref,
 )
 from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update, prefix_end
@@ -746,17 +747,33 @@ def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> li
 def diff_refs(
     lake: Lake, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
 ) -> Iterator[Change]:
-    """Committed changes from ``left`` to ``right``: three-dot (since their merge base) by
-    default, or two-dot with ``two_way``."""
+    """Changes from ``left`` to ``right``: three-dot (since their merge base) by default, or
+    two-dot with ``two_way``. A branch is its last commit (``main``, ``main@``); ``main$`` is
+    its staging area, uncommitted changes included, as lakeFS's ref expressions say."""
     check_path(prefix, allow_empty=True)
     rid = get_repo(lake, repo).name
-    lc = resolve(lake, repo, left).commit
-    rc = resolve(lake, repo, right).commit
-    base = lc
-    if not two_way:
-        found = merge_base(lake.refs, rid, lc, rc)
-        base = found if found is not None else lc
-    return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
+    for _ in range(READ_ATTEMPTS):
+        lres, rres = resolve(lake, repo, left), resolve(lake, repo, right)
+        lc, rc = lres.commit, rres.commit
+        base = lc
+        if not two_way:
+            found = merge_base(lake.refs, rid, lc, rc)
+            base = found if found is not None else lc
+        lstaged = lres.branch if two_way and parse_ref(left).staging else None
+        rstaged = rres.branch if parse_ref(right).staging else None
+        if lstaged is None and rstaged is None:
+            return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
+        views = [
+            refdiff.View(
+                mid,
+                refdiff.staged_rows(lake.staging, rid, b, prefix) if b is not None else {},
+            )
+            for mid, b in ((base.meta_range_id, lstaged), (rc.meta_range_id, rstaged))
+        ]
+        # A commit may move staged rows into the tree between the reads: read both again.
+        if all(lake.refs.get_branch(rid, b.name) == b for b in (lstaged, rstaged) if b is not None):
+            return refdiff.diff_views(lake.trees, views[0], views[1], prefix)
+    raise TooManyRetries(f"could not diff {left!r} and {right!r}: the branch kept changing")
 
 
 # -- merge, revert, cherry-pick, reset ------------------------------------------------------

@@ -309,3 +309,75 @@ def test_merge_squash_makes_one_commit_with_one_parent(lake: Lake) -> None:
     lake.run("commit", "lakefs://R/dev", "-m", "dev 3")
     plain = lake.js("merge", "lakefs://R/dev", "lakefs://R/main")
     assert len(plain["commit"]["parents"]) == 2
+
+
+# -- 5. ref@ and ref$ ---------------------------------------------------------------------
+
+
+def changes(lake: Lake, *args: str) -> list[str]:
+    mark = {"added": "+", "removed": "-", "changed": "~"}
+    return [f"{mark[c['type']]}{c['path']}" for c in lake.js("diff", *args)]
+
+
+@pytest.fixture
+def staged(lake: Lake) -> Lake:
+    """main: a=1, b=1 committed, then staged: a=2, b deleted, c added; dev from main's commit
+    with d committed."""
+    lake.run("repo", "create", "lakefs://R")
+    lake.put("main", "a", b"1")
+    lake.put("main", "b", b"1")
+    lake.run("commit", "lakefs://R/main", "-m", "a b")
+    lake.run("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    lake.put("dev", "d", b"1")
+    lake.run("commit", "lakefs://R/dev", "-m", "d")
+    lake.put("main", "a", b"2")
+    lake.run("fs", "rm", "lakefs://R/main/b")
+    lake.put("main", "c", b"1")
+    return lake
+
+
+def test_diff_of_a_branch_staging_area_with_dollar(staged: Lake) -> None:
+    lake = staged
+    uncommitted = ["~a", "-b", "+c"]
+    assert changes(lake, "lakefs://R/main") == uncommitted
+    # main$ is the staging area (uncommitted changes included); main and main@ its last commit.
+    assert changes(lake, "lakefs://R/main@", "lakefs://R/main$", "--two-way") == uncommitted
+    assert changes(lake, "lakefs://R/main", "lakefs://R/main$", "--two-way") == uncommitted
+    assert changes(lake, "lakefs://R/main$", "lakefs://R/main@", "--two-way") == ["~a", "+b", "-c"]
+    assert changes(lake, "lakefs://R/main@", "lakefs://R/main", "--two-way") == []
+    assert changes(lake, "lakefs://R/main@", "lakefs://R/main$", "--two-way", "--prefix", "b") == ["-b"]
+    # Three-dot: the right side's changes since the merge base, its staging area included.
+    assert changes(lake, "lakefs://R/dev", "lakefs://R/main$") == uncommitted
+    assert changes(lake, "lakefs://R/dev", "lakefs://R/main") == []
+    assert changes(lake, "lakefs://R/main$", "lakefs://R/dev") == ["+d"]
+    # Both sides staged: the two staging areas compared, path by path, with the committed diff.
+    lake.put("dev", "e", b"1")
+    lake.put("dev", "a", b"2")  # staged on both sides alike: no change between them
+    assert changes(lake, "lakefs://R/main$", "lakefs://R/dev$", "--two-way") == ["+b", "-c", "+d", "+e"]
+    assert changes(lake, "lakefs://R/main@", "lakefs://R/dev$", "--two-way") == ["~a", "+d", "+e"]
+    # Human output renders the same lines.
+    assert lake.run("diff", "lakefs://R/main@", "lakefs://R/main$", "--two-way").stdout.splitlines() == [
+        "~ a",
+        "- b",
+        "+ c",
+    ]
+
+
+def test_at_and_dollar_wherever_a_ref_is_accepted(staged: Lake) -> None:
+    lake = staged
+    assert lake.run("fs", "cat", "lakefs://R/main@/a").stdout == "1"
+    assert lake.run("fs", "cat", "lakefs://R/main$/a").stdout == "2"
+    assert lake.run("fs", "cat", "lakefs://R/main/a").stdout == "2"
+    assert [o["path"] for o in lake.js("fs", "ls", "lakefs://R/main@/")] == ["a", "b"]
+    assert [o["path"] for o in lake.js("fs", "ls", "lakefs://R/main$/")] == ["a", "c"]
+    assert lake.js("log", "lakefs://R/main$") == lake.js("log", "lakefs://R/main@")
+    head = lake.js("branch", "show", "lakefs://R/main")["commit_id"]
+    made = lake.js("branch", "create", "lakefs://R/from-staging", "--source", "lakefs://R/main$")
+    assert made["commit_id"] == head
+    # Refused, with nothing stored: '$' on a tag or with steps, and writes to an expression.
+    lake.run("tag", "create", "lakefs://R/v1", "lakefs://R/main")
+    for bad in ("v1$", "main$~1", "main$^2", "nope$", "main$$", "main@$"):
+        refused = lake.js("diff", "lakefs://R/main", f"lakefs://R/{bad}", code=2)
+        assert refused["code"] == "invalid_ref", (bad, refused)
+    lake.run("fs", "upload", "lakefs://R/main$/z", "--source", "-", input=b"z", code=2)
+    lake.run("fs", "stat", "lakefs://R/main/z", code=3)
