@@ -170,3 +170,42 @@ def test_merge_takes_lakefs_squash_merge(api: httpx.Client, repo: str) -> None:
     assert [o["path"] for o in listed] == ["a", "b"]
     bad = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={"squash_merge": "yes"})
     assert bad.status_code == 400
+
+
+def test_revert_and_cherry_pick_of_a_merge_commit_take_parent_number(api: httpx.Client, repo: str) -> None:
+    """RevertCreation / CherryPickCreation's ``parent_number``: required (400) for a merge
+    commit, whose change is then taken relative to that parent."""
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "dev", "source": "main"}).status_code == 201
+    )
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "other", "source": "main"}).status_code
+        == 201
+    )
+    upload(api, repo, "dev", "feature", b"f")
+    commit(api, repo, "dev", "feature")
+    upload(api, repo, "main", "own", b"o")
+    commit(api, repo, "main", "own")
+    merged = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={}).json()["reference"]
+    for verb, branch in (("revert", "main"), ("cherry-pick", "other")):
+        url = f"/repositories/{repo}/branches/{branch}/{verb}"
+        refused = api.post(url, json={"ref": merged, "parent_number": 0})
+        assert refused.status_code == 400 and "parent-number" in refused.json()["message"]
+        assert api.post(url, json={"ref": merged, "parent_number": 3}).status_code == 400
+    assert (
+        api.post(
+            f"/repositories/{repo}/branches/other/cherry-pick", json={"ref": merged, "parent_number": 1}
+        ).status_code
+        == 201
+    )
+    assert (
+        api.post(
+            f"/repositories/{repo}/branches/main/revert", json={"ref": merged, "parent_number": 1}
+        ).status_code
+        == 204
+    )
+
+    def paths(ref: str) -> list[str]:
+        return [o["path"] for o in api.get(f"/repositories/{repo}/refs/{ref}/objects/ls").json()["results"]]
+
+    assert paths("main") == ["own"] and paths("other") == ["feature"]
