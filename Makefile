@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint install install-test bench clean
+.PHONY: demo test lint smoke install install-test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,13 @@ test: lint
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-java.sh
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
+	$(MAKE) smoke
+
+# The install users run: a fresh virtualenv with `pip install .` and no extras runs the demo,
+# a server, remote CLI verbs and the S3 gateway (a runtime dependency missing from
+# pyproject.toml fails here).
+smoke:
+	PY=$(PY) bash scripts/smoke.sh
 
 bench: $(VENV)/.installed-test
 	$(BIN)/pip install -q -c constraints-test.txt -e '.[test,bench]'
@@ -45,4 +52,4 @@ bench: $(VENV)/.installed-test
 	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/run_all.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-smoke .pytest_cache .mypy_cache .ruff_cache

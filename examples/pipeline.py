@@ -7,7 +7,7 @@ Raw orders live on ``main`` under ``raw/orders/day=<n>/``. The step builds ``mar
 (one row per day) on a branch of its own. If the output passes validation (row count, schema,
 no negative revenue), the branch is committed and merged into ``main``; if not, the branch is
 deleted and ``main`` never saw a byte of it. Works on the embedded lake ($LAKECTL_HOME) or a
-lakectl server (``server.endpoint_url`` configured), like the CLI. Needs ``lakectl[spark]``.
+lakectl server (``server.endpoint_url`` configured), like the CLI. Needs PySpark (``pip install -e '.[spark]'``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 import lakectl.spark
 from lakectl.client import Backend, get_backend
-from lakectl.errors import NotFound
+from lakectl.errors import LakectlError, NotFound
 
 REPO = "analytics"
 DAYS = 7
@@ -110,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from lakectl.spark.session import session
 
-    spark = session(args.master, "lakectl-pipeline")
+    try:
+        spark = session(args.master, "lakectl-pipeline")
+    except LakectlError as e:  # no pyspark, or no Java: one line, not a traceback
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
     lakectl.spark.register(spark)
     backend = get_backend()
     try:

@@ -20,6 +20,8 @@ def load() -> dict[str, Any]:
             text = f.read()
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as e:
+        raise InvalidArgument(f"invalid configuration {path}: not UTF-8 text") from e
     except OSError as e:
         raise InvalidArgument(f"cannot read configuration {path}: {e.strerror}") from e
     import yaml

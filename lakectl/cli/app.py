@@ -13,6 +13,8 @@ imports rich, pyarrow or the core beyond :mod:`lakectl.errors`.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from typer._click import Command, Context
 
 HELP_NAMES = ["-h", "--help"]
+BROKEN_PIPE = 141
+"""Exit status when stdout is closed before the output is written: 128 + SIGPIPE."""
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: ("module:attribute" (a typer.Typer sub-app or a command function), summary)
@@ -94,10 +98,17 @@ class LakectlGroup(TyperGroup):
 
     def invoke(self, ctx: Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at exit
+            return result
         except LakectlError as exc:
             render.error(exc, bool(ctx.meta.get(JSON_KEY)))
             raise typer.Exit(exc.exit_code) from exc
+        except BrokenPipeError:
+            # The reader went away (`lakectl fs ls -r ... | head -1`): stop quietly with the
+            # status of a program killed by SIGPIPE, as lakeFS's lakectl (Go) and coreutils end.
+            _silence_stdout()
+            raise typer.Exit(BROKEN_PIPE) from None
         finally:
             close_backend()
 
@@ -133,6 +144,21 @@ def _root(
     pass
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what is still
+    buffered does not fail again on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (a test runner's buffer)
+        pass
+
+
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="lakectl")
+    try:
+        app(prog_name="lakectl")
+    except BrokenPipeError:  # raised outside a command (help text, usage errors)
+        _silence_stdout()
+        sys.exit(BROKEN_PIPE)

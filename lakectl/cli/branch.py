@@ -11,7 +11,9 @@ from lakectl.cli.common import (
     After,
     Amount,
     JsonFlag,
+    YesFlag,
     backend,
+    confirm,
     more,
     noun,
     paged,
@@ -73,7 +75,7 @@ def show(branch: BranchArg, json_: JsonFlag = False) -> None:
 @app.command("delete")
 def delete(
     branch: BranchArg,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesFlag = False,
     json_: JsonFlag = False,
 ) -> None:
     """Delete a branch and its uncommitted changes (the default branch is protected)."""
@@ -81,10 +83,9 @@ def delete(
     assert uri.ref is not None
     b = backend()
     b.get_branch(uri.repo, uri.ref)
-    if not yes:
-        typer.confirm(f"Delete branch {uri.ref!r} of {uri.repo!r}?", abort=True, err=True)
+    confirm(f"Delete branch {uri.ref!r} of {uri.repo!r}?", yes)
     b.delete_branch(uri.repo, uri.ref)
-    render.emit({"id": uri.ref, "message": f"Branch {uri.ref!r} deleted"}, json_, render.message)
+    render.emit(render.deletion("branch", [uri.ref], f"Branch {uri.ref!r} deleted"), json_, render.message)
 
 
 app.command("reset")(merge.branch_reset)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -34,6 +35,22 @@ JsonFlag = Annotated[
         callback=_remember_json,
     ),
 ]
+
+
+YesFlag = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask ``question`` on the terminal unless ``yes`` (exit 1 when declined). A stdin that is not
+    a terminal (a script, a CI step, a pipe) is never waited on: refused at once (exit 2)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidArgument(
+            f"{question.rstrip('?')}: confirmation needed, and stdin is not a terminal to ask on: "
+            "pass -y (--yes) to confirm"
+        )
+    typer.confirm(question, abort=True, err=True)
 
 
 def noun(help: str) -> typer.Typer:

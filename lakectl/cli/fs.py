@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
+import itertools
 import os
 import stat as stat_
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from stat import S_ISREG
-from typing import Annotated, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
@@ -17,9 +19,52 @@ from lakectl.cli import render
 from lakectl.cli.common import After, Amount, JsonFlag, backend, local_error, more, noun, paged, path_uri
 from lakectl.errors import InvalidArgument, ObjectNotFound
 
+if TYPE_CHECKING:
+    from lakectl.core.model import ObjectInfo
+
 app = noun("Upload, download, list, inspect and remove objects.")
 
 Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="Every object under the path (a prefix).")]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bar and no line per object (errors, warnings and --json stay)."
+    ),
+]
+NoProgress = Annotated[bool, typer.Option("--no-progress", help="No progress bar (as lakeFS's lakectl).")]
+Parallel = Annotated[
+    int,
+    typer.Option(
+        "--parallel",
+        "--parallelism",
+        "-p",
+        min=1,
+        max=256,
+        help="With -r: objects transferred at once.",
+    ),
+]
+
+
+class _Counted(io.RawIOBase):
+    """A file read through, reporting ``(bytes read so far, size)`` to a progress callback."""
+
+    def __init__(self, f: BinaryIO, size: int, progress: Callable[[int, int], None]) -> None:
+        self._f, self._size, self._progress, self._done = f, size, progress, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._f.readinto(buffer)  # type: ignore[attr-defined]
+        self._done += n or 0
+        self._progress(self._done, self._size)
+        return n  # type: ignore[no-any-return]
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._f.read(size)
+        self._done += len(data)
+        self._progress(self._done, self._size)
+        return data
 
 
 def _as_dir(prefix: str) -> str:
@@ -95,17 +140,23 @@ def upload(
         bool,
         typer.Option(
             "--strict",
-            help="With -r: refuse a directory holding FIFOs, sockets or devices (default: skip them).",
+            help="With -r: refuse a directory holding FIFOs, sockets, devices or dangling symbolic "
+            "links (default: skip them with a warning).",
         ),
     ] = False,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
     json_: JsonFlag = False,
 ) -> None:
     """Upload a local file, a directory (-r) or stdin (--source -) to a branch, staged.
 
     A destination ending in / gets the file's name appended. With -r, every regular file under
-    the directory is uploaded under the destination prefix, as one staged batch; FIFOs, sockets
-    and devices are skipped with a warning (refused with --strict).
+    the directory is uploaded under the destination prefix, as one staged batch; FIFOs, sockets,
+    devices and dangling symbolic links are skipped with a warning (refused with --strict). A
+    progress bar shows on a terminal, for one large file too.
     """
+    bar = not (json_ or quiet or no_progress)
+    say = _quietly if quiet else None
     uri = path_uri(dest, required=not recursive)
     assert uri.ref is not None
     b = backend()
@@ -113,30 +164,36 @@ def upload(
         if not uri.path or uri.path.endswith("/"):
             raise InvalidArgument("uploading stdin needs a full object path, not a prefix")
         info = b.upload(uri.repo, uri.ref, uri.path, typer.get_binary_stream("stdin"), content_type)
-        render.emit(info.to_dict(), json_, render.stat)
+        render.emit(info.to_dict(), json_, say or render.stat)
         return
     if os.path.isdir(source):
         if not recursive:
             raise InvalidArgument(f"{source!r} is a directory: use --recursive to upload what is in it")
         files = _local_files(source, _as_dir(uri.path), strict)
-        with render.progress(len(files), "uploading", not json_) as advance:
+        with render.progress(len(files), "uploading", bar) as advance:
             try:
                 infos = b.upload_files(uri.repo, uri.ref, files, content_type, advance)
             except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
                 raise local_error(exc, exc.filename or source, "read") from exc
-        render.emit([i.to_dict() for i in infos], json_, _uploaded)
+        render.emit([i.to_dict() for i in infos], json_, say or _uploaded)
         return
     path = uri.path + os.path.basename(source) if not uri.path or uri.path.endswith("/") else uri.path
     try:
         f = open(source, "rb")  # noqa: SIM115 - closed below, after the upload
     except OSError as exc:
         raise local_error(exc, source, "read") from exc
-    with f:
+    with f, render.progress_bytes(f"uploading {os.path.basename(source)}", bar) as progress:
         try:
-            info = b.upload(uri.repo, uri.ref, path, f, content_type)
+            size = os.fstat(f.fileno()).st_size
+            stream = _Counted(f, size, progress) if bar else f
+            info = b.upload(uri.repo, uri.ref, path, stream, content_type)  # type: ignore[arg-type]
         except OSError as exc:
             raise local_error(exc, source, "read") from exc
-    render.emit(info.to_dict(), json_, render.stat)
+    render.emit(info.to_dict(), json_, say or render.stat)
+
+
+def _quietly(data: object) -> None:
+    """The human rendering under --quiet: nothing."""
 
 
 def _uploaded(data: list[dict[str, object]]) -> None:
@@ -146,15 +203,21 @@ def _uploaded(data: list[dict[str, object]]) -> None:
     render.note(f"{len(data)} object(s), {render.size(total)} staged")
 
 
-def _write_file(chunks: Iterable[bytes], target: str) -> None:
+def _write_file(
+    chunks: Iterable[bytes], target: str, progress: Callable[[int, int], None] | None = None, size: int = 0
+) -> None:
     """Write atomically: a temporary file next to ``target``, renamed over it when complete."""
     directory = os.path.dirname(target) or "."
     tmp = os.path.join(directory, f".{os.path.basename(target)}.lakectl-{os.getpid()}")
     try:
         os.makedirs(directory, exist_ok=True)
         with open(tmp, "wb") as f:
+            done = 0
             for chunk in chunks:
                 f.write(chunk)
+                if progress is not None:
+                    done += len(chunk)
+                    progress(done, size)
         os.replace(tmp, target)
     except OSError as exc:
         raise local_error(exc, target, "write") from exc
@@ -177,12 +240,21 @@ def download(
         ),
     ] = None,
     recursive: Recursive = False,
+    parallel: Parallel = 4,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Download an object, or (-r) every object under a prefix into a local directory."""
+    """Download an object, or (-r) every object under a prefix into a local directory.
+
+    Each file is written under a temporary name and renamed when complete. A progress bar shows
+    on a terminal, for one large file too.
+    """
     uri = path_uri(src, required=not recursive)
     assert uri.ref is not None
     b = backend()
+    bar = not (json_ or quiet or no_progress)
+    say = _quietly if quiet else None
     if not recursive:
         if dest == "-":
             _to_stdout(b.read(uri.repo, uri.ref, uri.path))
@@ -192,23 +264,30 @@ def download(
         if os.path.isdir(target):
             target = os.path.join(target, name)
         info = b.stat(uri.repo, uri.ref, uri.path)
-        _write_file(b.read(uri.repo, uri.ref, uri.path), target)
-        done = [{"path": info.path, "local_path": target, "size_bytes": info.entry.size if info.entry else 0}]
-        render.emit(done, json_, _downloaded)
+        size = info.entry.size if info.entry else 0
+        with render.progress_bytes(f"downloading {name}", bar) as progress:
+            _write_file(b.read(uri.repo, uri.ref, uri.path), target, progress, size)
+        done = [{"path": info.path, "local_path": target, "size_bytes": size}]
+        render.emit(done, json_, say or _downloaded)
         return
     if dest == "-":
         raise InvalidArgument("--recursive downloads into a directory, not to stdout")
     prefix = _as_dir(uri.path)
     root = dest or "."
     objects = [o for o in b.list_objects(uri.repo, uri.ref, prefix) if not o.path.endswith("/")]
-    out: list[dict[str, object]] = []
-    with render.progress(len(objects), "downloading", not json_) as advance:
-        for o in objects:
+    with render.progress(len(objects), "downloading", bar) as advance:
+
+        def fetch(o: ObjectInfo) -> dict[str, object]:
             target = os.path.join(root, *o.path[len(prefix) :].split("/"))
             _write_file(b.read(uri.repo, uri.ref, o.path), target)
-            out.append({"path": o.path, "local_path": target, "size_bytes": o.entry.size if o.entry else 0})
             advance(1)
-    render.emit(out, json_, _downloaded)
+            return {"path": o.path, "local_path": target, "size_bytes": o.entry.size if o.entry else 0}
+
+        # Backends are safe to share between threads (the server shares one lake the same way);
+        # map keeps the listing's order, and the first failure ends the command.
+        with ThreadPoolExecutor(max_workers=min(parallel, max(1, len(objects)))) as pool:
+            out = list(pool.map(fetch, objects))
+    render.emit(out, json_, say or _downloaded)
 
 
 def _downloaded(data: list[dict[str, object]]) -> None:
@@ -295,15 +374,24 @@ def ls(
 ) -> None:
     """List the objects and common prefixes ("directories") under a prefix.
 
-    The prefix names a directory: lakefs://repo/main/a lists what is under a/. --after takes a
-    full path (the last one of the page before).
+    The prefix names a directory: lakefs://repo/main/a lists what is under a/. When an object
+    is named a, it is listed first, as lakeFS lists an object's own path. --after takes a full
+    path (the last one of the page before).
     """
     uri = path_uri(src, required=False)
     repo, ref = uri.repo, uri.ref
     assert ref is not None
+    b = backend()
     prefix, delimiter = _as_dir(uri.path), "" if recursive else "/"
+    own: list[ObjectInfo] = []
+    # The object's own path sorts before everything under path/: it leads the first page.
+    if uri.path and not uri.path.endswith("/") and uri.path > after:
+        with contextlib.suppress(ObjectNotFound):
+            own = [b.stat(repo, ref, uri.path)]
     found, next_offset = paged(
-        lambda n: backend().list_objects(repo, ref, prefix, delimiter, after, n), amount, lambda o: o.path
+        lambda n: itertools.chain(own, b.list_objects(repo, ref, prefix, delimiter, after, n)),
+        amount,
+        lambda o: o.path,
     )
     render.emit([o.to_dict() for o in found], json_, render.objects)
     more(amount, next_offset)
@@ -330,9 +418,10 @@ def rm(
     else:
         b.delete_objects(uri.repo, uri.ref, [uri.path])
         deleted = [uri.path]
-    render.emit(deleted, json_, _deleted)
+    text = f"Deleted {len(deleted)} object(s) from branch {uri.ref!r}"
+    render.emit(render.deletion("object", deleted, text), json_, _deleted)
 
 
-def _deleted(paths: list[str]) -> None:
-    for path in paths:
+def _deleted(data: dict[str, Any]) -> None:
+    for path in data["deleted"]:
         render.line(f"deleted {path}")

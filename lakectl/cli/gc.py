@@ -62,7 +62,9 @@ def delete_config(repository: RepoArg, json_: JsonFlag = False) -> None:
     repo = repo_uri(repository)
     backend().delete_gc_rules(repo)
     render.emit(
-        {"id": repo, "message": f"Garbage-collection rules of {repo!r} deleted"}, json_, render.message
+        render.deletion("gc_rules", [repo], f"Garbage-collection rules of {repo!r} deleted"),
+        json_,
+        render.message,
     )
 
 

@@ -254,6 +254,12 @@ def message(data: Data) -> None:
     line(data["message"])
 
 
+def deletion(kind: str, deleted: list[str], text: str) -> dict[str, Any]:
+    """The one JSON shape of every delete (docs/cli.md, "JSON output"): what kind of thing,
+    the names or paths deleted, and the sentence a person is shown."""
+    return {"type": kind, "deleted": deleted, "message": text}
+
+
 # -- progress -------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import After, Amount, JsonFlag, backend, more, noun, paged, repo_uri
+from lakectl.cli.common import After, Amount, JsonFlag, YesFlag, backend, confirm, more, noun, paged, repo_uri
 
 app = noun("Create, list, show and delete repositories.")
 
@@ -48,14 +48,13 @@ def show(repository: RepoArg, json_: JsonFlag = False) -> None:
 @app.command("delete")
 def delete(
     repository: RepoArg,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesFlag = False,
     json_: JsonFlag = False,
 ) -> None:
     """Delete a repository with all its branches, tags, commits and staged changes."""
     name = repo_uri(repository)
     b = backend()
     b.get_repo(name)
-    if not yes:
-        typer.confirm(f"Delete repository {name!r} and all its history?", abort=True, err=True)
+    confirm(f"Delete repository {name!r} and all its history?", yes)
     b.delete_repo(name)
-    render.emit({"id": name, "message": f"Repository {name!r} deleted"}, json_, render.message)
+    render.emit(render.deletion("repository", [name], f"Repository {name!r} deleted"), json_, render.message)

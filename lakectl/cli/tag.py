@@ -71,4 +71,4 @@ def delete(tag: TagArg, json_: JsonFlag = False) -> None:
     uri = ref_uri(tag)
     assert uri.ref is not None
     backend().delete_tag(uri.repo, uri.ref)
-    render.emit({"id": uri.ref, "message": f"Tag {uri.ref!r} deleted"}, json_, render.message)
+    render.emit(render.deletion("tag", [uri.ref], f"Tag {uri.ref!r} deleted"), json_, render.message)

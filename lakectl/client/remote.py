@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -61,6 +61,24 @@ def _q(part: str) -> str:
         raise InvalidArgument(f"{part!r} is not UTF-8 text") from e
 
 
+def _endpoint(text: str) -> str:
+    """The server's base URL from ``server.endpoint_url`` (a trailing ``/api/v1`` dropped), or
+    one error saying what is wrong with it."""
+    endpoint = text.rstrip("/").removesuffix("/api/v1")
+    try:
+        parts = urlsplit(endpoint)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except (ValueError, UnicodeError):
+        valid = False
+    if not valid:
+        raise InvalidArgument(
+            f"server endpoint {text!r} is not an http:// or https:// URL with a host "
+            "(LAKECTL_SERVER_ENDPOINT_URL, or server.endpoint_url in the configuration file)"
+        )
+    return endpoint
+
+
 class RemoteBackend:
     """A :class:`~lakectl.client.Backend` talking to a lakectl server at ``endpoint``."""
 
@@ -71,9 +89,12 @@ class RemoteBackend:
         secret_access_key: str,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.endpoint = endpoint.rstrip("/")
-        if self.endpoint.endswith("/api/v1"):
-            self.endpoint = self.endpoint[: -len("/api/v1")]
+        self.endpoint = _endpoint(endpoint)
+        for name, value in (("access key id", access_key_id), ("secret access key", secret_access_key)):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise InvalidArgument(f"the configured {name} is not UTF-8 text") from e
         self._http = httpx.Client(
             base_url=self.endpoint,
             auth=(access_key_id, secret_access_key),

@@ -6,7 +6,7 @@
     df.write.format("lakefs").mode("overwrite").option("commit_message", "daily").save(
         "lakefs://repo/etl/events")
 
-Needs ``pip install 'lakectl[spark]'`` (PySpark 4.1+) and Java 17+.
+Needs PySpark 4.1+ (the ``spark`` extra: :data:`lakectl.spark.session.INSTALL`) and Java 17+.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ def register(
     from lakectl.spark.lake import Connection
     from lakectl.spark.source import LakeFSDataSource
 
+    context = spark.sparkContext
+    if str(context.master).startswith("local"):
+        check_workers_import_lakectl(str(context.pythonExec))
     connection = Connection.resolve(home, endpoint, access_key_id, secret_access_key)
     parallelism = int(spark.sparkContext.defaultParallelism)
     # A subclass carries the lake: Spark pickles the registered class by value.
@@ -41,3 +44,26 @@ def register(
         {"connection": connection, "parallelism": parallelism, "__module__": __name__},
     )
     spark.dataSource.register(bound)
+
+
+def check_workers_import_lakectl(python: str) -> None:
+    """Refuse, with the one line that says what to do, a local session whose Python workers run
+    an interpreter that cannot import lakectl: every read would otherwise fail deep in a task
+    with a worker traceback. (On a cluster the workers' interpreters are not this machine's.)"""
+    import subprocess
+    import sys
+
+    from lakectl.errors import InvalidArgument
+
+    try:
+        found = subprocess.run(
+            [python, "-c", "import lakectl.spark.source"], capture_output=True, timeout=60
+        ).returncode
+    except (OSError, subprocess.TimeoutExpired):
+        found = -1
+    if found != 0:
+        raise InvalidArgument(
+            f"Spark's Python workers run {python!r}, which cannot import lakectl: start the session "
+            f"with PYSPARK_PYTHON={sys.executable} (lakectl.spark.session.session() does), or "
+            "install lakectl for that interpreter"
+        )

@@ -15,6 +15,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+INSTALL = "pip install 'pyspark>=4.1' (the spark extra: pip install -e '.[spark]' in a clone of lakectl)"
+"""How to get Spark support, as every message that needs it says: the first form works wherever
+lakectl came from; the second installs the extra from a checkout."""
+
+
 def session(master: str = "local[2]", app_name: str = "lakectl", **conf: str) -> SparkSession:
     """A SparkSession on ``master`` whose Python workers run this interpreter."""
     try:
@@ -22,9 +27,7 @@ def session(master: str = "local[2]", app_name: str = "lakectl", **conf: str) ->
     except ImportError:
         from lakectl.errors import InvalidArgument
 
-        raise InvalidArgument(
-            "Spark support needs pyspark: pip install 'lakectl[spark]' (and a Java runtime)"
-        ) from None
+        raise InvalidArgument(f"Spark support needs pyspark: {INSTALL}; and Java 17+") from None
     # PySpark 4.3 warns about pandas 3 on every session; lakectl's Spark paths use Arrow, not pandas.
     warnings.filterwarnings(
         "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning

@@ -304,8 +304,10 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema, constants: dict[str, Any]
     for f in target:
         if f.name in constants and f.name not in names:
             value = constants[f.name]
-            column = pa.nulls(batch.num_rows, f.type) if value is None else pa.repeat(
-                pa.scalar(value).cast(f.type), batch.num_rows
+            column = (
+                pa.nulls(batch.num_rows, f.type)
+                if value is None
+                else pa.repeat(pa.scalar(value).cast(f.type), batch.num_rows)
             )
         elif f.name in names:
             column = batch.column(f.name)
@@ -519,6 +521,7 @@ def _write_csv(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink
     import pyarrow.csv as csv
 
     options = csv.WriteOptions(include_header=source.header(), delimiter=source.separator())
+
     def open_writer(out: Any, schema: pa.Schema) -> Any:
         return csv.CSVWriter(out, schema, write_options=options)
 

@@ -1,14 +1,16 @@
 """The command reference of docs/cli.md, generated from the CLI itself.
 
 ``python -m tests.cli.docgen`` prints the "Commands" reference (everything after the command
-table) so that docs/cli.md can be refreshed after a change of help text; the docs test uses
-:func:`commands` to walk every command.
+table); ``python -m tests.cli.docgen --write`` replaces it at the end of docs/cli.md after a
+change of help text. The docs test uses :func:`commands` to walk every command.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -67,5 +69,15 @@ def reference() -> str:
     return "\n".join(out)
 
 
+def write(path: Path) -> None:
+    """Replace the reference at the end of ``path`` (from its first ``### `lakectl `` heading)."""
+    text = path.read_text()
+    start = text.index("### `lakectl ")
+    path.write_text(text[:start] + reference().lstrip() + "\n")
+
+
 if __name__ == "__main__":
-    print(reference())
+    if sys.argv[1:] == ["--write"]:
+        write(Path(__file__).resolve().parents[2] / "docs" / "cli.md")
+    else:
+        print(reference())

@@ -116,7 +116,11 @@ def test_ls_one_level_and_recursive(run: Run, js, repo: str) -> None:
 
 
 def test_rm_object_and_prefix(run: Run, js, repo: str) -> None:
-    assert js("fs", "rm", "lakefs://demo/main/a/x.csv") == ["a/x.csv"]
+    assert js("fs", "rm", "lakefs://demo/main/a/x.csv") == {
+        "type": "object",
+        "deleted": ["a/x.csv"],
+        "message": "Deleted 1 object(s) from branch 'main'",
+    }
     assert run("fs", "rm", "lakefs://demo/main/b", "-r").stdout == "deleted b/z.csv\n"
     assert [o["path"] for o in js("fs", "ls", "lakefs://demo/main", "-r")] == ["a/y.csv"]
     assert js("diff", "lakefs://demo/main") == [

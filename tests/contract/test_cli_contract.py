@@ -145,7 +145,7 @@ def scenario(run: Session) -> None:
     run("branch", "delete", "lakefs://R/main", "--yes")
     run("fs", "upload", "lakefs://R/v1/x", "--source", "-", input=b"x")
     out = run.work / "out"
-    run("fs", "download", "-r", "lakefs://R/v1/data/", str(out))
+    run("fs", "download", "-r", "lakefs://R/v1/data/", str(out), "--parallel", "3")
     run.transcript.append(
         (
             "downloaded",
