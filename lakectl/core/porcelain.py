@@ -47,10 +47,12 @@ from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.limits import (
     MAX_MESSAGE_BYTES,
+    address_problem,
     check_content_type,
     check_metadata,
     check_name,
     check_text,
+    show,
 )
 from lakectl.core.model import (
     DEFAULT_BRANCH,
@@ -203,9 +205,18 @@ def get_repo(lake: Lake, name: str) -> Repository:
     return lake.refs.get_repo(check_repo_name(name))
 
 
+def check_after(after: str) -> str:
+    """A pagination offset (``--after``, the API's ``after``): any text a name or path could be,
+    so never one holding a NUL or bytes that are not UTF-8."""
+    problem = address_problem(after)
+    if problem is not None:
+        raise InvalidArgument(f"invalid offset {show(after)} to list after: {problem}")
+    return after
+
+
 def list_repos(lake: Lake, after: str = "", amount: int | None = None) -> list[Repository]:
     """Repositories by name after ``after``; at most ``amount`` (None: all)."""
-    return list(islice(lake.refs.list_repos(after), amount))
+    return list(islice(lake.refs.list_repos(check_after(after)), amount))
 
 
 def delete_repo(lake: Lake, name: str) -> None:
@@ -256,6 +267,7 @@ def get_branch(lake: Lake, repo: str, name: str) -> Branch:
 
 def list_branches(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
     """Branches by name after ``after``; at most ``amount`` (None: all)."""
+    check_after(after)
     found = lake.refs.list_branches(get_repo(lake, repo).name)
     return list(islice((b for b in found if b.name > after), amount))
 
@@ -285,6 +297,7 @@ def get_tag(lake: Lake, repo: str, name: str) -> Tag:
 
 def list_tags(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
     """Tags by name after ``after``; at most ``amount`` (None: all)."""
+    check_after(after)
     found = lake.refs.list_tags(get_repo(lake, repo).name)
     return list(islice((t for t in found if t.name > after), amount))
 
@@ -410,6 +423,7 @@ def list_objects(
     ``after``. On a branch, each page is read from one state of the branch: a page during which
     the branch record changed (a commit moved staged rows into the tree) is read again."""
     check_path(prefix, allow_empty=True)
+    check_after(after)
     rid = get_repo(lake, repo).name
     count = 0
     cursor = after

@@ -214,6 +214,9 @@ def test_every_list_command_pages_with_amount_and_after(lake: Lake) -> None:
     assert "t-b1" in human.stdout and "t-b2" not in human.stdout
     assert 'for more results run with --amount 1 --after "t-b1"' in human.stderr
     lake.run("branch", "list", "lakefs://R", "--amount", "-1", code=2)
+    # An offset no name could hold (not UTF-8) is one error, exit 2, embedded and remote alike.
+    for cmd in (("repo", "list"), ("branch", "list", "lakefs://R"), ("fs", "ls", "lakefs://R/main/")):
+        assert lake.js(*cmd, "--after", "b\udcff", code=2)["code"] == "invalid_argument"
 
 
 # -- 3. revert and cherry-pick of a merge commit --------------------------------------------
