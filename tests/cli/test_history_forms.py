@@ -88,6 +88,11 @@ def test_log_objects_and_prefixes_take_comma_lists(history: Lake) -> None:
         refused = history.js("log", "lakefs://R/main", "--objects", bad, code=2)
         assert refused["code"] == "invalid_argument" and "empty" in refused["message"]
     history.run("log", "lakefs://R/main", "--prefixes", "a,,b", code=2)
+    # CSV, as pflag's string slices: a quoted item may hold a comma.
+    history.put("main", "odd,name", b"x")
+    history.run("commit", "lakefs://R/main", "-m", "odd")
+    assert log("--objects", '"odd,name",log/0') == ["odd", "c0"]
+    assert log("--objects", "odd,name") == []
 
 
 def test_log_pages_with_amount_and_after(history: Lake) -> None:
