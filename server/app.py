@@ -5,13 +5,14 @@ uvicorn server, each on its own listening socket."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lakectl import __version__
 from lakectl.core.porcelain import Lake
+from lakectl.errors import AlreadyExists
 from server import errors
 from server.auth import Auth, load_secret_key
 from server.config import BlockstoreType, Settings
@@ -45,6 +46,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             region=s3.region,
             access_key_id=s3.access_key_id,
             secret_access_key=s3.secret_access_key,
+            session_token=s3.session_token,
+            profile=s3.profile,
+            credentials_file=s3.credentials_file,
         )
         next(iter(blocks.list()), None)  # one listing page proves bucket, endpoint and keys
     else:
@@ -67,11 +71,16 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
     from server import blocks
     from server.api import auth as auth_api
-    from server.api import branches, commits, config, fsck, objects, refs, repositories, tags
+    from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
     auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+    installed = settings.installation
+    if installed is not None and not auth.is_set_up():
+        # lakeFS's installation.*: set up on the first run; a server that did meanwhile wins.
+        with suppress(AlreadyExists):
+            auth.setup(installed.user_name, installed.access_key_id, installed.secret_access_key)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -96,7 +105,8 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.state.inline_reads = settings.blockstore.type is BlockstoreType.LOCAL
     app.state.block_buffers = blocks.BlockBuffers(blocks.BLOCK_BUFFERS)
     errors.install(app)
-    for module in (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck):
+    routers = (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck, dumps)
+    for module in routers:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)

@@ -1,10 +1,16 @@
-"""Server settings: a YAML file in the lakeFS 0.1 layout, every key overridable by environment variable.
+"""Server settings: a YAML file with lakeFS's keys (today's and the 0.1 design's), every key also
+settable by environment variable.
 
-Precedence, highest first: explicit arguments (``--data-dir``), ``LAKECTL_SERVER_<KEY>``
-environment variables (the dotted key upper-cased, dots as ``_``: ``database.connection_string``
-is ``LAKECTL_SERVER_DATABASE_CONNECTION_STRING``), the YAML file, defaults. The defaults give an
+Every key is declared once, in ``TABLE``: its name, the other names lakeFS gives the same setting
+(``api.listen_address`` for ``listen_address``), its kind and default. Each name has two
+environment variables: ``LAKECTL_SERVER_<NAME>`` and lakeFS's ``LAKEFS_<NAME>`` (the dotted name
+upper-cased, dots as ``_``); ours win where both are set. Precedence, highest first: explicit
+arguments (``--data-dir``), environment variables, the YAML file, defaults. The defaults give an
 embedded lake under the data directory: SQLite metadata in ``<data dir>/lake.db`` and blocks in
 ``<data dir>/blocks``.
+
+Keys lakeFS has for parts lakectl does not have are ignored with a warning or refused
+(:mod:`server.lakefs_keys`); any other unknown key is refused, naming it.
 
 Most keys hold one string. ``blockstore.local.volumes`` holds a list of directories (a YAML list;
 in the environment, directories separated by ``os.pathsep`` as in ``PATH``),
@@ -17,14 +23,16 @@ from __future__ import annotations
 import enum
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from lakectl.errors import InvalidArgument
+from server.lakefs_keys import FOREIGN, Fate, Foreign, foreign, has_deeper
 
 ENV_PREFIX = "LAKECTL_SERVER_"
+LAKEFS_ENV_PREFIX = "LAKEFS_"
 CONFIG_ENV = "LAKECTL_SERVER_CONFIG"
 """Environment variable naming the YAML file when ``--config`` is not given."""
 
@@ -40,10 +48,90 @@ class DatabaseType(enum.Enum):
     MEMORY = "memory"
 
 
+DATABASE_TYPES = {
+    "sqlite": DatabaseType.SQLITE,
+    "local": DatabaseType.SQLITE,  # lakeFS's embedded store: here, the SQLite lake
+    "postgres": DatabaseType.POSTGRES,
+    "memory": DatabaseType.MEMORY,
+}
+"""``database.type`` values, lakeFS's ``local`` among them."""
+
+
 class BlockstoreType(enum.Enum):
     LOCAL = "local"
     S3 = "s3"
 
+
+class Kind(enum.Enum):
+    TEXT = "a string"
+    LIST = "a list of paths"
+    BOOL = "true or false"
+    INT = "a whole number"
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One setting: its name, the other names it goes by, its kind and its default."""
+
+    name: str
+    default: str = ""
+    """"" for none, or one derived from the data directory."""
+    kind: Kind = Kind.TEXT
+    aliases: tuple[str, ...] = ()
+    """lakeFS's names for the same setting, where they differ from ``name``."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    @property
+    def env_names(self) -> tuple[tuple[str, str], ...]:
+        """``(variable, dotted name)`` pairs in precedence order: ours, then lakeFS's."""
+        return tuple((p + _env(n), n) for p in (ENV_PREFIX, LAKEFS_ENV_PREFIX) for n in self.names)
+
+
+TABLE: tuple[Key, ...] = (
+    Key("data_dir"),
+    Key("listen_address", "127.0.0.1:8000", aliases=("api.listen_address",)),
+    Key("logging.format", LogFormat.TEXT.value),
+    Key("logging.level", "info"),
+    Key("logging.output", "-"),
+    Key("database.type", aliases=("metadata.db.type",)),
+    Key("database.connection_string", aliases=("metadata.db.connection_string",)),
+    Key("database.local.path", aliases=("metadata.db.path",)),
+    Key("database.postgres.connection_string"),
+    Key("blockstore.type", BlockstoreType.LOCAL.value),
+    Key("blockstore.local.path"),
+    Key("blockstore.local.volumes", kind=Kind.LIST),
+    Key("blockstore.local.replicas", "1", Kind.INT),
+    Key("blockstore.s3.bucket"),
+    Key("blockstore.s3.prefix"),
+    Key("blockstore.s3.endpoint"),
+    Key("blockstore.s3.region"),
+    Key("blockstore.s3.access_key_id", aliases=("blockstore.s3.credentials.access_key_id",)),
+    Key(
+        "blockstore.s3.secret_access_key",
+        aliases=(
+            "blockstore.s3.credentials.secret_access_key",
+            "blockstore.s3.credentials.access_secret_key",
+        ),
+    ),
+    Key("blockstore.s3.session_token", aliases=("blockstore.s3.credentials.session_token",)),
+    Key("blockstore.s3.profile"),
+    Key("blockstore.s3.credentials_file"),
+    Key("blockstore.s3.force_path_style", "true", Kind.BOOL),
+    Key("auth.encrypt.secret_key"),
+    Key("gateways.s3.listen_address"),
+    Key("gateways.s3.domain_name", "s3.local.lakefs.io"),
+    Key("gateways.s3.region", "us-east-1"),
+    Key("installation.user_name"),
+    Key("installation.access_key_id"),
+    Key("installation.secret_access_key"),
+)
+"""Every setting, once."""
+
+BY_NAME: dict[str, Key] = {name: key for key in TABLE for name in key.names}
+"""Every accepted name (aliases included) to its setting."""
 
 LOG_LEVELS = {
     "trace": "DEBUG",
@@ -54,41 +142,10 @@ LOG_LEVELS = {
     "error": "ERROR",
     "fatal": "CRITICAL",
     "panic": "CRITICAL",
+    "none": "CRITICAL",
 }
 """lakeFS level names (case-insensitive) to Python logging levels."""
 
-KEYS: dict[str, str] = {
-    "data_dir": "",
-    "listen_address": "127.0.0.1:8000",
-    "logging.format": LogFormat.TEXT.value,
-    "logging.level": "info",
-    "logging.output": "-",
-    "database.type": DatabaseType.SQLITE.value,
-    "database.connection_string": "",
-    "blockstore.type": BlockstoreType.LOCAL.value,
-    "blockstore.local.path": "",
-    "blockstore.local.volumes": "",
-    "blockstore.local.replicas": "1",
-    "blockstore.s3.bucket": "",
-    "blockstore.s3.prefix": "",
-    "blockstore.s3.endpoint": "",
-    "blockstore.s3.region": "",
-    "blockstore.s3.access_key_id": "",
-    "blockstore.s3.secret_access_key": "",
-    "blockstore.s3.force_path_style": "true",
-    "auth.encrypt.secret_key": "",
-    "gateways.s3.listen_address": "",
-    "gateways.s3.domain_name": "s3.local.lakefs.io",
-    "gateways.s3.region": "us-east-1",
-}
-"""Every configuration key with its default ("" for none, or one derived from the data directory)."""
-
-LIST_KEYS = frozenset({"blockstore.local.volumes"})
-"""Keys holding a list of strings: a YAML list, or ``os.pathsep``-separated in the environment."""
-BOOL_KEYS = frozenset({"blockstore.s3.force_path_style"})
-"""Keys holding a boolean: YAML ``true``/``false``, or one of ``BOOLEANS`` as text."""
-INT_KEYS = frozenset({"blockstore.local.replicas"})
-"""Keys holding a whole number."""
 BOOLEANS = {
     **dict.fromkeys(("true", "1", "yes", "on"), True),
     **dict.fromkeys(("false", "0", "no", "off"), False),
@@ -99,8 +156,13 @@ BOOLEANS = {
 _BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,254}")
 
 
+def _env(name: str) -> str:
+    return name.upper().replace(".", "_")
+
+
 def env_name(key: str) -> str:
-    return ENV_PREFIX + key.upper().replace(".", "_")
+    """Our environment variable of the dotted ``key``."""
+    return ENV_PREFIX + _env(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +204,12 @@ class S3Blockstore:
     """With the secret, or neither: then boto3's default credential chain (``AWS_*``, ~/.aws)."""
     secret_access_key: str | None = field(repr=False)
     force_path_style: bool = True
+    session_token: str | None = field(default=None, repr=False)
+    """A temporary credential's token, with the access key pair."""
+    profile: str | None = None
+    """A named profile of the AWS credentials file (instead of the access key pair)."""
+    credentials_file: str | None = None
+    """The AWS credentials file to read ``profile`` from (default: boto3's, ``~/.aws/credentials``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +238,15 @@ class S3GatewaySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Installation:
+    """lakeFS's ``installation.*``: the first admin user and its key, created on first run."""
+
+    user_name: str
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: str
     host: str
@@ -180,6 +257,10 @@ class Settings:
     secret_key: str
     """``auth.encrypt.secret_key``; empty: a random key kept in ``<data dir>/auth-secret``."""
     s3: S3GatewaySettings
+    installation: Installation | None = None
+    """The admin user to create when the lake is not set up yet (lakeFS's ``installation.*``)."""
+    warnings: tuple[str, ...] = ()
+    """One line per lakeFS key accepted and ignored (:mod:`server.lakefs_keys`), for the operator."""
 
     @property
     def listen_address(self) -> str:
@@ -202,17 +283,99 @@ def load_settings(
     environment and the arguments; raise ``InvalidArgument`` naming the bad key."""
     env = os.environ if environ is None else environ
     config_file = config_file or env.get(CONFIG_ENV) or None
-    values: dict[str, Any] = dict(KEYS)
-    values.update(dict.fromkeys(LIST_KEYS, ()))
+    values = _Values()
+    ignored: dict[Foreign, list[str]] = {}
     if config_file:
-        values.update(_flatten(_read_yaml(config_file), config_file))
-    for key in KEYS:
-        if env_name(key) in env:
-            text = env[env_name(key)]
-            values[key] = tuple(p for p in text.split(os.pathsep) if p) if key in LIST_KEYS else text
+        settings, foreign_keys = _flatten(_read_yaml(config_file), config_file)
+        for name, value in settings:
+            values.put(BY_NAME[name], value, name, config_file)
+        _sort_foreign(
+            [(k, k, value) for k, value in foreign_keys], ignored, f"invalid configuration {config_file}: "
+        )
+    for key in TABLE:
+        for variable, name in key.env_names:
+            if variable in env:
+                text = env[variable]
+                values.put(key, _env_value(key, text), name, None)
+                break
+    _sort_foreign(_foreign_env(env), ignored, "")
     if data_dir:
-        values["data_dir"] = data_dir
-    return _build(values)
+        values.put(BY_NAME["data_dir"], data_dir, "data_dir", None)
+    warnings = tuple(f"ignored {', '.join(keys)}: {entry.reason}" for entry, keys in ignored.items())
+    return _build(values, warnings)
+
+
+class _Values:
+    """Each setting's value and the name it was given by, which error messages use."""
+
+    def __init__(self) -> None:
+        self._value: dict[str, Any] = {k.name: () if k.kind is Kind.LIST else k.default for k in TABLE}
+        self._name: dict[str, str] = {k.name: k.name for k in TABLE}
+        self._from_file: dict[str, tuple[str, Any]] = {}
+
+    def put(self, key: Key, value: Any, name: str, source: str | None) -> None:
+        if source is not None:  # the file: two names of one setting must not disagree
+            earlier = self._from_file.get(key.name)
+            if earlier is not None and earlier[0] != name and earlier[1] != value:
+                raise InvalidArgument(
+                    f"invalid configuration {source}: {earlier[0]} and {name} are the same setting: set one",
+                    key=name,
+                )
+            self._from_file[key.name] = (name, value)
+        self._value[key.name] = value
+        self._name[key.name] = name
+
+    def __getitem__(self, key: str) -> Any:
+        return self._value[key]
+
+    def name(self, key: str) -> str:
+        """The name the setting was given by (an alias, perhaps), for messages."""
+        return self._name[key]
+
+    def bad(self, key: str, message: str) -> InvalidArgument:
+        return InvalidArgument(f"{self.name(key)}: {message}", key=self.name(key))
+
+
+def _env_value(key: Key, text: str) -> Any:
+    return tuple(p for p in text.split(os.pathsep) if p) if key.kind is Kind.LIST else text
+
+
+def _sort_foreign(found: list[tuple[str, str, Any]], ignored: dict[Foreign, list[str]], where: str) -> None:
+    """Refuse the refused keys among ``found`` (``(shown name, dotted key, value)``); add the
+    others to ``ignored`` by their entry."""
+    for shown, key, value in found:
+        entry = foreign(key)
+        assert entry is not None
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value).lower()
+        if entry.fate is Fate.REFUSE and text != entry.harmless:
+            raise InvalidArgument(f"{where}{shown}: {entry.reason}", key=shown)
+        ignored.setdefault(entry, []).append(shown)
+
+
+def _foreign_env(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
+    """lakeFS's variables of the keys in :mod:`server.lakefs_keys`: ``(variable, key, value)``."""
+    known = {variable for key in TABLE for variable, _ in key.env_names}
+    found = []
+    for variable in sorted(env):
+        if variable.startswith(LAKEFS_ENV_PREFIX) and variable not in known:
+            key = _env_key(variable[len(LAKEFS_ENV_PREFIX) :])
+            if key is not None:
+                found.append((variable, key, env[variable]))
+    return found
+
+
+def _env_key(rest: str) -> str | None:
+    """The dotted key of a lakeFS variable (``STATS_FLUSH_INTERVAL`` → ``stats.flush_interval``)
+    under the longest entry whose variable prefixes it: names hold ``_``, so only the entry's
+    part of the name is certain."""
+    best = None
+    for entry in FOREIGN:
+        flat = _env(entry.prefix)
+        if (rest == flat or rest.startswith(flat + "_")) and (best is None or len(flat) > len(_env(best))):
+            best = entry.prefix
+    if best is None:
+        return None
+    return best if rest == _env(best) else best + "." + rest[len(_env(best)) + 1 :].lower()
 
 
 def _read_yaml(path: str) -> Any:
@@ -229,119 +392,145 @@ def _read_yaml(path: str) -> Any:
         raise InvalidArgument(f"invalid configuration {path}: {e}", path=path) from e
 
 
-def _flatten(data: Any, source: str) -> dict[str, Any]:
-    """``{"database": {"type": "sqlite"}}`` → ``{"database.type": "sqlite"}``; unknown keys and
-    values of the wrong shape are errors (a typo must not silently fall back to a default).
-    List keys map to tuples of strings, every other key to a string."""
+def _is_section(key: str) -> bool:
+    return any(name.startswith(key + ".") for name in BY_NAME)
+
+
+def _flatten(data: Any, source: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """``{"database": {"type": "sqlite"}}`` → ``[("database.type", "sqlite")]``, and the leaves
+    under lakeFS keys lakectl has no part for, apart. Unknown keys and values of the wrong shape
+    are errors (a typo must not silently fall back to a default). List keys map to tuples of
+    strings, every other key to a string."""
     if data is None:
-        return {}
+        return [], []
     if not isinstance(data, dict):
         raise InvalidArgument(f"invalid configuration {source}: expected a mapping at the top level")
-    out: dict[str, Any] = {}
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        prefix, node = stack.pop()
-        for name, value in node.items():
-            key = f"{prefix}{name}"
-            if isinstance(value, dict):
-                if not any(k.startswith(key + ".") for k in KEYS):
-                    raise InvalidArgument(f"invalid configuration {source}: unknown key {key!r}", key=key)
-                stack.append((key + ".", value))
-                continue
-            if key not in KEYS:
-                if any(k.startswith(key + ".") for k in KEYS):
-                    raise InvalidArgument(f"invalid configuration {source}: {key} must be a mapping", key=key)
-                raise InvalidArgument(f"invalid configuration {source}: unknown key {key!r}", key=key)
-            out[key] = _yaml_value(key, value, source)
-    return out
+    out: list[tuple[str, Any]] = []
+    others: list[tuple[str, Any]] = []
+    _walk("", data, source, out, others)
+    return out, others
 
 
-def _yaml_value(key: str, value: Any, source: str) -> Any:
+def _walk(prefix: str, node: dict[Any, Any], source: str, out: list[Any], others: list[Any]) -> None:
+    """Sort the keys of one mapping, in the file's order, into ``out`` and ``others``."""
+    for name, value in node.items():
+        key = f"{prefix}{name}"
+        if key in BY_NAME:
+            out.append((key, _yaml_value(BY_NAME[key], value, source)))
+        elif isinstance(value, dict) and (_is_section(key) or has_deeper(key)):
+            _walk(key + ".", value, source, out, others)
+        elif foreign(key) is not None:
+            others.extend(_leaves(key, value))
+        elif _is_section(key):
+            raise InvalidArgument(f"invalid configuration {source}: {key} must be a mapping", key=key)
+        else:
+            raise InvalidArgument(f"invalid configuration {source}: unknown key {key!r}", key=key)
+
+
+def _leaves(key: str, value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict) and value:
+        for name, inner in value.items():
+            yield from _leaves(f"{key}.{name}", inner)
+    else:
+        yield key, value
+
+
+def _yaml_value(key: Key, value: Any, source: str) -> Any:
     """A YAML value in the form ``_build`` reads: a tuple of strings for list keys, else text."""
-    if key in LIST_KEYS:
+    if key.kind is Kind.LIST:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise InvalidArgument(
-                f"invalid configuration {source}: {key} must be a list of paths, not {value!r}", key=key
+                f"invalid configuration {source}: {key.name} must be a list of paths, not {value!r}",
+                key=key.name,
             )
         return tuple(value)
-    if key in BOOL_KEYS and isinstance(value, bool):
+    if key.kind is Kind.BOOL and isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        kind = "true or false" if key in BOOL_KEYS else "a whole number" if key in INT_KEYS else "a string"
-        raise InvalidArgument(f"invalid configuration {source}: {key} must be {kind}, not {value!r}", key=key)
+        raise InvalidArgument(
+            f"invalid configuration {source}: {key.name} must be {key.kind.value}, not {value!r}",
+            key=key.name,
+        )
     return str(value)
 
 
-def _choice(key: str, value: str, kind: type[enum.Enum]) -> Any:
+def _choice(v: _Values, key: str, kind: type[enum.Enum]) -> Any:
     try:
-        return kind(value.lower())
+        return kind(v[key].lower())
     except ValueError:
         choices = ", ".join(str(k.value) for k in kind)
-        raise InvalidArgument(f"{key}: {value!r} is not supported (choose from {choices})", key=key) from None
+        raise v.bad(key, f"{v[key]!r} is not supported (choose from {choices})") from None
 
 
-def _build(values: dict[str, Any]) -> Settings:
-    data_dir = os.path.abspath(os.path.expanduser(values["data_dir"] or default_data_dir()))
-    level = LOG_LEVELS.get(values["logging.level"].lower())
+def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
+    data_dir = os.path.abspath(os.path.expanduser(v["data_dir"] or default_data_dir()))
+    level = LOG_LEVELS.get(v["logging.level"].lower())
     if level is None:
-        raise InvalidArgument(
-            f"logging.level: unknown level {values['logging.level']!r} (choose from {', '.join(LOG_LEVELS)})",
-            key="logging.level",
+        raise v.bad(
+            "logging.level", f"unknown level {v['logging.level']!r} (choose from {', '.join(LOG_LEVELS)})"
         )
-    logging = LoggingSettings(
-        _choice("logging.format", values["logging.format"], LogFormat), level, values["logging.output"] or "-"
-    )
-    host, port = parse_address(values["listen_address"])
+    logging = LoggingSettings(_choice(v, "logging.format", LogFormat), level, v["logging.output"] or "-")
+    host, port = parse_address(v["listen_address"], v.name("listen_address"))
     return Settings(
         data_dir=data_dir,
         host=host,
         port=port,
         logging=logging,
-        database=_database(values, data_dir),
-        blockstore=_blockstore(values, data_dir),
-        secret_key=values["auth.encrypt.secret_key"],
-        s3=_s3_gateway(values, host, port),
+        database=_database(v, data_dir),
+        blockstore=_blockstore(v, data_dir),
+        secret_key=v["auth.encrypt.secret_key"],
+        s3=_s3_gateway(v, host, port),
+        installation=_installation(v),
+        warnings=warnings,
     )
 
 
-def _s3_gateway(values: dict[str, Any], api_host: str, api_port: int) -> S3GatewaySettings:
+def _installation(v: _Values) -> Installation | None:
+    """All three keys or none, as lakeFS requires."""
+    names = ("installation.user_name", "installation.access_key_id", "installation.secret_access_key")
+    given = [v[n] for n in names]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = names[given.index("")]
+        others = ", ".join(n for n, g in zip(names, given, strict=True) if g)
+        raise InvalidArgument(f"{missing} is required with {others}", key=missing)
+    return Installation(*given)
+
+
+def _s3_gateway(v: _Values, api_host: str, api_port: int) -> S3GatewaySettings:
     key = "gateways.s3.listen_address"
-    if values[key]:
-        host, port = parse_address(values[key], key)
+    if v[key]:
+        host, port = parse_address(v[key], key)
     else:
         host, port = api_host, (api_port + 1 if api_port else 0)
         if port > 65535:
-            raise InvalidArgument(f"{key}: set it: listen_address's port + 1 is no port", key=key)
+            raise v.bad(key, f"set it: {v.name('listen_address')}'s port + 1 is no port")
     if port and port == api_port:
-        raise InvalidArgument(f"{key}: the S3 gateway needs a port of its own, not {port}", key=key)
-    region = values["gateways.s3.region"].strip()
+        raise v.bad(key, f"the S3 gateway needs a port of its own, not {port}")
+    region = v["gateways.s3.region"].strip()
     if not re.fullmatch(r"[a-z0-9-]{1,64}", region):
-        raise InvalidArgument(f"gateways.s3.region: {region!r} is no region name", key="gateways.s3.region")
-    domain = values["gateways.s3.domain_name"].strip().strip(".")
+        raise v.bad("gateways.s3.region", f"{region!r} is no region name")
+    domain = v["gateways.s3.domain_name"].strip().strip(".")
     if domain and not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", domain):
-        raise InvalidArgument(
-            f"gateways.s3.domain_name: {domain!r} is no domain name", key="gateways.s3.domain_name"
-        )
+        raise v.bad("gateways.s3.domain_name", f"{domain!r} is no domain name")
     return S3GatewaySettings(host, port, domain, region)
 
 
-def _blockstore(values: dict[str, Any], data_dir: str) -> BlockstoreSettings:
+def _blockstore(v: _Values, data_dir: str) -> BlockstoreSettings:
     """The settings of the chosen type; the other type's keys are not read."""
-    kind: BlockstoreType = _choice("blockstore.type", values["blockstore.type"], BlockstoreType)
+    kind: BlockstoreType = _choice(v, "blockstore.type", BlockstoreType)
     if kind is BlockstoreType.S3:
-        return BlockstoreSettings(kind, s3=_s3(values))
-    return BlockstoreSettings(kind, local=_local(values, data_dir))
+        return BlockstoreSettings(kind, s3=_s3(v))
+    return BlockstoreSettings(kind, local=_local(v, data_dir))
 
 
-def _local(values: dict[str, Any], data_dir: str) -> LocalBlockstore:
-    path: str = values["blockstore.local.path"]
-    volumes: tuple[str, ...] = values["blockstore.local.volumes"]
-    text = values["blockstore.local.replicas"].strip()
+def _local(v: _Values, data_dir: str) -> LocalBlockstore:
+    path: str = v["blockstore.local.path"]
+    volumes: tuple[str, ...] = v["blockstore.local.volumes"]
+    text = v["blockstore.local.replicas"].strip()
     if re.fullmatch(r"[0-9]+", text) is None or int(text) < 1:
-        raise InvalidArgument(
-            f"blockstore.local.replicas: {text!r} is not a whole number of at least 1",
-            key="blockstore.local.replicas",
-        )
+        raise v.bad("blockstore.local.replicas", f"{text!r} is not a whole number of at least 1")
     replicas = int(text)
     if path and volumes:
         raise InvalidArgument(
@@ -353,34 +542,25 @@ def _local(values: dict[str, Any], data_dir: str) -> LocalBlockstore:
     )
     if len(set(paths)) != len(paths):
         duplicate = next(p for p in paths if paths.count(p) > 1)
-        raise InvalidArgument(
-            f"blockstore.local.volumes: {duplicate} is listed twice", key="blockstore.local.volumes"
-        )
+        raise v.bad("blockstore.local.volumes", f"{duplicate} is listed twice")
     if replicas > len(paths):
         where = f"the {len(paths)} volumes" if volumes else "one path (list blockstore.local.volumes)"
-        raise InvalidArgument(
-            f"blockstore.local.replicas: {replicas} copies need {replicas} volumes, not {where}",
-            key="blockstore.local.replicas",
-        )
+        raise v.bad("blockstore.local.replicas", f"{replicas} copies need {replicas} volumes, not {where}")
     return LocalBlockstore(paths, replicas)
 
 
-def _s3(values: dict[str, Any]) -> S3Blockstore:
-    bucket: str = values["blockstore.s3.bucket"]
+def _s3(v: _Values) -> S3Blockstore:
+    bucket: str = v["blockstore.s3.bucket"]
     if not bucket:
         raise InvalidArgument(
             "blockstore.s3.bucket is required with blockstore.type s3", key="blockstore.s3.bucket"
         )
     if _BUCKET.fullmatch(bucket) is None:
-        raise InvalidArgument(
-            f"blockstore.s3.bucket: {bucket!r} is no bucket name", key="blockstore.s3.bucket"
-        )
-    prefix: str = values["blockstore.s3.prefix"]
+        raise v.bad("blockstore.s3.bucket", f"{bucket!r} is no bucket name")
+    prefix: str = v["blockstore.s3.prefix"]
     if any(ord(c) < 0x20 or c == "\x7f" for c in prefix):
-        raise InvalidArgument(
-            f"blockstore.s3.prefix: {prefix!r} holds control characters", key="blockstore.s3.prefix"
-        )
-    endpoint: str = values["blockstore.s3.endpoint"]
+        raise v.bad("blockstore.s3.prefix", f"{prefix!r} holds control characters")
+    endpoint: str = v["blockstore.s3.endpoint"]
     if endpoint:
         try:
             parts = urlsplit(endpoint)
@@ -388,67 +568,119 @@ def _s3(values: dict[str, Any]) -> S3Blockstore:
         except ValueError:
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidArgument(
-                f"blockstore.s3.endpoint: {endpoint!r} is not an http(s)://host[:port] URL",
-                key="blockstore.s3.endpoint",
-            )
-    key_id: str = values["blockstore.s3.access_key_id"]
-    secret: str = values["blockstore.s3.secret_access_key"]
+            raise v.bad("blockstore.s3.endpoint", f"{endpoint!r} is not an http(s)://host[:port] URL")
+    key_id: str = v["blockstore.s3.access_key_id"]
+    secret: str = v["blockstore.s3.secret_access_key"]
+    token: str = v["blockstore.s3.session_token"]
     if bool(key_id) != bool(secret):
         missing = "blockstore.s3.secret_access_key" if key_id else "blockstore.s3.access_key_id"
         raise InvalidArgument(
-            f"{missing} is required with the other S3 credential (or set neither: boto3's default "
+            f"{v.name(missing)} is required with the other S3 credential (or set neither: boto3's default "
             "credential chain)",
-            key=missing,
+            key=v.name(missing),
         )
-    style = values["blockstore.s3.force_path_style"].strip().lower()
+    if token and not key_id:
+        raise v.bad("blockstore.s3.session_token", "needs the access key id and secret it was issued with")
+    profile: str = v["blockstore.s3.profile"]
+    credentials_file: str = v["blockstore.s3.credentials_file"]
+    if key_id and (profile or credentials_file):
+        other = "blockstore.s3.profile" if profile else "blockstore.s3.credentials_file"
+        raise v.bad(other, f"set either it or {v.name('blockstore.s3.access_key_id')}, not both")
+    if credentials_file:
+        credentials_file = os.path.abspath(os.path.expanduser(credentials_file))
+        if not os.path.isfile(credentials_file):
+            raise v.bad("blockstore.s3.credentials_file", f"{credentials_file} is no file")
+    style = v["blockstore.s3.force_path_style"].strip().lower()
     if style not in BOOLEANS:
-        raise InvalidArgument(
-            f"blockstore.s3.force_path_style: {style!r} is not true or false",
-            key="blockstore.s3.force_path_style",
-        )
+        raise v.bad("blockstore.s3.force_path_style", f"{style!r} is not true or false")
     if not BOOLEANS[style]:
         # The adapter addresses buckets path-style only: it works with IP endpoints and every
         # S3-compatible server, and AWS still accepts it.
-        raise InvalidArgument(
-            "blockstore.s3.force_path_style: false is not supported: the S3 adapter always "
-            "addresses buckets path-style",
-            key="blockstore.s3.force_path_style",
+        raise v.bad(
+            "blockstore.s3.force_path_style",
+            "false is not supported: the S3 adapter always addresses buckets path-style",
         )
     return S3Blockstore(
         bucket=bucket,
         prefix=prefix,
         endpoint=endpoint or None,
-        region=values["blockstore.s3.region"] or None,
+        region=v["blockstore.s3.region"] or None,
         access_key_id=key_id or None,
         secret_access_key=secret or None,
         force_path_style=True,
+        session_token=token or None,
+        profile=profile or None,
+        credentials_file=credentials_file or None,
     )
 
 
-def _database(values: dict[str, str], data_dir: str) -> DatabaseSettings:
-    kind: DatabaseType = _choice("database.type", values["database.type"], DatabaseType)
-    given = values["database.connection_string"]
+def _database(v: _Values, data_dir: str) -> DatabaseSettings:
+    """The database of the chosen type; the other types' keys are not read. With no type, a
+    PostgreSQL connection string means PostgreSQL (lakeFS before ``database.type``), else SQLite."""
+    given: str = v["database.connection_string"]
+    postgres: str = v["database.postgres.connection_string"]
+    text = v["database.type"].strip().lower()
+    if text == "badger":  # the lakeFS 0.1 design's embedded store
+        path = (
+            "metadata.db.path" if v.name("database.type").startswith("metadata.") else "database.local.path"
+        )
+        raise v.bad(
+            "database.type",
+            f"badger is not supported: use local (the embedded SQLite lake, in the directory {path}) "
+            "or postgres",
+        )
+    if not text:
+        kind = DatabaseType.POSTGRES if postgres or _is_postgres(given) else DatabaseType.SQLITE
+    elif text in DATABASE_TYPES:
+        kind = DATABASE_TYPES[text]
+    else:
+        raise v.bad(
+            "database.type",
+            f"{v['database.type']!r} is not supported (choose from local, sqlite, postgres, memory)",
+        )
     if kind is DatabaseType.MEMORY:
         return DatabaseSettings(kind, "memory://")
     if kind is DatabaseType.POSTGRES:
-        if not given:
+        if given and postgres and given != postgres:
             raise InvalidArgument(
-                "database.connection_string is required with database.type postgres "
-                "(e.g. postgresql://user:password@host:5432/lakectl)",
-                key="database.connection_string",
+                f"{v.name('database.connection_string')} and database.postgres.connection_string "
+                "are the same setting: set one",
+                key="database.postgres.connection_string",
             )
-        return DatabaseSettings(kind, given)
+        url = postgres or given
+        if not url:
+            raise InvalidArgument(
+                "database.postgres.connection_string is required with database.type postgres "
+                "(e.g. postgresql://user:password@host:5432/lakectl)",
+                key="database.postgres.connection_string",
+            )
+        if not _is_postgres(url):
+            name = "database.postgres.connection_string" if postgres else v.name("database.connection_string")
+            raise InvalidArgument(f"{name}: {url!r} is no postgres:// or postgresql:// URL", key=name)
+        return DatabaseSettings(kind, url)
+    directory: str = v["database.local.path"]
+    if directory and given:
+        raise InvalidArgument(
+            f"{v.name('database.local.path')} and {v.name('database.connection_string')} exclude each "
+            "other: set one",
+            key=v.name("database.local.path"),
+        )
+    if directory:  # lakeFS's embedded store is a directory: the lake's SQLite file goes in it
+        path = os.path.join(os.path.abspath(os.path.expanduser(directory)), "lake.db")
+        return DatabaseSettings(kind, "sqlite:///" + path)
     if not given:
         return DatabaseSettings(kind, "sqlite:///" + os.path.join(data_dir, "lake.db"))
     if given.startswith("sqlite:///"):
         return DatabaseSettings(kind, given)
     if "://" in given:
-        raise InvalidArgument(
-            f"database.connection_string: {given!r} is no SQLite URL (sqlite:///path or a file path)",
-            key="database.connection_string",
+        raise v.bad(
+            "database.connection_string", f"{given!r} is no SQLite URL (sqlite:///path or a file path)"
         )
     return DatabaseSettings(kind, "sqlite:///" + os.path.abspath(os.path.expanduser(given)))
+
+
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
 
 
 def parse_address(text: str, key: str = "listen_address") -> tuple[str, int]:

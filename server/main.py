@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -10,15 +11,28 @@ from lakectl.errors import StorageError
 from server.config import Settings, load_settings
 
 
+def load(config_file: str | None, data_dir: str | None) -> Settings:
+    """The settings, after one ``warning:`` line on stderr per group of lakeFS keys ignored."""
+    settings = load_settings(config_file, data_dir)
+    for line in settings.warnings:
+        sys.stderr.write(f"warning: {line}\n")
+    return settings
+
+
 def setup(config_file: str | None, data_dir: str | None, username: str) -> dict[str, Any]:
     """Create the first admin user of the server's lake and return its new access key."""
     from server.app import open_lake
     from server.auth import Auth, load_secret_key
 
-    settings = load_settings(config_file, data_dir)
+    settings = load(config_file, data_dir)
     lake = open_lake(settings, create=True)  # the explicit ask for a new lake, as `lakectl init`
     try:
-        creds = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir)).setup(username)
+        auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+        installed = settings.installation
+        if installed is None:
+            creds = auth.setup(username)
+        else:  # the configured first user (lakeFS's installation.*) rather than a random key
+            creds = auth.setup(installed.user_name, installed.access_key_id, installed.secret_access_key)
     finally:
         lake.close()
     result = {**creds.to_dict(), "data_dir": settings.data_dir}
@@ -53,7 +67,7 @@ def run(
     from server.app import Dispatch, create_app, create_gateway
     from server.logs import log_config
 
-    settings = load_settings(config_file, data_dir)
+    settings = load(config_file, data_dir)
     app = create_app(settings)
     sock = listen(settings)
     try:

@@ -49,6 +49,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revert": ("lakectl.cli.merge:revert", "Undo the changes of commits on a branch, as new commits."),
     "reset": ("lakectl.cli.merge:reset", "Discard uncommitted changes on a branch."),
     "manifest": ("lakectl.cli.manifest:app", "Export and import Keep manifests."),
+    "refs-dump": (
+        "lakectl.cli.refsdump:refs_dump",
+        "Store a repository's refs (commits, branches, tags) in the lake and print their manifest.",
+    ),
+    "refs-restore": (
+        "lakectl.cli.refsdump:refs_restore",
+        "Restore refs (commits, branches, tags) from a manifest into a bare repository.",
+    ),
     "gc": ("lakectl.cli.gc:app", "Garbage collection: retention rules, and collecting blocks nothing needs."),
     "server": ("lakectl.cli.server:app", "Set up and run the lakectl server (lakeFS-compatible REST API)."),
     "fsck": (

@@ -17,12 +17,17 @@ show_app = noun("Show a commit.")
 
 def commit(
     branch: Annotated[str, typer.Argument(help="lakefs://<repository>/<branch>", show_default=False)],
-    message: Annotated[str, typer.Option("--message", "-m", help="Commit message (required).")] = "",
+    message: Annotated[
+        str, typer.Option("--message", "-m", help="Commit message (required unless --allow-empty-message).")
+    ] = "",
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="Metadata key=value to record; repeatable.")
     ] = None,
     allow_empty: Annotated[
         bool, typer.Option("--allow-empty", help="Commit even when nothing is staged.")
+    ] = False,
+    allow_empty_message: Annotated[
+        bool, typer.Option("--allow-empty-message", help="Allow a commit with an empty message.")
     ] = False,
     json_: JsonFlag = False,
 ) -> None:
@@ -32,7 +37,7 @@ def commit(
     """
     uri = ref_uri(branch)
     assert uri.ref is not None
-    c = backend().commit(uri.repo, uri.ref, message, parse_metadata(meta), allow_empty)
+    c = backend().commit(uri.repo, uri.ref, message, parse_metadata(meta), allow_empty, allow_empty_message)
     render.emit(c.to_dict(), json_, render.commit)
 
 
@@ -144,9 +149,13 @@ def log(
 @show_app.command("commit")
 def show_commit(
     ref: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>", show_default=False)],
+    show_meta_range_id: Annotated[
+        bool, typer.Option("--show-meta-range-id", help="Also print the commit's meta range ID.")
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
-    """Show one commit: id, parents, committer, date, message, metadata and meta range."""
+    """Show one commit: id, parents, committer, date, message and metadata (JSON: everything)."""
     uri = ref_uri(ref)
     assert uri.ref is not None
-    render.emit(backend().get_commit(uri.repo, uri.ref).to_dict(), json_, render.commit_full)
+    data = backend().get_commit(uri.repo, uri.ref).to_dict()
+    render.emit(data, json_, lambda d: render.commit_full(d, show_meta_range_id))

@@ -197,17 +197,15 @@ def dot(commits: Iterable[Data]) -> None:
     line("}")
 
 
-def commit_full(data: Data) -> None:
-    """A commit with everything it records (``show commit``)."""
+def commit_full(data: Data, show_meta_range_id: bool = False) -> None:
+    """A commit with what it records (``show commit``; the meta range ID on request, as lakeFS)."""
     commit(data)
     line("")
-    fields(
-        [
-            ("Parents", ", ".join(data["parents"]) or "(none)"),
-            ("Meta range ID", data["meta_range_id"]),
-            ("Generation", data["generation"]),
-        ]
-    )
+    pairs: list[tuple[str, Any]] = [("Parents", ", ".join(data["parents"]) or "(none)")]
+    if show_meta_range_id:
+        pairs.append(("Meta range ID", data["meta_range_id"]))
+    pairs.append(("Generation", data["generation"]))
+    fields(pairs)
 
 
 def commits(data: list[Data]) -> None:

@@ -14,20 +14,53 @@ app = noun("Create, list, show and delete repositories.")
 RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
 
 
+NamespaceArg = Annotated[
+    str,
+    typer.Argument(
+        help="Storage namespace to record on the repository: local://<location> or "
+        "s3://<bucket>[/<prefix>] (default local://<repository>). The lake's block store holds the data.",
+        show_default=False,
+    ),
+]
+DefaultBranchOpt = Annotated[str, typer.Option("--default-branch", "-d", help="Name of the default branch.")]
+
+
 @app.command("create")
 def create(
     repository: RepoArg,
-    default_branch: Annotated[
-        str, typer.Option("--default-branch", "-d", help="Name of the first branch.")
-    ] = "main",
+    storage_namespace: NamespaceArg = "",
+    default_branch: DefaultBranchOpt = "main",
     json_: JsonFlag = False,
 ) -> None:
     """Create a repository, with one branch holding an empty initial commit."""
-    repo = backend().create_repo(repo_uri(repository), default_branch)
+    repo = backend().create_repo(repo_uri(repository), default_branch, storage_namespace)
     render.emit(
         render.repo_dict(repo),
         json_,
-        lambda d: render.line(f"Repository {d['id']!r} created, default branch {d['default_branch']!r}"),
+        lambda d: render.line(
+            f"Repository {d['id']!r} created, default branch {d['default_branch']!r}, "
+            f"storage namespace {d['storage_namespace']!r}"
+        ),
+    )
+
+
+@app.command("create-bare")
+def create_bare(
+    repository: RepoArg,
+    storage_namespace: NamespaceArg = "",
+    default_branch: DefaultBranchOpt = "main",
+    json_: JsonFlag = False,
+) -> None:
+    """Create a repository with no commit and no branch, the default branch's name only recorded:
+    the target of `lakectl refs-restore`."""
+    repo = backend().create_repo(repo_uri(repository), default_branch, storage_namespace, bare=True)
+    render.emit(
+        render.repo_dict(repo),
+        json_,
+        lambda d: render.line(
+            f"Bare repository {d['id']!r} created, default branch {d['default_branch']!r} (not created), "
+            f"storage namespace {d['storage_namespace']!r}"
+        ),
     )
 
 

@@ -23,7 +23,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help="YAML configuration file (lakeFS 0.1 keys; default: $LAKECTL_SERVER_CONFIG, else none).",
+        help="YAML configuration file with lakeFS's keys (default: $LAKECTL_SERVER_CONFIG, else none).",
         show_default=False,
     ),
 ]

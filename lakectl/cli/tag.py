@@ -29,13 +29,16 @@ TagArg = Annotated[str, typer.Argument(help="lakefs://<repository>/<tag>", show_
 def create(
     tag: TagArg,
     ref: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref> to tag", show_default=False)],
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Replace the tag if it exists (delete, then create).")
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Create a tag on the commit a ref resolves to."""
     new, target = ref_uri(tag), ref_uri(ref)
     repo = same_repo(new, target)
     assert new.ref is not None and target.ref is not None
-    created = backend().create_tag(repo, new.ref, target.ref)
+    created = backend().create_tag(repo, new.ref, target.ref, force)
     render.emit(
         render.ref_dict(created),
         json_,

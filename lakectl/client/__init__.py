@@ -49,8 +49,11 @@ class Backend(Protocol):
 
     # -- repositories ----------------------------------------------------------------------
 
-    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
-        """Create a repository with one branch holding its initial commit."""
+    def create_repo(
+        self, name: str, default_branch: str = "main", storage_namespace: str = "", bare: bool = False
+    ) -> Repository:
+        """Create a repository with one branch holding its initial commit; ``storage_namespace``
+        recorded (``local://<name>`` when empty); ``bare``: no commit and no branch yet."""
         ...
 
     def get_repo(self, name: str) -> Repository: ...
@@ -77,7 +80,9 @@ class Backend(Protocol):
         """Delete a branch; the default branch is protected."""
         ...
 
-    def create_tag(self, repo: str, name: str, ref: str) -> Tag: ...
+    def create_tag(self, repo: str, name: str, ref: str, force: bool = False) -> Tag:
+        """A tag on the commit ``ref`` resolves to; ``force`` replaces an existing tag."""
+        ...
 
     def get_tag(self, repo: str, name: str) -> Tag: ...
 
@@ -146,7 +151,10 @@ class Backend(Protocol):
         message: str,
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
-    ) -> Commit: ...
+        allow_empty_message: bool = False,
+    ) -> Commit:
+        """Commit the staged changes; an empty ``message`` only with ``allow_empty_message``."""
+        ...
 
     def get_commit(self, repo: str, ref: str) -> Commit: ...
 
@@ -210,6 +218,17 @@ class Backend(Protocol):
     ) -> list[str]:
         """Stage the files a manifest describes under ``prefix``, all or nothing; return their
         paths. ``replace``: every other object under ``prefix`` goes in the same staged write."""
+        ...
+
+    # -- refs dump and restore -------------------------------------------------------------
+
+    def dump_refs(self, repo: str) -> dict[str, str]:
+        """Store the repository's commits, tags and branches in the lake; lakeFS's ``RefsDump``
+        manifest of them (:mod:`lakectl.core.refsdump`)."""
+        ...
+
+    def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
+        """Load a ``RefsDump`` manifest's commits, tags and branches into a bare repository."""
         ...
 
     # -- garbage collection ----------------------------------------------------------------

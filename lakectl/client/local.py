@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
-from lakectl.core import gc, manifests
+from lakectl.core import gc, manifests, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
 
@@ -52,8 +52,10 @@ class LocalBackend:
 
     # -- repositories ----------------------------------------------------------------------
 
-    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
-        return p.create_repo(self.lake, name, default_branch)
+    def create_repo(
+        self, name: str, default_branch: str = "main", storage_namespace: str = "", bare: bool = False
+    ) -> Repository:
+        return p.create_repo(self.lake, name, default_branch, storage_namespace, bare)
 
     def get_repo(self, name: str) -> Repository:
         return p.get_repo(self.lake, name)
@@ -78,8 +80,8 @@ class LocalBackend:
     def delete_branch(self, repo: str, name: str) -> None:
         p.delete_branch(self.lake, repo, name)
 
-    def create_tag(self, repo: str, name: str, ref: str) -> Tag:
-        return p.create_tag(self.lake, repo, name, ref)
+    def create_tag(self, repo: str, name: str, ref: str, force: bool = False) -> Tag:
+        return p.create_tag(self.lake, repo, name, ref, force)
 
     def get_tag(self, repo: str, name: str) -> Tag:
         return p.get_tag(self.lake, repo, name)
@@ -145,8 +147,17 @@ class LocalBackend:
         message: str,
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
+        allow_empty_message: bool = False,
     ) -> Commit:
-        return p.commit(self.lake, repo, branch, message, metadata, allow_empty=allow_empty)
+        return p.commit(
+            self.lake,
+            repo,
+            branch,
+            message,
+            metadata,
+            allow_empty=allow_empty,
+            allow_empty_message=allow_empty_message,
+        )
 
     def get_commit(self, repo: str, ref: str) -> Commit:
         return p.get_commit(self.lake, repo, ref)
@@ -218,6 +229,12 @@ class LocalBackend:
         self, repo: str, branch: str, prefix: str, text: str, replace: bool = False
     ) -> list[str]:
         return manifests.import_manifest(self.lake, repo, branch, prefix, text, replace)
+
+    def dump_refs(self, repo: str) -> dict[str, str]:
+        return refsdump.dump(self.lake, repo).to_dict()
+
+    def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
+        refsdump.restore(self.lake, repo, refsdump.RefsManifest.from_dict(manifest))
 
     def set_gc_rules(self, repo: str, rules: GCRules) -> None:
         gc.set_rules(self.lake, repo, rules)

@@ -200,9 +200,13 @@ class RemoteBackend:
 
     # -- repositories ----------------------------------------------------------------------
 
-    def create_repo(self, name: str, default_branch: str = "main") -> Repository:
-        body = {"name": name, "default_branch": default_branch, "storage_namespace": f"local://{name}"}
-        return _repository(self._json("POST", "/api/v1/repositories", json=body))
+    def create_repo(
+        self, name: str, default_branch: str = "main", storage_namespace: str = "", bare: bool = False
+    ) -> Repository:
+        namespace = storage_namespace or f"local://{name}"
+        body = {"name": name, "default_branch": default_branch, "storage_namespace": namespace}
+        params = {"bare": "true"} if bare else None
+        return _repository(self._json("POST", "/api/v1/repositories", json=body, params=params))
 
     def get_repo(self, name: str) -> Repository:
         return _repository(self._json("GET", self._repo(name)))
@@ -230,8 +234,9 @@ class RemoteBackend:
     def delete_branch(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/branches/{_q(name)}")
 
-    def create_tag(self, repo: str, name: str, ref: str) -> Tag:
-        return _tag(self._json("POST", f"{self._repo(repo)}/tags", json={"id": name, "ref": ref}))
+    def create_tag(self, repo: str, name: str, ref: str, force: bool = False) -> Tag:
+        body = {"id": name, "ref": ref, "force": force}
+        return _tag(self._json("POST", f"{self._repo(repo)}/tags", json=body))
 
     def get_tag(self, repo: str, name: str) -> Tag:
         return _tag(self._json("GET", f"{self._repo(repo)}/tags/{_q(name)}"))
@@ -489,10 +494,12 @@ class RemoteBackend:
         message: str,
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
+        allow_empty_message: bool = False,
     ) -> Commit:
         body = {"message": message, "metadata": dict(metadata or {}), "allow_empty": allow_empty}
         url = f"{self._repo(repo)}/branches/{_q(branch)}/commits"
-        return _commit(self._json("POST", url, json=body, idempotent=False))
+        params = {"allow_empty_message": "true"} if allow_empty_message else None
+        return _commit(self._json("POST", url, json=body, params=params, idempotent=False))
 
     def get_commit(self, repo: str, ref: str) -> Commit:
         return _commit(self._json("GET", f"{self._repo(repo)}/commits/{_q(ref)}"))
@@ -613,6 +620,31 @@ class RemoteBackend:
 
     def delete_gc_rules(self, repo: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/settings/gc_rules")
+
+    def dump_refs(self, repo: str) -> dict[str, str]:
+        task = self._json("POST", f"{self._repo(repo)}/dump", idempotent=False)
+        status = self._await_task(f"{self._repo(repo)}/dump", task["id"])
+        return {k: str(v) for k, v in status["refs"].items()}
+
+    def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
+        url = f"{self._repo(repo)}/restore"
+        task = self._json("POST", url, json=dict(manifest), idempotent=False)
+        self._await_task(url, task["id"])
+
+    def _await_task(self, url: str, task_id: str, timeout: float = 3600.0) -> dict[str, Any]:
+        """Poll lakeFS's task status (``GET <url>?task_id=``) until it is done; its error raised."""
+        deadline = time.monotonic() + timeout
+        pause = 0.05
+        while True:
+            status: dict[str, Any] = self._json("GET", url, params={"task_id": task_id})
+            if status.get("done"):
+                if status.get("error"):
+                    raise StorageError(f"task {task_id} failed: {status['error']}")
+                return status
+            if time.monotonic() > deadline:
+                raise StorageError(f"task {task_id} did not finish within {timeout:.0f} s")
+            time.sleep(pause)
+            pause = min(2.0, pause * 2)
 
     def gc_run(
         self,

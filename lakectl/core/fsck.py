@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakectl.core import gc, porcelain
+from lakectl.core import gc, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import RangeStore
@@ -200,7 +200,7 @@ class Report:
 
 def start(lake: porcelain.Lake, repo: str | None = None) -> Start:
     """The roots of a check of ``repo`` (None: every repository): every commit's metarange,
-    every staged entry's and upload part's blocks. ``RepositoryNotFound`` for an unknown one."""
+    every staged entry's, upload part's and refs dump's blocks. ``RepositoryNotFound`` for an unknown one."""
     if repo is None:
         names = [record.name for record in lake.refs.list_repos()]
     else:
@@ -218,6 +218,8 @@ def start(lake: porcelain.Lake, repo: str | None = None) -> Start:
         for upload, path, found in gc.upload_blocks(lake, name):
             for locator in found:
                 direct.setdefault(locator, Origin(name, upload=upload, path=path))
+        for locator in refsdump.dump_blocks(lake, name):  # a refs dump: a backup, kept by gc
+            direct.setdefault(locator, Origin(name))
     return Start(None if repo is None else names[0], len(names), commits, metaranges, direct)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import identity as lake_identity
-from lakectl.core import keys, multipart, porcelain
+from lakectl.core import keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
@@ -172,9 +172,9 @@ def roots(
 
     Kept commits: the retained commits of ``repo`` (branch heads; ancestors within their
     branch's retention; tagged commits; every commit when it has no rules) and every commit of
-    every other repository. Direct locators: staged entries of every branch, and the parts of
-    multipart uploads in flight (but for the ``expiring`` upload ids of ``repo``, about to be
-    aborted).
+    every other repository. Direct locators: staged entries of every branch, the blocks of every
+    refs dump (:func:`lakectl.core.refsdump.dump_blocks`), and the parts of multipart uploads in
+    flight (but for the ``expiring`` upload ids of ``repo``, about to be aborted).
     """
     target = porcelain.get_repo(lake, repo).name
     try:
@@ -194,6 +194,7 @@ def roots(
             retained, expired = len(keep), len(commits) - len(keep)
         metaranges.update(commits[cid].meta_range_id for cid in keep)
         _mark_staged(lake, record.name, direct)
+        direct.update(refsdump.dump_blocks(lake, record.name))
         _mark_uploads(lake, record.name, direct, expiring if record.name == target else frozenset())
     return Roots(frozenset(metaranges), frozenset(direct), retained, expired)
 

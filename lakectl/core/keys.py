@@ -67,5 +67,20 @@ def part_key(upload_id: str, number: int) -> str:
     return f"part/{upload_id}/{number:05d}"
 
 
+DUMP_PREFIX = "dump/"
+
+
+def dump_key(dump_id: str) -> str:
+    """Key, in the repository's partition, of a refs dump (``lakectl.core.refsdump``): its manifest
+    and the locators of its blocks, which garbage collection keeps."""
+    return f"{DUMP_PREFIX}{dump_id}"
+
+
+def task_key(task_id: str) -> str:
+    """Key, in the repository's partition, of a finished refs dump or restore task (lakeFS's
+    asynchronous ``/dump`` and ``/restore``): its JSON status."""
+    return f"task/{task_id}"
+
+
 GC_RULES = "settings/gc_rules"
 """Key, in the repository's partition, of its garbage-collection retention rules."""

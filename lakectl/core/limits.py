@@ -34,6 +34,10 @@ MAX_NAME_BYTES: Final = 256
 """A committer, a content type, a user name."""
 MAX_PAGE: Final = 1000
 """Items per page of a listing (REST ``amount``)."""
+MAX_NAMESPACE_BYTES: Final = 1024
+"""A repository's storage namespace (``local://...``, ``s3://bucket/prefix``)."""
+NAMESPACE_SCHEMES: Final = ("local", "s3")
+"""Storage namespace schemes a repository may record."""
 
 # Characters that act on a terminal or reorder text instead of printing as themselves: C0 and C1
 # controls, DEL, the Arabic letter mark, line and paragraph separators, bidi embeddings,
@@ -109,6 +113,17 @@ def check_text(value: str, what: str, max_bytes: int) -> str:
     size = utf8_size(value, what)
     if size > max_bytes:
         raise InvalidArgument(f"{what} is {size} bytes; at most {max_bytes} are allowed")
+    return value
+
+
+def check_storage_namespace(value: str) -> str:
+    """``value`` if it is ``<scheme>://<location>`` with a scheme of :data:`NAMESPACE_SCHEMES` and
+    a safe name within :data:`MAX_NAMESPACE_BYTES`; else ``InvalidArgument``."""
+    check_name(value, "storage namespace", MAX_NAMESPACE_BYTES)
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme not in NAMESPACE_SCHEMES or not rest:
+        schemes = " or ".join(f"{s}://<location>" for s in NAMESPACE_SCHEMES)
+        raise InvalidArgument(f"invalid storage namespace {show(value)}: expected {schemes}")
     return value
 
 

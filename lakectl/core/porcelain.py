@@ -51,6 +51,7 @@ from lakectl.core.limits import (
     check_content_type,
     check_metadata,
     check_name,
+    check_storage_namespace,
     check_text,
     show,
 )
@@ -176,17 +177,27 @@ def now() -> int:
 
 
 def create_repo(
-    lake: Lake, name: str, default_branch: str = DEFAULT_BRANCH, storage_namespace: str = ""
+    lake: Lake,
+    name: str,
+    default_branch: str = DEFAULT_BRANCH,
+    storage_namespace: str = "",
+    bare: bool = False,
 ) -> Repository:
+    """A repository whose default branch holds an empty initial commit; ``bare``: with no commit
+    and no branch at all, the default branch's name only recorded (for ``refs-restore``)."""
     repo_id = check_repo_name(name)
     branch_id = check_branch_name(default_branch)
+    namespace = check_storage_namespace(storage_namespace) if storage_namespace else f"local://{name}"
     try:
         lake.refs.get_repo(repo_id)
     except RepositoryNotFound:
         pass
     else:
         raise AlreadyExists(f"repository {name!r} already exists")
-    repo = Repository(repo_id, branch_id, now(), storage_namespace or f"local://{name}")
+    repo = Repository(repo_id, branch_id, now(), namespace)
+    if bare:
+        lake.refs.create_repo(repo)
+        return repo
     req = CommitRequest(INITIAL_COMMIT_MESSAGE, "", {}, repo.creation_date, allow_empty=True)
     first = make_commit((), [], lake.trees.empty(), req)
     lake.blocks.sync()
@@ -281,13 +292,17 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
     lake.staging.drop_tokens(r.name, branch.tokens)
 
 
-def create_tag(lake: Lake, repo: str, name: str, ref: str) -> Tag:
+def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) -> Tag:
+    """Tag the commit ``ref`` resolves to; ``force`` replaces a tag of that name."""
     r = get_repo(lake, repo)
     tid = check_tag_name(name)
     if _branch_exists(lake, r.name, tid):
         raise AlreadyExists(f"a branch named {name!r} exists in {r.name!r}: a tag may not shadow it")
     tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
-    lake.refs.create_tag(r.name, tag)
+    if force:
+        lake.refs.replace_tag(r.name, tag)
+    else:
+        lake.refs.create_tag(r.name, tag)
     return tag
 
 
@@ -664,9 +679,12 @@ def commit(
     metadata: Mapping[str, str] | None = None,
     committer: str | None = None,
     allow_empty: bool = False,
+    allow_empty_message: bool = False,
 ) -> Commit:
-    if not message:
-        raise InvalidArgument("a commit message is required")
+    """Commit the branch's staged changes; an empty message only with ``allow_empty_message``
+    (lakeFS's lakectl: ``--allow-empty-message``)."""
+    if not message and not allow_empty_message:
+        raise InvalidArgument("a commit message is required (or allow an empty one: --allow-empty-message)")
     rid, bid = _branch_target(lake, repo, branch)
     req = CommitRequest(
         message=check_message(message),

@@ -12,7 +12,8 @@ from server.api.bodies import Setup
 from server.api.deps import PUBLIC, AuthDep, AuthFirstRoute, require
 from server.auth import Permission
 
-NAMESPACE_REGEX = "^[a-z][a-z0-9+.-]*://"
+NAMESPACE_REGEX = "^(local|s3)://."
+"""What lakectl.core.limits.check_storage_namespace accepts (it also refuses control characters)."""
 
 public = APIRouter(route_class=AuthFirstRoute)
 router = APIRouter(route_class=AuthFirstRoute)

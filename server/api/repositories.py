@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import APIRouter, Query, Response
@@ -11,7 +10,6 @@ from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.bodies import RepositoryCreation, unsupported
-from server.api.config import NAMESPACE_REGEX
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
 from server.auth import Permission
@@ -39,11 +37,10 @@ def create_repository(body: RepositoryCreation, lake: LakeDep, bare: bool = Quer
         raise unsupported("read_only")
     if body.storage_id:
         raise unsupported("storage_id")
-    if not re.match(NAMESPACE_REGEX, body.storage_namespace) or not body.storage_namespace.isprintable():
-        raise InvalidArgument(
-            f"invalid storage namespace {body.storage_namespace!r}: expected a URI such as local://<name>"
-        )
-    repo = p.create_repo(lake, body.name, body.default_branch, body.storage_namespace)
+    if not body.storage_namespace:
+        raise InvalidArgument("a storage namespace is required, such as local://<name>")
+    # bare: no initial commit and no branch, for a refs restore (lakeFS's create-bare).
+    repo = p.create_repo(lake, body.name, body.default_branch, body.storage_namespace, bare=bare)
     return shapes.repository(repo)
 
 

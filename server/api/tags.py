@@ -29,7 +29,7 @@ async def list_tags(
     "/repositories/{repository}/tags", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
 )
 async def create_tag(repository: str, body: TagCreation, lake: LakeDep) -> dict[str, Any]:
-    return shapes.ref(p.create_tag(lake, repository, body.id, body.ref))
+    return shapes.ref(p.create_tag(lake, repository, body.id, body.ref, body.force))
 
 
 @router.get(TAG, dependencies=[require(Permission.READ_REPO)])

@@ -68,7 +68,7 @@ def test_log_and_show(run: Run, js, repo: str) -> None:
 
     shown = js("show", "commit", f"lakefs://demo/{log[1]['id'][:10]}")
     assert shown == log[1]
-    text = run("show", "commit", "lakefs://demo/main").stdout
+    text = run("show", "commit", "lakefs://demo/main", "--show-meta-range-id").stdout
     assert log[0]["id"] in text and log[0]["meta_range_id"] in text and log[1]["id"] in text
     assert js("show", "commit", "lakefs://demo/main~9", code=3)["code"] == "ref_not_found"
     assert js("show", "commit", "lakefs://demo/main~x", code=2)["code"] == "invalid_ref"

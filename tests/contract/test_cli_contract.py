@@ -26,6 +26,7 @@ __all__ = ["live", "live_pg"]
 
 HEX_ID = re.compile(r"\b[0-9a-f]{12,64}\b")
 VOLATILE = {"id", "commit_id", "creation_date", "mtime", "meta_range_id", "parents", "physical_address"}
+VOLATILE |= {"commits_meta_range_id", "tags_meta_range_id", "branches_meta_range_id"}  # refs-dump
 
 
 def normalize(value: Any, repo: str) -> Any:
@@ -104,6 +105,23 @@ def scenario(run: Session) -> None:
     run("show", "commit", "lakefs://R/main~1")
     run("tag", "create", "lakefs://R/v1", "lakefs://R/main")
     run("tag", "list", "lakefs://R")
+    run("show", "commit", "lakefs://R/main~1", "--show-meta-range-id")
+    run("tag", "create", "lakefs://R/v1", "lakefs://R/main~1")
+    run("tag", "create", "lakefs://R/v1", "lakefs://R/main~1", "--force")
+    run("tag", "create", "lakefs://R/v1", "lakefs://R/main", "-f")
+    run("commit", "lakefs://R/main", "--allow-empty")
+    run("commit", "lakefs://R/main", "--allow-empty", "--allow-empty-message")
+    run("repo", "create", "lakefs://R-ns", "s3://bucket/prefix", "-d", "trunk")
+    run("repo", "create", "lakefs://R-gs", "gs://bucket")
+    run("repo", "create-bare", "lakefs://R-copy", "local://copy")
+    run("branch", "list", "lakefs://R-copy")
+    refs = run.work / "refs.json"
+    run("refs-dump", "lakefs://R", "-o", str(refs))
+    run("refs-restore", "lakefs://R-copy", "--manifest", str(refs))
+    run("log", "lakefs://R-copy/main", "--first-parent")
+    run("tag", "list", "lakefs://R-copy")
+    run("refs-restore", "lakefs://R-copy", "--manifest", str(refs))
+    run("refs-restore", "lakefs://R-ns", "--manifest", "-", input=b"{}")
     run("branch", "list", "lakefs://R")
     run("branch", "list", "lakefs://R", "--amount", "1", "--after", "dev")
     run("tag", "list", "lakefs://R", "--amount", "1")

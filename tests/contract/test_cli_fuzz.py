@@ -46,8 +46,20 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
     rules.write_text('{"default_retention_days": 7}')
     manifest = work / "m.txt"
     manifest.write_text("")
+    refs = work / "refs.json"
+    refs.write_text(
+        '{"commits_meta_range_id": "x", "tags_meta_range_id": "y", "branches_meta_range_id": "z"}'
+    )
     return {
-        "lakectl repo create": ["repo", "create", "lakefs://fuzz-new", "--default-branch", "trunk"],
+        "lakectl repo create": [
+            "repo",
+            "create",
+            "lakefs://fuzz-new",
+            "s3://b/p",
+            "--default-branch",
+            "trunk",
+        ],
+        "lakectl repo create-bare": ["repo", "create-bare", "lakefs://fuzz-bare", "local://b", "-d", "trunk"],
         "lakectl repo list": ["repo", "list", "--after", "a"],
         "lakectl repo show": ["repo", "show", d],
         "lakectl repo delete": ["repo", "delete", d, "--yes"],
@@ -57,7 +69,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl branch delete": ["branch", "delete", f"{d}/feat", "--yes"],
         "lakectl branch reset": ["branch", "reset", f"{d}/main", "--prefix", "a/"],
         "lakectl branch revert": ["branch", "revert", f"{d}/main", "main"],
-        "lakectl tag create": ["tag", "create", f"{d}/v2", f"{d}/main"],
+        "lakectl tag create": ["tag", "create", f"{d}/v1", f"{d}/main", "--force"],
         "lakectl tag list": ["tag", "list", d, "--after", "v0"],
         "lakectl tag show": ["tag", "show", f"{d}/v1"],
         "lakectl tag delete": ["tag", "delete", f"{d}/v1"],
@@ -104,6 +116,10 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
         "lakectl fsck": ["fsck", d],
+        # A dump stores blocks on success, so its output file (any name is a fine file name) is
+        # left out; refs-restore into the non-bare d fails whatever the manifest says.
+        "lakectl refs-dump": ["refs-dump", d],
+        "lakectl refs-restore": ["refs-restore", d, "--manifest", str(refs)],
     }
 
 

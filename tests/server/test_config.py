@@ -9,17 +9,20 @@ from pathlib import Path
 import pytest
 
 from lakectl.errors import InvalidArgument, StorageError
-from server.app import create_app
+from server.app import create_app, open_lake
 from server.config import (
+    BY_NAME,
     BlockstoreSettings,
     BlockstoreType,
     DatabaseType,
     LocalBlockstore,
     LogFormat,
     S3Blockstore,
+    Settings,
     env_name,
     load_settings,
 )
+from server.lakefs_keys import FOREIGN
 from tests.contract.test_block_adapters import (
     DUMMY_KEYS,
     REGION,
@@ -127,8 +130,8 @@ def test_every_key_has_its_environment_variable() -> None:
         ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: maybe}}\n", "force_path_style: 'maybe'"),
         ("blockstore: {type: s3, s3: {bucket: bk, force_path_style: [1]}}\n", "must be true or false"),
         (
-            "blockstore: {type: s3, s3: {bucket: bk, credentials: {}}}\n",
-            "unknown key 'blockstore.s3.credentials'",
+            "blockstore: {type: s3, s3: {bucket: bk, credentials: {token: t}}}\n",
+            "unknown key 'blockstore.s3.credentials.token'",
         ),
         ("listen_address: nowhere\n", "listen_address"),
         ("listen_address: 'localhost:99999'\n", "listen_address"),
@@ -317,3 +320,291 @@ def test_an_app_on_a_missing_bucket_does_not_start(tmp_path: Path, s3_endpoint: 
     }
     with pytest.raises(StorageError, match="no-such-bucket"):
         create_app(load_settings(None, str(tmp_path), environ=env))
+
+
+# --- lakeFS's keys: today's, the 0.1 design's, and those of parts lakectl does not have ---------
+
+
+def _load(tmp_path: Path, text: str, **env: str) -> Settings:
+    conf = tmp_path / "lakefs.yaml"
+    conf.write_text(text)
+    return load_settings(str(conf), str(tmp_path), environ=env)
+
+
+def test_todays_lakefs_keys_mean_what_lakefs_means(tmp_path: Path) -> None:
+    s = _load(
+        tmp_path,
+        "database: {type: local, local: {path: ~/lakefs/metadata}, postgres: {connection_string: ignored}}\n"
+        "blockstore:\n  type: s3\n  s3:\n    bucket: lake\n    region: eu-west-1\n"
+        "    endpoint: 'http://127.0.0.1:9000'\n    force_path_style: true\n"
+        "    credentials: {access_key_id: AKIA1, secret_access_key: s1, session_token: t1}\n",
+    )
+    assert (s.database.type, s.database.url) == (
+        DatabaseType.SQLITE,
+        "sqlite:///" + os.path.expanduser("~/lakefs/metadata/lake.db"),
+    )
+    assert s.blockstore.s3 == S3Blockstore(
+        "lake", "", "http://127.0.0.1:9000", "eu-west-1", "AKIA1", "s1", True, session_token="t1"
+    )
+    pg = _load(tmp_path, "database: {type: postgres, postgres: {connection_string: 'postgres://u@h/db'}}\n")
+    assert (pg.database.type, pg.database.url) == (DatabaseType.POSTGRES, "postgres://u@h/db")
+
+
+def test_a_postgres_connection_string_without_a_type_means_postgres(tmp_path: Path) -> None:
+    """lakeFS before ``database.type`` had only ``database.connection_string``, for PostgreSQL."""
+    s = _load(
+        tmp_path, "database: {connection_string: 'postgres://localhost:5432/postgres?sslmode=disable'}\n"
+    )
+    assert s.database.type is DatabaseType.POSTGRES
+    assert _load(tmp_path, f"database: {{connection_string: {tmp_path / 'm.db'}}}\n").database.type is (
+        DatabaseType.SQLITE
+    )
+
+
+def test_the_01_design_keys(tmp_path: Path) -> None:
+    s = _load(
+        tmp_path,
+        "api: {listen_address: '127.0.0.1:8001'}\n"
+        "metadata: {db: {type: sqlite, path: /srv/meta}}\n"
+        "gateways: {s3: {listen_address: '127.0.0.1:8000'}}\n"
+        "blockstore:\n  type: s3\n  s3:\n    bucket: lake\n    region: us-east-1\n"
+        "    credentials: {access_key_id: AKIA2, access_secret_key: s2}\n",
+    )
+    assert (s.listen_address, s.s3.listen_address) == ("127.0.0.1:8001", "127.0.0.1:8000")
+    assert s.database.url == "sqlite:////srv/meta/lake.db"
+    assert s.blockstore.s3 is not None
+    assert (s.blockstore.s3.access_key_id, s.blockstore.s3.secret_access_key) == ("AKIA2", "s2")
+
+
+def test_profile_and_credentials_file(tmp_path: Path) -> None:
+    creds = tmp_path / "aws-credentials"
+    creds.write_text("[lake]\naws_access_key_id = AKIAFILE\naws_secret_access_key = from-file\n")
+    s = _load(
+        tmp_path,
+        f"blockstore: {{type: s3, s3: {{bucket: lake, profile: lake, credentials_file: {creds}}}}}\n",
+    )
+    assert s.blockstore.s3 is not None
+    assert (s.blockstore.s3.profile, s.blockstore.s3.credentials_file) == ("lake", str(creds))
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        (
+            "metadata: {db: {type: badger}}\n",
+            "metadata.db.type: badger is not supported: use local (the embedded SQLite lake, in the "
+            "directory metadata.db.path) or postgres",
+        ),
+        ("database: {type: badger}\n", "database.type: badger is not supported: use local"),
+        ("metadata: {db: {badger: {path: ~/m}}}\n", "metadata.db.badger.path: badger is not supported"),
+        ("metadata: {badger: {path: ~/m}}\n", "metadata.badger.path: badger is not supported"),
+        ("database: {type: dynamodb}\n", "database.type: 'dynamodb' is not supported"),
+        (
+            "database: {dynamodb: {table_name: kv}}\n",
+            "database.dynamodb.table_name: DynamoDB is not supported",
+        ),
+        ("database: {type: postgres, postgres: {connection_string: 'mysql://x'}}\n", "no postgres://"),
+        (
+            "database: {type: postgres, connection_string: 'postgres://a/b', "
+            "postgres: {connection_string: 'postgres://c/d'}}\n",
+            "database.connection_string and database.postgres.connection_string are the same setting",
+        ),
+        ("database: {local: {path: /m}, connection_string: /n.db}\n", "exclude each other"),
+        (
+            "listen_address: '127.0.0.1:1'\napi: {listen_address: '127.0.0.1:2'}\n",
+            "listen_address and api.listen_address are the same setting: set one",
+        ),
+        ("blockstore: {gs: {credentials_file: /k.json}}\n", "blockstore.gs.credentials_file: Google Cloud"),
+        ("blockstore: {azure: {storage_account: a}}\n", "blockstore.azure.storage_account: Azure"),
+        ("blockstore: {s3: {server_side_encryption: 'aws:kms'}}\n", "server-side encryption"),
+        ("auth: {remote_authenticator: {enabled: true}}\n", "remote authenticators are not supported"),
+        ("auth: {login_duration: 1h}\n", "auth.login_duration: login tokens are valid 168h"),
+        ("auth: {oidc: {friendly_name_claim_name: n}}\n", "OIDC"),
+        ("gateways: {s3: {fallback_url: 'http://s3proxy'}}\n", "gateways.s3.fallback_url: requests for"),
+        ("tls: {enabled: true, cert_file: /c}\n", "tls.enabled: the server speaks plain HTTP"),
+        (
+            "installation: {user_name: admin, access_key_id: AKIA}\n",
+            "installation.secret_access_key is required with installation.user_name, "
+            "installation.access_key_id",
+        ),
+        ("stats: {enabled: false, colour: blue}\nstatz: 1\n", "unknown key 'statz'"),
+        (
+            "blockstore: {type: s3, s3: {bucket: bk, credentials: {session_token: t}}}\n",
+            "blockstore.s3.credentials.session_token: needs the access key id",
+        ),
+        (
+            "blockstore: {type: s3, s3: {bucket: bk, profile: p, credentials: {access_key_id: a, "
+            "secret_access_key: s}}}\n",
+            "blockstore.s3.profile: set either it or blockstore.s3.credentials.access_key_id",
+        ),
+        ("blockstore: {type: s3, s3: {bucket: bk, credentials_file: /no/such}}\n", "/no/such is no file"),
+        (
+            "blockstore: {type: s3, s3: {bucket: bk, credentials: {access_key_id: a}}}\n",
+            "blockstore.s3.secret_access_key is required",
+        ),
+    ],
+)
+def test_lakefs_keys_refused_name_the_key_and_why(tmp_path: Path, text: str, needle: str) -> None:
+    with pytest.raises(InvalidArgument) as raised:
+        _load(tmp_path, text)
+    assert needle in raised.value.message, raised.value.message
+    assert raised.value.details["key"] in raised.value.message
+
+
+@pytest.mark.parametrize(
+    "text,warning",
+    [
+        ("stats: {enabled: false, flush_interval: 30s}\n", "ignored stats.enabled, stats.flush_interval: "),
+        ("ugc: {prepare_interval: 1m}\n", "ignored ugc.prepare_interval: "),
+        ("security: {audit_check_interval: 24h}\n", "ignored security.audit_check_interval: "),
+        (
+            "committed: {local_cache: {size_bytes: 1, dir: /c}}\n",
+            "ignored committed.local_cache.size_bytes, ",
+        ),
+        ("graveler: {commit_cache: {size: 5}}\n", "ignored graveler.commit_cache.size: "),
+        ("actions: {enabled: false}\n", "ignored actions.enabled: lakectl runs no action hooks"),
+        ("email_subscription: {enabled: false}\n", "ignored email_subscription.enabled: "),
+        ("ui: {enabled: true}\n", "ignored ui.enabled: "),
+        ("tls: {enabled: false, cert_file: /c}\n", "ignored tls.cert_file: "),
+        ("auth: {login_duration: 168h, cache: {enabled: true}}\n", "ignored auth.login_duration: "),
+        (
+            "database: {postgres: {max_open_connections: 25}}\n",
+            "ignored database.postgres.max_open_connections",
+        ),
+        (
+            "blockstore: {s3: {discover_bucket_region: false}}\n",
+            "ignored blockstore.s3.discover_bucket_region",
+        ),
+        ("logging: {audit_log_level: INFO, level: NONE}\n", "ignored logging.audit_log_level: "),
+    ],
+)
+def test_harmless_lakefs_keys_are_ignored_with_one_warning(tmp_path: Path, text: str, warning: str) -> None:
+    s = _load(tmp_path, text)
+    assert any(w.startswith(warning) for w in s.warnings), s.warnings
+    assert len(s.warnings) == len({w.split(": ", 1)[1] for w in s.warnings})  # one line per reason
+
+
+def test_lakefs_environment_variables_beside_ours(tmp_path: Path) -> None:
+    env = {
+        "LAKEFS_DATABASE_TYPE": "local",
+        "LAKEFS_DATABASE_LOCAL_PATH": str(tmp_path / "meta"),
+        "LAKEFS_BLOCKSTORE_LOCAL_PATH": str(tmp_path / "lakefs-blocks"),
+        "LAKEFS_AUTH_ENCRYPT_SECRET_KEY": "from-lakefs",
+        "LAKEFS_LISTEN_ADDRESS": "127.0.0.1:7100",
+        "LAKEFS_BLOCKSTORE_S3_CREDENTIALS_ACCESS_KEY_ID": "unread",  # blockstore.type is local
+    }
+    s = load_settings(None, str(tmp_path), environ=env)
+    assert s.database.url == "sqlite:///" + str(tmp_path / "meta" / "lake.db")
+    assert s.blockstore.local == LocalBlockstore((str(tmp_path / "lakefs-blocks"),), 1)
+    assert (s.secret_key, s.port) == ("from-lakefs", 7100)
+    ours = {
+        **env,
+        "LAKECTL_SERVER_AUTH_ENCRYPT_SECRET_KEY": "ours",
+        "LAKECTL_SERVER_LISTEN_ADDRESS": "[::1]:7200",
+    }
+    s = load_settings(None, str(tmp_path), environ=ours)
+    assert (s.secret_key, s.listen_address) == ("ours", "[::1]:7200")
+    conf = tmp_path / "lakefs.yaml"
+    conf.write_text("api: {listen_address: '127.0.0.1:7300'}\n")  # the environment beats the file
+    assert load_settings(str(conf), str(tmp_path), environ=env).port == 7100
+
+
+def test_lakefs_variables_of_foreign_keys_warn_or_refuse(tmp_path: Path) -> None:
+    env = {
+        "LAKEFS_STATS_ENABLED": "false",
+        "LAKEFS_UNRELATED_TOOL": "x",
+        "LAKEFS_TLS_ENABLED": "false",
+        "LAKEFS_INSTALLATION_FIXED_ID": "abc",
+    }
+    s = load_settings(None, str(tmp_path), environ=env)
+    assert s.warnings == (
+        "ignored LAKEFS_INSTALLATION_FIXED_ID: lakectl keeps no installation id",
+        "ignored LAKEFS_STATS_ENABLED: lakectl collects and sends no usage data",
+        "ignored LAKEFS_TLS_ENABLED: the server speaks plain HTTP: put a TLS proxy in front of it",
+    )
+    for variable, needle in [
+        ("LAKEFS_AUTH_LDAP_SERVER_ENDPOINT", "LAKEFS_AUTH_LDAP_SERVER_ENDPOINT: LDAP"),
+        ("LAKEFS_BLOCKSTORE_AZURE_STORAGE_ACCOUNT", "LAKEFS_BLOCKSTORE_AZURE_STORAGE_ACCOUNT: Azure"),
+        ("LAKEFS_TLS_ENABLED", "LAKEFS_TLS_ENABLED: the server speaks plain HTTP"),
+    ]:
+        with pytest.raises(InvalidArgument, match=needle.replace("`", ".")):
+            load_settings(None, str(tmp_path), environ={variable: "true"})
+
+
+def test_installation_creates_the_first_admin_on_the_first_run(tmp_path: Path) -> None:
+    """lakeFS's installation.*: the server sets itself up with the given user and key, once."""
+    env = {
+        "LAKEFS_INSTALLATION_USER_NAME": "quickstart",
+        "LAKEFS_INSTALLATION_ACCESS_KEY_ID": "AKIAEXAMPLEINSTALLED",
+        "LAKEFS_INSTALLATION_SECRET_ACCESS_KEY": "installed/secret+key",
+    }
+    settings = load_settings(None, str(tmp_path), environ=env)
+    assert settings.installation is not None and "installed/secret" not in repr(settings)
+    for _ in range(2):  # the second start finds the server set up and changes nothing
+        app = create_app(settings)
+        auth = app.state.auth
+        try:
+            assert auth.authenticate("AKIAEXAMPLEINSTALLED", "installed/secret+key").id == "quickstart"
+            assert [u.id for u in auth.list_users()] == ["quickstart"]
+            assert [c.access_key_id for c in auth.list_credentials(auth.get_user("quickstart"))] == [
+                "AKIAEXAMPLEINSTALLED"
+            ]
+        finally:
+            app.state.lake.close()
+
+
+def test_every_key_and_every_lakefs_entry_is_documented() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "server.md").read_text()
+    missing = [name for name in BY_NAME if f"`{name}`" not in doc]
+    missing += [entry.prefix for entry in FOREIGN if f"`{entry.prefix}`" not in doc]
+    assert not missing, f"not in docs/server.md: {missing}"
+
+
+def test_s3_profile_credentials_file_and_session_token_reach_boto3(tmp_path: Path, s3_endpoint: str) -> None:
+    bucket = new_bucket(raw_client(s3_endpoint))
+    creds = tmp_path / "aws-credentials"
+    creds.write_text("[lake]\naws_access_key_id = AKIAFILE\naws_secret_access_key = from-file\n")
+    base = f"blockstore: {{type: s3, s3: {{bucket: {bucket}, endpoint: '{s3_endpoint}', region: {REGION}, "
+    by_profile = _load(tmp_path, base + f"profile: lake, credentials_file: {creds}}}}}\n")
+    by_token = _load(
+        tmp_path,
+        base + "credentials: {access_key_id: AKIATOKEN, secret_access_key: s, session_token: tok}}}\n",
+    )
+    for settings, expected in [
+        (by_profile, ("AKIAFILE", "from-file", None)),
+        (by_token, ("AKIATOKEN", "s", "tok")),
+    ]:
+        lake = open_lake(settings)
+        try:
+            frozen = lake.blocks._client._request_signer._credentials.get_frozen_credentials()  # type: ignore[attr-defined]
+            assert (frozen.access_key, frozen.secret_key, frozen.token) == expected
+            data = os.urandom(1000)
+            locator = f"{hashlib.md5(data).hexdigest()}+{len(data)}"
+            lake.blocks.put(locator, data)
+            assert lake.blocks.get(locator) == data
+        finally:
+            lake.close()
+    no_profile = _load(tmp_path, base + f"profile: nobody, credentials_file: {creds}}}}}\n")
+    with pytest.raises(StorageError, match="nobody"):
+        create_app(no_profile)
+
+
+def test_lakefs_minio_example_serves_through_s3(tmp_path: Path, s3_endpoint: str) -> None:
+    """The shape of lakeFS's documented MinIO configuration (``credentials`` section,
+    ``discover_bucket_region``), plus the one bucket lakectl keeps its blocks in."""
+    bucket = new_bucket(raw_client(s3_endpoint))
+    s = _load(
+        tmp_path,
+        "database: {type: local}\n"
+        "auth: {encrypt: {secret_key: 10a718b3f285d89c36e9864494cdd1507f}}\n"
+        "blockstore:\n  type: s3\n  s3:\n    force_path_style: true\n"
+        f"    endpoint: {s3_endpoint}\n    discover_bucket_region: false\n    bucket: {bucket}\n"
+        f"    region: {REGION}\n"
+        f"    credentials:\n      access_key_id: {DUMMY_KEYS['aws_access_key_id']}\n"
+        f"      secret_access_key: {DUMMY_KEYS['aws_secret_access_key']}\n",
+    )
+    assert s.warnings == ("ignored blockstore.s3.discover_bucket_region: the region is blockstore.s3.region",)
+    data = os.urandom(100_000)
+    with serve(s) as live:
+        assert _read(live, _store(live, data)) == data
+    assert all_keys(raw_client(s3_endpoint), bucket), "no block went to the bucket"

@@ -156,6 +156,7 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "access_key_id": server.key_id,
             "secret_access_key": server.secret,
             "username": "fz-admin",
+            "task_id": "dump-" + "0" * 32,
         }
         yield Fuzz(server, http, head["id"], values, raw)
 

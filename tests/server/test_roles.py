@@ -30,7 +30,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from lakectl.core import blockaccess, manifests
+from lakectl.core import blockaccess, manifests, refsdump
 from lakectl.core import porcelain as p
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.app import create_app
@@ -107,6 +107,18 @@ class World:
         name = unique("r")
         p.create_repo(self.lake, name, "main", f"local://{name}")
         return name
+
+    def bare(self) -> str:
+        name = unique("bare")
+        p.create_repo(self.lake, name, "main", f"local://{name}", bare=True)
+        return name
+
+    def refs(self) -> dict[str, str]:
+        return refsdump.dump(self.lake, REPO).to_dict()
+
+    def task(self, kind: str) -> str:
+        refs = refsdump.dump(self.lake, REPO) if kind == "dump" else None
+        return str(refsdump.record_task(self.lake, REPO, kind, refs)["id"])
 
     def user(self, role: Role | None = None) -> User:
         return self.auth.create_user(unique("u"), role)
@@ -318,6 +330,15 @@ route("POST", RP + "/gc/run", DELETE, fixed(R + "/gc/run?dry_run=true"))
 # fsck: admins only, as gc
 route("POST", V1 + "/fsck", DELETE, fixed(V1 + "/fsck"))
 route("POST", RP + "/fsck", DELETE, fixed(R + "/fsck"))
+# refs dump and restore (into a fresh bare repository)
+route("POST", RP + "/dump", WRITE, fixed(R + "/dump"), (202,))
+route("GET", RP + "/dump", READ, lambda w, c: Call(R + "/dump", params={"task_id": w.task("dump")}))
+route("POST", RP + "/restore", WRITE, lambda w, c: Call(f"{REPOS}/{w.bare()}/restore", json=w.refs()), (202,))
+route("GET", RP + "/restore", READ, lambda w, c: Call(R + "/restore", params={"task_id": w.task("restore")}))
+route("PUT", RP + "/refs/dump", WRITE, fixed(R + "/refs/dump"), (201,))
+route(
+    "PUT", RP + "/refs/restore", WRITE, lambda w, c: Call(f"{REPOS}/{w.bare()}/refs/restore", json=w.refs())
+)
 # tags
 route("GET", RP + "/tags", READ, fixed(R + "/tags"))
 route("POST", RP + "/tags", WRITE, lambda w, c: Call(R + "/tags", json={"id": unique("nt"), "ref": "main"}))

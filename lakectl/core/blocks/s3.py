@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any, Final, cast
 
 import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -77,6 +78,8 @@ class S3Adapter:
         access_key_id: str | None = None,
         secret_access_key: str | None = None,
         session_token: str | None = None,
+        profile: str | None = None,
+        credentials_file: str | None = None,
         max_attempts: int = 3,
         list_page_size: int = 1000,
     ) -> None:
@@ -88,7 +91,15 @@ class S3Adapter:
             prefix += "/"  # "blocks" must not also list "blocks2/..."
         if not 1 <= list_page_size <= 1000:
             raise InvalidArgument(f"list_page_size must be 1..1000, got {list_page_size}")
-        settings = (endpoint_url, region, access_key_id, secret_access_key, session_token)
+        settings = (
+            endpoint_url,
+            region,
+            access_key_id,
+            secret_access_key,
+            session_token,
+            profile,
+            credentials_file,
+        )
         if client is not None and any(s is not None for s in settings):
             raise InvalidArgument("pass either a client or connection settings, not both")
         self.bucket = bucket
@@ -268,6 +279,8 @@ def _new_client(
     access_key_id: str | None,
     secret_access_key: str | None,
     session_token: str | None,
+    profile: str | None,
+    credentials_file: str | None,
     max_attempts: int,
 ) -> Any:
     config = Config(
@@ -277,6 +290,10 @@ def _new_client(
         response_checksum_validation="when_required",
     )
     try:
+        if profile is not None or credentials_file is not None:
+            return _profile_session(profile, credentials_file).client(
+                "s3", endpoint_url=endpoint_url, region_name=region, config=config
+            )
         return boto3.client(
             "s3",
             endpoint_url=endpoint_url,
@@ -288,3 +305,12 @@ def _new_client(
         )
     except (BotoCoreError, ValueError) as exc:
         raise StorageError(f"cannot create an S3 client for {endpoint_url or 'AWS'}: {exc}") from exc
+
+
+def _profile_session(profile: str | None, credentials_file: str | None) -> Any:
+    """A boto3 session reading a named profile (else the default one) from a credentials file
+    (else boto3's own, ``~/.aws/credentials``), as lakeFS's ``profile`` and ``credentials_file``."""
+    core = botocore.session.get_session()
+    if credentials_file is not None:
+        core.set_config_variable("credentials_file", credentials_file)
+    return boto3.session.Session(botocore_session=core, profile_name=profile)

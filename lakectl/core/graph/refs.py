@@ -215,6 +215,11 @@ class RefStore:
         except PredicateFailed:
             raise AlreadyExists(f"tag {tag.name!r} already exists (tags are immutable)") from None
 
+    def replace_tag(self, repo: RepositoryId, tag: Tag) -> None:
+        """Create the tag, or point an existing one elsewhere (lakeFS ``tag create --force``: a
+        delete then a create, here one write, so a reader never finds the tag missing)."""
+        self.kv.set(keys.repo_partition(repo), keys.tag_key(tag.name), tag.commit_id.encode())
+
     def delete_tag(self, repo: RepositoryId, name: TagId) -> None:
         self.get_tag(repo, name)
         self.kv.delete(keys.repo_partition(repo), keys.tag_key(name))
