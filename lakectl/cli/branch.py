@@ -7,7 +7,20 @@ from typing import Annotated
 import typer
 
 from lakectl.cli import merge, render
-from lakectl.cli.common import JsonFlag, YesFlag, backend, confirm, noun, ref_uri, repo_uri, same_repo
+from lakectl.cli.common import (
+    After,
+    Amount,
+    JsonFlag,
+    YesFlag,
+    backend,
+    confirm,
+    more,
+    noun,
+    paged,
+    ref_uri,
+    repo_uri,
+    same_repo,
+)
 
 app = noun("Create, list, show, delete, reset and revert branches.")
 
@@ -40,11 +53,15 @@ def create(
 @app.command("list")
 def list_(
     repository: Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)],
+    amount: Amount = 0,
+    after: After = "",
     json_: JsonFlag = False,
 ) -> None:
-    """List the branches of a repository with the commit each points to."""
-    found = backend().list_branches(repo_uri(repository))
+    """List the branches of a repository with the commit each points to, by name."""
+    repo = repo_uri(repository)
+    found, next_offset = paged(lambda n: backend().list_branches(repo, after, n), amount, lambda b: b.name)
     render.emit([render.ref_dict(b) for b in found], json_, render.refs)
+    more(amount, next_offset)
 
 
 @app.command("show")

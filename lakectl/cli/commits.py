@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterator
+from itertools import islice
+from typing import Annotated, Any
 
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, noun, parse_metadata, ref_uri
+from lakectl.cli.common import JsonFlag, backend, more, noun, parse_metadata, ref_uri, split_list
+from lakectl.errors import InvalidArgument
 
 show_app = noun("Show a commit.")
 
@@ -41,33 +44,106 @@ def commit(
 def log(
     ref: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>", show_default=False)],
     amount: Annotated[
-        int | None, typer.Option("--amount", "-n", help="Show at most N commits.", min=0)
-    ] = None,
+        int,
+        typer.Option(
+            "--amount",
+            "-n",
+            help="Show at most N commits (0, the default: all). When more follow, a note on stderr "
+            "says how to ask for the next page.",
+            min=0,
+        ),
+    ] = 0,
+    after: Annotated[
+        str,
+        typer.Option(
+            "--after",
+            help="Show the commits after this one (pagination: the id of the last commit of the page "
+            "before).",
+        ),
+    ] = "",
+    limit: Annotated[
+        bool,
+        typer.Option(
+            "--limit", help="Show just --amount commits, without asking whether more follow (no note)."
+        ),
+    ] = False,
+    since: Annotated[
+        str,
+        typer.Option("--since", help="Only commits created at or after this RFC 3339 date-time."),
+    ] = "",
+    stop_at: Annotated[
+        str, typer.Option("--stop-at", help="A ref whose commit is the last one shown (included).")
+    ] = "",
     first_parent: Annotated[
         bool, typer.Option("--first-parent", help="Follow only the first parent of merge commits.")
     ] = False,
     no_merges: Annotated[bool, typer.Option("--no-merges", help="Leave out merge commits.")] = False,
     objects: Annotated[
-        list[str] | None, typer.Option("--objects", help="Only commits that changed this object; repeatable.")
+        list[str] | None,
+        typer.Option(
+            "--objects",
+            help="Only commits that changed one of these objects: comma-separated, or repeated.",
+        ),
     ] = None,
     prefixes: Annotated[
         list[str] | None,
-        typer.Option("--prefixes", help="Only commits that changed something under this prefix; repeatable."),
+        typer.Option(
+            "--prefixes",
+            help="Only commits that changed something under one of these prefixes: comma-separated, "
+            "or repeated.",
+        ),
     ] = None,
+    dot: Annotated[
+        bool,
+        typer.Option(
+            "--dot", help="Print the commit graph in Graphviz dot (lakectl log --dot ... | dot -Tsvg)."
+        ),
+    ] = False,
+    show_meta_range_id: Annotated[
+        bool, typer.Option("--show-meta-range-id", help="Also show each commit's meta range id.")
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Show the commits reachable from a ref, newest first."""
     uri = ref_uri(ref)
     assert uri.ref is not None
-    found = backend().log(uri.repo, uri.ref, amount, first_parent, no_merges, objects or (), prefixes or ())
+    if dot and json_:
+        raise InvalidArgument("give --dot or --json, not both")
+    objs, prefs = split_list(objects, "objects"), split_list(prefixes, "prefixes")
+    ask = amount + 1 if amount and not limit else amount or None
+    found = iter(
+        backend().log(
+            uri.repo,
+            uri.ref,
+            ask,
+            first_parent,
+            no_merges,
+            objs,
+            prefs,
+            after=after,
+            since=since,
+            stop_at=stop_at,
+        )
+    )
+    shown: list[str] = []
+
+    def page() -> Iterator[dict[str, Any]]:
+        for c in islice(found, amount or None):
+            shown.append(c.id)
+            yield c.to_dict()
+
     if json_:
-        render.print_json([c.to_dict() for c in found])
-        return
-    # Human output streams: the first commits show before the walk ends.
-    for i, c in enumerate(found):
-        if i:
-            render.line("")
-        render.commit(c.to_dict())
+        render.print_json(list(page()))
+    elif dot:
+        render.dot(page())
+    else:
+        # Human output streams: the first commits show before the walk ends.
+        for i, c in enumerate(page()):
+            if i:
+                render.line("")
+            render.commit(c, show_meta_range_id)
+    if amount and not limit and shown and next(found, None) is not None:
+        more(amount, shown[-1])
 
 
 @show_app.command("commit")

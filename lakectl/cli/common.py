@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable, Iterable
+from itertools import islice
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -12,6 +14,8 @@ from lakectl.errors import InvalidArgument, InvalidURI, LakectlError, NotFound
 if TYPE_CHECKING:
     from lakectl.client import Backend
     from lakectl.core.uri import URI
+
+T = TypeVar("T")
 
 JSON_KEY = "lakectl.json"
 """``ctx.meta`` key set when ``--json`` was given, so that the exit boundary reports errors as JSON."""
@@ -155,3 +159,59 @@ def read_input(path: str) -> bytes:
             return f.read()
     except OSError as exc:
         raise local_error(exc, path, "read") from exc
+
+
+# -- lakeFS paging and list flags -----------------------------------------------------------
+
+Amount = Annotated[
+    int,
+    typer.Option(
+        "--amount",
+        help="How many results to show (0, the default: all). When more follow, a note on stderr "
+        "says how to ask for the next page.",
+        min=0,
+    ),
+]
+After = Annotated[
+    str,
+    typer.Option(
+        "--after", help="Show the results after this one (pagination: the last result of the page before)."
+    ),
+]
+
+
+def paged(
+    fetch: Callable[[int | None], Iterable[T]], amount: int, key: Callable[[T], str]
+) -> tuple[list[T], str]:
+    """One page of a list command: ``fetch(n)`` gives at most ``n`` results (None: all); with an
+    ``amount`` one more is fetched to learn whether more follow. Returns the page and the offset
+    to continue after ("" when nothing follows), as lakeFS's ``next_offset``."""
+    if not amount:
+        return list(fetch(None)), ""
+    found = list(islice(fetch(amount + 1), amount + 1))
+    return found[:amount], key(found[amount - 1]) if len(found) > amount else ""
+
+
+def more(amount: int, next_offset: str) -> None:
+    """The note lakeFS's lakectl prints under a page that has more after it."""
+    if next_offset:
+        from lakectl.cli import render
+
+        render.note(f'for more results run with --amount {amount} --after "{next_offset}"')
+
+
+def split_list(values: list[str] | None, what: str) -> list[str]:
+    """A lakeFS string-slice flag: repeated, comma-separated, or both (CSV, so a quoted value
+    may hold a comma); an empty item is refused, as lakeFS refuses it."""
+    import csv
+
+    out: list[str] = []
+    for value in values or []:
+        try:
+            items = next(csv.reader([value]), [""])
+        except csv.Error as exc:
+            raise InvalidArgument(f"invalid {what} list {value!r}: {exc}") from exc
+        if not items or any(not item for item in items):
+            raise InvalidArgument(f"the {what} list holds an empty item: {value!r}")
+        out.extend(items)
+    return out

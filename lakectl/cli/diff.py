@@ -31,7 +31,8 @@ def diff(
 
     With one branch: its uncommitted (staged) changes. With two refs the diff is three-dot, as
     in git: the changes on RIGHT since its merge base with LEFT (--two-way: LEFT's tree against
-    RIGHT's). Lines read "+ added", "- removed", "~ changed".
+    RIGHT's). A branch there is its last commit (main, or main@); main$ is its staging area,
+    uncommitted changes included, as in lakeFS. Lines read "+ added", "- removed", "~ changed".
     """
     lu = ref_uri(left)
     assert lu.ref is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
+import itertools
 import os
 import stat as stat_
 from collections.abc import Callable, Iterable
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, local_error, noun, path_uri
+from lakectl.cli.common import After, Amount, JsonFlag, backend, local_error, more, noun, paged, path_uri
 from lakectl.errors import InvalidArgument, ObjectNotFound
 
 if TYPE_CHECKING:
@@ -367,21 +368,33 @@ def ls(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="List every object under the prefix, not one level.")
     ] = False,
+    amount: Amount = 0,
+    after: After = "",
     json_: JsonFlag = False,
 ) -> None:
     """List the objects and common prefixes ("directories") under a prefix.
 
     The prefix names a directory: lakefs://repo/main/a lists what is under a/. When an object
-    is named a, it is listed first, as lakeFS lists an object's own path.
+    is named a, it is listed first, as lakeFS lists an object's own path. --after takes a full
+    path (the last one of the page before).
     """
     uri = path_uri(src, required=False)
-    assert uri.ref is not None
+    repo, ref = uri.repo, uri.ref
+    assert ref is not None
     b = backend()
-    found = list(b.list_objects(uri.repo, uri.ref, _as_dir(uri.path), "" if recursive else "/"))
-    if uri.path and not uri.path.endswith("/"):
+    prefix, delimiter = _as_dir(uri.path), "" if recursive else "/"
+    own: list[ObjectInfo] = []
+    # The object's own path sorts before everything under path/: it leads the first page.
+    if uri.path and not uri.path.endswith("/") and uri.path > after:
         with contextlib.suppress(ObjectNotFound):
-            found.insert(0, b.stat(uri.repo, uri.ref, uri.path))
+            own = [b.stat(repo, ref, uri.path)]
+    found, next_offset = paged(
+        lambda n: itertools.chain(own, b.list_objects(repo, ref, prefix, delimiter, after, n)),
+        amount,
+        lambda o: o.path,
+    )
     render.emit([o.to_dict() for o in found], json_, render.objects)
+    more(amount, next_offset)
 
 
 @app.command("rm")

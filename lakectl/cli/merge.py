@@ -15,8 +15,10 @@ ParentNumber = Annotated[
     int,
     typer.Option(
         "--parent-number",
+        "-m",
         "-p",
-        help="For a merge commit: the parent (1-based) whose changes count.",
+        help="For a merge commit (required there): the parent, from 1, the change is taken "
+        "relative to; 1 is the branch merged into.",
         min=0,
     ),
 ]
@@ -37,6 +39,14 @@ def merge(
         ),
     ] = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Merge commit message.")] = None,
+    squash: Annotated[
+        bool,
+        typer.Option(
+            "--squash",
+            help="Squash all changes from the source into one commit on the destination, whose one "
+            "parent is the destination's last commit (no merge commit).",
+        ),
+    ] = False,
     json_: JsonFlag = False,
 ) -> None:
     """Merge a ref into a branch (three-way), creating a merge commit.
@@ -47,10 +57,11 @@ def merge(
     src, dst = ref_uri(source), ref_uri(destination)
     repo = same_repo(src, dst)
     assert src.ref is not None and dst.ref is not None
-    result = backend().merge(repo, src.ref, dst.ref, strategy or [], message)
+    result = backend().merge(repo, src.ref, dst.ref, strategy or [], message, squash=squash)
     c = result.commit
     if result.changed:
-        text = f"Merged {src.ref!r} into {dst.ref!r}: commit {c.id}"
+        how = "Squash-merged" if squash else "Merged"
+        text = f"{how} {src.ref!r} into {dst.ref!r}: commit {c.id}"
     else:
         text = f"Nothing to merge: {dst.ref!r} already contains {src.ref!r} (commit {c.id})"
     render.emit(
@@ -68,8 +79,9 @@ def cherry_pick(
 ) -> None:
     """Apply the changes a commit made onto a branch.
 
-    The result is a new commit on the branch with the commit's message and metadata. For a
-    merge commit, --parent-number says which parent the changes are taken against.
+    The result is a new commit on the branch with the commit's message and metadata. lakeFS's
+    argument order: the commit, then the branch. For a merge commit, -m/--parent-number says
+    which parent the changes are taken against.
     """
     src, dst = ref_uri(commit), ref_uri(branch)
     repo = same_repo(src, dst)
@@ -92,7 +104,7 @@ def revert(
     """Undo the changes of commits on a branch, as new commits.
 
     Each commit given (an id, a prefix of one, or a ref expression such as main~1) is undone
-    by one new commit, in the order given. For a merge commit, give --parent-number.
+    by one new commit, in the order given. For a merge commit, give -m/--parent-number.
     """
     uri = ref_uri(branch)
     assert uri.ref is not None

@@ -159,12 +159,14 @@ def ref(data: Data) -> None:
     fields([("Name", data["id"]), ("Commit ID", data["commit_id"])])
 
 
-def commit(data: Data) -> None:
+def commit(data: Data, show_meta_range_id: bool = False) -> None:
     """A commit as ``lakectl log`` shows it."""
     line(f"ID:            {data['id']}")
     if data["committer"]:
         line(f"Author:        {data['committer']}")
     line(f"Date:          {when(data['creation_date'])}")
+    if show_meta_range_id:
+        line(f"Meta Range ID: {data['meta_range_id']}")
     if len(data["parents"]) > 1:
         line(f"Merge:         {' '.join(p[:12] for p in data['parents'])}")
     line("")
@@ -174,6 +176,25 @@ def commit(data: Data) -> None:
         line("")
         for key, value in sorted(data["metadata"].items()):
             line(f"    {key} = {value}")
+
+
+def dot(commits: Iterable[Data]) -> None:
+    """The commit graph in Graphviz dot, as ``lakectl log --dot`` draws it: one note per commit
+    (its short id and message; a merge in bold), an edge from each parent, oldest at the bottom."""
+    import html
+
+    line("digraph {")
+    line('\trankdir="BT"')
+    for c in commits:
+        message = "<br/>".join(html.escape(text) for text in c["message"].splitlines())
+        label = f"{c['id'][:8]}<br/> {message}"
+        if len(c["parents"]) > 1:
+            label = f"<b>{label}</b>"
+        line("")
+        line(f'\t"{c["id"]}" [shape=note label=< {label} >]')
+        for parent in c["parents"]:
+            line(f'\t"{parent}" -> "{c["id"]}";')
+    line("}")
 
 
 def commit_full(data: Data, show_meta_range_id: bool = False) -> None:

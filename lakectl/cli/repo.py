@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, YesFlag, backend, confirm, noun, repo_uri
+from lakectl.cli.common import After, Amount, JsonFlag, YesFlag, backend, confirm, more, noun, paged, repo_uri
 
 app = noun("Create, list, show and delete repositories.")
 
@@ -65,9 +65,11 @@ def create_bare(
 
 
 @app.command("list")
-def list_(json_: JsonFlag = False) -> None:
-    """List repositories."""
-    render.emit([render.repo_dict(r) for r in backend().list_repos()], json_, render.repos)
+def list_(amount: Amount = 0, after: After = "", json_: JsonFlag = False) -> None:
+    """List repositories, by name."""
+    found, next_offset = paged(lambda n: backend().list_repos(after, n), amount, lambda r: r.name)
+    render.emit([render.repo_dict(r) for r in found], json_, render.repos)
+    more(amount, next_offset)
 
 
 @app.command("show")

@@ -7,7 +7,18 @@ from typing import Annotated
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, noun, ref_uri, repo_uri, same_repo
+from lakectl.cli.common import (
+    After,
+    Amount,
+    JsonFlag,
+    backend,
+    more,
+    noun,
+    paged,
+    ref_uri,
+    repo_uri,
+    same_repo,
+)
 
 app = noun("Create, list, show and delete tags.")
 
@@ -38,11 +49,15 @@ def create(
 @app.command("list")
 def list_(
     repository: Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)],
+    amount: Amount = 0,
+    after: After = "",
     json_: JsonFlag = False,
 ) -> None:
-    """List the tags of a repository with their commits."""
-    found = backend().list_tags(repo_uri(repository))
+    """List the tags of a repository with their commits, by name."""
+    repo = repo_uri(repository)
+    found, next_offset = paged(lambda n: backend().list_tags(repo, after, n), amount, lambda t: t.name)
     render.emit([render.ref_dict(t) for t in found], json_, render.refs)
+    more(amount, next_offset)
 
 
 @app.command("show")

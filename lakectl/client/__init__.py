@@ -64,7 +64,9 @@ class Backend(Protocol):
 
     def get_repo(self, name: str) -> Repository: ...
 
-    def list_repos(self) -> list[Repository]: ...
+    def list_repos(self, after: str = "", amount: int | None = None) -> list[Repository]:
+        """Repositories by name, those named after ``after``; at most ``amount`` (None: all)."""
+        ...
 
     def delete_repo(self, name: str) -> None: ...
 
@@ -76,7 +78,9 @@ class Backend(Protocol):
 
     def get_branch(self, repo: str, name: str) -> Branch: ...
 
-    def list_branches(self, repo: str) -> list[Branch]: ...
+    def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
+        """Branches by name, those named after ``after``; at most ``amount`` (None: all)."""
+        ...
 
     def delete_branch(self, repo: str, name: str) -> None:
         """Delete a branch; the default branch is protected."""
@@ -88,7 +92,9 @@ class Backend(Protocol):
 
     def get_tag(self, repo: str, name: str) -> Tag: ...
 
-    def list_tags(self, repo: str) -> list[Tag]: ...
+    def list_tags(self, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
+        """Tags by name, those named after ``after``; at most ``amount`` (None: all)."""
+        ...
 
     def delete_tag(self, repo: str, name: str) -> None: ...
 
@@ -101,9 +107,16 @@ class Backend(Protocol):
         ...
 
     def list_objects(
-        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
+        self,
+        repo: str,
+        ref: str,
+        prefix: str = "",
+        delimiter: str = "",
+        after: str = "",
+        amount: int | None = None,
     ) -> Iterator[ObjectInfo]:
-        """Objects (and with a delimiter, common prefixes) under ``prefix``, in path order."""
+        """Objects (and with a delimiter, common prefixes) under ``prefix``, in path order, after
+        the path ``after``; at most ``amount`` (None: all)."""
         ...
 
     def upload(
@@ -160,7 +173,14 @@ class Backend(Protocol):
         no_merges: bool = False,
         objects: Sequence[str] = (),
         prefixes: Sequence[str] = (),
-    ) -> Iterator[Commit]: ...
+        *,
+        after: str = "",
+        since: str = "",
+        stop_at: str = "",
+    ) -> Iterator[Commit]:
+        """:func:`lakectl.core.porcelain.log`: ``after`` a commit (the page that follows it),
+        ``since`` an RFC 3339 date-time, up to ``stop_at``'s commit."""
+        ...
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]: ...
 
@@ -177,8 +197,10 @@ class Backend(Protocol):
         dest: str,
         strategies: Sequence[str] = (),
         message: str | None = None,
+        squash: bool = False,
     ) -> MergeResult:
-        """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree."""
+        """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree.
+        ``squash``: the result has the destination as its one parent (lakeFS's squash_merge)."""
         ...
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit: ...

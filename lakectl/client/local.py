@@ -66,8 +66,8 @@ class LocalBackend:
     def get_repo(self, name: str) -> Repository:
         return p.get_repo(self.lake, name)
 
-    def list_repos(self) -> list[Repository]:
-        return p.list_repos(self.lake)
+    def list_repos(self, after: str = "", amount: int | None = None) -> list[Repository]:
+        return p.list_repos(self.lake, after, amount)
 
     def delete_repo(self, name: str) -> None:
         p.delete_repo(self.lake, name)
@@ -80,8 +80,8 @@ class LocalBackend:
     def get_branch(self, repo: str, name: str) -> Branch:
         return p.get_branch(self.lake, repo, name)
 
-    def list_branches(self, repo: str) -> list[Branch]:
-        return p.list_branches(self.lake, repo)
+    def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
+        return p.list_branches(self.lake, repo, after, amount)
 
     def delete_branch(self, repo: str, name: str) -> None:
         p.delete_branch(self.lake, repo, name)
@@ -92,8 +92,8 @@ class LocalBackend:
     def get_tag(self, repo: str, name: str) -> Tag:
         return p.get_tag(self.lake, repo, name)
 
-    def list_tags(self, repo: str) -> list[Tag]:
-        return p.list_tags(self.lake, repo)
+    def list_tags(self, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
+        return p.list_tags(self.lake, repo, after, amount)
 
     def delete_tag(self, repo: str, name: str) -> None:
         p.delete_tag(self.lake, repo, name)
@@ -107,9 +107,15 @@ class LocalBackend:
         return p.read(self.lake, repo, ref, path)
 
     def list_objects(
-        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
+        self,
+        repo: str,
+        ref: str,
+        prefix: str = "",
+        delimiter: str = "",
+        after: str = "",
+        amount: int | None = None,
     ) -> Iterator[ObjectInfo]:
-        return p.list_objects(self.lake, repo, ref, prefix, delimiter, after)
+        return p.list_objects(self.lake, repo, ref, prefix, delimiter, after, amount)
 
     def upload(
         self,
@@ -171,8 +177,24 @@ class LocalBackend:
         no_merges: bool = False,
         objects: Sequence[str] = (),
         prefixes: Sequence[str] = (),
+        *,
+        after: str = "",
+        since: str = "",
+        stop_at: str = "",
     ) -> Iterator[Commit]:
-        return p.log(self.lake, repo, ref, amount, first_parent, no_merges, objects, prefixes)
+        return p.log(
+            self.lake,
+            repo,
+            ref,
+            amount,
+            first_parent,
+            no_merges,
+            objects,
+            prefixes,
+            after=after,
+            since=since,
+            stop_at=stop_at,
+        )
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         return p.diff_uncommitted(self.lake, repo, branch, prefix)
@@ -191,8 +213,9 @@ class LocalBackend:
         dest: str,
         strategies: Sequence[str] = (),
         message: str | None = None,
+        squash: bool = False,
     ) -> MergeResult:
-        return p.merge(self.lake, repo, source, dest, strategies, message)
+        return p.merge(self.lake, repo, source, dest, strategies, message, squash=squash)
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
         return p.cherry_pick(self.lake, repo, branch, ref, parent_number)

@@ -187,14 +187,21 @@ class RemoteBackend:
     def _json(self, method: str, path: str, **kw: Any) -> Any:
         return self._call(method, path, **kw).json()
 
-    def _pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        after = ""
-        while True:
-            query = {**(params or {}), "amount": PAGE}
+    def _pages(
+        self, path: str, params: Mapping[str, Any] | None = None, after: str = "", amount: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The results of every page after ``after``; with ``amount``, at most that many (each
+        page asks for no more than are still wanted)."""
+        left = amount
+        while left is None or left > 0:
+            query = {**(params or {}), "amount": PAGE if left is None else min(PAGE, left)}
             if after:
                 query["after"] = after
             body = self._json("GET", path, params=query)
-            yield from body["results"]
+            results = body["results"] if left is None else body["results"][:left]
+            if left is not None:
+                left -= len(results)
+            yield from results
             pagination = body.get("pagination", {})
             if not pagination.get("has_more"):
                 return
@@ -216,8 +223,8 @@ class RemoteBackend:
     def get_repo(self, name: str) -> Repository:
         return _repository(self._json("GET", self._repo(name)))
 
-    def list_repos(self) -> list[Repository]:
-        return [_repository(r) for r in self._pages("/api/v1/repositories")]
+    def list_repos(self, after: str = "", amount: int | None = None) -> list[Repository]:
+        return [_repository(r) for r in self._pages("/api/v1/repositories", after=after, amount=amount)]
 
     def delete_repo(self, name: str) -> None:
         self._call("DELETE", self._repo(name))
@@ -233,8 +240,8 @@ class RemoteBackend:
     def get_branch(self, repo: str, name: str) -> Branch:
         return _branch(self._json("GET", f"{self._repo(repo)}/branches/{_q(name)}"))
 
-    def list_branches(self, repo: str) -> list[Branch]:
-        return [_branch(r) for r in self._pages(f"{self._repo(repo)}/branches")]
+    def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
+        return [_branch(r) for r in self._pages(f"{self._repo(repo)}/branches", after=after, amount=amount)]
 
     def delete_branch(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/branches/{_q(name)}")
@@ -246,8 +253,8 @@ class RemoteBackend:
     def get_tag(self, repo: str, name: str) -> Tag:
         return _tag(self._json("GET", f"{self._repo(repo)}/tags/{_q(name)}"))
 
-    def list_tags(self, repo: str) -> list[Tag]:
-        return [_tag(r) for r in self._pages(f"{self._repo(repo)}/tags")]
+    def list_tags(self, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
+        return [_tag(r) for r in self._pages(f"{self._repo(repo)}/tags", after=after, amount=amount)]
 
     def delete_tag(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/tags/{_q(name)}")
@@ -312,14 +319,17 @@ class RemoteBackend:
             raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
 
     def list_objects(
-        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
+        self,
+        repo: str,
+        ref: str,
+        prefix: str = "",
+        delimiter: str = "",
+        after: str = "",
+        amount: int | None = None,
     ) -> Iterator[ObjectInfo]:
         params: dict[str, Any] = {"prefix": prefix, "delimiter": delimiter}
         url = f"{self._repo(repo)}/refs/{_q(ref)}/objects/ls"
-        for item in self._pages(url, params):
-            if after and item["path"] <= after:
-                continue
-            yield _object(item)
+        return (_object(item) for item in self._pages(url, params, after, amount))
 
     def upload(
         self,
@@ -515,21 +525,27 @@ class RemoteBackend:
         no_merges: bool = False,
         objects: Sequence[str] = (),
         prefixes: Sequence[str] = (),
+        *,
+        after: str = "",
+        since: str = "",
+        stop_at: str = "",
     ) -> Iterator[Commit]:
+        from lakectl.core.history import parse_since
+
+        if amount is not None and amount < 0:
+            raise InvalidArgument(f"the number of commits must not be negative, got {amount}")
+        parse_since(since)  # refused here as the embedded lake refuses it, before any request
         params: dict[str, Any] = {"first_parent": first_parent, "no_merges": no_merges}
         if objects:
             params["objects"] = list(objects)
         if prefixes:
             params["prefixes"] = list(prefixes)
-        count = 0
-        for item in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/commits", params):
-            if amount is not None and count >= amount:
-                return
-            commit = _commit(item)
-            if no_merges and len(commit.parents) > 1:
-                continue
-            count += 1
-            yield commit
+        if since:
+            params["since"] = since
+        if stop_at:
+            params["stop_at"] = stop_at
+        url = f"{self._repo(repo)}/refs/{_q(ref)}/commits"
+        return (_commit(item) for item in self._pages(url, params, after, amount))
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/diff"
@@ -551,10 +567,13 @@ class RemoteBackend:
         dest: str,
         strategies: Sequence[str] = (),
         message: str | None = None,
+        squash: bool = False,
     ) -> MergeResult:
         from lakectl.core.porcelain import MergeResult
 
         body: dict[str, Any] = {"message": message or "", "strategies": list(strategies)}
+        if squash:
+            body["squash_merge"] = True
         url = f"{self._repo(repo)}/refs/{_q(source)}/merge/{_q(dest)}"
         answer = self._json("POST", url, json=body, idempotent=False)
         commit = self.get_commit(repo, answer["reference"])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import keys
+from lakectl.core import history, keys, refdiff
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -38,6 +38,7 @@ from lakectl.core.graph.refs import (
     check_repo_name,
     check_tag_name,
     new_staging_token,
+    parse_ref,
 )
 from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update, prefix_end
@@ -46,11 +47,13 @@ from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.limits import (
     MAX_MESSAGE_BYTES,
+    address_problem,
     check_content_type,
     check_metadata,
     check_name,
     check_storage_namespace,
     check_text,
+    show,
 )
 from lakectl.core.model import (
     DEFAULT_BRANCH,
@@ -213,8 +216,18 @@ def get_repo(lake: Lake, name: str) -> Repository:
     return lake.refs.get_repo(check_repo_name(name))
 
 
-def list_repos(lake: Lake) -> list[Repository]:
-    return list(lake.refs.list_repos())
+def check_after(after: str) -> str:
+    """A pagination offset (``--after``, the API's ``after``): any text a name or path could be,
+    so never one holding a NUL or bytes that are not UTF-8."""
+    problem = address_problem(after)
+    if problem is not None:
+        raise InvalidArgument(f"invalid offset {show(after)} to list after: {problem}")
+    return after
+
+
+def list_repos(lake: Lake, after: str = "", amount: int | None = None) -> list[Repository]:
+    """Repositories by name after ``after``; at most ``amount`` (None: all)."""
+    return list(islice(lake.refs.list_repos(check_after(after)), amount))
 
 
 def delete_repo(lake: Lake, name: str) -> None:
@@ -263,8 +276,11 @@ def get_branch(lake: Lake, repo: str, name: str) -> Branch:
     return lake.refs.get_branch(r.name, check_branch_name(name))
 
 
-def list_branches(lake: Lake, repo: str) -> list[Branch]:
-    return list(lake.refs.list_branches(get_repo(lake, repo).name))
+def list_branches(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
+    """Branches by name after ``after``; at most ``amount`` (None: all)."""
+    check_after(after)
+    found = lake.refs.list_branches(get_repo(lake, repo).name)
+    return list(islice((b for b in found if b.name > after), amount))
 
 
 def delete_branch(lake: Lake, repo: str, name: str) -> None:
@@ -294,8 +310,11 @@ def get_tag(lake: Lake, repo: str, name: str) -> Tag:
     return lake.refs.get_tag(get_repo(lake, repo).name, check_tag_name(name))
 
 
-def list_tags(lake: Lake, repo: str) -> list[Tag]:
-    return list(lake.refs.list_tags(get_repo(lake, repo).name))
+def list_tags(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
+    """Tags by name after ``after``; at most ``amount`` (None: all)."""
+    check_after(after)
+    found = lake.refs.list_tags(get_repo(lake, repo).name)
+    return list(islice((t for t in found if t.name > after), amount))
 
 
 def delete_tag(lake: Lake, repo: str, name: str) -> None:
@@ -419,6 +438,7 @@ def list_objects(
     ``after``. On a branch, each page is read from one state of the branch: a page during which
     the branch record changed (a commit moved staged rows into the tree) is read again."""
     check_path(prefix, allow_empty=True)
+    check_after(after)
     rid = get_repo(lake, repo).name
     count = 0
     cursor = after
@@ -694,24 +714,38 @@ def log(
     no_merges: bool = False,
     objects: Sequence[str] = (),
     prefixes: Sequence[str] = (),
+    *,
+    after: str = "",
+    since: str = "",
+    stop_at: str = "",
 ) -> Iterator[Commit]:
-    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would."""
+    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would; then, as
+    lakeFS's log: created ``since`` an RFC 3339 date-time, up to and including ``stop_at``'s
+    commit, and the page that follows the commit ``after`` (ids or any ref)."""
     objects = [check_path(o) for o in objects]
     prefixes = [check_path(p, allow_empty=True) for p in prefixes]
     if amount is not None and amount < 0:
         raise InvalidArgument(f"the number of commits must not be negative, got {amount}")
+    floor = history.parse_since(since)
     rid = get_repo(lake, repo).name
     start = resolve(lake, repo, ref).commit
-    count = 0
-    for c in walk_log(lake.refs, rid, start, first_parent):
-        if amount is not None and count >= amount:
-            return
-        if no_merges and len(c.parents) > 1:
-            continue
-        if (objects or prefixes) and not _touches(lake, rid, c, objects, prefixes):
-            continue
-        count += 1
-        yield c
+    last = resolve(lake, repo, stop_at).commit.id if stop_at else None
+    offset = resolve(lake, repo, after).commit.id if after else None
+    # As lakeFS's log: ``after`` and ``stop_at`` place the page in the walk itself, so a commit
+    # the filters leave out still marks where a page starts or the walk ends.
+    walk: Iterator[Commit] = walk_log(lake.refs, rid, start, first_parent)
+    if offset is not None:
+        walk = history.after(walk, offset)
+    if last is not None:
+        walk = history.stop_at(walk, last)
+    found = (
+        c
+        for c in walk
+        if not (no_merges and len(c.parents) > 1)
+        and (floor is None or c.creation_date >= floor)
+        and (not (objects or prefixes) or _touches(lake, rid, c, objects, prefixes))
+    )
+    yield from islice(found, amount)
 
 
 def _touches(
@@ -745,17 +779,33 @@ def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> li
 def diff_refs(
     lake: Lake, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
 ) -> Iterator[Change]:
-    """Committed changes from ``left`` to ``right``: three-dot (since their merge base) by
-    default, or two-dot with ``two_way``."""
+    """Changes from ``left`` to ``right``: three-dot (since their merge base) by default, or
+    two-dot with ``two_way``. A branch is its last commit (``main``, ``main@``); ``main$`` is
+    its staging area, uncommitted changes included, as lakeFS's ref expressions say."""
     check_path(prefix, allow_empty=True)
     rid = get_repo(lake, repo).name
-    lc = resolve(lake, repo, left).commit
-    rc = resolve(lake, repo, right).commit
-    base = lc
-    if not two_way:
-        found = merge_base(lake.refs, rid, lc, rc)
-        base = found if found is not None else lc
-    return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
+    for _ in range(READ_ATTEMPTS):
+        lres, rres = resolve(lake, repo, left), resolve(lake, repo, right)
+        lc, rc = lres.commit, rres.commit
+        base = lc
+        if not two_way:
+            found = merge_base(lake.refs, rid, lc, rc)
+            base = found if found is not None else lc
+        lstaged = lres.branch if two_way and parse_ref(left).staging else None
+        rstaged = rres.branch if parse_ref(right).staging else None
+        if lstaged is None and rstaged is None:
+            return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
+        views = [
+            refdiff.View(
+                mid,
+                refdiff.staged_rows(lake.staging, rid, b, prefix) if b is not None else {},
+            )
+            for mid, b in ((base.meta_range_id, lstaged), (rc.meta_range_id, rstaged))
+        ]
+        # A commit may move staged rows into the tree between the reads: read both again.
+        if all(lake.refs.get_branch(rid, b.name) == b for b in (lstaged, rstaged) if b is not None):
+            return refdiff.diff_views(lake.trees, views[0], views[1], prefix)
+    raise TooManyRetries(f"could not diff {left!r} and {right!r}: the branch kept changing")
 
 
 # -- merge, revert, cherry-pick, reset ------------------------------------------------------
@@ -777,8 +827,10 @@ def merge(
     message: str | None = None,
     committer: str | None = None,
     metadata: Mapping[str, str] | None = None,
+    squash: bool = False,
 ) -> MergeResult:
-    """Three-way merge of ``source`` into the destination branch, as a merge commit."""
+    """Three-way merge of ``source`` into the destination branch, as a merge commit; with
+    ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's."""
     rid, bid = _branch_target(lake, repo, dest)
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
@@ -802,7 +854,8 @@ def merge(
         metadata=check_metadata(metadata or {}, "commit metadata"),
         creation_date=now(),
     )
-    new = lake.committer.commit_tree(rid, bid, [dst, src], plan.updates, req, dst.id)
+    parents = [dst] if squash else [dst, src]
+    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
     return MergeResult(new, changed=True)
 
 
@@ -819,7 +872,8 @@ def _apply_commit_change(
     target = resolve(lake, repo, ref).commit
     if len(target.parents) > 1 and parent_number < 1:
         raise InvalidArgument(
-            f"commit {target.id[:12]} is a merge commit: give --parent-number (1..{len(target.parents)})"
+            f"commit {target.id[:12]} is a merge commit: give -m/--parent-number "
+            f"(1..{len(target.parents)}) to say which parent the change is relative to"
         )
     number = parent_number or 1
     if target.parents and not 1 <= number <= len(target.parents):

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime
-from itertools import dropwhile
 from typing import Any
 
 from fastapi import APIRouter, Query
 
 from lakectl.core import porcelain as p
-from lakectl.core.model import Commit
 from server.api import shapes
 from server.api.bodies import CommitCreation, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
@@ -61,34 +57,23 @@ def log_commits(
     prefixes: list[str] = Query([], description="only commits that changed objects under these"),
     limit: bool = Query(False, description="return this page only (has_more is false)"),
     first_parent: bool = Query(False),
-    since: datetime | None = Query(None, description="only commits created at or after this time"),
+    since: str = Query("", description="only commits created at or after this RFC 3339 date-time"),
     stop_at: str = Query("", description="stop after this ref's commit"),
     no_merges: bool = Query(False, description="lakectl extension: leave merge commits out"),
 ) -> dict[str, Any]:
     """Commits reachable from ``ref``, newest first; ``after`` is the id of the last commit of
     the previous page."""
-    stop = p.get_commit(lake, repository, stop_at).id if stop_at else None
-    commits: Iterator[Commit] = p.log(
-        lake, repository, ref, None, first_parent, no_merges, tuple(objects), tuple(prefixes)
+    commits = p.log(
+        lake,
+        repository,
+        ref,
+        None,
+        first_parent,
+        no_merges,
+        tuple(objects),
+        tuple(prefixes),
+        after=after,
+        since=since,
+        stop_at=stop_at,
     )
-    if since is not None:
-        floor = since.timestamp()
-        commits = (c for c in commits if c.creation_date >= floor)
-    if stop is not None:
-        commits = _until(commits, stop)
-    if after:
-        commits = _after(commits, after)
     return page(commits, amount, lambda c: c.id, shapes.commit, limit=limit)
-
-
-def _until(commits: Iterator[Commit], stop: str) -> Iterator[Commit]:
-    for c in commits:
-        yield c
-        if c.id == stop:
-            return
-
-
-def _after(commits: Iterator[Commit], after: str) -> Iterator[Commit]:
-    rest = dropwhile(lambda c: c.id != after, commits)
-    next(rest, None)
-    return rest

@@ -103,8 +103,6 @@ def merge_into_branch(
     """Three-way merge as a merge commit: ``{"reference": <commit id>}``; conflicts answer 409
     with the conflicting paths in ``details.conflicts``."""
     body = body or Merge()
-    if body.squash_merge:
-        raise unsupported("squash_merge")
     if body.allow_empty:
         raise unsupported("allow_empty")
     strategies = list(body.strategies or [])
@@ -119,5 +117,6 @@ def merge_into_branch(
         body.message or None,
         committer=user.id,
         metadata=body.metadata,
+        squash=body.squash_merge,
     )
     return {"reference": result.commit.id, "changed": result.changed}

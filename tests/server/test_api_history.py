@@ -148,3 +148,64 @@ def test_merge_into_a_dirty_branch_is_refused(api: httpx.Client, repo: str) -> N
     upload(api, repo, "main", "dirty", b"x")
     r = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={})
     assert r.status_code == 412 and r.json()["code"] == "dirty_branch"
+
+
+def test_merge_takes_lakefs_squash_merge(api: httpx.Client, repo: str) -> None:
+    """The Merge body's ``squash_merge``: one commit on the destination, one parent."""
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "dev", "source": "main"}).status_code == 201
+    )
+    upload(api, repo, "dev", "a", b"1")
+    commit(api, repo, "dev", "a")
+    upload(api, repo, "dev", "b", b"2")
+    commit(api, repo, "dev", "b")
+    head = api.get(f"/repositories/{repo}/branches/main").json()["commit_id"]
+    r = api.post(
+        f"/repositories/{repo}/refs/dev/merge/main", json={"message": "squashed", "squash_merge": True}
+    )
+    assert r.status_code == 200, r.text
+    merged = api.get(f"/repositories/{repo}/commits/{r.json()['reference']}").json()
+    assert (merged["parents"], merged["message"]) == ([head], "squashed")
+    listed = api.get(f"/repositories/{repo}/refs/main/objects/ls").json()["results"]
+    assert [o["path"] for o in listed] == ["a", "b"]
+    bad = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={"squash_merge": "yes"})
+    assert bad.status_code == 400
+
+
+def test_revert_and_cherry_pick_of_a_merge_commit_take_parent_number(api: httpx.Client, repo: str) -> None:
+    """RevertCreation / CherryPickCreation's ``parent_number``: required (400) for a merge
+    commit, whose change is then taken relative to that parent."""
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "dev", "source": "main"}).status_code == 201
+    )
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "other", "source": "main"}).status_code
+        == 201
+    )
+    upload(api, repo, "dev", "feature", b"f")
+    commit(api, repo, "dev", "feature")
+    upload(api, repo, "main", "own", b"o")
+    commit(api, repo, "main", "own")
+    merged = api.post(f"/repositories/{repo}/refs/dev/merge/main", json={}).json()["reference"]
+    for verb, branch in (("revert", "main"), ("cherry-pick", "other")):
+        url = f"/repositories/{repo}/branches/{branch}/{verb}"
+        refused = api.post(url, json={"ref": merged, "parent_number": 0})
+        assert refused.status_code == 400 and "parent-number" in refused.json()["message"]
+        assert api.post(url, json={"ref": merged, "parent_number": 3}).status_code == 400
+    assert (
+        api.post(
+            f"/repositories/{repo}/branches/other/cherry-pick", json={"ref": merged, "parent_number": 1}
+        ).status_code
+        == 201
+    )
+    assert (
+        api.post(
+            f"/repositories/{repo}/branches/main/revert", json={"ref": merged, "parent_number": 1}
+        ).status_code
+        == 204
+    )
+
+    def paths(ref: str) -> list[str]:
+        return [o["path"] for o in api.get(f"/repositories/{repo}/refs/{ref}/objects/ls").json()["results"]]
+
+    assert paths("main") == ["own"] and paths("other") == ["feature"]

@@ -97,11 +97,13 @@ def commit_id_of(
 @dataclass(frozen=True, slots=True)
 class RefExpr:
     """A parsed ref expression: ``base`` (branch, tag or commit id), ``committed_only`` for
-    ``branch@``, and the ``~N`` / ``^N`` steps in order (kind, N)."""
+    ``branch@``, the ``~N`` / ``^N`` steps in order (kind, N), and ``staging`` for ``branch$``
+    (lakeFS: the branch's staging area, so a diff to it includes the uncommitted changes)."""
 
     base: str
     committed_only: bool
     steps: tuple[tuple[str, int], ...]
+    staging: bool = False
 
 
 def parse_ref(text: str) -> RefExpr:
@@ -110,8 +112,11 @@ def parse_ref(text: str) -> RefExpr:
     cut = min((i for i in (text.find("~"), text.find("^")) if i >= 0), default=len(text))
     base, rest = text[:cut], text[cut:]
     committed_only = base.endswith("@")
-    if committed_only:
+    staging = base.endswith("$")
+    if committed_only or staging:
         base = base[:-1]
+    if staging and rest:
+        raise InvalidRef(f"invalid ref {text!r}: '$' names a staging area, which has no ~ or ^ steps")
     if (
         not base
         or not (BRANCH_NAME.match(base) or TAG_NAME.match(base))
@@ -127,7 +132,7 @@ def parse_ref(text: str) -> RefExpr:
             raise InvalidRef(f"invalid ref {text!r}: bad modifier at {rest[pos:]!r}")
         steps.append((m.group(1), int(m.group(2)) if m.group(2) else 1))
         pos = m.end()
-    return RefExpr(base, committed_only, tuple(steps))
+    return RefExpr(base, committed_only, tuple(steps), staging)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +252,8 @@ class RefStore:
     # -- resolution -----------------------------------------------------------------------
 
     def resolve(self, repo: RepositoryId, text: str) -> Resolved:
-        """Resolve ``main``, ``main@``, a tag, a (prefix of a) commit id, then ``~N``/``^N``."""
+        """Resolve ``main``, ``main@``, ``main$``, a tag, a (prefix of a) commit id, then
+        ``~N``/``^N``."""
         expr = parse_ref(text)
         resolved: Resolved | None = None
         try:
@@ -255,8 +261,9 @@ class RefStore:
             commit = self.get_commit(repo, branch.commit_id)
             resolved = Resolved(commit, None if expr.committed_only else branch)
         except BranchNotFound:
-            if expr.committed_only:
-                raise InvalidRef(f"{text!r}: '@' applies to branches only") from None
+            if expr.committed_only or expr.staging:
+                mark = "@" if expr.committed_only else "$"
+                raise InvalidRef(f"{text!r}: '{mark}' applies to branches only") from None
         if resolved is None:
             try:
                 tag = self.get_tag(repo, TagId(expr.base))
