@@ -20,7 +20,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from lakectl import __version__
-from lakectl.cli import params, render
+from lakectl.cli import options, params, render
 from lakectl.cli.common import JSON_KEY, close_backend
 from lakectl.errors import LakectlError
 
@@ -55,6 +55,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lakectl.cli.fsck:doctor",
         "Check the configuration: the lake opens, or the server answers and accepts the credentials.",
     ),
+    "config": (
+        "lakectl.cli.configure:configure",
+        "Create or update the configuration file: credentials and server endpoint URL.",
+    ),
+    "completion": (
+        "lakectl.cli.completion:completion",
+        "Print a shell completion script (bash, zsh or fish).",
+    ),
 }
 
 
@@ -69,7 +77,26 @@ def load_command(name: str) -> Command:
     command = typer.main.get_command(target)
     command.name = name
     params.install(command, HELP_NAMES)
+    _complete_uris(command)
     return command
+
+
+def _complete_uris(command: Any) -> None:
+    """Give every ``lakefs://`` argument (its help names the URI shape) the completion of
+    repositories, refs and paths: new commands get it without asking."""
+    for param in getattr(command, "params", ()):
+        if param.param_type_name == "argument" and (getattr(param, "help", None) or "").startswith(
+            "lakefs://"
+        ):
+            param._custom_shell_complete = _complete_uri
+    for sub in getattr(command, "commands", {}).values():
+        _complete_uris(sub)
+
+
+def _complete_uri(ctx: Context, param: Any, incomplete: str) -> Any:
+    from lakectl.cli.completion import complete_uri
+
+    return complete_uri(ctx, param, incomplete)
 
 
 class LakectlGroup(TyperGroup):
@@ -92,6 +119,18 @@ class LakectlGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
 
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        # click's protocol (_LAKECTL_COMPLETE=bash_complete, COMP_WORDS, COMP_CWORD), not typer's.
+        import os
+
+        instruction = os.environ.get("_LAKECTL_COMPLETE")
+        if instruction:
+            import sys
+
+            from lakectl.cli.completion import shell_complete
+
+            sys.exit(shell_complete(self, ctx_args, instruction))
+
     def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -100,6 +139,7 @@ class LakectlGroup(TyperGroup):
             raise typer.Exit(exc.exit_code) from exc
         finally:
             close_backend()
+            options.reset()
 
 
 app = typer.Typer(
@@ -125,12 +165,57 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
     ] = False,
+    config_file: Annotated[
+        str | None,
+        typer.Option(
+            "-c",
+            "--config",
+            metavar="FILE",
+            help="The configuration file (default: $LAKECTL_CONFIG, else ~/.lakectl.yaml); it must "
+            "exist, except for `lakectl config`, which writes it.",
+            show_default=False,
+        ),
+    ] = None,
+    base_uri: Annotated[
+        str,
+        typer.Option(
+            "--base-uri",
+            metavar="URI",
+            envvar="LAKECTL_BASE_URI",
+            help="Put before every repository, ref or path argument that does not start with "
+            "lakefs:// (e.g. --base-uri lakefs://repo makes /main/x lakefs://repo/main/x).",
+            show_default=False,
+        ),
+    ] = "",
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="Plain output: no colours or bold (also $NO_COLOR).")
+    ] = False,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            "--log-level",
+            metavar="LEVEL",
+            help="Log to stderr from this level: trace, debug, info, warn, error, fatal, panic; "
+            "none (the default) logs nothing.",
+        ),
+    ] = "none",
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", help="Say what is done on stderr: the configuration read, each server request."
+        ),
+    ] = False,
 ) -> None:
-    pass
+    options.apply(config_file, base_uri, no_color, log_level, verbose)
+    if ctx.invoked_subcommand != "config":
+        from lakectl import config
+
+        config.require()
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from lakectl.cli import options
 from lakectl.errors import InvalidArgument, InvalidURI, LakectlError, NotFound
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ def backend() -> Backend:
         from lakectl.client import get_backend
 
         _backend = get_backend()
+        endpoint = getattr(_backend, "endpoint", None)
+        options.info("lake: %s", f"the lakectl server at {endpoint}" if endpoint else "embedded")
     return _backend
 
 
@@ -68,7 +71,7 @@ def close_backend() -> None:
         _backend = None
 
 
-# -- lakefs:// URIs -------------------------------------------------------------------------
+# -- lakefs:// URIs (relative ones completed by --base-uri) --------------------------------
 
 
 def _parse(text: str) -> URI:
@@ -79,6 +82,7 @@ def _parse(text: str) -> URI:
 
 def repo_uri(text: str) -> str:
     """``lakefs://repo`` (a trailing ``/`` is fine): the repository name."""
+    text = options.absolute(text)
     uri = _parse(text[:-1] if text.endswith("/") and text.count("/") == 3 else text)
     if uri.ref is not None:
         raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>")
@@ -87,6 +91,7 @@ def repo_uri(text: str) -> str:
 
 def ref_uri(text: str) -> URI:
     """``lakefs://repo/ref`` (a branch, tag, commit id or expression such as ``main~2``)."""
+    text = options.absolute(text)
     uri = _parse(text)
     if uri.ref is None or uri.path:
         raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>/<ref>")
@@ -95,6 +100,7 @@ def ref_uri(text: str) -> URI:
 
 def path_uri(text: str, *, required: bool = True) -> URI:
     """``lakefs://repo/ref/path``; with ``required=False`` the path (a prefix) may be empty."""
+    text = options.absolute(text)
     uri = _parse(text)
     if uri.ref is None or (required and not uri.path):
         shape = "<path>" if required else "[<prefix>]"

@@ -82,6 +82,17 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
         "lakectl fsck": ["fsck", d],
+        # Every mutation is refused, so the configuration file of the run is never written.
+        "lakectl config": [
+            "config",
+            "--access-key-id",
+            "AKIAFUZZ",
+            "--secret-access-key",
+            "fuzz-secret",
+            "--endpoint-url",
+            "http://127.0.0.1:1",
+        ],
+        "lakectl completion": ["completion", "bash"],
     }
 
 
