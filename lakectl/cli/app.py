@@ -82,12 +82,10 @@ def load_command(name: str) -> Command:
 
 
 def _complete_uris(command: Any) -> None:
-    """Give every ``lakefs://`` argument (its help names the URI shape) the completion of
-    repositories, refs and paths: new commands get it without asking."""
+    """Give every ``lakefs://`` argument or option (its help names the URI shape) the completion
+    of repositories, refs and paths: new commands get it without asking."""
     for param in getattr(command, "params", ()):
-        if param.param_type_name == "argument" and (getattr(param, "help", None) or "").startswith(
-            "lakefs://"
-        ):
+        if (getattr(param, "help", None) or "").startswith("lakefs://"):
             param._custom_shell_complete = _complete_uri
     for sub in getattr(command, "commands", {}).values():
         _complete_uris(sub)
@@ -212,7 +210,7 @@ def _root(
     ] = False,
 ) -> None:
     options.apply(config_file, base_uri, no_color, log_level, verbose)
-    if ctx.invoked_subcommand != "config":
+    if ctx.invoked_subcommand not in ("config", "doctor"):  # config writes it, doctor reports on it
         from lakectl import config
 
         config.require()

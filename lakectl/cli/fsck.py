@@ -137,6 +137,7 @@ def _config_file() -> tuple[str, str, str] | None:
     from lakectl import config
     from lakectl.client import server_settings
 
+    config.require()
     config.load()
     return server_settings()
 

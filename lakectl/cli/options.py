@@ -33,6 +33,8 @@ _base_uri = ""
 _color = True
 _verbose = False
 _handler: logging.Handler | None = None
+_root_level = 0
+"""The root logger's level before this run set one, given back by :func:`reset`."""
 
 
 def apply(config_file: str | None, base_uri: str, no_color: bool, log_level: str, verbose: bool) -> None:
@@ -73,7 +75,7 @@ def reset() -> None:
 
         root = logging.getLogger()
         root.removeHandler(_handler)
-        root.setLevel(logging.WARNING)
+        root.setLevel(_root_level)
         _handler = None
 
 
@@ -87,8 +89,10 @@ def absolute(text: str) -> str:
 
 
 def color() -> bool:
-    """False with ``--no-color`` (or $NO_COLOR, which rich honours by itself)."""
-    return _color
+    """False with ``--no-color`` or a non-empty $NO_COLOR (rich alone would keep bold)."""
+    import os
+
+    return _color and not os.environ.get("NO_COLOR")
 
 
 def verbose() -> bool:
@@ -96,13 +100,14 @@ def verbose() -> bool:
 
 
 def _log_to_stderr(level: int) -> None:
-    global _handler
+    global _handler, _root_level
     import logging
     import sys
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
+    _root_level = root.level
     root.addHandler(handler)
     root.setLevel(level)
     _handler = handler

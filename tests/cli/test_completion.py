@@ -71,6 +71,10 @@ def test_uris_complete_from_the_lake(both: Lakectl) -> None:
     assert complete(both, f"lakectl merge lakefs://{repo}/feat lakefs://{repo}/m") == [
         f"lakefs://{repo}/main"
     ]
+    # Options that take a URI complete as arguments do.
+    assert complete(both, f"lakectl branch create lakefs://{repo}/new --source lakefs://{repo}/v") == [
+        f"lakefs://{repo}/v1"
+    ]
     # Not a lakefs:// URI: nothing (the shell completes file names).
     assert complete(both, "lakectl repo show demo") == []
 

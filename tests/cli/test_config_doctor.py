@@ -230,6 +230,12 @@ def test_doctor_prints_one_line_per_check(both: Lakectl) -> None:
         f"failed  config file: invalid configuration {both.work / 'broken.yaml'}: "
     )
     assert broken.stdout.count("\n") == 1 and broken.stderr.startswith("error: invalid configuration ")
+    missing = both.work / "missing.yaml"
+    absent = both("-c", str(missing), "doctor", code=3)
+    assert absent.stdout == (
+        f"failed  config file: config file {missing} not found: "
+        f"run 'lakectl -c {missing} config' to create it\n"
+    )
 
 
 def test_doctor_names_the_check_that_failed_remotely(live: Live, tmp_path: Path) -> None:

@@ -91,6 +91,7 @@ def test_no_color_drops_every_terminal_style(both: Lakectl) -> None:
     assert "\x1b[" in styled
     plain = both("--no-color", "repo", "list", env=forced).stdout
     assert "\x1b[" not in plain and both.repo in plain
+    assert both("repo", "list", env={**forced, "NO_COLOR": "1"}).stdout == plain, "$NO_COLOR is --no-color"
     assert plain.splitlines()[0].split() == [
         "REPOSITORY",
         "CREATION",
