@@ -228,9 +228,18 @@ def _uris(ctx: Context, shape: str, rest: str) -> list[str]:
 # -- the command ----------------------------------------------------------------------------
 
 
+def _shells(incomplete: str) -> list[str]:
+    return [name for name in SHELLS if name.startswith(incomplete)]
+
+
 def completion(
     ctx: typer.Context,
-    shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.", show_default=False)],
+    shell: Annotated[
+        str,
+        typer.Argument(
+            metavar="SHELL", help="bash, zsh or fish.", show_default=False, autocompletion=_shells
+        ),
+    ],
     json_: JsonFlag = False,
 ) -> None:
     """Print a shell completion script (bash, zsh or fish).

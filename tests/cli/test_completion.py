@@ -36,6 +36,7 @@ def test_commands_and_options_complete(both: Lakectl) -> None:
     assert complete(both, "lakectl co") == ["commit", "config", "completion"]
     assert complete(both, "lakectl branch ") == ["create", "list", "show", "delete", "reset", "revert"]
     assert complete(both, "lakectl log --a") == ["--amount"]
+    assert complete(both, "lakectl completion ") == ["bash", "zsh", "fish"]
     assert set(complete(both, "lakectl --")) >= {
         "--config",
         "--base-uri",
