@@ -202,6 +202,21 @@ def _root(
             "none (the default) logs nothing.",
         ),
     ] = "none",
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format", metavar="FORMAT", help="The logs' format: text, or json (one object a line)."
+        ),
+    ] = "text",
+    log_output: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--log-output",
+            metavar="OUTPUT",
+            help="Where logs go: - for stdout, else a file appended to (repeatable; default stderr).",
+            show_default=False,
+        ),
+    ] = None,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -209,7 +224,11 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    options.apply(config_file, base_uri, no_color, log_level, verbose)
+    options.apply(
+        options.Globals(
+            config_file, base_uri, no_color, log_level, log_format, list(log_output or []), verbose
+        )
+    )
     if ctx.invoked_subcommand not in ("config", "doctor"):  # config writes it, doctor reports on it
         from lakectl import config
 

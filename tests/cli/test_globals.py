@@ -127,10 +127,43 @@ def test_log_level_and_verbose_log_to_stderr_only(both: Lakectl) -> None:
     assert both("repo", "list", "--json").stderr == ""
 
 
+def test_log_format_and_outputs_as_lakefs(both: Lakectl) -> None:
+    as_json = both("--log-level", "info", "--log-format", "json", "repo", "list", "--json")
+    records = [json.loads(line) for line in as_json.stderr.splitlines()]
+    lake = next(r for r in records if r["msg"].startswith("lake: "))
+    assert (lake["level"], lake["logger"]) == ("info", "lakectl.cli") and lake["time"]
+    log = both.work / "lakectl.log"
+    to_file = both("--verbose", "--log-output", str(log), "--log-output", str(log), "repo", "list", "--json")
+    assert to_file.stderr == "" and json.loads(to_file.stdout) is not None
+    lines = log.read_text().splitlines()
+    assert sum("lakectl.cli: lake: " in line for line in lines) == 2, "each output gets every record"
+    to_stdout = both("--log-level", "info", "--log-output", "-", "repo", "list")
+    assert "lakectl.cli: lake: " in to_stdout.stdout and to_stdout.stderr == ""
+    bad = both(
+        "--log-level", "info", "--log-output", str(both.work / "no" / "such.log"), "repo", "list", code=2
+    )
+    assert (
+        bad.stderr
+        == f"error: cannot open the log output {both.work / 'no' / 'such.log'}: No such file or directory\n"
+    )
+    assert both("--log-format", "xml", "repo", "list", code=2).stderr == (
+        "error: --log-format 'xml' is not one of text, json\n"
+    )
+
+
 def test_global_options_belong_before_the_command(both: Lakectl) -> None:
     """As lakeFS's persistent flags are given (lakectl --base-uri ... fs cat ...); after the
     command they are that command's unknown options, a usage error."""
     assert "No such option" in both("repo", "list", "--no-color", code=2).stderr
     help_text = both("--help").stdout
-    for flag in ("-c, --config", "--base-uri", "--no-color", "--log-level", "--verbose", "LAKECTL_BASE_URI"):
+    for flag in (
+        "-c, --config",
+        "--base-uri",
+        "--no-color",
+        "--log-level",
+        "--log-format",
+        "--log-output",
+        "--verbose",
+    ):
         assert flag in help_text
+    assert "LAKECTL_BASE_URI" in help_text
