@@ -226,7 +226,13 @@ def _root(
 ) -> None:
     options.apply(
         options.Globals(
-            config_file, base_uri, no_color, log_level, log_format, list(log_output or []), verbose
+            config_file=config_file,
+            base_uri=base_uri,
+            no_color=no_color,
+            log_level=log_level,
+            log_format=log_format,
+            log_outputs=list(log_output or []),
+            verbose=verbose,
         )
     )
     if ctx.invoked_subcommand not in ("config", "doctor"):  # config writes it, doctor reports on it

@@ -48,7 +48,6 @@ class Globals:
 
 _base_uri = ""
 _color = True
-_verbose = False
 _handlers: list[logging.Handler] = []
 _root_level = 0
 """The root logger's level before this run set one, given back by :func:`reset`."""
@@ -56,7 +55,7 @@ _root_level = 0
 
 def apply(given: Globals) -> None:
     """Take the global options of this run (all checked before any takes effect)."""
-    global _base_uri, _color, _verbose
+    global _base_uri, _color
     from lakectl import config
 
     if given.config_file == "":
@@ -72,7 +71,6 @@ def apply(given: Globals) -> None:
     config.use(given.config_file)
     _base_uri = given.base_uri
     _color = not given.no_color
-    _verbose = given.verbose
     if level == "none" and given.verbose:
         level = "info"  # --verbose: say what is being done (the configuration read, each request)
     if level != "none":
@@ -85,11 +83,11 @@ def apply(given: Globals) -> None:
 
 def reset() -> None:
     """Back to the defaults, as before :func:`apply`."""
-    global _base_uri, _color, _verbose
+    global _base_uri, _color
     from lakectl import config
 
     config.use(None)
-    _base_uri, _color, _verbose = "", True, False
+    _base_uri, _color = "", True
     if _handlers:
         import logging
 
@@ -115,10 +113,6 @@ def color() -> bool:
     import os
 
     return _color and not os.environ.get("NO_COLOR")
-
-
-def verbose() -> bool:
-    return _verbose
 
 
 def info(message: str, *args: Any) -> None:
