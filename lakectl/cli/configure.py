@@ -11,11 +11,11 @@ from lakectl.cli import render
 from lakectl.cli.common import JsonFlag
 from lakectl.errors import InvalidArgument
 
-# (key in the file, option, prompt): lakeFS's keys, prompts and order.
+# (key in the file, prompt): lakeFS's keys, prompts and their order.
 FIELDS = (
-    ("credentials.access_key_id", "--access-key-id", "Access key ID"),
-    ("credentials.secret_access_key", "--secret-access-key", "Secret access key"),
-    ("server.endpoint_url", "--endpoint-url", "Server endpoint URL"),
+    ("credentials.access_key_id", "Access key ID"),
+    ("credentials.secret_access_key", "Secret access key"),
+    ("server.endpoint_url", "Server endpoint URL"),
 )
 SECRET = "credentials.secret_access_key"
 MAX_VALUE_BYTES = 2048
@@ -67,17 +67,17 @@ def configure(
     current = _current(config)
     given = {
         key: value
-        for (key, _, _), value in zip(FIELDS, (access_key_id, secret_access_key, endpoint_url), strict=True)
+        for (key, _), value in zip(FIELDS, (access_key_id, secret_access_key, endpoint_url), strict=True)
         if value is not None
     }
     for key, value in given.items():
         _check(key, value)
     if stdin:
-        given.update(_read_stdin([key for key, _, _ in FIELDS if key not in given]))
+        given.update(_read_stdin([key for key, _ in FIELDS if key not in given]))
     missing = [field for field in FIELDS if field[0] not in given]
     if missing and _interactive():
         typer.echo(f"Config file {path} will be used", err=True)
-        for key, _, label in missing:
+        for key, label in missing:
             given[key] = _prompt(key, label, current.get(key))
     elif missing and not given:
         raise InvalidArgument(
@@ -97,7 +97,7 @@ def configure(
 def _current(config: Any) -> dict[str, str]:
     """The values the file holds now (an unreadable file is refused before anything is asked)."""
     out: dict[str, str] = {}
-    for key, _, _ in FIELDS:
+    for key, _ in FIELDS:
         value = config.get(key)
         if value is not None:
             out[key] = str(value)
@@ -134,7 +134,7 @@ def _check(key: str, value: str) -> str:
 
 def _what(key: str) -> str:
     """The value's name in a message: the prompt's, with only its first letter lowered."""
-    label = next(label for k, _, label in FIELDS if k == key)
+    label = next(label for k, label in FIELDS if k == key)
     return label[0].lower() + label[1:]
 
 
