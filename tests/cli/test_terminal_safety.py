@@ -36,7 +36,9 @@ def hostile(run: Run, home: Path) -> Path:
         assert entry is not None
         lake.staging.write(repo, main, [(ESC_PATH, entry.to_row()), (BIDI_PATH, entry.to_row())])
         lake.committer.commit(repo, main, CommitRequest(ESC_MESSAGE, "tester\x1b[8m", {"k\x1b": "v"}, 1))
-        lake.committer.commit(repo, main, CommitRequest(SURROGATE_MESSAGE, "tester", {}, 2, allow_empty=True))
+        lake.committer.commit(
+            repo, main, CommitRequest(SURROGATE_MESSAGE, "tester", {}, 2, allow_empty=True)
+        )
         lake.staging.write(repo, main, [(ESC_PATH, None)])
     finally:
         lake.close()
