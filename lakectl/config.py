@@ -1,15 +1,44 @@
-"""The user's lakectl configuration file (``~/.lakectl.yaml``, or ``$LAKECTL_CONFIG``)."""
+"""The user's lakectl configuration file (``~/.lakectl.yaml``, ``$LAKECTL_CONFIG``, or ``-c FILE``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
-from lakectl.errors import InvalidArgument
+from lakectl.errors import InvalidArgument, NotFound
+
+_chosen: str | None = None
+"""The file named by ``lakectl -c FILE`` for this run, which wins over $LAKECTL_CONFIG."""
+
+
+def use(path: str | None) -> None:
+    """Read (and write) ``path`` for the rest of this run; None: back to the default."""
+    global _chosen
+    _chosen = path
+
+
+def chosen() -> str | None:
+    """The file ``-c`` named, or None."""
+    return _chosen
 
 
 def config_path() -> str:
-    return os.environ.get("LAKECTL_CONFIG") or os.path.join(os.path.expanduser("~"), ".lakectl.yaml")
+    return (
+        _chosen or os.environ.get("LAKECTL_CONFIG") or os.path.join(os.path.expanduser("~"), ".lakectl.yaml")
+    )
+
+
+def require() -> None:
+    """As lakeFS's lakectl: a file named by ``-c`` must exist and parse, whatever the command
+    reads from it (the default file may be absent, and is read when needed)."""
+    if _chosen is None:
+        return
+    if not os.path.exists(_chosen):
+        raise NotFound(
+            f"config file {_chosen} not found: run 'lakectl -c {_chosen} config' to create it", path=_chosen
+        )
+    load()
 
 
 def load() -> dict[str, Any]:
@@ -20,16 +49,15 @@ def load() -> dict[str, Any]:
             text = f.read()
     except FileNotFoundError:
         return {}
-    except UnicodeDecodeError as e:
-        raise InvalidArgument(f"invalid configuration {path}: not UTF-8 text") from e
-    except OSError as e:
-        raise InvalidArgument(f"cannot read configuration {path}: {e.strerror}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
+        raise InvalidArgument(f"cannot read configuration {path}: {reason}") from e
     import yaml
 
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InvalidArgument(f"invalid configuration {path}: {e}") from e
+        raise InvalidArgument(f"invalid configuration {path}: {' '.join(str(e).split())}") from e
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -45,3 +73,35 @@ def get(dotted: str) -> Any:
             return None
         node = node[part]
     return node
+
+
+def write(values: dict[str, str]) -> str:
+    """Set dotted keys (``server.endpoint_url``) in the file, keeping every other key, and return
+    its path. The file holds a secret, so it is written private (0600), whole or not at all."""
+    path = config_path()
+    data = load()
+    for dotted, value in values.items():
+        node = data
+        *parents, last = dotted.split(".")
+        for part in parents:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[last] = value
+    import yaml
+
+    text = yaml.safe_dump(data, default_flow_style=False, sort_keys=True, allow_unicode=True)
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise InvalidArgument(f"cannot write configuration {path}: {e.strerror or e}") from e
+    return path

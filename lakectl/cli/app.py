@@ -22,7 +22,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from lakectl import __version__
-from lakectl.cli import params, render
+from lakectl.cli import options, params, render
 from lakectl.cli.common import JSON_KEY, close_backend
 from lakectl.errors import LakectlError
 
@@ -68,6 +68,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lakectl.cli.fsck:doctor",
         "Check the configuration: the lake opens, or the server answers and accepts the credentials.",
     ),
+    "config": (
+        "lakectl.cli.configure:configure",
+        "Create or update the configuration file: credentials and server endpoint URL.",
+    ),
+    "completion": (
+        "lakectl.cli.completion:completion",
+        "Print a shell completion script (bash, zsh or fish).",
+    ),
 }
 
 
@@ -82,7 +90,24 @@ def load_command(name: str) -> Command:
     command = typer.main.get_command(target)
     command.name = name
     params.install(command, HELP_NAMES)
+    _complete_uris(command)
     return command
+
+
+def _complete_uris(command: Any) -> None:
+    """Give every ``lakefs://`` argument or option (its help names the URI shape) the completion
+    of repositories, refs and paths: new commands get it without asking."""
+    for param in getattr(command, "params", ()):
+        if (getattr(param, "help", None) or "").startswith("lakefs://"):
+            param._custom_shell_complete = _complete_uri
+    for sub in getattr(command, "commands", {}).values():
+        _complete_uris(sub)
+
+
+def _complete_uri(ctx: Context, param: Any, incomplete: str) -> Any:
+    from lakectl.cli.completion import complete_uri
+
+    return complete_uri(ctx, param, incomplete)
 
 
 class LakectlGroup(TyperGroup):
@@ -105,6 +130,18 @@ class LakectlGroup(TyperGroup):
         with formatter.section("Commands"):
             formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
 
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        # click's protocol (_LAKECTL_COMPLETE=bash_complete, COMP_WORDS, COMP_CWORD), not typer's.
+        import os
+
+        instruction = os.environ.get("_LAKECTL_COMPLETE")
+        if instruction:
+            import sys
+
+            from lakectl.cli.completion import shell_complete
+
+            sys.exit(shell_complete(self, ctx_args, instruction))
+
     def invoke(self, ctx: Context) -> Any:
         try:
             result = super().invoke(ctx)
@@ -120,6 +157,7 @@ class LakectlGroup(TyperGroup):
             raise typer.Exit(BROKEN_PIPE) from None
         finally:
             close_backend()
+            options.reset()
 
 
 app = typer.Typer(
@@ -145,12 +183,82 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
     ] = False,
+    config_file: Annotated[
+        str | None,
+        typer.Option(
+            "-c",
+            "--config",
+            metavar="FILE",
+            help="The configuration file (default: $LAKECTL_CONFIG, else ~/.lakectl.yaml); it must "
+            "exist, except for `lakectl config`, which writes it.",
+            show_default=False,
+        ),
+    ] = None,
+    base_uri: Annotated[
+        str,
+        typer.Option(
+            "--base-uri",
+            metavar="URI",
+            envvar="LAKECTL_BASE_URI",
+            help="Put before every repository, ref or path argument that does not start with "
+            "lakefs:// (e.g. --base-uri lakefs://repo makes /main/x lakefs://repo/main/x).",
+            show_default=False,
+        ),
+    ] = "",
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="Plain output: no colours or bold (also $NO_COLOR).")
+    ] = False,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            "--log-level",
+            metavar="LEVEL",
+            help="Log to stderr from this level: trace, debug, info, warn, error, fatal, panic; "
+            "none (the default) logs nothing.",
+        ),
+    ] = "none",
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format", metavar="FORMAT", help="The logs' format: text, or json (one object a line)."
+        ),
+    ] = "text",
+    log_output: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--log-output",
+            metavar="OUTPUT",
+            help="Where logs go: - for stdout, else a file appended to (repeatable; default stderr).",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", help="Say what is done on stderr: the configuration read, each server request."
+        ),
+    ] = False,
 ) -> None:
-    pass
+    options.apply(
+        options.Globals(
+            config_file=config_file,
+            base_uri=base_uri,
+            no_color=no_color,
+            log_level=log_level,
+            log_format=log_format,
+            log_outputs=list(log_output or []),
+            verbose=verbose,
+        )
+    )
+    if ctx.invoked_subcommand not in ("config", "doctor"):  # config writes it, doctor reports on it
+        from lakectl import config
+
+        config.require()
 
 
 def _silence_stdout() -> None:

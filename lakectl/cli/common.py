@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from lakectl.cli import options
 from lakectl.errors import InvalidArgument, InvalidURI, LakectlError, NotFound
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ def backend() -> Backend:
         from lakectl.client import get_backend
 
         _backend = get_backend()
+        endpoint = getattr(_backend, "endpoint", None)
+        options.info("lake: %s", f"the lakectl server at {endpoint}" if endpoint else "embedded")
     return _backend
 
 
@@ -89,7 +92,7 @@ def close_backend() -> None:
         _backend = None
 
 
-# -- lakefs:// URIs -------------------------------------------------------------------------
+# -- lakefs:// URIs (relative ones completed by --base-uri) --------------------------------
 
 
 def _parse(text: str) -> URI:
@@ -100,6 +103,7 @@ def _parse(text: str) -> URI:
 
 def repo_uri(text: str) -> str:
     """``lakefs://repo`` (a trailing ``/`` is fine): the repository name."""
+    text = options.absolute(text)
     uri = _parse(text[:-1] if text.endswith("/") and text.count("/") == 3 else text)
     if uri.ref is not None:
         raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>")
@@ -108,6 +112,7 @@ def repo_uri(text: str) -> str:
 
 def ref_uri(text: str) -> URI:
     """``lakefs://repo/ref`` (a branch, tag, commit id or expression such as ``main~2``)."""
+    text = options.absolute(text)
     uri = _parse(text)
     if uri.ref is None or uri.path:
         raise InvalidURI(f"invalid URI {text!r}: expected lakefs://<repository>/<ref>")
@@ -116,6 +121,7 @@ def ref_uri(text: str) -> URI:
 
 def path_uri(text: str, *, required: bool = True) -> URI:
     """``lakefs://repo/ref/path``; with ``required=False`` the path (a prefix) may be empty."""
+    text = options.absolute(text)
     uri = _parse(text)
     if uri.ref is None or (required and not uri.path):
         shape = "<path>" if required else "[<prefix>]"

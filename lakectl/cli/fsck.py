@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from lakectl.cli import render
 from lakectl.cli.common import JsonFlag, backend, repo_uri
-from lakectl.errors import IntegrityError
+from lakectl.errors import Forbidden, IntegrityError, LakectlError, Unauthenticated
 
 SparkOption = Annotated[
     str | None,
@@ -67,33 +68,120 @@ def doctor(
 ) -> None:
     """Check the configuration: the lake opens, or the server answers and accepts the credentials.
 
-    Embedded (no server.endpoint_url): the lake at $LAKECTL_HOME opens. Remote: the server at
-    server.endpoint_url answers, and lists repositories with the configured access key. Exits
-    9 when the server cannot be reached, 10 when it refuses the credentials, 8 when they lack
-    the permission to read repositories; with --verify, 7 when a block is missing or corrupt.
+    One line per check, each ok, failed (with the reason) or skipped: the configuration file is
+    found and parsed; embedded (no server.endpoint_url), the lake at $LAKECTL_HOME opens;
+    remote, the server at server.endpoint_url is reachable and accepts the access key; the
+    repositories can be listed; with --verify, every block is read back and its md5 checked.
+    The checks stop at the first failure, whose error gives the exit code: 2 for a malformed
+    configuration file, 9 when the server cannot be reached (or the lake not opened), 10 when
+    it refuses the credentials, 8 when they lack the permission to read repositories, 7 when a
+    block is missing or corrupt. --json prints the result (or the error) alone.
     """
-    from lakectl.client import server_settings
-
-    server = server_settings()
+    say = _Say(not json_)
+    server = say.attempt("config file", _config_file, lambda _: _config_detail())
+    remote = server is not None
     lake = backend()
-    location = lake.location()
-    repositories = len(lake.list_repos())
+    location = say.attempt(
+        "endpoint reachable" if remote else "lake opens",
+        lake.location,
+        lambda where: f"{where} answers" if remote else where,
+    )
+    if not remote:
+        say("skipped", "credentials accepted", "the embedded lake needs none")
+        repositories = say.attempt("repositories readable", lambda: len(lake.list_repos()), _count)
+    else:
+        try:
+            repositories = len(lake.list_repos())
+        except Unauthenticated as e:
+            say("failed", "credentials accepted", e.message)
+            raise
+        except Forbidden as e:
+            say("ok", "credentials accepted", f"access key {server[1]}")
+            say("failed", "repositories readable", e.message)
+            raise
+        except LakectlError as e:
+            say("failed", "repositories readable", e.message)
+            raise
+        say("ok", "credentials accepted", f"access key {server[1]}")
+        say("ok", "repositories readable", _count(repositories))
     result: dict[str, Any] = {
-        "backend": "embedded" if server is None else "remote",
+        "backend": "remote" if remote else "embedded",
         "location": location,
-        "access_key_id": None if server is None else server[1],
+        "access_key_id": server[1] if remote else None,
         "repositories": repositories,
         "fsck": None,
     }
-    if verify:
+    if not verify:
+        say("skipped", "blocks verified", "--verify reads every block back")
+    else:
         with render.progress_bytes("verifying blocks", not json_) as progress:
-            result["fsck"] = lake.fsck(None, False, None, progress)
-    if not json_:
-        _doctor(result)
-    if result["fsck"] is not None:
-        _fail_on_damage(result["fsck"], result)
+            report = result["fsck"] = say.attempt(
+                "blocks verified",
+                lambda: lake.fsck(None, False, None, progress),
+                lambda r: (
+                    f"{r['blocks']} blocks, {render.size(r['bytes'])}"
+                    if r["ok"]
+                    else f"{r['unrepaired']} missing or corrupt block copies"
+                ),
+                failed=lambda r: not r["ok"],
+            )
+        if not report["ok"] and not json_:
+            _report(report)
+        _fail_on_damage(report, result)
     if json_:
         render.print_json(result)
+
+
+def _config_file() -> tuple[str, str, str] | None:
+    """The configured server (None: the embedded lake), once the configuration file parses."""
+    from lakectl import config
+    from lakectl.client import server_settings
+
+    config.require()
+    config.load()
+    return server_settings()
+
+
+def _config_detail() -> str:
+    import os
+
+    from lakectl import config
+
+    path = config.config_path()
+    if not os.path.exists(path):
+        return f"{path} not found (the defaults and the environment apply)"
+    return f"{path} found and parsed"
+
+
+def _count(n: int) -> str:
+    return f"{n} repositor{'y' if n == 1 else 'ies'}"
+
+
+class _Say:
+    """doctor's human output: one line per check (nothing with --json)."""
+
+    def __init__(self, human: bool) -> None:
+        self.human = human
+
+    def __call__(self, status: str, check: str, detail: str) -> None:
+        if self.human:
+            render.line(f"{status:<8}{check}: {detail}")
+
+    def attempt(
+        self,
+        check: str,
+        run: Callable[[], Any],
+        detail: Callable[[Any], str],
+        failed: Callable[[Any], bool] = lambda _: False,
+    ) -> Any:
+        """``run()``, reported ok or failed; an error it raises is reported, then raised."""
+        try:
+            value = run()
+        except LakectlError as e:
+            self("failed", check, e.message)
+            raise
+        self("failed" if failed(value) else "ok", check, detail(value))
+        return value
 
 
 def _fail_on_damage(report: dict[str, Any], details: dict[str, Any]) -> None:
@@ -155,15 +243,3 @@ def _report(d: dict[str, Any]) -> None:
             volume = f"{found['volume']}: " if found["volume"] else ""
             written = render.when(int(found["modified"]))
             render.line(f"  {volume}{found['name']}  {render.size(found['size'])}  {written}")
-
-
-def _doctor(d: dict[str, Any]) -> None:
-    if d["backend"] == "embedded":
-        render.line(f"embedded lake at {d['location']}: it opens, {d['repositories']} repositories")
-    else:
-        render.line(
-            f"lakectl server at {d['location']}: it answers, and access key {d['access_key_id']} "
-            f"lists {d['repositories']} repositories"
-        )
-    if d["fsck"] is not None:
-        _report(d["fsck"])

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 
 Data = dict[str, Any]
 
+
+def _colors() -> dict[str, Any]:
+    """rich's settings for ``--no-color``: no colour system at all, so not even bold."""
+    from lakectl.cli import options
+
+    return {} if options.color() else {"color_system": None, "no_color": True}
+
+
 # -- records -> JSON (the lakeFS API's field names) -----------------------------------------
 
 
@@ -126,7 +134,7 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     t = Table(*columns, box=None, pad_edge=False, header_style="bold")
     for row in rows:
         t.add_row(*(Text(_safe(str(v))) for v in row))  # Text: a value is never rich markup
-    console = Console(width=None if sys.stdout.isatty() else 1 << 16, highlight=False)
+    console = Console(width=None if sys.stdout.isatty() else 1 << 16, highlight=False, **_colors())
     with console.capture() as captured:
         console.print(t, soft_wrap=False)
     for text in captured.get().splitlines():
@@ -268,9 +276,10 @@ def progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], 
     if not enabled or total < 2 or not sys.stdout.isatty():
         yield lambda n: None
         return
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+    with Progress(transient=True, console=Console(**_colors())) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
 
@@ -282,10 +291,15 @@ def progress_bytes(label: str, enabled: bool) -> Iterator[Callable[[int, int], N
     if not enabled or not sys.stdout.isatty():
         yield lambda done, total: None
         return
+    from rich.console import Console
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
-        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), transient=True
+        *Progress.get_default_columns(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+        console=Console(**_colors()),
     ) as bar:
         task = bar.add_task(label, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)

@@ -106,7 +106,12 @@ def test_doctor_opens_the_lake_and_verifies_it_on_request(
     error = js("doctor", "--verify", code=7)
     assert error["details"]["backend"] == "embedded"
     check_damage_report(error["details"]["fsck"], commit, temporary)
-    assert "embedded lake at" in run("doctor").stdout
+    human = run("doctor", "--verify", code=7)
+    assert f"ok      lake opens: {home}\n" in human.stdout
+    assert "failed  blocks verified: 2 missing or corrupt block copies\n" in human.stdout
+    assert "a/x.csv" in human.stdout and human.stderr.endswith(
+        "error: 1 missing and 1 corrupt block copies referenced\n"
+    )
 
 
 def test_doctor_refuses_a_lost_database_and_never_replaces_it(js: Callable[..., Any], home: Path) -> None:

@@ -169,6 +169,17 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         # left out; refs-restore into the non-bare d fails whatever the manifest says.
         "lakectl refs-dump": ["refs-dump", d],
         "lakectl refs-restore": ["refs-restore", d, "--manifest", str(refs)],
+        # Every mutation is refused, so the configuration file of the run is never written.
+        "lakectl config": [
+            "config",
+            "--access-key-id",
+            "AKIAFUZZ",
+            "--secret-access-key",
+            "fuzz-secret",
+            "--endpoint-url",
+            "http://127.0.0.1:1",
+        ],
+        "lakectl completion": ["completion", "bash"],
     }
 
 
