@@ -68,6 +68,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server import blocks
     from server.api import auth as auth_api
     from server.api import branches, commits, config, fsck, objects, refs, repositories, tags
+    from server.api import protection as branch_protection
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
@@ -98,6 +99,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     errors.install(app)
     for module in (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck):
         app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(branch_protection.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)

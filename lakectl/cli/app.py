@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "repo": ("lakectl.cli.repo:app", "Create, list, show and delete repositories."),
     "branch": ("lakectl.cli.branch:app", "Create, list, show, delete, reset and revert branches."),
     "tag": ("lakectl.cli.tag:app", "Create, list, show and delete tags."),
+    "branch-protect": ("lakectl.cli.protect:app", "Create and manage branch protection rules."),
     "fs": ("lakectl.cli.fs:app", "Upload, download, list, inspect and remove objects."),
     "commit": ("lakectl.cli.commits:commit", "Commit the staged changes of a branch, atomically."),
     "log": ("lakectl.cli.commits:log", "Show the commits reachable from a ref, newest first."),

@@ -219,6 +219,20 @@ class Backend(Protocol):
         blocks already stored (refused otherwise), and forget that it was."""
         ...
 
+    # -- branch protection -----------------------------------------------------------------
+
+    def list_branch_protection(self, repo: str) -> list[str]:
+        """The glob patterns of branches that refuse direct writes (lakeFS branch protection)."""
+        ...
+
+    def add_branch_protection(self, repo: str, pattern: str) -> None:
+        """Protect the branches matching ``pattern``; ``AlreadyExists`` if it has a rule."""
+        ...
+
+    def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        """Remove the rule of ``pattern``; ``NotFound`` if it has none."""
+        ...
+
     # -- integrity -------------------------------------------------------------------------
 
     def fsck(

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
-from lakectl.core import gc, manifests
+from lakectl.core import gc, manifests, protection
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
 
@@ -221,6 +221,15 @@ class LocalBackend:
                 self.lake, repo, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow
             ).to_dict()
         return gc.run(self.lake, repo, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()
+
+    def list_branch_protection(self, repo: str) -> list[str]:
+        return list(protection.get_rules(self.lake, repo).patterns)
+
+    def add_branch_protection(self, repo: str, pattern: str) -> None:
+        protection.add_rule(self.lake, repo, pattern)
+
+    def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        protection.delete_rule(self.lake, repo, pattern)
 
     def fsck(
         self,

@@ -589,6 +589,18 @@ class RemoteBackend:
             params["allow_preexisting_blocks"] = "true"
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
 
+    def list_branch_protection(self, repo: str) -> list[str]:
+        rules = self._json("GET", f"{self._repo(repo)}/settings/branch_protection")
+        return [r["pattern"] for r in rules]
+
+    def add_branch_protection(self, repo: str, pattern: str) -> None:
+        body = {"pattern": pattern}
+        self._call("POST", f"{self._repo(repo)}/branch_protection", json=body, idempotent=False)
+
+    def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        body = {"pattern": pattern}
+        self._call("DELETE", f"{self._repo(repo)}/branch_protection", json=body, idempotent=False)
+
     def fsck(
         self,
         repo: str | None,

@@ -69,3 +69,6 @@ def part_key(upload_id: str, number: int) -> str:
 
 GC_RULES = "settings/gc_rules"
 """Key, in the repository's partition, of its garbage-collection retention rules."""
+
+BRANCH_PROTECTION = "settings/branch_protection"
+"""Key, in the repository's partition, of its branch protection rules (``[{"pattern"}]``)."""

@@ -154,11 +154,12 @@ def _check_preconditions(
     if_none_match: str | None,
     if_match: str | None,
 ) -> None:
-    """The branch exists and the path is valid; ``If-None-Match: *`` (must not exist) and
+    """The branch exists and takes writes, and the path is valid; ``If-None-Match: *`` (must not exist) and
     ``If-Match: <etag>`` hold. Checked before the body is read and again before staging; not
     atomic with the staging write itself."""
     check_new_path(path)
-    p.get_branch(lake, repository, branch)
+    p.get_branch(lake, repository, branch)  # a tag is no branch: 404, as lakeFS
+    p.check_writable(lake, repository, branch)  # a protected branch: 403
     if if_none_match is None and if_match is None:
         return
     if if_none_match is not None and if_none_match.strip() != "*":

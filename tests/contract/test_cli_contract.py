@@ -117,6 +117,13 @@ def scenario(run: Session) -> None:
     run("gc", "set-config", "lakefs://R", "-f", "-", input=b'{"default_retention_days": -1}')
     run("gc", "delete-config", "lakefs://R")
     run("gc", "get-config", "lakefs://R")
+    run("branch-protect", "add", "lakefs://R", "ma*")
+    run("branch-protect", "add", "lakefs://R", "ma*")
+    run("branch-protect", "list", "lakefs://R")
+    run("fs", "upload", "lakefs://R/main/p.txt", "--source", "-", input=b"protected")
+    run("commit", "lakefs://R/main", "-m", "direct", "--allow-empty")
+    run("branch-protect", "delete", "lakefs://R", "nope")
+    run("branch-protect", "delete", "lakefs://R", "ma*")
     # Refusals, identical on both sides.
     run("fs", "stat", "lakefs://R/main/nope")
     run("branch", "create", "lakefs://R/bad.name", "--source", "lakefs://R/main")

@@ -1,0 +1,104 @@
+"""``lakectl branch-protect``, embedded and through a live server: rules listed, added and deleted,
+and a protected branch refusing uploads, deletes, commits, resets and manifest imports (exit 8,
+nothing staged) while merges, reverts and cherry-picks land."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from lakectl.cli.app import app
+from tests.server.conftest import Live, live, unique
+
+__all__ = ["live"]
+
+Cli = Callable[..., Any]
+
+
+@pytest.fixture(params=["embedded", "remote"])
+def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
+    """``cli("fs", "ls", ..., code=0)``: lakectl with ``--json``, its parsed output (None when it
+    printed nothing), embedded or against the live server; ``R`` in arguments is a fresh repository."""
+    if request.param == "embedded":
+        env = {
+            "LAKECTL_HOME": str(tmp_path / "lake"),
+            "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+            "LAKECTL_SERVER_ENDPOINT_URL": "",
+            "LAKECTL_COMMITTER": "tester",
+        }
+    else:
+        server: Live = request.getfixturevalue("live")
+        env = server.cli_env(tmp_path)
+    repo = unique("prot")
+
+    def run(*args: str, input: bytes | None = None, code: int = 0) -> Any:
+        argv = [a.replace("lakefs://R", f"lakefs://{repo}") for a in args] + ["--json"]
+        result = CliRunner().invoke(app, argv, input=input, env=env)
+        assert result.exit_code == code, f"{argv}: {result.exit_code}\n{result.stdout}\n{result.stderr}"
+        return json.loads(result.stdout) if result.stdout.strip() else None
+
+    run.repo = repo  # type: ignore[attr-defined]
+    yield run
+
+
+def _refused(out: Any) -> None:
+    assert out["code"] == "protected_branch", out
+
+
+def test_rules_add_list_delete(cli: Cli) -> None:
+    cli("repo", "create", "lakefs://R")
+    assert cli("branch-protect", "list", "lakefs://R") == []
+    assert cli("branch-protect", "add", "lakefs://R", "stable_*") == {"pattern": "stable_*"}
+    cli("branch-protect", "add", "lakefs://R", "main")
+    assert cli("branch-protect", "list", "lakefs://R") == [{"pattern": "stable_*"}, {"pattern": "main"}]
+    assert cli("branch-protect", "add", "lakefs://R", "main", code=4)["code"] == "already_exists"
+    assert cli("branch-protect", "delete", "lakefs://R", "nope", code=3)["code"] == "not_found"
+    cli("branch-protect", "delete", "lakefs://R", "stable_*")
+    assert cli("branch-protect", "list", "lakefs://R") == [{"pattern": "main"}]
+    assert cli("branch-protect", "add", "lakefs://R", "", code=2)["code"] == "invalid_argument"
+    assert cli("branch-protect", "list", "lakefs://no-such-repo", code=3)["code"] == "repository_not_found"
+
+
+def test_protected_branch_refuses_direct_writes(cli: Cli, tmp_path: Path) -> None:
+    cli("repo", "create", "lakefs://R")
+    cli("fs", "upload", "lakefs://R/main/kept.txt", "--source", "-", input=b"kept")
+    cli("commit", "lakefs://R/main", "-m", "base")
+    manifest = tmp_path / "m.txt"
+    manifest.write_text(cli("manifest", "export", "lakefs://R/main/", "--signed")["manifest"])
+    cli("branch-protect", "add", "lakefs://R", "ma*")
+    _refused(cli("fs", "upload", "lakefs://R/main/new.txt", "--source", "-", input=b"new", code=8))
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "f.txt").write_bytes(b"f")
+    _refused(cli("fs", "upload", "-r", "lakefs://R/main/dir/", "--source", str(folder), code=8))
+    _refused(cli("fs", "rm", "lakefs://R/main/kept.txt", code=8))
+    _refused(cli("fs", "rm", "-r", "lakefs://R/main/", code=8))
+    _refused(cli("commit", "lakefs://R/main", "-m", "direct", "--allow-empty", code=8))
+    _refused(cli("reset", "lakefs://R/main", code=8))
+    _refused(cli("manifest", "import", "lakefs://R/main/copy/", str(manifest), code=8))
+    # Nothing was staged by any of them.
+    assert cli("diff", "lakefs://R/main") == []
+    assert [o["path"] for o in cli("fs", "ls", "-r", "lakefs://R/main/")] == ["kept.txt"]
+    cli("branch-protect", "delete", "lakefs://R", "ma*")
+    cli("fs", "upload", "lakefs://R/main/new.txt", "--source", "-", input=b"new")
+
+
+def test_merges_reverts_and_cherry_picks_reach_a_protected_branch(cli: Cli) -> None:
+    cli("repo", "create", "lakefs://R")
+    cli("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    cli("branch-protect", "add", "lakefs://R", "main")
+    cli("fs", "upload", "lakefs://R/dev/a.txt", "--source", "-", input=b"a")
+    cli("commit", "lakefs://R/dev", "-m", "add a")
+    cli("merge", "lakefs://R/dev", "lakefs://R/main")
+    assert cli("fs", "stat", "lakefs://R/main/a.txt")["size_bytes"] == 1
+    cli("revert", "lakefs://R/main", "main", "--parent-number", "1")
+    cli("fs", "stat", "lakefs://R/main/a.txt", code=3)
+    cli("fs", "upload", "lakefs://R/dev/b.txt", "--source", "-", input=b"b")
+    cli("commit", "lakefs://R/dev", "-m", "add b")
+    cli("cherry-pick", "lakefs://R/dev", "lakefs://R/main")
+    assert cli("fs", "stat", "lakefs://R/main/b.txt")["size_bytes"] == 1
