@@ -66,6 +66,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
     from server import blocks
+    from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, fsck, objects, refs, repositories, tags
     from server.api import protection as branch_protection
@@ -100,6 +101,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     for module in (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck):
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)
+    app.include_router(annotate_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)

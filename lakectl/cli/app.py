@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "commit": ("lakectl.cli.commits:commit", "Commit the staged changes of a branch, atomically."),
     "log": ("lakectl.cli.commits:log", "Show the commits reachable from a ref, newest first."),
     "show": ("lakectl.cli.commits:show_app", "Show a commit."),
+    "annotate": (
+        "lakectl.cli.annotate:annotate",
+        "List entries under a path, each with the last commit that changed it.",
+    ),
     "diff": ("lakectl.cli.diff:diff", "Show uncommitted changes, or the changes between two refs."),
     "merge": ("lakectl.cli.merge:merge", "Merge a ref into a branch (three-way), creating a merge commit."),
     "cherry-pick": ("lakectl.cli.merge:cherry_pick", "Apply the changes a commit made onto a branch."),

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:
+    from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
@@ -147,6 +148,13 @@ class Backend(Protocol):
         objects: Sequence[str] = (),
         prefixes: Sequence[str] = (),
     ) -> Iterator[Commit]: ...
+
+    def annotate(
+        self, repo: str, ref: str, prefix: str = "", recursive: bool = False
+    ) -> Iterator[Annotation]:
+        """The entries under ``prefix`` (one level, or every object with ``recursive``) in path
+        order, each with the last commit that changed it (None: only staged)."""
+        ...
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]: ...
 

@@ -10,11 +10,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
-from lakectl.core import gc, manifests, protection
+from lakectl.core import annotate, gc, manifests, protection
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
 
 if TYPE_CHECKING:
+    from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
 
@@ -156,6 +157,17 @@ class LocalBackend:
         prefixes: Sequence[str] = (),
     ) -> Iterator[Commit]:
         return p.log(self.lake, repo, ref, amount, first_parent, no_merges, objects, prefixes)
+
+    def annotate(
+        self, repo: str, ref: str, prefix: str = "", recursive: bool = False
+    ) -> Iterator[Annotation]:
+        after = ""
+        while True:
+            found = annotate.annotate(self.lake, repo, ref, prefix, recursive, after, annotate.PAGE)
+            yield from found
+            if len(found) < annotate.PAGE:
+                return
+            after = found[-1].path
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         return p.diff_uncommitted(self.lake, repo, branch, prefix)

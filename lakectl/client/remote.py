@@ -38,6 +38,7 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
+    from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
@@ -490,6 +491,17 @@ class RemoteBackend:
                 continue
             count += 1
             yield commit
+
+    def annotate(
+        self, repo: str, ref: str, prefix: str = "", recursive: bool = False
+    ) -> Iterator[Annotation]:
+        from lakectl.core.annotate import Annotation
+        from lakectl.core.model import PathType
+
+        params = {"prefix": prefix, "recursive": recursive}
+        for d in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/annotate", params):
+            commit = _commit(d["commit"]) if d.get("commit") else None
+            yield Annotation(d["path"], PathType(d["path_type"]), commit)
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/diff"

@@ -97,6 +97,8 @@ def scenario(run: Session) -> None:
     run("log", "lakefs://R/main", "--no-merges", "--prefixes", "data/b/")
     run("log", "lakefs://R/main", "--first-parent", "--objects", "data/a/1.csv")
     run("show", "commit", "lakefs://R/main~1")
+    run("annotate", "lakefs://R/main/", "--recursive")
+    run("annotate", "lakefs://R/main/data/")
     run("tag", "create", "lakefs://R/v1", "lakefs://R/main")
     run("tag", "list", "lakefs://R")
     run("branch", "list", "lakefs://R")

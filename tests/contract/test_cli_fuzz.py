@@ -82,6 +82,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
         "lakectl fsck": ["fsck", d],
+        "lakectl annotate": ["annotate", f"{d}/main/a/", "--recursive"],
         "lakectl branch-protect add": ["branch-protect", "add", d, "stable_*"],
         "lakectl branch-protect list": ["branch-protect", "list", d],
         "lakectl branch-protect delete": ["branch-protect", "delete", d, "stable_*"],
