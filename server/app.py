@@ -65,7 +65,7 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
-    from server import blocks
+    from server import blocks, presigned
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, fsck, objects, refs, repositories, tags
@@ -106,6 +106,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)
     app.include_router(blocks.blocks)
+    app.include_router(presigned.router)
     return app
 
 

@@ -96,6 +96,12 @@ class Backend(Protocol):
         """Objects (and with a delimiter, common prefixes) under ``prefix``, in path order."""
         ...
 
+    def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
+        """A URL any HTTP client may GET the object's bytes (as they are now) through for
+        ``expires_in`` seconds, and its expiry (Unix seconds). Only a server signs them: the
+        embedded lake raises ``InvalidArgument``."""
+        ...
+
     def upload(
         self,
         repo: str,

@@ -13,6 +13,7 @@ from lakectl.client import ByteProgress, Progress
 from lakectl.core import annotate, gc, manifests, protection
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
+from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.core.annotate import Annotation
@@ -103,6 +104,14 @@ class LocalBackend:
         self, repo: str, ref: str, prefix: str = "", delimiter: str = "", after: str = ""
     ) -> Iterator[ObjectInfo]:
         return p.list_objects(self.lake, repo, ref, prefix, delimiter, after)
+
+    def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
+        p.stat(self.lake, repo, ref, path)  # a missing object is reported as such first
+        raise InvalidArgument(
+            "presigned URLs need a lakectl server: it signs them and serves the bytes to whoever "
+            "holds one (the embedded lake has no HTTP endpoint); read the object with fs cat or "
+            "fs download, or set server.endpoint_url"
+        )
 
     def upload(
         self,

@@ -227,6 +227,11 @@ class RemoteBackend:
         segments: list[str] = body.get("signed_locators") or []
         return self._fetch(segments)
 
+    def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
+        params = {"path": path, "presign": True, "presign_expiry": expires_in}
+        body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params=params)
+        return body["physical_address"], int(body["physical_address_expiry"])
+
     def get_block(self, signed: str, offset: int = 0, length: int | None = None) -> bytes:
         """Bytes of a block by signed locator (``GET /blocks``, with Range for part of it); a
         whole block is checked against its md5."""
@@ -801,7 +806,7 @@ def _object(d: Mapping[str, Any]) -> ObjectInfo:
         content_type=d.get("content_type") or "application/octet-stream",
         metadata=dict(d.get("metadata") or {}),
     )
-    return ObjectInfo(d["path"], PathType.OBJECT, entry)
+    return ObjectInfo(d["path"], PathType.OBJECT, entry, d.get("physical_address"))
 
 
 def _change(d: Mapping[str, Any]) -> Change:

@@ -100,7 +100,9 @@ def check(kv: KVStore, rid: RepositoryId, branch: BranchId) -> None:
     raw = _raw(kv, rid)
     if raw is None:
         return
-    pattern = _decode(raw).matching(branch)
+    # On the write path of every object: the stored list was checked when it was set.
+    patterns = [row["pattern"] for row in json.loads(raw)]
+    pattern = next((p for p in patterns if fnmatchcase(branch, p)), None)
     if pattern is not None:
         raise ProtectedBranch(
             f"branch {branch!r} of {rid!r} is protected (rule {pattern!r}): only merges may change it",

@@ -22,7 +22,8 @@ Cli = Callable[..., Any]
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
     """``cli("fs", "ls", ..., code=0)``: lakectl with ``--json``, its parsed output (None when it
     printed nothing; with ``human=True`` no ``--json`` and the text printed), embedded or against
-    the live server; ``lakefs://R`` in arguments names a fresh repository."""
+    the live server (``cli.mode``: "embedded" or "remote"); ``lakefs://R`` in arguments names a
+    fresh repository."""
     if request.param == "embedded":
         env = {
             "LAKECTL_HOME": str(tmp_path / "lake"),
@@ -43,4 +44,5 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
             return result.stdout
         return json.loads(result.stdout) if result.stdout.strip() else None
 
+    run.mode = request.param  # type: ignore[attr-defined]
     yield run

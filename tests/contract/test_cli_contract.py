@@ -75,6 +75,7 @@ def scenario(run: Session) -> None:
     run("fs", "ls", "lakefs://R/main/")
     run("fs", "ls", "-r", "lakefs://R/main/data/")
     run("fs", "stat", "lakefs://R/main/data/a/1.csv")
+    run("fs", "presign", "lakefs://R/main/nope.csv")
     run("fs", "cat", "lakefs://R/main/readme.txt", raw=True)
     run("diff", "lakefs://R/main")
     run("commit", "lakefs://R/main", "-m", "raw data", "--meta", "source=test")

@@ -65,6 +65,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl fs download": ["fs", "download", f"{d}/main/a/x.csv", str(work / "out.csv")],
         "lakectl fs cat": ["fs", "cat", f"{d}/main/a/x.csv"],
         "lakectl fs stat": ["fs", "stat", f"{d}/main/a/x.csv"],
+        "lakectl fs presign": ["fs", "presign", f"{d}/main/a/x.csv"],
         "lakectl fs ls": ["fs", "ls", f"{d}/main/a/"],
         "lakectl fs rm": ["fs", "rm", f"{d}/main/a/x.csv"],
         "lakectl commit": ["commit", f"{d}/main", "-m", "message", "--meta", "k=v", "--allow-empty"],
