@@ -299,6 +299,7 @@ class RemoteBackend:
         metadata: Mapping[str, str] | None = None,
     ) -> ObjectInfo:
         _check_object(path, content_type, metadata)  # before any block is sent
+        self._stage_allowed(repo, branch)
         stream = io.BytesIO(source) if isinstance(source, bytes) else source
         segments = self._send_blocks(stream)
         return self._link(repo, branch, path, segments, content_type, metadata)
@@ -319,6 +320,7 @@ class RemoteBackend:
         ordered = sorted(files)
         for path, _ in ordered:
             _check_object(path, content_type, None)
+        self._stage_allowed(repo, branch)
         packs = _MemoryBlocks()
         packer = Packer(packs)
         large: list[tuple[str, str]] = []
@@ -355,6 +357,11 @@ class RemoteBackend:
             infos = {i.path: i for i in pool.map(link_small, sorted(packed))}
             infos.update((i.path, i) for i in map(upload_large, large))
         return [infos[path] for path, _ in ordered]
+
+    def _stage_allowed(self, repo: str, branch: str) -> None:
+        """Raise what staging on the branch would (no such branch, a protected one) before any
+        block is sent: a refused upload stores nothing on the server."""
+        self._call("GET", f"{self._repo(repo)}/branches/{_q(branch)}/objects/stage_allowed")
 
     def _send_blocks(self, stream: BinaryIO) -> list[str]:
         """Signed locators of the stream's blocks, as a pipeline: while this thread reads the

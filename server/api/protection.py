@@ -1,13 +1,15 @@
 """Branch protection rules over HTTP, as lakeFS: ``/repositories/{r}/settings/branch_protection``
-(the whole list, with ETag and If-Match) and the older per-rule ``/repositories/{r}/branch_protection``."""
+(the whole list, with ETag and If-Match), the older per-rule ``/repositories/{r}/branch_protection``,
+and lakeFS's internal checks ``.../objects/stage_allowed`` (may this caller stage on the branch:
+a client asks before it sends any data) and ``.../branch_protection/set_allowed``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Header, Response
+from fastapi import APIRouter, Body, Header, Query, Response
 
-from lakectl.core import protection
+from lakectl.core import porcelain, protection
 from lakectl.errors import InvalidArgument
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.auth import Permission
@@ -61,4 +63,25 @@ async def create_rule(repository: str, lake: LakeDep, body: Any = Body(...)) -> 
 async def delete_rule(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
     """Remove one rule (404 when the pattern has none)."""
     protection.delete_rule(lake, repository, _pattern(body))
+    return Response(status_code=204)
+
+
+@router.get(
+    "/repositories/{repository}/branches/{branch}/objects/stage_allowed",
+    status_code=204,
+    dependencies=[require(Permission.WRITE_REPO)],
+)
+async def stage_allowed(
+    repository: str, branch: str, lake: LakeDep, path: str = Query("", description="the object's path")
+) -> Response:
+    """204 when the caller may stage on the branch now; what a write would raise otherwise
+    (404 no such branch, 403 ``protected_branch``)."""
+    porcelain.check_writable(lake, repository, branch)
+    return Response(status_code=204)
+
+
+@router.get(RULES + "/set_allowed", status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+async def set_allowed(repository: str, lake: LakeDep) -> Response:
+    """204 when the caller may change the rules (403 before this runs otherwise)."""
+    protection.get_rules(lake, repository)  # the repository exists
     return Response(status_code=204)

@@ -4,10 +4,15 @@ nothing staged) while merges, reverts and cherry-picks land."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from lakectl.cli.app import app
 from tests.cli.both import Cli, cli, live
+from tests.server.conftest import Live, changes, snapshot, unique
 
 __all__ = ["cli", "live"]
 
@@ -68,3 +73,24 @@ def test_merges_reverts_and_cherry_picks_reach_a_protected_branch(cli: Cli) -> N
     cli("commit", "lakefs://R/dev", "-m", "add b")
     cli("cherry-pick", "lakefs://R/dev", "lakefs://R/main")
     assert cli("fs", "stat", "lakefs://R/main/b.txt")["size_bytes"] == 1
+
+
+def test_a_refused_remote_upload_sends_no_data(live: Live, tmp_path: Path) -> None:
+    """The client asks the server (stage_allowed) before it sends any block."""
+    env = live.cli_env(tmp_path)
+    repo = unique("sent")
+
+    def run(*args: str, input: bytes | None = None, code: int = 0) -> None:
+        result = CliRunner().invoke(app, [a.replace("R/", f"{repo}/") for a in args], input=input, env=env)
+        assert result.exit_code == code, result.output
+
+    run("repo", "create", f"lakefs://{repo}")
+    run("branch-protect", "add", f"lakefs://{repo}", "main")
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "small.txt").write_bytes(os.urandom(100))
+    (folder / "large.bin").write_bytes(os.urandom(300_000))
+    before = snapshot(live.data_dir)
+    run("fs", "upload", "lakefs://R/main/one.bin", "--source", "-", input=os.urandom(5000), code=8)
+    run("fs", "upload", "-r", "lakefs://R/main/dir/", "--source", str(folder), code=8)
+    assert snapshot(live.data_dir) == before, changes(before, snapshot(live.data_dir))

@@ -155,3 +155,18 @@ def test_s3_writes_to_a_protected_branch_are_access_denied(live: Live, api: http
     _access_denied(s3.create_multipart_upload, Bucket=repo, Key="main/big.bin")
     assert snapshot(live.data_dir) == before, changes(before, snapshot(live.data_dir))
     assert s3.get_object(Bucket=repo, Key="main/kept.txt")["Body"].read() == b"kept"
+
+
+def test_stage_allowed_and_set_allowed(live: Live, api: httpx.Client, repo: str) -> None:
+    allowed = f"/repositories/{repo}/branches/main/objects/stage_allowed"
+    assert api.get(allowed, params={"path": "x"}).status_code == 204
+    assert api.get(f"/repositories/{repo}/branches/nope/objects/stage_allowed").status_code == 404
+    _protect(api, repo, "main")
+    _refused(api.get(allowed, params={"path": "x"}))
+    assert api.get(RULES.format(repo) + "/set_allowed").status_code == 204
+    user = f"dev2-{repo}"
+    assert api.post("/auth/users", json={"id": user}).status_code == 201
+    assert api.put(f"/auth/groups/Developers/members/{user}").status_code == 201
+    creds = api.post(f"/auth/users/{user}/credentials").json()
+    with live.client((creds["access_key_id"], creds["secret_access_key"])) as dev:
+        assert dev.get(RULES.format(repo) + "/set_allowed").status_code == 403

@@ -339,6 +339,13 @@ def _rule(w: World, c: Caller) -> Call:
 
 
 route("DELETE", RP + "/branch_protection", DELETE, _rule)
+route("GET", RP + "/branch_protection/set_allowed", DELETE, fixed(R + "/branch_protection/set_allowed"))
+route(
+    "GET",
+    RP + "/branches/{branch}/objects/stage_allowed",
+    WRITE,
+    fixed(R + "/branches/main/objects/stage_allowed", params=OBJ),
+)
 # annotate (a lakectl extension) and presigned URLs, which any HTTP client may read through
 route("GET", RP + "/refs/{ref}/annotate", READ, fixed(R + "/refs/main/annotate"))
 
