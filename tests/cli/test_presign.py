@@ -5,6 +5,7 @@ a live server: a URL a plain HTTP client reads the object through (remote), a cl
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import httpx
 
@@ -13,7 +14,7 @@ from tests.cli.both import Cli, cli, live
 __all__ = ["cli", "live"]
 
 
-def test_presign(cli: Cli) -> None:
+def test_presign(cli: Cli, tmp_path: Path) -> None:
     cli("repo", "create", "lakefs://R")
     cli("fs", "upload", "lakefs://R/main/p.txt", "--source", "-", input=b"presigned bytes")
     cli("fs", "presign", "lakefs://R/main/nope.txt", code=3)
@@ -28,6 +29,15 @@ def test_presign(cli: Cli) -> None:
     human = cli("fs", "presign", "lakefs://R/main/p.txt", human=True)
     assert human.strip().startswith("http://") and httpx.get(human.strip()).content == b"presigned bytes"
     cli("fs", "presign", "lakefs://R/main/p.txt", "--expiry", "0", code=2)
+
+    # Small files uploaded together are packed into one block: a URL serves just its own bytes.
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (folder / name).write_bytes(name.encode() * 10)
+    cli("fs", "upload", "-r", "lakefs://R/main/dir/", "--source", str(folder))
+    packed = cli("fs", "presign", "lakefs://R/main/dir/b.txt")["presigned_url"]
+    assert httpx.get(packed).content == b"b.txt" * 10
 
 
 def test_stat_shows_the_physical_address(cli: Cli) -> None:

@@ -170,3 +170,23 @@ def test_stage_allowed_and_set_allowed(live: Live, api: httpx.Client, repo: str)
     creds = api.post(f"/auth/users/{user}/credentials").json()
     with live.client((creds["access_key_id"], creds["secret_access_key"])) as dev:
         assert dev.get(RULES.format(repo) + "/set_allowed").status_code == 403
+
+
+def test_s3_multipart_started_before_protection_cannot_complete(
+    live: Live, api: httpx.Client, repo: str
+) -> None:
+    s3 = _s3(live)
+    started = s3.create_multipart_upload(Bucket=repo, Key="main/big.bin")
+    part = s3.upload_part(
+        Bucket=repo, Key="main/big.bin", UploadId=started["UploadId"], PartNumber=1, Body=b"p"
+    )
+    _protect(api, repo, "main")
+    _access_denied(
+        s3.complete_multipart_upload,
+        Bucket=repo,
+        Key="main/big.bin",
+        UploadId=started["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=repo, Key="main/big.bin")
