@@ -176,9 +176,9 @@ def _check_preconditions(
     if_none_match: str | None,
     if_match: str | None,
 ) -> None:
-    """The branch exists and takes writes, and the path is valid; ``If-None-Match: *`` (must not exist) and
-    ``If-Match: <etag>`` hold. Checked before the body is read and again before staging; not
-    atomic with the staging write itself."""
+    """The branch exists and takes writes (no protection rule covers it), the path is valid,
+    and ``If-None-Match: *`` (must not exist) and ``If-Match: <etag>`` hold. Checked before the
+    body is read and again before staging; not atomic with the staging write itself."""
     check_new_path(path)
     p.get_branch(lake, repository, branch)  # a tag is no branch: 404, as lakeFS
     p.check_writable(lake, repository, branch)  # a protected branch: 403
