@@ -69,9 +69,11 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
-    from server import blocks
+    from server import blocks, presigned
+    from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
+    from server.api import protection as branch_protection
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
@@ -108,10 +110,13 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     routers = (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck, dumps)
     for module in routers:
         app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(branch_protection.router, prefix=API_PREFIX)
+    app.include_router(annotate_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)
     app.include_router(blocks.blocks)
+    app.include_router(presigned.router)
     return app
 
 

@@ -362,6 +362,30 @@ def stat(
     render.emit(backend().stat(uri.repo, uri.ref, uri.path).to_dict(), json_, render.stat)
 
 
+@app.command("presign")
+def presign(
+    src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/<path>", show_default=False)],
+    expiry: Annotated[
+        int,
+        typer.Option(
+            "--expiry", help="Seconds the URL stays valid (at most 7 days).", min=1, max=7 * 24 * 3600
+        ),
+    ] = 15 * 60,
+    json_: JsonFlag = False,
+) -> None:
+    """Print a presigned URL: any HTTP client may GET the object through it until it expires.
+
+    The URL serves the object as it is now, even once the branch moves on. Only a lakectl server
+    signs URLs (it serves them): the embedded lake has none to hand out (exit 2). With --json:
+    {path, presigned_url, presigned_url_expiry}.
+    """
+    uri = path_uri(src)
+    assert uri.ref is not None
+    url, expires = backend().presign(uri.repo, uri.ref, uri.path, expiry)
+    out = {"path": uri.path, "presigned_url": url, "presigned_url_expiry": expires}
+    render.emit(out, json_, lambda d: render.line(d["presigned_url"]))
+
+
 @app.command("ls")
 def ls(
     src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/[<prefix>]", show_default=False)],

@@ -232,6 +232,8 @@ def stat(data: Data) -> None:
         ("Checksum", data["checksum"]),
         ("Content-Type", data["content_type"]),
     ]
+    if data.get("physical_address"):
+        pairs.insert(1, ("Physical Address", data["physical_address"]))
     pairs.extend((f"Metadata {k}", v) for k, v in sorted(data["metadata"].items()))
     fields(pairs)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
+    from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
@@ -119,6 +120,12 @@ class Backend(Protocol):
         the path ``after``; at most ``amount`` (None: all)."""
         ...
 
+    def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
+        """A URL any HTTP client may GET the object's bytes (as they are now) through for
+        ``expires_in`` seconds, and its expiry (Unix seconds). Only a server signs them: the
+        embedded lake raises ``InvalidArgument``."""
+        ...
+
     def upload(
         self,
         repo: str,
@@ -180,6 +187,13 @@ class Backend(Protocol):
     ) -> Iterator[Commit]:
         """:func:`lakectl.core.porcelain.log`: ``after`` a commit (the page that follows it),
         ``since`` an RFC 3339 date-time, up to ``stop_at``'s commit."""
+        ...
+
+    def annotate(
+        self, repo: str, ref: str, prefix: str = "", recursive: bool = False
+    ) -> Iterator[Annotation]:
+        """The entries under ``prefix`` (one level, or every object with ``recursive``) in path
+        order, each with the last commit that changed it (None: only staged)."""
         ...
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]: ...
@@ -264,6 +278,20 @@ class Backend(Protocol):
         as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is.
         ``allow_preexisting_blocks``: collect even though the lake's database was created over
         blocks already stored (refused otherwise), and forget that it was."""
+        ...
+
+    # -- branch protection -----------------------------------------------------------------
+
+    def list_branch_protection(self, repo: str) -> list[str]:
+        """The glob patterns of branches that refuse direct writes (lakeFS branch protection)."""
+        ...
+
+    def add_branch_protection(self, repo: str, pattern: str) -> None:
+        """Protect the branches matching ``pattern``; ``AlreadyExists`` if it has a rule."""
+        ...
+
+    def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        """Remove the rule of ``pattern``; ``NotFound`` if it has none."""
         ...
 
     # -- integrity -------------------------------------------------------------------------

@@ -10,12 +10,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
-from lakectl.core import gc, manifests, refsdump
+from lakectl.core import annotate, gc, manifests, protection, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.porcelain import Lake, MergeResult
+from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
+    from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
 
@@ -117,6 +119,14 @@ class LocalBackend:
     ) -> Iterator[ObjectInfo]:
         return p.list_objects(self.lake, repo, ref, prefix, delimiter, after, amount)
 
+    def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
+        p.stat(self.lake, repo, ref, path)  # a missing object is reported as such first
+        raise InvalidArgument(
+            "presigned URLs need a lakectl server: it signs them and serves the bytes to whoever "
+            "holds one (the embedded lake has no HTTP endpoint); read the object with fs cat or "
+            "fs download, or set server.endpoint_url"
+        )
+
     def upload(
         self,
         repo: str,
@@ -196,6 +206,17 @@ class LocalBackend:
             stop_at=stop_at,
         )
 
+    def annotate(
+        self, repo: str, ref: str, prefix: str = "", recursive: bool = False
+    ) -> Iterator[Annotation]:
+        after = ""
+        while True:
+            found = annotate.annotate(self.lake, repo, ref, prefix, recursive, after, annotate.PAGE)
+            yield from found
+            if len(found) < annotate.PAGE:
+                return
+            after = found[-1].path
+
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         return p.diff_uncommitted(self.lake, repo, branch, prefix)
 
@@ -267,6 +288,15 @@ class LocalBackend:
                 self.lake, repo, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow
             ).to_dict()
         return gc.run(self.lake, repo, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()
+
+    def list_branch_protection(self, repo: str) -> list[str]:
+        return list(protection.get_rules(self.lake, repo).patterns)
+
+    def add_branch_protection(self, repo: str, pattern: str) -> None:
+        protection.add_rule(self.lake, repo, pattern)
+
+    def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        protection.delete_rule(self.lake, repo, pattern)
 
     def fsck(
         self,

@@ -39,6 +39,7 @@ from lakectl.errors import (
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
+    from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
@@ -271,6 +272,11 @@ class RemoteBackend:
         segments: list[str] = body.get("signed_locators") or []
         return self._fetch(segments)
 
+    def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
+        params = {"path": path, "presign": True, "presign_expiry": expires_in}
+        body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params=params)
+        return body["physical_address"], int(body["physical_address_expiry"])
+
     def get_block(self, signed: str, offset: int = 0, length: int | None = None) -> bytes:
         """Bytes of a block by signed locator (``GET /blocks``, with Range for part of it); a
         whole block is checked against its md5."""
@@ -341,6 +347,7 @@ class RemoteBackend:
         metadata: Mapping[str, str] | None = None,
     ) -> ObjectInfo:
         _check_object(path, content_type, metadata)  # before any block is sent
+        self._stage_allowed(repo, branch)
         stream = io.BytesIO(source) if isinstance(source, bytes) else source
         segments = self._send_blocks(stream)
         return self._link(repo, branch, path, segments, content_type, metadata)
@@ -361,6 +368,7 @@ class RemoteBackend:
         ordered = sorted(files)
         for path, _ in ordered:
             _check_object(path, content_type, None)
+        self._stage_allowed(repo, branch)
         packs = _MemoryBlocks()
         packer = Packer(packs)
         large: list[tuple[str, str]] = []
@@ -397,6 +405,11 @@ class RemoteBackend:
             infos = {i.path: i for i in pool.map(link_small, sorted(packed))}
             infos.update((i.path, i) for i in map(upload_large, large))
         return [infos[path] for path, _ in ordered]
+
+    def _stage_allowed(self, repo: str, branch: str) -> None:
+        """Raise what staging on the branch would (no such branch, a protected one) before any
+        block is sent: a refused upload stores nothing on the server."""
+        self._call("GET", f"{self._repo(repo)}/branches/{_q(branch)}/objects/stage_allowed")
 
     def _send_blocks(self, stream: BinaryIO) -> list[str]:
         """Signed locators of the stream's blocks, as a pipeline: while this thread reads the
@@ -547,6 +560,17 @@ class RemoteBackend:
         url = f"{self._repo(repo)}/refs/{_q(ref)}/commits"
         return (_commit(item) for item in self._pages(url, params, after, amount))
 
+    def annotate(
+        self, repo: str, ref: str, prefix: str = "", recursive: bool = False
+    ) -> Iterator[Annotation]:
+        from lakectl.core.annotate import Annotation
+        from lakectl.core.model import PathType
+
+        params = {"prefix": prefix, "recursive": recursive}
+        for d in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/annotate", params):
+            commit = _commit(d["commit"]) if d.get("commit") else None
+            yield Annotation(d["path"], PathType(d["path_type"]), commit)
+
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/diff"
         return [_change(d) for d in self._pages(url, {"prefix": prefix})]
@@ -672,6 +696,18 @@ class RemoteBackend:
         if allow_preexisting_blocks:
             params["allow_preexisting_blocks"] = "true"
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
+
+    def list_branch_protection(self, repo: str) -> list[str]:
+        rules = self._json("GET", f"{self._repo(repo)}/settings/branch_protection")
+        return [r["pattern"] for r in rules]
+
+    def add_branch_protection(self, repo: str, pattern: str) -> None:
+        body = {"pattern": pattern}
+        self._call("POST", f"{self._repo(repo)}/branch_protection", json=body, idempotent=False)
+
+    def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        body = {"pattern": pattern}
+        self._call("DELETE", f"{self._repo(repo)}/branch_protection", json=body, idempotent=False)
 
     def fsck(
         self,
@@ -861,7 +897,7 @@ def _object(d: Mapping[str, Any]) -> ObjectInfo:
         content_type=d.get("content_type") or "application/octet-stream",
         metadata=dict(d.get("metadata") or {}),
     )
-    return ObjectInfo(d["path"], PathType.OBJECT, entry)
+    return ObjectInfo(d["path"], PathType.OBJECT, entry, d.get("physical_address"))
 
 
 def _change(d: Mapping[str, Any]) -> Change:

@@ -84,3 +84,6 @@ def task_key(task_id: str) -> str:
 
 GC_RULES = "settings/gc_rules"
 """Key, in the repository's partition, of its garbage-collection retention rules."""
+
+BRANCH_PROTECTION = "settings/branch_protection"
+"""Key, in the repository's partition, of its branch protection rules (``[{"pattern"}]``)."""

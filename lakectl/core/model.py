@@ -51,6 +51,10 @@ class ResetKind(enum.Enum):
     OBJECT = "object"
 
 
+BLOCK_ADDRESS_SCHEME = "local://"
+"""Scheme of an object's ``physical_address``: a block of the lake's own block store."""
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """An object's metadata: where its bytes are (ordered block locators) and what they are."""
@@ -75,6 +79,14 @@ class Entry:
 
     def same_as(self, other: Entry | None) -> bool:
         return other is not None and self.identity() == other.identity()
+
+    @property
+    def physical_address(self) -> str:
+        """lakeFS's ``physical_address``: where the bytes are, as the address of the first block
+        in this lake's block store (``local://<md5>+<size>``; an object packed with others
+        names its pack)."""
+        first = self.locators[0].split(":")[0] if self.locators else ""
+        return BLOCK_ADDRESS_SCHEME + first
 
     def to_row(self) -> Row:
         meta = json.dumps(dict(self.metadata), sort_keys=True) if self.metadata else ""
@@ -268,6 +280,9 @@ class ObjectInfo:
     path: str
     path_type: PathType
     entry: Entry | None = None
+    address: str | None = None
+    """The physical address a server reported (its client holds no locators), else None: the
+    entry's own."""
 
     def to_dict(self) -> dict[str, Any]:
         if self.entry is None:
@@ -276,6 +291,7 @@ class ObjectInfo:
         return {
             "path": self.path,
             "path_type": self.path_type.value,
+            "physical_address": self.address if self.address is not None else e.physical_address,
             "checksum": e.checksum,
             "size_bytes": e.size,
             "mtime": e.mtime,

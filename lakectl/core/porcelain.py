@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, keys, refdiff
+from lakectl.core import history, keys, protection, refdiff
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -501,6 +501,14 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
     return r.name, bid
 
 
+def _write_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
+    """The branch a direct write (staging, commit, reset) goes to, refused with
+    ``ProtectedBranch`` when a protection rule covers it (:mod:`lakectl.core.protection`)."""
+    rid, bid = _branch_target(lake, repo, branch)
+    protection.check(lake.kv, rid, bid)
+    return rid, bid
+
+
 def entry_for(
     size: int,
     checksum: str,
@@ -538,7 +546,7 @@ def upload(
     gateway): recorded as the object's checksum, and used as the block's hash when the body
     is one block."""
     path = check_new_path(path)
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     content_type = check_content_type(content_type)  # refused before any block is written
     metadata = check_metadata(metadata or {})
     if isinstance(source, bytes | memoryview):
@@ -561,7 +569,7 @@ def upload_files(
 ) -> list[ObjectInfo]:
     """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
     barrier, then one staging batch, so a crash never leaves staged objects without data."""
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     content_type = check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
@@ -620,7 +628,7 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
     branch, stamped now: the copy shares the source's blocks, no byte is written. Returns the
     staged entry. The REST API's and the S3 gateway's copies both come here."""
     path = check_new_path(path)
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     entry = dataclasses.replace(source, mtime=now())
     touch_blocks(lake, entry)
     lake.staging.write(rid, bid, [(path, entry.to_row())])
@@ -629,21 +637,22 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
     """Stage prepared rows (library fast path for bulk staging: no data is written)."""
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     lake.staging.write(rid, bid, updates)
 
 
 def check_writable(lake: Lake, repo: str, branch: str) -> None:
-    """Raise what a write to ``branch`` would: no repository, no such branch, or a ref that
-    exists but is no branch (InvalidRef) -- before a caller reads a body it would then refuse."""
-    _branch_target(lake, repo, branch)
+    """Raise what a write to ``branch`` would: no repository, no such branch, a ref that exists
+    but is no branch (InvalidRef), a protected branch -- before a caller reads a body it would
+    then refuse."""
+    _write_target(lake, repo, branch)
 
 
 def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> list[str]:
     """Delete those of ``paths`` that exist on the branch (S3 and lakeFS batch deletes: a missing
     path is no error); return them. A path deleted concurrently gets a second tombstone: the
     same change."""
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
     if present:
         lake.staging.write(rid, bid, [(p, None) for p in present])
@@ -651,7 +660,7 @@ def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) ->
 
 
 def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
     if missing:
         raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
@@ -661,9 +670,9 @@ def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> 
 def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
     """Delete every object under ``prefix`` on the branch; returns the deleted paths."""
     check_path(prefix, allow_empty=True)
+    rid, bid = _write_target(lake, repo, branch)
     paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
     if paths:
-        rid, bid = _branch_target(lake, repo, branch)
         lake.staging.write(rid, bid, [(p, None) for p in paths])
     return paths
 
@@ -685,7 +694,7 @@ def commit(
     (lakeFS's lakectl: ``--allow-empty-message``)."""
     if not message and not allow_empty_message:
         raise InvalidArgument("a commit message is required (or allow an empty one: --allow-empty-message)")
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     req = CommitRequest(
         message=check_message(message),
         committer=check_name(committer or default_committer(), "committer"),
@@ -930,7 +939,7 @@ def cherry_pick(
 
 def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = "") -> int:
     """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch)
     if kind is ResetKind.ALL:
         for _ in range(READ_ATTEMPTS):
             b, raw = lake.refs.get_branch_raw(rid, bid)

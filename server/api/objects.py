@@ -14,11 +14,13 @@ from starlette.requests import ClientDisconnect
 from lakectl.core import porcelain as p
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry, ObjectInfo, PathType
+from lakectl.core.presign import MAX_EXPIRY as MAX_PRESIGN_EXPIRY
 from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
+from server import presigned
 from server.api import shapes
 from server.api.bodies import ObjectCopyCreation, PathList
-from server.api.deps import AuthFirstRoute, LakeDep, require
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.api.ranges import Unsatisfiable, parse_range
 from server.auth import Permission
@@ -84,18 +86,29 @@ async def _serve(
     return await object_body(lake, entry, start, end, status, headers, inline_reads)
 
 
+PresignExpiry = Query(
+    None, ge=1, le=MAX_PRESIGN_EXPIRY, description="lakectl extension: seconds a presigned URL stays valid"
+)
+
+
 @router.get(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
 async def get_object(
     request: Request,
     repository: str,
     ref: str,
     lake: LakeDep,
+    user: UserDep,
     path: str = PathQuery,
     presign: bool = Query(False),
+    presign_expiry: int | None = PresignExpiry,
     range_: str | None = Header(None, alias="Range"),
     if_none_match: str | None = Header(None),
 ) -> Response:
-    """The object's bytes; with ``Range: bytes=a-b`` a part of them (206)."""
+    """The object's bytes; with ``Range: bytes=a-b`` a part of them (206). With ``presign``, a
+    redirect (302) to a presigned URL of them, as lakeFS."""
+    if presign:
+        url, _ = presigned.url_for(request, lake, user, repository, ref, path, presign_expiry)
+        return Response(status_code=302, headers={"Location": url})
     inline = request.app.state.inline_reads
     return await _serve(lake, repository, ref, path, range_, if_none_match, body=True, inline_reads=inline)
 
@@ -116,14 +129,23 @@ async def head_object(
 
 @router.get(REF_OBJECTS + "/stat", dependencies=[require(Permission.READ_REPO)])
 async def stat_object(
+    request: Request,
     repository: str,
     ref: str,
     lake: LakeDep,
+    user: UserDep,
     path: str = PathQuery,
     user_metadata: bool = Query(True),
     presign: bool = Query(False),
+    presign_expiry: int | None = PresignExpiry,
 ) -> dict[str, Any]:
-    return shapes.object_stats(p.stat(lake, repository, ref, path), user_metadata)
+    """lakeFS ``ObjectStats``; with ``presign``, ``physical_address`` is a presigned URL that any
+    HTTP client may GET until ``physical_address_expiry``."""
+    stats = shapes.object_stats(p.stat(lake, repository, ref, path), user_metadata)
+    if presign:
+        url, expiry = presigned.url_for(request, lake, user, repository, ref, path, presign_expiry)
+        stats.update(physical_address=url, physical_address_expiry=expiry)
+    return stats
 
 
 @router.get(REF_OBJECTS + "/ls", dependencies=[require(Permission.READ_REPO)])
@@ -154,11 +176,12 @@ def _check_preconditions(
     if_none_match: str | None,
     if_match: str | None,
 ) -> None:
-    """The branch exists and the path is valid; ``If-None-Match: *`` (must not exist) and
-    ``If-Match: <etag>`` hold. Checked before the body is read and again before staging; not
-    atomic with the staging write itself."""
+    """The branch exists and takes writes (no protection rule covers it), the path is valid,
+    and ``If-None-Match: *`` (must not exist) and ``If-Match: <etag>`` hold. Checked before the
+    body is read and again before staging; not atomic with the staging write itself."""
     check_new_path(path)
-    p.get_branch(lake, repository, branch)
+    p.get_branch(lake, repository, branch)  # a tag is no branch: 404, as lakeFS
+    p.check_writable(lake, repository, branch)  # a protected branch: 403
     if if_none_match is None and if_match is None:
         return
     if if_none_match is not None and if_none_match.strip() != "*":

@@ -6,8 +6,6 @@ from typing import Any
 
 from lakectl.core.model import Branch, Change, Commit, ObjectInfo, PathType, Repository, Tag
 
-BLOCKSTORE_SCHEME = "local://"
-
 
 def repository(r: Repository) -> dict[str, Any]:
     return {
@@ -38,8 +36,6 @@ def object_stats(info: ObjectInfo, user_metadata: bool = True) -> dict[str, Any]
             "mtime": 0,
         }
     out = info.to_dict()
-    first = info.entry.locators[0].split(":")[0] if info.entry.locators else ""
-    out["physical_address"] = BLOCKSTORE_SCHEME + first
     if not user_metadata:
         del out["metadata"]
     return out

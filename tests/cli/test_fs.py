@@ -28,7 +28,16 @@ def test_upload_a_file_then_stat_cat_download(run: Run, js, repo: str, tmp_path:
     assert info["path"] == "t/data.csv" and info["path_type"] == "object"
     assert info["size_bytes"] == 14 and info["content_type"] == "text/csv"
     assert info["checksum"] == hashlib.md5(b"id,name\n1,Ada\n").hexdigest()
-    assert set(info) == {"path", "path_type", "checksum", "size_bytes", "mtime", "content_type", "metadata"}
+    assert set(info) == {
+        "path",
+        "path_type",
+        "physical_address",
+        "checksum",
+        "size_bytes",
+        "mtime",
+        "content_type",
+        "metadata",
+    }
     # A destination ending in / takes the file's name.
     assert js("fs", "upload", "lakefs://demo/main/u/", "-s", str(src))["path"] == "u/data.csv"
 

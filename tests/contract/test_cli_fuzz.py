@@ -79,6 +79,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl fs download": ["fs", "download", f"{d}/main/a/x.csv", str(work / "out.csv")],
         "lakectl fs cat": ["fs", "cat", f"{d}/main/a/x.csv"],
         "lakectl fs stat": ["fs", "stat", f"{d}/main/a/x.csv"],
+        "lakectl fs presign": ["fs", "presign", f"{d}/main/a/x.csv"],
         "lakectl fs ls": ["fs", "ls", f"{d}/main/a/", "--after", "a/w.csv"],
         "lakectl fs rm": ["fs", "rm", f"{d}/main/a/x.csv"],
         "lakectl commit": ["commit", f"{d}/main", "-m", "message", "--meta", "k=v", "--allow-empty"],
@@ -180,6 +181,10 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
             "http://127.0.0.1:1",
         ],
         "lakectl completion": ["completion", "bash"],
+        "lakectl annotate": ["annotate", f"{d}/main/a/", "--recursive"],
+        "lakectl branch-protect add": ["branch-protect", "add", d, "stable_*"],
+        "lakectl branch-protect list": ["branch-protect", "list", d],
+        "lakectl branch-protect delete": ["branch-protect", "delete", d, "stable_*"],
     }
 
 

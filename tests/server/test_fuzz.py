@@ -119,6 +119,8 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
         signed = ok(http.put(f"/blocks/{md5}", content=data)).text.strip()
         challenge = ok(http.post("/blocks/missing", json={"locators": [f"{md5}+{len(data)}"]})).json()
         ok(http.get(f"{v1}/repositories/{REPO}/refs/main/objects/signed", params={"path": "data/a.txt"}))
+        stat = f"{v1}/repositories/{REPO}/refs/main/objects/stat"
+        presigned = ok(http.get(stat, params={"path": "data/a.txt", "presign": True})).json()
         values: dict[str, Any] = {
             # path parameters
             "repository": REPO,
@@ -136,6 +138,7 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "policyId": "FSReadWriteAll",
             "md5": md5,
             "signed": signed,
+            "token": presigned["physical_address"].rsplit("/", 1)[1],
             # query parameters and JSON fields
             "path": "fz/new.txt",
             "dest_path": "fz/copy.txt",

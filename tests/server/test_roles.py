@@ -30,7 +30,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from lakectl.core import blockaccess, manifests, refsdump
+from lakectl.core import blockaccess, manifests, presign, protection, refsdump
 from lakectl.core import porcelain as p
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.app import create_app
@@ -341,6 +341,48 @@ route(
 route("GET", RP + "/settings/gc_rules", READ, fixed(R + "/settings/gc_rules"), (200, 404))
 route("DELETE", RP + "/settings/gc_rules", DELETE, fixed(R + "/settings/gc_rules"))
 route("POST", RP + "/gc/run", DELETE, fixed(R + "/gc/run?dry_run=true"))
+# branch protection: rules only admins set (patterns that match no branch of the matrix)
+route("GET", RP + "/settings/branch_protection", READ, fixed(R + "/settings/branch_protection"))
+route(
+    "PUT",
+    RP + "/settings/branch_protection",
+    DELETE,
+    lambda w, c: Call(R + "/settings/branch_protection", json=[{"pattern": unique("zz-rule")}]),
+)
+route("GET", RP + "/branch_protection", READ, fixed(R + "/branch_protection"))
+route(
+    "POST",
+    RP + "/branch_protection",
+    DELETE,
+    lambda w, c: Call(R + "/branch_protection", json={"pattern": unique("zz-rule")}),
+)
+
+
+def _rule(w: World, c: Caller) -> Call:
+    pattern = unique("zz-rule")
+    protection.add_rule(w.lake, REPO, pattern)
+    return Call(R + "/branch_protection", json={"pattern": pattern})
+
+
+route("DELETE", RP + "/branch_protection", DELETE, _rule)
+route("GET", RP + "/branch_protection/set_allowed", DELETE, fixed(R + "/branch_protection/set_allowed"))
+route(
+    "GET",
+    RP + "/branches/{branch}/objects/stage_allowed",
+    WRITE,
+    fixed(R + "/branches/main/objects/stage_allowed", params=OBJ),
+)
+# annotate (a lakectl extension) and presigned URLs, which any HTTP client may read through
+route("GET", RP + "/refs/{ref}/annotate", READ, fixed(R + "/refs/main/annotate"))
+
+
+def _presigned(w: World, c: Caller) -> Call:
+    signer = w.user(Role.ANALYST)
+    token, _ = presign.presign(w.lake, REPO, "main", OBJ["path"], signer.id, signer.signing_token)
+    return Call(f"/presigned/{token}")
+
+
+route("GET", "/presigned/{token}", PUBLIC, _presigned)
 # fsck: admins only, as gc
 route("POST", V1 + "/fsck", DELETE, fixed(V1 + "/fsck"))
 route("POST", RP + "/fsck", DELETE, fixed(R + "/fsck"))

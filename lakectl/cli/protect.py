@@ -1,0 +1,54 @@
+"""``lakectl branch-protect``: rules that keep branches from direct writes (add, list, delete)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, noun, repo_uri
+
+app = noun(
+    "Create and manage branch protection rules.\n\nA branch whose name matches a rule refuses "
+    "uploads, deletes, commits and resets (exit 8): it changes only by merges, reverts and "
+    "cherry-picks."
+)
+
+RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
+PatternArg = Annotated[
+    str, typer.Argument(help="Branch name glob: * and ? wildcards, e.g. 'stable_*'.", show_default=False)
+]
+
+
+@app.command("add")
+def add(repository: RepoArg, pattern: PatternArg, json_: JsonFlag = False) -> None:
+    """Add a rule protecting every branch whose name matches the pattern (admins only on a server)."""
+    repo = repo_uri(repository)
+    backend().add_branch_protection(repo, pattern)
+    render.emit(
+        {"pattern": pattern}, json_, lambda d: render.note(f"Branches {pattern!r} of {repo!r} protected")
+    )
+
+
+@app.command("list")
+def list_(repository: RepoArg, json_: JsonFlag = False) -> None:
+    """List the rules as lakeFS's BranchProtectionRule list: [{"pattern": ...}]."""
+    patterns = backend().list_branch_protection(repo_uri(repository))
+    render.emit([{"pattern": p} for p in patterns], json_, _rules)
+
+
+@app.command("delete")
+def delete(repository: RepoArg, pattern: PatternArg, json_: JsonFlag = False) -> None:
+    """Delete the rule of a pattern (exit 3 when it has none)."""
+    repo = repo_uri(repository)
+    backend().delete_branch_protection(repo, pattern)
+    render.emit(
+        {"pattern": pattern, "message": f"Branch protection rule {pattern!r} of {repo!r} deleted"},
+        json_,
+        render.message,
+    )
+
+
+def _rules(data: list[dict[str, str]]) -> None:
+    render.table(["Branch Name Pattern"], [[d["pattern"]] for d in data])
