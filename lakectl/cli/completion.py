@@ -192,6 +192,10 @@ def _uris(ctx: Context, shape: str, rest: str) -> list[str]:
         config.use(chosen)
     try:
         config.require()
+        from lakectl.client import server_settings
+
+        if server_settings() is None and not _embedded_lake_exists():
+            return []  # a TAB never creates a lake
         lake = get_backend()
     except BaseException:
         config.use(None)
@@ -226,6 +230,14 @@ def _uris(ctx: Context, shape: str, rest: str) -> list[str]:
 
 
 # -- the command ----------------------------------------------------------------------------
+
+
+def _embedded_lake_exists() -> bool:
+    import os
+
+    from lakectl.core.porcelain import default_home
+
+    return os.path.exists(os.path.join(default_home(), "lake.db"))
 
 
 def _shells(incomplete: str) -> list[str]:

@@ -32,10 +32,10 @@ def complete(cli: Lakectl, line: str, env: dict[str, str] | None = None) -> list
 
 
 def test_commands_and_options_complete(both: Lakectl) -> None:
-    assert complete(both, "lakectl re") == ["repo", "revert", "reset"]
+    assert complete(both, "lakectl re") == ["repo", "revert", "reset", "refs-dump", "refs-restore"]
     assert complete(both, "lakectl co") == ["commit", "config", "completion"]
     assert complete(both, "lakectl branch ") == ["create", "list", "show", "delete", "reset", "revert"]
-    assert complete(both, "lakectl log --a") == ["--amount"]
+    assert complete(both, "lakectl log --a") == ["--amount", "--after"]
     assert complete(both, "lakectl completion ") == ["bash", "zsh", "fish"]
     assert set(complete(both, "lakectl --")) >= {
         "--config",
@@ -98,6 +98,12 @@ def test_completion_is_quiet_on_any_error(both: Lakectl, tmp_path: Path) -> None
     assert complete(both, f"lakectl -c {tmp_path / 'missing.yaml'} repo show lakefs://") == []
     # Hostile words on the line are just words that match nothing.
     assert complete(both, "lakectl repo show lakefs://\x1b[2J") == []
+    # A TAB where no lake exists offers nothing and creates none.
+    nowhere = tmp_path / "no-lake-here"
+    assert (
+        complete(both, "lakectl repo show lakefs://", env={"LAKECTL_HOME": str(nowhere), **no_server}) == []
+    )
+    assert not nowhere.exists()
 
 
 def test_the_config_option_on_the_line_is_the_one_completion_asks(live: Live, tmp_path: Path) -> None:
@@ -180,7 +186,7 @@ complete -p lakectl
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == "branch|"
+    assert lines[0] == "branch|branch-protect|"
     # bash replaces only the word after the last colon: the answers start there.
     assert lines[1] == f"//{repo}/feat|//{repo}/main|"
     assert f"://{repo}/|" in lines[2]  # the current word is ":": the answer goes on from it
