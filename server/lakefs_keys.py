@@ -38,7 +38,7 @@ class Foreign:
 
 _IGNORE, _REFUSE = Fate.IGNORE, Fate.REFUSE
 _BADGER = "badger is not supported: set metadata.db.type: sqlite (or local) and metadata.db.path"
-_NO_PRESIGN = "lakectl issues no pre-signed URLs"
+_NO_PRESIGN = "the server signs its own read URLs (lakectl fs presign), never the blockstore's"
 _TELEMETRY = "lakectl collects and sends no usage data"
 _CACHE = "tuning of a lakeFS cache lakectl does not have"
 

@@ -39,6 +39,10 @@ JsonFlag = Annotated[
 
 
 YesFlag = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+NeverAsks = Annotated[
+    bool,
+    typer.Option("--yes", "-y", help="Accepted as lakeFS's lakectl takes it; this command does not ask."),
+]
 
 
 def confirm(question: str, yes: bool) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, noun, read_input, repo_uri
+from lakectl.cli.common import JsonFlag, _remember_json, backend, noun, read_input, repo_uri
 from lakectl.errors import InvalidArgument
 
 app = noun("Garbage collection: retention rules, and collecting blocks nothing needs.")
@@ -50,7 +50,18 @@ def set_config(
 
 
 @app.command("get-config")
-def get_config(repository: RepoArg, json_: JsonFlag = False) -> None:
+def get_config(
+    repository: RepoArg,
+    json_: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            "-p",
+            help="Print JSON (-p as lakeFS's lakectl; errors too: {code, message, details}).",
+            callback=_remember_json,
+        ),
+    ] = False,
+) -> None:
     """Show the retention rules (exit 3 when none are set)."""
     rules = backend().get_gc_rules(repo_uri(repository))
     render.emit(rules.to_dict(), json_, _show)

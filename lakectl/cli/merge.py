@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, path_uri, ref_uri, same_repo
+from lakectl.cli.common import JsonFlag, NeverAsks, backend, path_uri, ref_uri, same_repo
 from lakectl.errors import InvalidArgument
 
 ParentNumber = Annotated[
@@ -99,6 +99,7 @@ def revert(
         ),
     ],
     parent_number: ParentNumber = 0,
+    yes: NeverAsks = False,
     json_: JsonFlag = False,
 ) -> None:
     """Undo the changes of commits on a branch, as new commits.
@@ -163,6 +164,7 @@ def branch_reset(
         str | None, typer.Option("--prefix", help="Reset only the paths under this prefix.")
     ] = None,
     object_: Annotated[str | None, typer.Option("--object", help="Reset only this object.")] = None,
+    yes: NeverAsks = False,
     json_: JsonFlag = False,
 ) -> None:
     """Discard uncommitted changes on a branch.

@@ -211,7 +211,7 @@ def commit_full(data: Data, show_meta_range_id: bool = False) -> None:
     line("")
     pairs: list[tuple[str, Any]] = [("Parents", ", ".join(data["parents"]) or "(none)")]
     if show_meta_range_id:
-        pairs.append(("Meta range ID", data["meta_range_id"]))
+        pairs.append(("Meta Range ID", data["meta_range_id"]))
     pairs.append(("Generation", data["generation"]))
     fields(pairs)
 

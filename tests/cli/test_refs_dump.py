@@ -181,9 +181,9 @@ def test_show_commit_prints_the_meta_range_id_on_request(cli: Lakectl) -> None:
     cli("repo", "create", f"lakefs://{name}")
     head = cli.js("show", "commit", f"lakefs://{name}/main")
     plain = cli("show", "commit", f"lakefs://{name}/main").stdout
-    assert head["id"] in plain and "Meta range ID" not in plain and head["meta_range_id"] not in plain
+    assert head["id"] in plain and "Meta Range ID" not in plain and head["meta_range_id"] not in plain
     shown = cli("show", "commit", f"lakefs://{name}/main", "--show-meta-range-id").stdout
-    assert f"Meta range ID: {head['meta_range_id']}" in shown
+    assert f"Meta Range ID: {head['meta_range_id']}" in shown
     assert cli.js("show", "commit", f"lakefs://{name}/main", "--show-meta-range-id") == head
 
 
