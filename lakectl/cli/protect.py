@@ -43,11 +43,8 @@ def delete(repository: RepoArg, pattern: PatternArg, json_: JsonFlag = False) ->
     """Delete the rule of a pattern (exit 3 when it has none)."""
     repo = repo_uri(repository)
     backend().delete_branch_protection(repo, pattern)
-    render.emit(
-        {"pattern": pattern, "message": f"Branch protection rule {pattern!r} of {repo!r} deleted"},
-        json_,
-        render.message,
-    )
+    text = f"Branch protection rule {pattern!r} of {repo!r} deleted"
+    render.emit(render.deletion("branch_protection", [pattern], text), json_, render.message)
 
 
 def _rules(data: list[dict[str, str]]) -> None:

@@ -29,7 +29,8 @@ def test_rules_add_list_delete(cli: Cli) -> None:
     assert cli("branch-protect", "list", "lakefs://R") == [{"pattern": "stable_*"}, {"pattern": "main"}]
     assert cli("branch-protect", "add", "lakefs://R", "main", code=4)["code"] == "already_exists"
     assert cli("branch-protect", "delete", "lakefs://R", "nope", code=3)["code"] == "not_found"
-    cli("branch-protect", "delete", "lakefs://R", "stable_*")
+    deleted = cli("branch-protect", "delete", "lakefs://R", "stable_*")
+    assert deleted["type"] == "branch_protection" and deleted["deleted"] == ["stable_*"]
     assert cli("branch-protect", "list", "lakefs://R") == [{"pattern": "main"}]
     assert cli("branch-protect", "add", "lakefs://R", "", code=2)["code"] == "invalid_argument"
     assert cli("branch-protect", "list", "lakefs://no-such-repo", code=3)["code"] == "repository_not_found"

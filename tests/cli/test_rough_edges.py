@@ -207,3 +207,27 @@ def test_one_large_file_shows_a_progress_bar_on_a_terminal_only(run: Run, tmp_pa
     # Not a terminal: no bar, whatever the size.
     piped = run("fs", "download", "lakefs://sales/main/big.bin", str(target))
     assert "downloading big.bin" not in piped.stdout + piped.stderr
+
+
+def test_every_delete_prints_the_one_deletion_shape(run: Run, js, tmp_path: Path) -> None:
+    run("repo", "create", "lakefs://sales")
+    run("fs", "upload", "lakefs://sales/main/a.csv", "-s", "-", input=b"1\n")
+    run("commit", "lakefs://sales/main", "-m", "a")
+    run("branch", "create", "lakefs://sales/dev", "--source", "lakefs://sales/main")
+    run("tag", "create", "lakefs://sales/v1", "lakefs://sales/main")
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"default_retention_days": 7}')
+    run("gc", "set-config", "lakefs://sales", "-f", str(rules))
+    run("branch-protect", "add", "lakefs://sales", "prod*")
+    deletes = {
+        "object": ["fs", "rm", "lakefs://sales/dev/a.csv"],
+        "branch": ["branch", "delete", "lakefs://sales/dev", "-y"],
+        "tag": ["tag", "delete", "lakefs://sales/v1"],
+        "gc_rules": ["gc", "delete-config", "lakefs://sales"],
+        "branch_protection": ["branch-protect", "delete", "lakefs://sales", "prod*"],
+        "repository": ["repo", "delete", "lakefs://sales", "-y"],
+    }
+    for kind, argv in deletes.items():
+        result = js(*argv)
+        assert set(result) == {"type", "deleted", "message"} and result["type"] == kind, result
+        assert len(result["deleted"]) == 1
