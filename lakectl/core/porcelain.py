@@ -7,7 +7,7 @@ import getpass
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import BinaryIO
 
@@ -22,6 +22,7 @@ from lakectl.core.blocks.data import (
     write_bytes,
     write_object,
 )
+from lakectl.core.events import Event, EventSink, NoEvents, Verb
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
@@ -111,6 +112,8 @@ class Lake:
     home: str = ""
     identity: Identity | None = None
     """Its identity record, when opened by :func:`open_lake` or a server."""
+    events: EventSink = field(default_factory=NoEvents)
+    """Where mutating verbs announce themselves (:mod:`lakectl.core.events`)."""
 
     def __post_init__(self) -> None:
         self.ranges = RangeStore(self.blocks)
@@ -251,7 +254,10 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
             "what that ref means"
         )
     branch = Branch(bid, commit.id, new_staging_token())
+    event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id)
+    lake.events.before(event)
     lake.refs.create_branch(r.name, branch)
+    lake.events.after(event)
     return branch
 
 
@@ -288,8 +294,11 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
     branch = lake.refs.get_branch(r.name, check_branch_name(name))
     if branch.name == r.default_branch:
         raise ProtectedBranch(f"cannot delete the default branch {branch.name!r} of {r.name!r}")
+    event = Event(Verb.DELETE_BRANCH, r.name, branch.name, commit_id=branch.commit_id)
+    lake.events.before(event)
     lake.refs.delete_branch(r.name, branch.name)
     lake.staging.drop_tokens(r.name, branch.tokens)
+    lake.events.after(event)
 
 
 def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) -> Tag:
@@ -299,10 +308,13 @@ def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) 
     if _branch_exists(lake, r.name, tid):
         raise AlreadyExists(f"a branch named {name!r} exists in {r.name!r}: a tag may not shadow it")
     tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
+    event = Event(Verb.CREATE_TAG, r.name, source_ref=ref, commit_id=tag.commit_id, tag=tid)
+    lake.events.before(event)
     if force:
         lake.refs.replace_tag(r.name, tag)
     else:
         lake.refs.create_tag(r.name, tag)
+    lake.events.after(event)
     return tag
 
 
@@ -318,7 +330,11 @@ def list_tags(lake: Lake, repo: str, after: str = "", amount: int | None = None)
 
 
 def delete_tag(lake: Lake, repo: str, name: str) -> None:
-    lake.refs.delete_tag(get_repo(lake, repo).name, check_tag_name(name))
+    rid, tid = get_repo(lake, repo).name, check_tag_name(name)
+    event = Event(Verb.DELETE_TAG, rid, commit_id=lake.refs.get_tag(rid, tid).commit_id, tag=tid)
+    lake.events.before(event)
+    lake.refs.delete_tag(rid, tid)
+    lake.events.after(event)
 
 
 # -- reading objects ------------------------------------------------------------------------
@@ -702,7 +718,19 @@ def commit(
         creation_date=now(),
         allow_empty=allow_empty,
     )
-    return lake.committer.commit(rid, bid, req)
+    event = Event(
+        Verb.COMMIT,
+        rid,
+        bid,
+        source_ref=bid,
+        commit_message=req.message,
+        committer=req.committer,
+        metadata=req.metadata,
+    )
+    lake.events.before(event)
+    done = lake.committer.commit(rid, bid, req)
+    lake.events.after(event.done(commit_id=done.id))
+    return done
 
 
 def check_message(message: str) -> str:
@@ -864,7 +892,19 @@ def merge(
         creation_date=now(),
     )
     parents = [dst] if squash else [dst, src]
+    event = Event(
+        Verb.MERGE,
+        rid,
+        bid,
+        source_ref=source,
+        commit_message=req.message,
+        committer=req.committer,
+        metadata=req.metadata,
+        payload={"source_commit_id": src.id, "destination_commit_id": dst.id, "squash": squash},
+    )
+    lake.events.before(event)
     new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
+    lake.events.after(event.done(commit_id=new.id))
     return MergeResult(new, changed=True)
 
 

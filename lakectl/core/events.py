@@ -1,0 +1,114 @@
+"""Events: what a mutating verb of the core is about to do, and what it did, for the consumers
+that act on it (actions: hooks that may refuse a pre-event) and record it (the journal).
+
+Every porcelain verb that mutates announces itself once through the lake's :class:`EventSink`:
+``before(event)`` ahead of its final compare-and-swap (a sink may refuse by raising, and then
+nothing has changed), ``after(event)`` once the change is done, with what it produced (a commit
+id). A sink never sees an ``after`` for which the change did not happen. The default sink does
+nothing, so a lake without consumers pays one call per verb.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+
+class Verb(enum.Enum):
+    """The mutating verbs, by lakeFS's event names where lakeFS has the event (``commit`` for
+    pre-commit and post-commit); the others are journal-only."""
+
+    COMMIT = "commit"
+    MERGE = "merge"
+    CREATE_BRANCH = "create-branch"
+    DELETE_BRANCH = "delete-branch"
+    CREATE_TAG = "create-tag"
+    DELETE_TAG = "delete-tag"
+    CREATE_REPOSITORY = "create-repository"
+    DELETE_REPOSITORY = "delete-repository"
+    WRITE_OBJECTS = "write-objects"
+    DELETE_OBJECTS = "delete-objects"
+    RESET = "reset"
+    REVERT = "revert"
+    CHERRY_PICK = "cherry-pick"
+    SETTINGS = "settings"
+    GARBAGE_COLLECTION = "garbage-collection"
+
+    @property
+    def has_hooks(self) -> bool:
+        """lakeFS runs actions for this verb (pre-<verb> and post-<verb>)."""
+        return self in HOOKED
+
+
+HOOKED = frozenset(
+    {
+        Verb.COMMIT,
+        Verb.MERGE,
+        Verb.CREATE_BRANCH,
+        Verb.DELETE_BRANCH,
+        Verb.CREATE_TAG,
+        Verb.DELETE_TAG,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One mutation. ``branch`` is the branch written (the destination of a merge); ``source_ref``
+    the ref read from (a merge's source, a new branch's source, a tag's target); ``commit_id`` the
+    commit produced (``after`` only; for a tag or a new branch, the commit it points to);
+    ``payload`` what else a journal needs to replay the change (paths, locators, counts)."""
+
+    verb: Verb
+    repository: str
+    branch: str = ""
+    source_ref: str = ""
+    commit_id: str = ""
+    commit_message: str = ""
+    committer: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    tag: str = ""
+    paths: Sequence[str] = ()
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def done(self, **changes: Any) -> Event:
+        """This event as it ended: the same fields, with what the verb produced."""
+        return replace(self, **changes)
+
+
+class EventSink(Protocol):
+    """A consumer of events. ``before`` may refuse the verb by raising a
+    :class:`~lakectl.errors.LakectlError` (nothing has changed then); ``after`` must not raise:
+    the change is done, whatever the consumer makes of it."""
+
+    def before(self, event: Event) -> None: ...
+
+    def after(self, event: Event) -> None: ...
+
+
+class NoEvents:
+    """The sink of a lake without consumers."""
+
+    def before(self, event: Event) -> None:
+        pass
+
+    def after(self, event: Event) -> None:
+        pass
+
+
+class Fanout:
+    """Several sinks as one: ``before`` in order (the first refusal stops the verb), ``after`` to
+    every sink."""
+
+    def __init__(self, sinks: Sequence[EventSink]) -> None:
+        self.sinks = tuple(sinks)
+
+    def before(self, event: Event) -> None:
+        for sink in self.sinks:
+            sink.before(event)
+
+    def after(self, event: Event) -> None:
+        for sink in self.sinks:
+            sink.after(event)
