@@ -29,6 +29,7 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
     database over stored blocks stops it too (``StorageError``, :mod:`lakectl.core.identity`),
     unless ``create`` asks for a new lake over them (``lakectl server setup``).
     """
+    from lakectl.core import journal
     from lakectl.core.blocks import BlockAdapter
     from lakectl.core.identity import open_metadata
 
@@ -63,7 +64,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
 
             blocks = local_volumes(local.paths, local.replicas)
     kv, identity = open_metadata(settings.database.url, blocks, create)
-    return Lake(kv=kv, blocks=blocks, home=settings.data_dir, identity=identity)
+    lake = Lake(kv=kv, blocks=blocks, home=settings.data_dir, identity=identity)
+    journal.install(lake)
+    return lake
 
 
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import identity as lake_identity
-from lakectl.core import keys, multipart, porcelain, refsdump
+from lakectl.core import journal, keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
@@ -196,6 +196,7 @@ def roots(
         _mark_staged(lake, record.name, direct)
         direct.update(refsdump.dump_blocks(lake, record.name))
         _mark_uploads(lake, record.name, direct, expiring if record.name == target else frozenset())
+    direct.update(journal.sealed_blocks(lake.kv))
     return Roots(frozenset(metaranges), frozenset(direct), retained, expired)
 
 

@@ -87,3 +87,25 @@ GC_RULES = "settings/gc_rules"
 
 BRANCH_PROTECTION = "settings/branch_protection"
 """Key, in the repository's partition, of its branch protection rules (``[{"pattern"}]``)."""
+
+JOURNAL = "journal"
+"""Partition of the journal's shared records (``lakectl.core.journal``, docs/decisions/0009):
+``cursor`` (the next logical timestamp, the last sealed batch), ``batch/<first timestamp,
+20 digits>`` (one sealed Parquet batch), ``writer/<id>`` (a process that wrote entries)."""
+JOURNAL_CURSOR = "cursor"
+JOURNAL_WRITER_PREFIX = "writer/"
+JOURNAL_SETTING = "journal"
+"""Key, in :data:`LAKE`, of the journal's switch: ``{"enabled", "since"}``."""
+
+
+def journal_writer_key(writer: str) -> str:
+    return f"{JOURNAL_WRITER_PREFIX}{writer}"
+
+
+def journal_batch_key(first: int) -> str:
+    return f"batch/{first:020d}"
+
+
+def journal_live_partition(writer: str) -> str:
+    """Partition of one writer's unsealed entries: key = ``<clock hex>-<seq hex>``."""
+    return f"journal/live/{writer}"

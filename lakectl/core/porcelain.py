@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, keys, protection, refdiff
+from lakectl.core import history, journal, keys, protection, refdiff
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -153,7 +153,9 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
         raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
     blocks = LocalAdapter(os.path.join(home, "blocks"))
     kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
-    return Lake(kv=kv, blocks=blocks, home=home, identity=identity)
+    lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
+    journal.install(lake)
+    return lake
 
 
 def default_committer() -> str:
@@ -198,13 +200,18 @@ def create_repo(
     else:
         raise AlreadyExists(f"repository {name!r} already exists")
     repo = Repository(repo_id, branch_id, now(), namespace)
+    payload = {"default_branch": branch_id, "storage_namespace": namespace, "bare": bare}
+    event = Event(Verb.CREATE_REPOSITORY, repo_id, payload={**payload, "creation_date": repo.creation_date})
     if bare:
+        lake.events.before(event)
         lake.refs.create_repo(repo)
+        lake.events.after(event)
         return repo
     req = CommitRequest(INITIAL_COMMIT_MESSAGE, "", {}, repo.creation_date, allow_empty=True)
     first = make_commit((), [], lake.trees.empty(), req)
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
+    lake.events.before(event)
     try:
         lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
     except AlreadyExists:
@@ -212,7 +219,24 @@ def create_repo(
         raise AlreadyExists(f"repository {name!r} already exists") from None
     # The repository record goes last: a repository is visible only once it is whole.
     lake.refs.create_repo(repo)
+    lake.events.after(event.done(commit_id=first.id, payload={**event.payload, "commit": _record(first)}))
     return repo
+
+
+def _record(commit: Commit) -> str:
+    """A commit as the KV stores it: what a replay of the journal puts back."""
+    return commit.encode().decode()
+
+
+def _stage(
+    lake: Lake, rid: RepositoryId, bid: BranchId, updates: Sequence[Update], verb: Verb = Verb.WRITE_OBJECTS
+) -> None:
+    """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
+    rows = [[path, list(row) if row is not None else None] for path, row in updates]
+    event = Event(verb, rid, bid, payload={"rows": rows})
+    lake.events.before(event)
+    lake.staging.write(rid, bid, updates)
+    lake.events.after(event)
 
 
 def get_repo(lake: Lake, name: str) -> Repository:
@@ -235,10 +259,13 @@ def list_repos(lake: Lake, after: str = "", amount: int | None = None) -> list[R
 
 def delete_repo(lake: Lake, name: str) -> None:
     repo = get_repo(lake, name)
+    event = Event(Verb.DELETE_REPOSITORY, repo.name)
+    lake.events.before(event)
     lake.refs.delete_repo_record(repo.name)
     for branch in lake.refs.list_branches(repo.name):
         lake.staging.drop_tokens(repo.name, branch.tokens)
     drop_partition(lake.kv, keys.repo_partition(repo.name))
+    lake.events.after(event)
 
 
 # -- branches and tags ----------------------------------------------------------------------
@@ -571,7 +598,7 @@ def upload(
         written = write_object(lake.blocks, source)
     entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)
     lake.blocks.sync()
-    lake.staging.write(rid, bid, [(path, entry.to_row())])
+    _stage(lake, rid, bid, [(path, entry.to_row())])
     return ObjectInfo(path, PathType.OBJECT, entry)
 
 
@@ -625,7 +652,7 @@ def upload_files(
     for info in infos:
         assert info.entry is not None
         updates.append((info.path, info.entry.to_row()))
-    lake.staging.write(rid, bid, updates)
+    _stage(lake, rid, bid, updates)
     return infos
 
 
@@ -647,14 +674,14 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
     rid, bid = _write_target(lake, repo, branch)
     entry = dataclasses.replace(source, mtime=now())
     touch_blocks(lake, entry)
-    lake.staging.write(rid, bid, [(path, entry.to_row())])
+    _stage(lake, rid, bid, [(path, entry.to_row())])
     return entry
 
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
     """Stage prepared rows (library fast path for bulk staging: no data is written)."""
     rid, bid = _write_target(lake, repo, branch)
-    lake.staging.write(rid, bid, updates)
+    _stage(lake, rid, bid, updates)
 
 
 def check_writable(lake: Lake, repo: str, branch: str) -> None:
@@ -671,7 +698,7 @@ def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) ->
     rid, bid = _write_target(lake, repo, branch)
     present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
     if present:
-        lake.staging.write(rid, bid, [(p, None) for p in present])
+        _stage(lake, rid, bid, [(p, None) for p in present], Verb.DELETE_OBJECTS)
     return present
 
 
@@ -680,7 +707,7 @@ def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> 
     missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
     if missing:
         raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
-    lake.staging.write(rid, bid, [(p, None) for p in sorted(paths)])
+    _stage(lake, rid, bid, [(p, None) for p in sorted(paths)], Verb.DELETE_OBJECTS)
 
 
 def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
@@ -689,7 +716,7 @@ def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
     rid, bid = _write_target(lake, repo, branch)
     paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
     if paths:
-        lake.staging.write(rid, bid, [(p, None) for p in paths])
+        _stage(lake, rid, bid, [(p, None) for p in paths], Verb.DELETE_OBJECTS)
     return paths
 
 
@@ -729,7 +756,7 @@ def commit(
     )
     lake.events.before(event)
     done = lake.committer.commit(rid, bid, req)
-    lake.events.after(event.done(commit_id=done.id))
+    lake.events.after(event.done(commit_id=done.id, payload={"commit": _record(done)}))
     return done
 
 
@@ -904,7 +931,7 @@ def merge(
     )
     lake.events.before(event)
     new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
-    lake.events.after(event.done(commit_id=new.id))
+    lake.events.after(event.done(commit_id=new.id, payload={**event.payload, "commit": _record(new)}))
     return MergeResult(new, changed=True)
 
 
@@ -952,7 +979,12 @@ def _apply_commit_change(
         metadata={} if revert else dict(target.metadata),
         creation_date=now(),
     )
-    return lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
+    verb_of = Verb.REVERT if revert else Verb.CHERRY_PICK
+    event = Event(verb_of, rid, bid, source_ref=ref, committer=req.committer)
+    lake.events.before(event)
+    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
+    lake.events.after(event.done(commit_id=new.id, payload={"commit": _record(new)}))
+    return new
 
 
 def revert(
@@ -984,10 +1016,13 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
         for _ in range(READ_ATTEMPTS):
             b, raw = lake.refs.get_branch_raw(rid, bid)
             n = sum(1 for _ in lake.staging.changes(rid, b))
+            event = Event(Verb.RESET, rid, bid, payload={"kind": kind.value})
+            lake.events.before(event)
             try:
                 lake.refs.swap_branch(rid, raw, Branch(b.name, b.commit_id, new_staging_token()))
             except PredicateFailed:
                 continue
+            lake.events.after(event)
             lake.staging.drop_tokens(rid, b.tokens)
             return n
         raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")
@@ -1000,7 +1035,7 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
     # Sealed tokens are immutable (a commit may be reading them): restage committed values.
     updates: list[Update] = [(c.path, c.old) for c in changed]
     if updates:
-        lake.staging.write(rid, bid, updates)
+        _stage(lake, rid, bid, updates, Verb.RESET)
     return len(updates)
 
 

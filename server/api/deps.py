@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request, Response
 from fastapi.routing import APIRoute
 
+from lakectl.core import journal
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, Unauthenticated
 from server.api import edge
@@ -55,6 +56,8 @@ async def current_user(request: Request) -> User:
     known: User | None = getattr(request.state, "user", None)
     if known is None:
         known = request.state.user = _authenticate(request)
+        # The journal's client_id: set in the request's context, which its route runs in.
+        journal.CLIENT.set(known.id)
     return known
 
 

@@ -1,0 +1,379 @@
+"""The journal: every mutation of a lake, recorded and sealed in batches as Parquet
+(docs/decisions/0009-journal.md).
+
+A :class:`Journal` is an :class:`~lakectl.core.events.EventSink`. ``before`` stores an *intent*
+under the writer's own KV partition (refusing the verb if it cannot), ``after`` overwrites it
+with its *outcome*; :func:`seal` numbers done entries with the lake's logical timestamps and
+stores them as one Parquet block per batch; :func:`entries` reads the sealed journal back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import io
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lakectl.core import keys
+from lakectl.core.blocks.data import block_locator
+from lakectl.core.events import Event, EventSink, Fanout, NoEvents
+from lakectl.core.kv import KVStore
+from lakectl.core.kv.helpers import delete_many, scan_prefix
+from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed, TooManyRetries
+
+if TYPE_CHECKING:
+    from lakectl.core.porcelain import Lake
+
+CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("lakectl_journal_client", default="")
+"""Who is mutating: the server sets the authenticated user per request; unset, the committer."""
+
+SEAL_EVERY = 1000
+"""A writer seals the journal after this many entries of its own."""
+SEAL_BATCH = 10_000
+"""At most this many entries per sealed Parquet batch."""
+SEAL_ATTEMPTS = 20
+MAX_OPEN = 64
+"""Open intents a thread keeps track of; older ones are left to recovery."""
+
+PENDING = "pending"
+DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One sealed journal entry, as the feed shows it."""
+
+    logical_timestamp: int
+    time: int
+    """The writer's clock when the intent was written, in microseconds since the epoch."""
+    client_id: str
+    repo_id: str
+    event_type: str
+    event_payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "logical_timestamp": self.logical_timestamp,
+            "time": self.time,
+            "client_id": self.client_id,
+            "repo_id": self.repo_id,
+            "event_type": self.event_type,
+            "event_payload": dict(self.event_payload),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Entry:
+        return cls(
+            int(data["logical_timestamp"]),
+            int(data["time"]),
+            str(data["client_id"]),
+            str(data["repo_id"]),
+            str(data["event_type"]),
+            dict(data["event_payload"]),
+        )
+
+
+def payload_of(event: Event) -> dict[str, Any]:
+    """What a replay needs from an event: its non-empty fields and its payload."""
+    out: dict[str, Any] = {}
+    for name in ("branch", "source_ref", "commit_id", "commit_message", "committer", "tag"):
+        value = getattr(event, name)
+        if value:
+            out[name] = value
+    if event.metadata:
+        out["metadata"] = dict(event.metadata)
+    if event.paths:
+        out["paths"] = list(event.paths)
+    out.update(event.payload)
+    return out
+
+
+def _default_client() -> str:
+    from lakectl.core.porcelain import default_committer
+
+    return default_committer()
+
+
+class Journal:
+    """The journal's event sink for one process (one *writer*) of a lake."""
+
+    def __init__(self, kv: KVStore, blocks: Any, writer: str | None = None) -> None:
+        self.kv = kv
+        self.blocks = blocks
+        self.writer = writer or uuid.uuid4().hex[:16]
+        self.partition = keys.journal_live_partition(self.writer)
+        # Guards this process's clock and sequence only, never shared metadata.
+        self._lock = threading.Lock()
+        self._clock = 0
+        self._seq = 0
+        self._registered = False
+        self._open = threading.local()
+
+    def _tick(self) -> tuple[int, int]:
+        with self._lock:
+            self._clock = max(self._clock + 1, time.time_ns() // 1000)
+            self._seq += 1
+            return self._clock, self._seq
+
+    def _stack(self) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+        stack: list[tuple[tuple[str, ...], str, dict[str, Any]]] | None = getattr(self._open, "stack", None)
+        if stack is None:
+            stack = self._open.stack = []
+        return stack
+
+    def _withdraw(self, key: str) -> None:
+        self._quietly(lambda: self.kv.delete(self.partition, key))
+
+    def before(self, event: Event) -> None:
+        """Store the intent; raising here refuses the verb with nothing changed."""
+        if not self._registered:
+            self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), b"{}")
+            self._registered = True
+        clock, seq = self._tick()
+        record = {
+            "state": PENDING,
+            "time": clock,
+            "writer": self.writer,
+            "seq": seq,
+            "client_id": CLIENT.get() or _default_client(),
+            "repo_id": event.repository,
+            "event_type": event.verb.value,
+            "event_payload": payload_of(event),
+        }
+        key = f"{clock:016x}-{seq:012x}"
+        stack = self._stack()
+        which = _identity(event)
+        # A thread runs a verb to its end before the next: an open intent of the same verb on
+        # the same target was refused (or is being retried), so it describes nothing.
+        for i in [i for i, (w, _, _) in enumerate(stack) if w == which]:
+            self._withdraw(stack[i][1])
+        stack[:] = [s for s in stack if s[0] != which][-MAX_OPEN:]
+        self.kv.set(self.partition, key, _encode(record))
+        stack.append((which, key, record))
+
+    def after(self, event: Event) -> None:
+        """Store the outcome over the intent; never raises (the change is done)."""
+        stack = self._stack()
+        which = _identity(event)
+        found = [i for i, (w, _, _) in enumerate(stack) if w == which]
+        if not found:
+            return
+        _, key, record = stack.pop(found[-1])
+        done = {**record, "state": DONE, "event_payload": payload_of(event)}
+        self._quietly(lambda: self.kv.set(self.partition, key, _encode(done)))
+        if record["seq"] % SEAL_EVERY == 0:
+            self._quietly(lambda: seal(self.kv, self.blocks))
+
+    @staticmethod
+    def _quietly(action: Any) -> None:
+        # An outcome that cannot be stored leaves its intent pending, for recovery to resolve.
+        with contextlib.suppress(LakectlError):
+            action()
+
+
+def _identity(event: Event) -> tuple[str, ...]:
+    """What ``before`` and ``after`` of one verb share (``done`` adds only what it produced)."""
+    return (event.verb.value, event.repository, event.branch, event.tag, event.source_ref)
+
+
+# -- the lake's setting ---------------------------------------------------------------------
+
+
+def is_enabled(kv: KVStore) -> bool:
+    try:
+        return bool(json.loads(kv.get(keys.LAKE, keys.JOURNAL_SETTING)).get("enabled"))
+    except KeyNotFound:
+        return False
+
+
+def install(lake: Lake) -> None:
+    """Install the journal on an opened lake when the lake has it switched on."""
+    if is_enabled(lake.kv) and not _journal_of(lake.events):
+        journal = Journal(lake.kv, lake.blocks)
+        current: EventSink = lake.events
+        # Last in line: the intent is written once every other consumer has let the verb go.
+        lake.events = journal if isinstance(current, NoEvents) else Fanout([current, journal])
+
+
+def _journal_of(sink: EventSink) -> bool:
+    if isinstance(sink, Journal):
+        return True
+    return isinstance(sink, Fanout) and any(isinstance(s, Journal) for s in sink.sinks)
+
+
+def enable(lake: Lake) -> dict[str, Any]:
+    """Switch the journal on for the lake (idempotent); this process journals from now on."""
+    try:
+        setting = json.loads(lake.kv.get(keys.LAKE, keys.JOURNAL_SETTING))
+    except KeyNotFound:
+        setting = {"enabled": True, "since": int(time.time())}
+        lake.kv.set(keys.LAKE, keys.JOURNAL_SETTING, _encode(setting))
+    install(lake)
+    return dict(setting)
+
+
+# -- sealing --------------------------------------------------------------------------------
+
+
+def _cursor(kv: KVStore) -> tuple[dict[str, Any], bytes | None]:
+    try:
+        raw = kv.get(keys.JOURNAL, keys.JOURNAL_CURSOR)
+    except KeyNotFound:
+        return {"next": 1, "batch": None, "sealed": []}, None
+    return json.loads(raw), raw
+
+
+def _finish(kv: KVStore, cursor: Mapping[str, Any]) -> None:
+    """The work the last seal published but may not have done: its batch record, its deletes."""
+    batch = cursor.get("batch")
+    if batch is not None:
+        kv.set(keys.JOURNAL, keys.journal_batch_key(batch["first"]), _encode(batch))
+    by_partition: dict[str, list[str]] = {}
+    for partition, key in cursor.get("sealed", []):
+        by_partition.setdefault(partition, []).append(key)
+    for partition, keys_ in by_partition.items():
+        delete_many(kv, partition, keys_)
+
+
+def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any]]]:
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for key, _ in scan_prefix(kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX):
+        partition = keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])
+        for entry_key, raw in kv.scan(partition):
+            record = json.loads(raw)
+            if record["state"] == DONE:
+                out.append((partition, entry_key, record))
+    out.sort(key=lambda e: (e[2]["time"], e[2]["writer"], e[2]["seq"]))
+    return out[:SEAL_BATCH]
+
+
+def seal(kv: KVStore, blocks: Any) -> int:
+    """Seal the done entries of every writer into one Parquet batch; returns how many."""
+    for _ in range(SEAL_ATTEMPTS):
+        cursor, raw = _cursor(kv)
+        _finish(kv, cursor)
+        done = _done_entries(kv)
+        if not done:
+            return 0
+        first = int(cursor["next"])
+        rows = [
+            Entry(
+                first + i,
+                r["time"],
+                r["client_id"],
+                r["repo_id"],
+                r["event_type"],
+                r["event_payload"],
+            )
+            for i, (_, _, r) in enumerate(done)
+        ]
+        data = _parquet(rows)
+        locator = block_locator(data)
+        blocks.put(locator, data)
+        blocks.sync()
+        batch = {
+            "first": first,
+            "last": first + len(rows) - 1,
+            "locator": locator,
+            "count": len(rows),
+            "min_time": rows[0].time,
+            "max_time": max(r.time for r in rows),
+        }
+        new = {"next": first + len(rows), "batch": batch, "sealed": [[p, k] for p, k, _ in done]}
+        try:
+            kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(new), raw)
+        except PredicateFailed:
+            continue  # another sealer published first; its entries are no longer ours to seal
+        _finish(kv, new)
+        return len(rows)
+    raise TooManyRetries("could not seal the journal: other sealers kept winning")
+
+
+def _parquet(rows: list[Entry]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "logical_timestamp": pa.array([r.logical_timestamp for r in rows], pa.int64()),
+            "time": pa.array([r.time for r in rows], pa.int64()),
+            "client_id": pa.array([r.client_id for r in rows], pa.string()),
+            "repo_id": pa.array([r.repo_id for r in rows], pa.string()),
+            "event_type": pa.array([r.event_type for r in rows], pa.string()),
+            "event_payload": pa.array(
+                [json.dumps(r.event_payload, sort_keys=True) for r in rows], pa.string()
+            ),
+        }
+    )
+    out = io.BytesIO()
+    pq.write_table(table, out, compression="zstd")
+    return out.getvalue()
+
+
+def _read_batch(blocks: Any, locator: str) -> list[Entry]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(blocks.get(locator)))
+    return [
+        Entry(
+            row["logical_timestamp"],
+            row["time"],
+            row["client_id"],
+            row["repo_id"],
+            row["event_type"],
+            json.loads(row["event_payload"]),
+        )
+        for row in table.to_pylist()
+    ]
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def batches(kv: KVStore) -> list[dict[str, Any]]:
+    """The sealed batches' records, oldest first (the cursor's latest included)."""
+    found = {json.loads(raw)["first"]: json.loads(raw) for _, raw in scan_prefix(kv, keys.JOURNAL, "batch/")}
+    latest = _cursor(kv)[0].get("batch")
+    if latest is not None:
+        found[latest["first"]] = latest
+    return [found[k] for k in sorted(found)]
+
+
+def sealed_blocks(kv: KVStore) -> set[str]:
+    """The locators of every sealed batch: garbage collection keeps them."""
+    return {b["locator"] for b in batches(kv)}
+
+
+def entries(kv: KVStore, blocks: Any, after: int = 0, repo: str = "") -> Iterator[Entry]:
+    """Sealed entries with a logical timestamp above ``after``, oldest first; ``repo``: only
+    that repository's."""
+    for batch in batches(kv):
+        if batch["last"] <= after:
+            continue
+        for entry in _read_batch(blocks, batch["locator"]):
+            if entry.logical_timestamp > after and (not repo or entry.repo_id == repo):
+                yield entry
+
+
+def tail(kv: KVStore, blocks: Any, amount: int = 20, after: int = 0, repo: str = "") -> list[Entry]:
+    """Seal what is done, then the last ``amount`` entries above ``after`` (all when ``after``
+    is given: a follower reads everything new)."""
+    seal(kv, blocks)
+    if after:
+        return list(entries(kv, blocks, after, repo))
+    return list(deque(entries(kv, blocks, 0, repo), maxlen=amount))
+
+
+def _text(payload: Mapping[str, Any]) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+def _encode(record: Mapping[str, Any]) -> bytes:
+    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
