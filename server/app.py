@@ -76,6 +76,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
+    from server.api import journal as journal_api
     from server.api import protection as branch_protection
     from server.api import settings as repository_settings
 
@@ -115,6 +116,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)
     app.include_router(annotate_api.router, prefix=API_PREFIX)
+    app.include_router(journal_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)

@@ -305,3 +305,29 @@ def progress_bytes(label: str, enabled: bool) -> Iterator[Callable[[int, int], N
     ) as bar:
         task = bar.add_task(label, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def json_line(data: Any) -> None:
+    """One JSON document on one line, flushed (a stream of them: JSON lines)."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
+
+
+def journal(entries: list[Data]) -> None:
+    for entry in entries:
+        journal_line(entry)
+
+
+def journal_line(entry: Data) -> None:
+    """``<timestamp> <time> <client> <repository> <event> <what>``, flushed (``tail --follow``)."""
+    payload = entry["event_payload"]
+    what = [f"{k}={payload[k]}" for k in ("branch", "tag", "source_ref", "commit_id") if payload.get(k)]
+    rows = payload.get("rows")
+    if rows:
+        what.append(f"paths={len(rows)}")
+    stamp = when(int(entry["time"]) // 1_000_000)
+    line(
+        f"{entry['logical_timestamp']} {stamp} {entry['client_id']} {entry['repo_id']} {entry['event_type']} "
+        + " ".join(what)
+    )
+    sys.stdout.flush()

@@ -309,6 +309,21 @@ class Backend(Protocol):
         ``progress`` is called only where the check runs in this process."""
         ...
 
+    # -- the journal (docs/decisions/0009-journal.md) ---------------------------------------
+
+    def journal_enable(self) -> dict[str, Any]:
+        """Switch the lake's journal on (idempotent): ``{"enabled", "since"}``."""
+        ...
+
+    def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
+        """The last ``amount`` journal entries (every one after ``after`` when given), oldest first,
+        of one repository or (``repo`` empty) the lake: :meth:`lakectl.core.journal.Entry.to_dict`."""
+        ...
+
+    def journal_follow(self, repo: str = "", after: int = 0) -> Iterator[dict[str, Any]]:
+        """Every journal entry after ``after``, as it is sealed, until the caller stops."""
+        ...
+
 
 def get_backend() -> Backend:
     """The backend this process should use: a lakectl server when ``server.endpoint_url`` is set

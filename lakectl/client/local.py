@@ -312,3 +312,19 @@ class LocalBackend:
         from lakectl.core import fsck
 
         return fsck.check(self.lake, repo, repair, progress).to_dict()
+
+    def journal_enable(self) -> dict[str, Any]:
+        from lakectl.core import journal
+
+        return journal.enable(self.lake)
+
+    def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
+        from lakectl.core import journal
+
+        return [e.to_dict() for e in journal.tail(self.lake.kv, self.lake.blocks, amount, after, repo)]
+
+    def journal_follow(self, repo: str = "", after: int = 0) -> Iterator[dict[str, Any]]:
+        from lakectl.core import journal
+
+        for entry in journal.follow(self.lake.kv, self.lake.blocks, after, repo):
+            yield entry.to_dict()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json as _json_module
 import queue
 import random
 import time
@@ -727,6 +728,34 @@ class RemoteBackend:
             "POST", path, params=params, idempotent=False, timeout=httpx.Timeout(None, connect=10.0)
         )
         return dict(response.json())
+
+    def journal_enable(self) -> dict[str, Any]:
+        return dict(self._json("POST", "/api/v1/journal/enable", idempotent=True))
+
+    def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
+        params = {"repo": repo, "amount": amount, "after": after}
+        return list(self._json("GET", "/api/v1/journal", params=params)["results"])
+
+    def journal_follow(self, repo: str = "", after: int = 0) -> Iterator[dict[str, Any]]:
+        """``GET /api/v1/journal/stream``: server-sent events, one entry each; reconnects after a
+        dropped connection from the last entry seen (``Last-Event-ID``)."""
+        for attempt in range(ATTEMPTS):
+            try:
+                params = {"repo": repo, "after": after}
+                timeout = httpx.Timeout(None, connect=10.0)
+                with self._http.stream("GET", "/api/v1/journal/stream", params=params, timeout=timeout) as r:
+                    if r.status_code >= 400:
+                        r.read()
+                        raise _error(r)
+                    for line in r.iter_lines():
+                        if line.startswith("data: "):
+                            entry = _json_module.loads(line[len("data: ") :])
+                            after = int(entry["logical_timestamp"])
+                            yield entry
+            except httpx.TransportError as e:
+                if attempt == ATTEMPTS - 1:
+                    raise StorageError(f"the journal stream of {self.endpoint} failed: {e}") from e
+                time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
 
 
 def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:

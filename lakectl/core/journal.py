@@ -39,6 +39,8 @@ SEAL_EVERY = 1000
 SEAL_BATCH = 10_000
 """At most this many entries per sealed Parquet batch."""
 SEAL_ATTEMPTS = 20
+FOLLOW_INTERVAL = 0.5
+"""Seconds between two looks of a follower (``journal tail --follow``, the server's stream)."""
 MAX_OPEN = 64
 """Open intents a thread keeps track of; older ones are left to recovery."""
 
@@ -369,6 +371,29 @@ def tail(kv: KVStore, blocks: Any, amount: int = 20, after: int = 0, repo: str =
     if after:
         return list(entries(kv, blocks, after, repo))
     return list(deque(entries(kv, blocks, 0, repo), maxlen=amount))
+
+
+def poll(kv: KVStore, blocks: Any, after: int, repo: str = "") -> list[Entry]:
+    """Seal what is done, then every entry above ``after``: one look of a follower."""
+    seal(kv, blocks)
+    return list(entries(kv, blocks, after, repo))
+
+
+def follow(
+    kv: KVStore, blocks: Any, after: int = 0, repo: str = "", interval: float = FOLLOW_INTERVAL
+) -> Iterator[Entry]:
+    """Every entry above ``after`` as it is sealed, polling every ``interval`` seconds, forever."""
+    while True:
+        found = poll(kv, blocks, after, repo)
+        yield from found
+        if found:
+            after = found[-1].logical_timestamp
+        time.sleep(interval)
+
+
+def last_timestamp(kv: KVStore) -> int:
+    """The logical timestamp of the newest sealed entry (0: none yet)."""
+    return int(_cursor(kv)[0]["next"]) - 1
 
 
 def _text(payload: Mapping[str, Any]) -> str:

@@ -34,6 +34,7 @@ DOCUMENTED = {0, 2, 3, 4, 5, 6, 7, 8}
 NOT_FUZZED = {
     "lakectl init": "no text arguments",
     "lakectl doctor": "no text arguments",
+    "lakectl journal enable": "no text arguments",
     "lakectl server setup": "writes a server's data directory, not a lake (tests/server/test_cli.py)",
     "lakectl server run": "serves until stopped (tests/server/test_cli.py)",
 }
@@ -119,6 +120,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
         "lakectl fsck": ["fsck", d],
+        "lakectl journal tail": ["journal", "tail", "--repo", d],
         # auth: the server's built-in group, policy and first user; refused on the embedded lake
         "lakectl auth users create": ["auth", "users", "create", "--id", "fuzz-user"],
         "lakectl auth users list": ["auth", "users", "list", "--after", "a"],

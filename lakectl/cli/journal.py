@@ -1,0 +1,69 @@
+"""``lakectl journal``: switch the lake's journal on, and read it (``tail``, ``tail --follow``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, noun, repo_uri
+
+app = noun("The lake's journal: every mutation, who made it, in order.")
+
+
+@app.command("enable")
+def enable(json_: JsonFlag = False) -> None:
+    """Switch the journal on for the lake: from now on every mutation is recorded.
+
+    Repositories, branches and tags created or deleted, objects written or deleted, commits,
+    merges, resets, reverts and cherry-picks, each with the client that made it. Idempotent. A
+    server already running elsewhere over the same lake journals from its next start.
+    """
+    setting = backend().journal_enable()
+    render.emit(setting, json_, lambda d: render.line(f"journal enabled since {render.when(d['since'])}"))
+
+
+@app.command("tail")
+def tail(
+    follow: Annotated[
+        bool,
+        typer.Option("--follow", "-f", help="Keep printing entries as they are recorded (Ctrl-C stops)."),
+    ] = False,
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            "--repo",
+            metavar="lakefs://<repository>",
+            help="Only this repository's entries.",
+            show_default=False,
+        ),
+    ] = None,
+    amount: Annotated[
+        int, typer.Option("--amount", "-n", help="How many of the last entries to show.", min=1)
+    ] = 20,
+    json_: JsonFlag = False,
+) -> None:
+    """Show the last entries of the lake's journal, oldest first.
+
+    Each entry: its logical timestamp (strictly increasing in the lake), the time, the client
+    (user) that made the change, the repository, the event type and its payload. --json prints
+    a list of entries; with --follow, one entry per line (JSON lines) as they are recorded.
+    """
+    name = repo_uri(repo) if repo is not None else ""
+    found = backend().journal_tail(name, amount)
+    if not follow:
+        render.emit(found, json_, render.journal)
+        return
+    for entry in found:
+        _one(entry, json_)
+    after = int(found[-1]["logical_timestamp"]) if found else 0
+    for entry in backend().journal_follow(name, after):
+        _one(entry, json_)
+
+
+def _one(entry: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        render.json_line(entry)
+    else:
+        render.journal_line(entry)

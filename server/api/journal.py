@@ -1,0 +1,76 @@
+"""The lake's journal (a lakectl extension, docs/decisions/0009-journal.md): ``GET /journal`` (the
+last entries), ``GET /journal/stream`` (server-sent events, one per entry as it is sealed) and
+``POST /journal/enable``. The journal records every user's mutations: admins only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Header, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
+
+from lakectl.core import journal
+from server.api.deps import AuthFirstRoute, LakeDep, require
+from server.auth import Permission
+
+router = APIRouter(route_class=AuthFirstRoute)
+
+# DeleteRepo is the permission only admins hold among the data ones (as fsck and gc).
+_ADMINS = [require(Permission.DELETE_REPO)]
+KEEPALIVE_S = 15.0
+"""A comment line at least this often keeps proxies from closing an idle stream."""
+
+
+@router.get("/journal", dependencies=_ADMINS)
+def tail(
+    lake: LakeDep,
+    repo: str = Query(""),
+    amount: int = Query(20, ge=1, le=10_000),
+    after: int = Query(0, ge=0),
+) -> dict[str, Any]:
+    """The last ``amount`` entries (every entry after ``after`` when given), oldest first, and the
+    newest logical timestamp of the lake (where a follower starts)."""
+    found = journal.tail(lake.kv, lake.blocks, amount, after, repo)
+    return {
+        "results": [e.to_dict() for e in found],
+        "last_logical_timestamp": journal.last_timestamp(lake.kv),
+    }
+
+
+@router.post("/journal/enable", dependencies=_ADMINS)
+def enable(lake: LakeDep) -> dict[str, Any]:
+    """Switch the journal on for the lake; this server journals from now on (others: on restart)."""
+    return journal.enable(lake)
+
+
+@router.get("/journal/stream", dependencies=_ADMINS)
+async def stream(
+    request: Request,
+    lake: LakeDep,
+    repo: str = Query(""),
+    after: int = Query(0, ge=0),
+    last_event_id: str | None = Header(None),
+) -> StreamingResponse:
+    """Server-sent events: ``id: <logical timestamp>``, ``event: entry``, ``data: <entry JSON>``,
+    for every entry above ``after`` (or the ``Last-Event-ID`` a reconnecting client sends)."""
+    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+
+    async def events() -> AsyncIterator[str]:
+        seen, idle = start, 0.0
+        yield ": lakectl journal\n\n"
+        while not await request.is_disconnected():
+            found = await run_in_threadpool(journal.poll, lake.kv, lake.blocks, seen, repo)
+            for entry in found:
+                seen = entry.logical_timestamp
+                yield f"id: {seen}\nevent: entry\ndata: {json.dumps(entry.to_dict())}\n\n"
+            idle = 0.0 if found else idle + journal.FOLLOW_INTERVAL
+            if idle >= KEEPALIVE_S:
+                idle = 0.0
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(journal.FOLLOW_INTERVAL)
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -1,0 +1,160 @@
+"""``lakectl journal``: switched on per lake, every mutation made through the CLI is an entry
+with its client, repository and type, in logical-timestamp order; ``tail --follow`` prints new
+entries as they are recorded (server-sent events against a server) -- embedded and remote."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from server.config import load_settings
+from tests.cli.both import Lakectl
+from tests.server.conftest import Live, serve, unique
+
+
+@pytest.fixture(scope="module")
+def journal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """A server of its own: the journal, once on, stays on for every later request."""
+    with serve(load_settings(None, str(tmp_path_factory.mktemp("journal-server")), environ={})) as server:
+        yield server
+
+
+@pytest.fixture(params=["embedded", "remote"])
+def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Lakectl:
+    base = {"LAKECTL_BASE_URI": "", "LAKECTL_COMMITTER": "tester"}
+    if request.param == "embedded":
+        env = {
+            **base,
+            "LAKECTL_HOME": str(tmp_path / "lake"),
+            "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+            "LAKECTL_SERVER_ENDPOINT_URL": "",
+        }
+        return Lakectl("embedded", env, tmp_path)
+    server: Live = request.getfixturevalue("journal_server")
+    # The committer differs from the user on purpose: the server journals the authenticated user.
+    return Lakectl("remote", {**server.cli_env(tmp_path), **base}, tmp_path, live=server)
+
+
+def session(cli: Lakectl) -> str:
+    repo = unique("jr")
+    cli("repo", "create", f"lakefs://{repo}")
+    cli("fs", "upload", f"lakefs://{repo}/main/a.csv", "-s", "-", input=b"1\n")
+    cli("commit", f"lakefs://{repo}/main", "-m", "first")
+    cli("branch", "create", f"lakefs://{repo}/dev", "--source", f"lakefs://{repo}/main")
+    cli("fs", "upload", f"lakefs://{repo}/dev/b.csv", "-s", "-", input=b"2\n")
+    cli("fs", "rm", f"lakefs://{repo}/dev/a.csv")
+    cli("commit", f"lakefs://{repo}/dev", "-m", "second")
+    cli("merge", f"lakefs://{repo}/dev", f"lakefs://{repo}/main")
+    cli("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/main")
+    cli("branch", "delete", f"lakefs://{repo}/dev", "-y")
+    return repo
+
+
+EXPECTED = [
+    "create-repository",
+    "write-objects",
+    "commit",
+    "create-branch",
+    "write-objects",
+    "delete-objects",
+    "commit",
+    "merge",
+    "create-tag",
+    "delete-branch",
+]
+
+
+def test_every_mutation_is_an_entry_by_its_client(cli: Lakectl) -> None:
+    assert cli.js("journal", "enable")["enabled"] is True
+    assert cli.js("journal", "enable")["enabled"] is True  # idempotent
+    repo = session(cli)
+    cli("fs", "upload", f"lakefs://{unique('other')}/main/x", "-s", "-", input=b"x", code=None)
+    found = cli.js("journal", "tail", "--repo", f"lakefs://{repo}", "--amount", "100")
+    assert [e["event_type"] for e in found] == EXPECTED
+    stamps = [e["logical_timestamp"] for e in found]
+    assert stamps == sorted(set(stamps))
+    client = "admin" if cli.mode == "remote" else "tester"
+    assert {e["client_id"] for e in found} == {client}
+    assert {e["repo_id"] for e in found} == {repo}
+    shape = {"logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload"}
+    assert set(found[0]) == shape
+    merge = found[7]["event_payload"]
+    assert (merge["branch"], merge["source_ref"]) == ("main", "dev")
+    assert json.loads(merge["commit"])["id"] == merge["commit_id"]
+    assert found[5]["event_payload"]["rows"] == [["a.csv", None]]
+    # The last two, in the same shape; the human form: one line per entry.
+    assert cli.js("journal", "tail", "--repo", f"lakefs://{repo}", "-n", "2") == found[-2:]
+    lines = cli("journal", "tail", "--repo", f"lakefs://{repo}", "-n", "2").stdout.splitlines()
+    assert [line.split()[6] for line in lines] == ["create-tag", "delete-branch"]
+    assert f"{found[-1]['logical_timestamp']} " in lines[-1] and client in lines[-1]
+
+
+def test_nothing_is_journalled_until_enabled(tmp_path: Path) -> None:
+    env = {
+        "LAKECTL_HOME": str(tmp_path / "lake"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_BASE_URI": "",
+    }
+    cli = Lakectl("embedded", env, tmp_path)
+    cli("repo", "create", "lakefs://quiet")
+    assert cli.js("journal", "tail") == []
+    cli("journal", "enable")
+    cli("branch", "create", "lakefs://quiet/dev", "--source", "lakefs://quiet/main")
+    assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-branch"]
+
+
+def test_bad_input_is_one_error_line(cli: Lakectl) -> None:
+    bad = cli("journal", "tail", "--repo", "not-a-uri", code=None)
+    assert bad.exit_code != 0 and bad.stderr.startswith("error:") and len(bad.stderr.splitlines()) == 1
+    assert cli("journal", "tail", "--amount", "0", code=None).exit_code == 2
+
+
+def test_the_feed_refuses_users_who_are_not_admins(journal_server: Live) -> None:
+    with httpx.Client(base_url=journal_server.url, timeout=10) as anon:
+        assert anon.get("/journal").status_code == 401
+        assert anon.post("/journal/enable").status_code == 401
+
+
+def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
+    out: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return out
+
+
+def test_follow_prints_new_entries_as_they_are_recorded(cli: Lakectl) -> None:
+    cli("journal", "enable")
+    repo = unique("fol")
+    cli("repo", "create", f"lakefs://{repo}")
+    args = ["journal", "tail", "--follow", "--repo", f"lakefs://{repo}", "--json"]
+    code = "from lakectl.cli.app import main; main()"
+    env = {**os.environ, **cli.env}
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = _lines(proc)
+        first: dict[str, Any] = json.loads(lines.get(timeout=30))
+        assert first["event_type"] == "create-repository"
+        cli("branch", "create", f"lakefs://{repo}/dev", "--source", f"lakefs://{repo}/main")
+        cli("fs", "upload", f"lakefs://{repo}/dev/f", "-s", "-", input=b"f")
+        later = [json.loads(lines.get(timeout=30)) for _ in range(2)]
+        assert [e["event_type"] for e in later] == ["create-branch", "write-objects"]
+        assert first["logical_timestamp"] < later[0]["logical_timestamp"] < later[1]["logical_timestamp"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
