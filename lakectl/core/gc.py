@@ -16,6 +16,7 @@ from typing import Any
 from lakectl.core import identity as lake_identity
 from lakectl.core import journal, keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
+from lakectl.core.events import Event, Verb
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
@@ -110,8 +111,11 @@ def _days(value: object, what: str) -> int:
 
 
 def set_rules(lake: porcelain.Lake, repo: str, rules: GCRules) -> None:
-    partition = keys.repo_partition(porcelain.get_repo(lake, repo).name)
-    lake.kv.set(partition, keys.GC_RULES, json.dumps(rules.to_dict(), sort_keys=True).encode())
+    rid = porcelain.get_repo(lake, repo).name
+    event = Event(Verb.SETTINGS, rid, payload={"key": keys.GC_RULES, "value": rules.to_dict()})
+    lake.events.before(event)
+    lake.kv.set(keys.repo_partition(rid), keys.GC_RULES, json.dumps(rules.to_dict(), sort_keys=True).encode())
+    lake.events.after(event)
 
 
 def get_rules(lake: porcelain.Lake, repo: str) -> GCRules:
@@ -128,8 +132,11 @@ def get_rules(lake: porcelain.Lake, repo: str) -> GCRules:
 
 def delete_rules(lake: porcelain.Lake, repo: str) -> None:
     """Forget the rules (idempotent)."""
-    partition = keys.repo_partition(porcelain.get_repo(lake, repo).name)
-    lake.kv.delete(partition, keys.GC_RULES)
+    rid = porcelain.get_repo(lake, repo).name
+    event = Event(Verb.SETTINGS, rid, payload={"key": keys.GC_RULES, "value": None})
+    lake.events.before(event)
+    lake.kv.delete(keys.repo_partition(rid), keys.GC_RULES)
+    lake.events.after(event)
 
 
 # -- the mark: what must stay ------------------------------------------------------------------
@@ -537,6 +544,9 @@ def run(
     clears."""
     check_grace(grace_seconds)
     check_preexisting(lake, dry_run, allow_preexisting_blocks)
+    event = Event(Verb.GARBAGE_COLLECTION, porcelain.get_repo(lake, repo).name)
+    if not dry_run:
+        lake.events.before(event)
     began = time.time()
     stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
     orphans = drop_orphan_staging(lake, repo, dry_run)
@@ -548,4 +558,8 @@ def run(
     tally.sweep_temporaries(lake.blocks, cutoff, dry_run)
     if allow_preexisting_blocks and not dry_run:
         lake_identity.clear_preexisting(lake.kv)
-    return tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)
+    report = tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)
+    if not dry_run:
+        # What a replay of the metadata needs: the uploads aborted (blocks are not replayed).
+        lake.events.after(event.done(payload={"aborted_uploads": sorted(stale), "report": report.to_dict()}))
+    return report

@@ -201,3 +201,20 @@ def test_followers_read_everything_after(lake: p.Lake) -> None:
 
 def test_verbs_are_untouched_by_events(lake: p.Lake) -> None:
     assert Verb.WRITE_OBJECTS.value == "write-objects"
+
+
+def test_settings_and_collections_are_entries_with_their_values(lake: p.Lake) -> None:
+    from lakectl.core import protection
+
+    p.create_repo(lake, "setts")
+    gc.set_rules(lake, "setts", gc.GCRules.from_dict({"default_retention_days": 7}))
+    protection.add_rule(lake, "setts", "stable_*")
+    gc.delete_rules(lake, "setts")
+    gc.run(lake, "setts", dry_run=True)
+    gc.run(lake, "setts")
+    found = journal.tail(lake.kv, lake.blocks, repo="setts")[1:]
+    assert [e.event_type for e in found] == ["settings"] * 3 + ["garbage-collection"]
+    assert found[0].event_payload["value"]["default_retention_days"] == 7
+    assert found[1].event_payload == {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]}
+    assert found[2].event_payload == {"key": keys.GC_RULES, "value": None}
+    assert found[3].event_payload["aborted_uploads"] == []
