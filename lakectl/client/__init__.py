@@ -324,6 +324,11 @@ class Backend(Protocol):
         """Every journal entry after ``after``, as it is sealed, until the caller stops."""
         ...
 
+    def rebuild_from_journal(self) -> dict[str, Any]:
+        """A new metadata database for the embedded lake from its blocks and journal alone
+        (:func:`lakectl.core.rebuild.rebuild_embedded`); a server refuses (``InvalidArgument``)."""
+        ...
+
 
 def get_backend() -> Backend:
     """The backend this process should use: a lakectl server when ``server.endpoint_url`` is set

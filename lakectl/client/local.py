@@ -328,3 +328,9 @@ class LocalBackend:
 
         for entry in journal.follow(self.lake.kv, self.lake.blocks, after, repo):
             yield entry.to_dict()
+
+    def rebuild_from_journal(self) -> dict[str, Any]:
+        from lakectl.core import rebuild
+
+        # The lake is not opened: its metadata database is what is missing.
+        return rebuild.rebuild_embedded(self._home or p.default_home())

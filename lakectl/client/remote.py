@@ -757,6 +757,12 @@ class RemoteBackend:
                     raise StorageError(f"the journal stream of {self.endpoint} failed: {e}") from e
                 time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
 
+    def rebuild_from_journal(self) -> dict[str, Any]:
+        raise InvalidArgument(
+            f"a rebuild runs where the lake is, not through the server at {self.endpoint}: run it "
+            "embedded (LAKECTL_HOME) on the lake's directory"
+        )
+
 
 def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:
     """What the server would refuse about an object to link, refused before its blocks are sent

@@ -44,6 +44,8 @@ FOLLOW_INTERVAL = 0.5
 MAX_OPEN = 64
 """Open intents a thread keeps track of; older ones are left to recovery."""
 
+MARK = b"lakectl"
+BATCH = b"lakectl.journal.batch"
 PENDING = "pending"
 DONE = "done"
 
@@ -276,29 +278,36 @@ def seal(kv: KVStore, blocks: Any) -> int:
             )
             for i, (_, _, r) in enumerate(done)
         ]
-        data = _parquet(rows)
-        locator = block_locator(data)
-        blocks.put(locator, data)
-        blocks.sync()
-        batch = {
+        previous = cursor["batch"]["locator"] if cursor.get("batch") else ""
+        about = {
             "first": first,
             "last": first + len(rows) - 1,
-            "locator": locator,
             "count": len(rows),
             "min_time": rows[0].time,
             "max_time": max(r.time for r in rows),
+            "previous": previous,
         }
+        data = _parquet(rows, about)
+        locator = block_locator(data)
+        blocks.put(locator, data)
+        blocks.sync()
+        batch = {**about, "locator": locator}
         new = {"next": first + len(rows), "batch": batch, "sealed": [[p, k] for p, k, _ in done]}
         try:
             kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(new), raw)
         except PredicateFailed:
-            continue  # another sealer published first; its entries are no longer ours to seal
+            # Another sealer published first. Our block names entries a rebuild must not read
+            # twice: gone, unless it is the very batch that won (same bytes, same locator).
+            won = _cursor(kv)[0].get("batch") or {}
+            if won.get("locator") != locator:
+                blocks.delete(locator)
+            continue
         _finish(kv, new)
         return len(rows)
     raise TooManyRetries("could not seal the journal: other sealers kept winning")
 
 
-def _parquet(rows: list[Entry]) -> bytes:
+def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -314,6 +323,8 @@ def _parquet(rows: list[Entry]) -> bytes:
             ),
         }
     )
+    # The batch says what it is, so that a rebuild finds it among the blocks with no database.
+    table = table.replace_schema_metadata({MARK: b"journal", BATCH: _encode(about)})
     out = io.BytesIO()
     pq.write_table(table, out, compression="zstd")
     return out.getvalue()

@@ -158,3 +158,52 @@ def test_follow_prints_new_entries_as_they_are_recorded(cli: Lakectl) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def views(cli: Lakectl, repo: str) -> list[Any]:
+    """What a user sees of a repository: its record, branches, tags, log, staged changes, bytes."""
+    return [
+        cli.js("repo", "list"),
+        cli.js("branch", "list", f"lakefs://{repo}"),
+        cli.js("tag", "list", f"lakefs://{repo}"),
+        cli.js("log", f"lakefs://{repo}/main"),
+        cli.js("diff", f"lakefs://{repo}/main"),
+        cli.js("fs", "ls", f"lakefs://{repo}/main/", "--recursive"),
+        cli("fs", "cat", f"lakefs://{repo}/main/b.csv").stdout,
+        cli("fs", "cat", f"lakefs://{repo}/main/staged.csv").stdout,
+    ]
+
+
+def test_admin_rebuild_from_journal_restores_a_lost_database(tmp_path: Path) -> None:
+    env = {
+        "LAKECTL_HOME": str(tmp_path / "lake"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_BASE_URI": "",
+        "LAKECTL_COMMITTER": "tester",
+    }
+    cli = Lakectl("embedded", env, tmp_path)
+    cli("journal", "enable")
+    repo = session(cli)
+    cli("fs", "upload", f"lakefs://{repo}/main/staged.csv", "-s", "-", input=b"staged\n")
+    before = views(cli, repo)
+    entries = cli.js("journal", "tail", "-n", "1000")  # the feed seals what is done
+    # Refused while the database is there: a rebuild never overwrites metadata.
+    kept = cli("admin", "rebuild", "--from-journal", code=4)
+    assert kept.stderr.startswith("error:") and "move it aside" in kept.stderr
+    assert cli("admin", "rebuild", code=2).stderr.startswith("error:")
+    os.remove(tmp_path / "lake" / "lake.db")
+    done = cli.js("admin", "rebuild", "--from-journal")
+    assert (done["entries"], done["repositories"]) == (len(entries), 1)
+    assert done["last_logical_timestamp"] == entries[-1]["logical_timestamp"]
+    assert views(cli, repo) == before
+    # The rebuilt lake journals on, numbering after the last entry.
+    cli("tag", "create", f"lakefs://{repo}/v2", f"lakefs://{repo}/main")
+    (newest,) = cli.js("journal", "tail", "-n", "1")
+    assert (newest["event_type"], newest["logical_timestamp"]) == ("create-tag", len(entries) + 1)
+
+
+def test_admin_rebuild_is_refused_against_a_server(journal_server: Live, tmp_path: Path) -> None:
+    cli = Lakectl("remote", {**journal_server.cli_env(tmp_path), "LAKECTL_BASE_URI": ""}, tmp_path)
+    refused = cli("admin", "rebuild", "--from-journal", code=2)
+    assert refused.stderr.startswith("error:") and len(refused.stderr.splitlines()) == 1

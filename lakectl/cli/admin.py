@@ -1,0 +1,42 @@
+"""``lakectl admin``: operations on the lake as a whole (``rebuild --from-journal``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from lakectl.cli import render
+from lakectl.cli.common import JsonFlag, backend, noun
+from lakectl.errors import InvalidArgument
+
+app = noun("Operations on the lake as a whole: rebuild its metadata.")
+
+
+@app.command("rebuild")
+def rebuild(
+    from_journal: Annotated[
+        bool,
+        typer.Option("--from-journal", help="Rebuild from the blocks and the journal alone (required)."),
+    ] = False,
+    json_: JsonFlag = False,
+) -> None:
+    """Build a new metadata database for the embedded lake from its blocks and its journal.
+
+    For a lake whose lake.db is lost: the journal's sealed batches are found among the blocks
+    and replayed in order -- repositories, branches, tags, commits, staged objects, settings.
+    Changes made after the last sealed batch are not in the blocks and are not rebuilt. An
+    existing lake.db is never overwritten (move it aside first: exit 4); against a server,
+    refused (exit 2): run it where the lake's directory is.
+    """
+    if not from_journal:
+        raise InvalidArgument("say what to rebuild from: --from-journal")
+    done = backend().rebuild_from_journal()
+    render.emit(
+        done,
+        json_,
+        lambda d: render.line(
+            f"rebuilt {d['database']}: {d['repositories']} repositories from {d['entries']} journal "
+            f"entries in {d['batches']} batches (last logical timestamp {d['last_logical_timestamp']})"
+        ),
+    )
