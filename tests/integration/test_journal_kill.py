@@ -13,11 +13,14 @@ import contextlib
 import multiprocessing
 import os
 import random
+import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from lakectl.core import journal
@@ -144,11 +147,17 @@ def test_killed_writers_committers_mergers_and_sealers(
             proc.join()
 
     lake = p.open_lake(home)
+    acked = _acked(out)
+    assert kills >= 8 and sum(1 for kind, _ in acked if kind == "write") > 50
+    check(lake, acked)
+    lake.close()
+
+
+def check(lake: p.Lake, acked: list[tuple[str, str]]) -> None:
+    """Seal what is done; every acknowledged mutation is in the journal, every entry happened."""
     while journal.seal(lake.kv, lake.blocks):
         pass
     entries = list(journal.entries(lake.kv, lake.blocks))
-    acked = _acked(out)
-    assert kills >= 8 and sum(1 for kind, _ in acked if kind == "write") > 50
     assert {kind for kind, _ in acked} >= {"write", "commit", "merge"}
 
     # Logical timestamps: 1..N, each once, in order.
@@ -159,9 +168,13 @@ def test_killed_writers_committers_mergers_and_sealers(
     assert len(written) == len(rows)  # each write once
     commits = {e.event_payload["commit_id"] for e in entries if e.event_type == "commit"}
     merges = {e.event_payload["commit_id"] for e in entries if e.event_type == "merge"}
+    # A merge with nothing to merge answers main's head: a merge, or the repository's first commit.
+    merges_or_first = merges | {
+        e.event_payload["commit_id"] for e in entries if e.event_type == "create-repository"
+    }
     # No acknowledged mutation is missing.
     for kind, what in acked:
-        assert what in {"write": written, "commit": commits, "merge": merges}[kind], (kind, what)
+        assert what in {"write": written, "commit": commits, "merge": merges_or_first}[kind], (kind, what)
 
     # No entry describes a mutation that did not happen.
     on_dev, on_main = _reachable(lake, "dev"), _reachable(lake, "main")
@@ -169,4 +182,111 @@ def test_killed_writers_committers_mergers_and_sealers(
     for path, row in written.items():
         assert row is not None
         assert p.stat(lake, REPO, "dev", path).entry.checksum == row[1], path  # type: ignore[union-attr]
+
+
+# -- two server processes on PostgreSQL, killed and restarted under HTTP clients ---------------
+
+
+def _http_worker(role: str, urls: list[str], auth: tuple[str, str], out: Path, stop: threading.Event) -> None:
+    """Mutate through a random server; a 2xx answer is the acknowledgement (a dead server's
+    connection error is not)."""
+    rng = random.Random(role)
+    with open(out / f"ack-{role}.txt", "a", buffering=1) as ack:
+        for n in range(10**9):
+            if stop.is_set():
+                return
+            base = f"{rng.choice(urls)}/repositories/{REPO}"
+            try:
+                if role.startswith("writer"):
+                    path = f"{role}/{n:06d}"
+                    r = httpx.post(
+                        f"{base}/branches/dev/objects",
+                        params={"path": path},
+                        content=path.encode(),
+                        auth=auth,
+                    )
+                    if r.status_code == 201:
+                        ack.write(f"write {path}\n")
+                elif role.startswith("committer"):
+                    r = httpx.post(f"{base}/branches/dev/commits", json={"message": role}, auth=auth)
+                    if r.status_code == 201:
+                        ack.write(f"commit {r.json()['id']}\n")
+                else:
+                    r = httpx.post(f"{base}/refs/dev/merge/main", json={}, auth=auth)
+                    if r.status_code == 200:
+                        ack.write(f"merge {r.json()['reference']}\n")
+            except httpx.TransportError:
+                time.sleep(0.05)  # the server was killed: nothing acknowledged
+
+
+@pytest.mark.slow
+def test_two_killed_servers_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.kv.postgres import PostgresStore
+    from tests.integration.test_two_servers import _start, _stop, _wait_healthy
+
+    blocks = tmp_path / "blocks"
+    out = tmp_path / "acks"
+    out.mkdir()
+    # The lake, switched to journalling before either server opens it.
+    lake = p.Lake(kv=PostgresStore(pg_url), blocks=LocalAdapter(str(blocks)))
+    journal.enable(lake)
+    p.create_repo(lake, REPO)
+    p.create_branch(lake, REPO, "dev", "main")
     lake.close()
+    servers = [_start(f"s{i}", tmp_path, pg_url, blocks) for i in range(2)]
+    _wait_healthy(servers, tmp_path)
+    creds = httpx.post(f"{servers[0][1]}/setup_lakefs", json={"username": "admin"}).json()
+    auth = (creds["access_key_id"], creds["secret_access_key"])
+    urls = [url for _, url in servers]
+
+    stop = threading.Event()
+    roles = ["writer1", "writer2", "committer1", "merger1"]
+    threads = [threading.Thread(target=_http_worker, args=(r, urls, auth, out, stop)) for r in roles]
+    for t in threads:
+        t.start()
+    rng = random.Random(7)
+    kills = 0
+    try:
+        end = time.monotonic() + RUN_S
+        while time.monotonic() < end:
+            time.sleep(rng.uniform(0.3, 1.0))
+            i = rng.randrange(2)
+            servers[i][0].kill()  # SIGKILL mid-request: between intent, CAS and outcome
+            servers[i][0].wait()
+            kills += 1
+            # The same port again, so that clients find it back.
+            port = urls[i].split(":")[2].split("/")[0]
+            servers[i] = _restart(tmp_path, i, port)
+            _wait_healthy([servers[i]], tmp_path)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        for proc, _ in servers:
+            _stop(proc)
+
+    acked = _acked(out)
+    assert kills >= 4 and sum(1 for kind, _ in acked if kind == "write") > 20
+    lake = p.Lake(kv=PostgresStore(pg_url), blocks=LocalAdapter(str(blocks)))
+    check(lake, acked)
+    assert {e.client_id for e in journal.entries(lake.kv, lake.blocks) if e.event_type == "merge"} == {
+        "admin"
+    }
+    lake.close()
+
+
+def _restart(tmp: Path, i: int, port: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Server ``s<i>`` again, from the configuration its first start wrote."""
+    from tests.integration.test_two_servers import _lakectl
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
+    with open(tmp / f"s{i}.log", "ab") as log:
+        proc = subprocess.Popen(
+            [*_lakectl(), "server", "run", "--config", str(tmp / f"s{i}.yaml")],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    return proc, f"http://127.0.0.1:{port}/api/v1"
