@@ -218,3 +218,50 @@ def test_settings_and_collections_are_entries_with_their_values(lake: p.Lake) ->
     assert found[1].event_payload == {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]}
     assert found[2].event_payload == {"key": keys.GC_RULES, "value": None}
     assert found[3].event_payload["aborted_uploads"] == []
+
+
+def test_group_writer_stores_every_write_of_many_threads_in_fewer_transactions(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "g.db"))
+    transactions = []
+
+    class Counting:
+        """The real store, counting its write transactions, each holding the write lock a while
+        (as a loaded database does)."""
+
+        def set(self, partition: str, key: str, value: bytes) -> None:
+            transactions.append(1)
+            time.sleep(0.001)
+            store.set(partition, key, value)
+
+        def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None:
+            transactions.append(len(items))
+            time.sleep(0.001)
+            store.set_many(partition, items)
+
+        def delete_many(self, partition: str, keys: list[str]) -> None:
+            store.delete_many(partition, keys)
+
+        def drop_partition(self, partition: str) -> None:
+            store.drop_partition(partition)
+
+    group = journal.GroupWriter(Counting(), "journal/live/g")  # type: ignore[arg-type]
+
+    def write(t: int) -> None:
+        for i in range(100):
+            group.write(f"{t}-{i:03d}", f"{t} {i}".encode())
+            assert store.get("journal/live/g", f"{t}-{i:03d}") == f"{t} {i}".encode()  # durable on return
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(transactions) == 800
+    assert len(dict(store.scan("journal/live/g"))) == 800
+    assert len(transactions) < 400  # most transactions carried several entries
+    store.close()

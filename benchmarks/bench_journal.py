@@ -1,0 +1,114 @@
+"""The journal's cost, side by side: the two figures the journal must keep within 10 % of
+(docs/decisions/0009-journal.md), each measured with the journal off and on in the same run.
+
+* the 100k-file upload: ``lakectl fs upload -r`` of ``--files`` files of 4 KiB, then ``lakectl
+  commit``, through the real CLI on a fresh embedded lake (as ``bench_small_files.py``); "on"
+  runs ``lakectl journal enable`` first;
+* the server write benchmark: uploads of 1 KiB objects to new paths on a real server process for
+  ``--seconds`` at ``--connections`` connections (as ``bench_server_load.py``'s upload, with its
+  Python load generator); "on" switches the journal on through ``POST /api/v1/journal/enable``.
+
+Modes alternate (off, on, off, on, ...) over ``--rounds`` rounds, each on a fresh lake or server,
+so that the machine's drifting load falls on both alike; medians are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from _benchutil import Table, fmt_time, lakectl_binary, median, print_context, temp_dir, verdict
+from _liveserver import live_server
+from bench_server_load import operations, prepare, run_python
+from bench_small_files import make_tree, run
+
+BUDGET = 1.10
+"""Journal on / journal off: at most 10 % slower."""
+
+
+def upload_once(exe: str, tree: str, work: str, journal: bool, timeout: float) -> float:
+    env = dict(os.environ, LAKECTL_HOME=os.path.join(work, "lake"), LAKECTL_COMMITTER="bench")
+    env.pop("LAKECTL_SERVER_ENDPOINT_URL", None)
+    run([exe, "repo", "create", "lakefs://bench"], timeout, env=env)
+    if journal:
+        run([exe, "journal", "enable"], timeout, env=env)
+    os.sync()
+    took = run([exe, "fs", "upload", "-r", "--source", tree, "lakefs://bench/main/data/"], timeout, env=env)
+    return took + run([exe, "commit", "lakefs://bench/main", "-m", "small files"], timeout, env=env)
+
+
+def server_once(work: str, journal: bool, seconds: float, connections: int) -> float:
+    op = next(o for o in operations() if o.kind == "write")
+    with live_server(work) as server:
+        prepare(server)
+        if journal:
+            with server.client() as api:
+                api.post("/journal/enable").raise_for_status()
+        run_python(server, op, 2.0, connections, work, "warm")
+        return run_python(server, op, seconds, connections, work, "timed").rps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=10.0, help="timed server load per run")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("upload", "server"), default=None)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args()
+    exe = lakectl_binary()
+    if exe is None:
+        raise SystemExit("no lakectl executable next to this Python or on PATH")
+    print_context("the journal's cost: journal off and on, side by side")
+    table = Table("figure", "journal off", "journal on", "on / off", "target", "result")
+    if args.only in (None, "upload"):
+        times: dict[bool, list[float]] = {False: [], True: []}
+        with temp_dir("lakectl-bench-journal-") as work:
+            tree = os.path.join(work, "tree")
+            os.makedirs(tree)
+            make_tree(tree, args.files, 100)
+            for r in range(args.rounds):
+                for on in (False, True):
+                    with temp_dir("run-", work) as run_dir:
+                        times[on].append(upload_once(str(exe), tree, run_dir, on, args.timeout))
+                    print(
+                        f"  upload round {r + 1}, journal {'on ' if on else 'off'}: {fmt_time(times[on][-1])}"
+                    )
+        off, on_ = median(times[False]), median(times[True])
+        ratio = on_ / off
+        table.add(
+            f"{args.files:,} files: fs upload -r + commit",
+            fmt_time(off),
+            fmt_time(on_),
+            f"{ratio:.3f}",
+            f"<= {BUDGET:.2f}",
+            verdict(ratio <= BUDGET),
+        )
+    if args.only in (None, "server"):
+        rates: dict[bool, list[float]] = {False: [], True: []}
+        for r in range(args.rounds):
+            for on in (False, True):
+                with temp_dir("lakectl-bench-journal-server-") as work:
+                    rates[on].append(server_once(work, on, args.seconds, args.connections))
+                mode = "on " if on else "off"
+                print(f"  server round {r + 1}, journal {mode}: {rates[on][-1]:,.0f} uploads/s")
+        off, on_ = median(rates[False]), median(rates[True])
+        ratio = off / on_
+        table.add(
+            f"server uploads of 1 KiB, {args.connections} connections",
+            f"{off:,.0f} req/s",
+            f"{on_:,.0f} req/s",
+            f"{ratio:.3f} (time)",
+            f"<= {BUDGET:.2f}",
+            verdict(ratio <= BUDGET),
+        )
+    table.print("journal off vs on (medians)")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
