@@ -50,6 +50,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_gc.py --blocks 50000
     bench 300 bench_fsck.py --size-mib 256 --small-files 10000 --runs 1
     bench 300 bench_spark_read.py --rows 200000 --runs 2
+    bench 300 bench_journal.py --files 5000 --seconds 3 --rounds 1
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -62,6 +63,7 @@ else
     bench 1200 bench_gc.py
     bench 600 bench_fsck.py
     bench 900 bench_spark_read.py
+    bench 1200 bench_journal.py
 fi
 
 echo
