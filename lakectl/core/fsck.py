@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakectl.core import gc, porcelain, refsdump
+from lakectl.core import gc, journal, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import RangeStore
@@ -220,6 +220,10 @@ def start(lake: porcelain.Lake, repo: str | None = None) -> Start:
                 direct.setdefault(locator, Origin(name, upload=upload, path=path))
         for locator in refsdump.dump_blocks(lake, name):  # a refs dump: a backup, kept by gc
             direct.setdefault(locator, Origin(name))
+    if repo is None:  # the journal's sealed batches belong to the lake, kept by gc too
+        for batch in journal.batches(lake.kv):
+            where = f"(journal batch {batch['first']}..{batch['last']})"
+            direct.setdefault(batch["locator"], Origin("", path=where))
     return Start(None if repo is None else names[0], len(names), commits, metaranges, direct)
 
 

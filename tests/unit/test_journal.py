@@ -265,3 +265,16 @@ def test_group_writer_stores_every_write_of_many_threads_in_fewer_transactions(t
     assert len(dict(store.scan("journal/live/g"))) == 800
     assert len(transactions) < 400  # most transactions carried several entries
     store.close()
+
+
+def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p.Lake) -> None:
+    from lakectl.core import fsck
+
+    p.create_repo(lake, "checked")
+    journal.seal(lake.kv, lake.blocks)
+    (batch,) = journal.batches(lake.kv)
+    report = fsck.check(lake).to_dict()
+    assert report["ok"] and report["orphaned"]["count"] == 0
+    lake.blocks.delete(batch["locator"])
+    (missing,) = fsck.check(lake).to_dict()["missing"]
+    assert (missing["locator"], missing["path"]) == (batch["locator"], "(journal batch 1..1)")
