@@ -24,6 +24,25 @@ def enable(json_: JsonFlag = False) -> None:
     render.emit(setting, json_, lambda d: render.line(f"journal enabled since {render.when(d['since'])}"))
 
 
+@app.command("compact")
+def compact(json_: JsonFlag = False) -> None:
+    """Rewrite the sealed journal without the entries a rebuild no longer needs.
+
+    Dropped: every entry of a repository up to its deletion; staged writes, deletes and resets
+    of a branch up to its deletion; each setting but the last of its key. Commits, branches and
+    tags stay, and every entry keeps its logical timestamp (the journal then has gaps). The
+    audit trail of what was dropped is gone: compaction runs only when asked.
+    """
+    done = backend().journal_compact()
+    render.emit(
+        done,
+        json_,
+        lambda d: render.line(
+            f"kept {d['entries']} entries in {d['batches']} batches, dropped {d['dropped']}"
+        ),
+    )
+
+
 @app.command("tail")
 def tail(
     follow: Annotated[

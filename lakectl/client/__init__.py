@@ -324,6 +324,11 @@ class Backend(Protocol):
         """Every journal entry after ``after``, as it is sealed, until the caller stops."""
         ...
 
+    def journal_compact(self) -> dict[str, Any]:
+        """Rewrite the sealed journal without superseded entries: ``{"entries", "dropped",
+        "batches"}`` (:func:`lakectl.core.journal.compact`)."""
+        ...
+
     def rebuild_from_journal(self) -> dict[str, Any]:
         """A new metadata database for the embedded lake from its blocks and journal alone
         (:func:`lakectl.core.rebuild.rebuild_embedded`); a server refuses (``InvalidArgument``)."""

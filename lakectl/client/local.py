@@ -329,6 +329,11 @@ class LocalBackend:
         for entry in journal.follow(self.lake.kv, self.lake.blocks, after, repo):
             yield entry.to_dict()
 
+    def journal_compact(self) -> dict[str, Any]:
+        from lakectl.core import journal
+
+        return journal.compact(self.lake.kv, self.lake.blocks)
+
     def rebuild_from_journal(self) -> dict[str, Any]:
         from lakectl.core import rebuild
 

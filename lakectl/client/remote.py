@@ -757,6 +757,9 @@ class RemoteBackend:
                     raise StorageError(f"the journal stream of {self.endpoint} failed: {e}") from e
                 time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
 
+    def journal_compact(self) -> dict[str, Any]:
+        return dict(self._json("POST", "/api/v1/journal/compact", idempotent=True))
+
     def rebuild_from_journal(self) -> dict[str, Any]:
         raise InvalidArgument(
             f"a rebuild runs where the lake is, not through the server at {self.endpoint}: run it "

@@ -90,8 +90,9 @@ BRANCH_PROTECTION = "settings/branch_protection"
 
 JOURNAL = "journal"
 """Partition of the journal's shared records (``lakectl.core.journal``, docs/decisions/0009):
-``cursor`` (the next logical timestamp, the last sealed batch), ``batch/<first timestamp,
-20 digits>`` (one sealed Parquet batch), ``writer/<id>`` (a process that wrote entries)."""
+``cursor`` (the next logical timestamp, the last sealed batch, the generation),
+``batch/<generation, 6 digits>/<first timestamp, 20 digits>`` (one sealed Parquet batch),
+``writer/<id>`` (a process that wrote entries)."""
 JOURNAL_CURSOR = "cursor"
 JOURNAL_WRITER_PREFIX = "writer/"
 JOURNAL_SETTING = "journal"
@@ -102,8 +103,13 @@ def journal_writer_key(writer: str) -> str:
     return f"{JOURNAL_WRITER_PREFIX}{writer}"
 
 
-def journal_batch_key(first: int) -> str:
-    return f"batch/{first:020d}"
+def journal_batch_key(first: int, generation: int = 0) -> str:
+    """A sealed batch of the journal's ``generation`` (each compaction starts the next)."""
+    return f"{journal_batch_prefix(generation)}{first:020d}"
+
+
+def journal_batch_prefix(generation: int = 0) -> str:
+    return f"batch/{generation:06d}/"
 
 
 def journal_live_partition(writer: str) -> str:

@@ -74,7 +74,11 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
     ordered: list[dict[str, Any]] = []
     previous, first = "", 1
     while first in found:
-        candidates = [b for b in found.pop(first) if b["previous"] == previous]
+        following = [b for b in found.pop(first) if b["previous"] == previous]
+        # A compaction rewrote the journal as a newer generation: its chain wins over the old one
+        # (whose blocks the compaction deletes, unless it was killed first).
+        newest = max((int(b.get("generation", 0)) for b in following), default=0)
+        candidates = [b for b in following if int(b.get("generation", 0)) == newest]
         if len(candidates) != 1:
             raise IntegrityError(
                 f"the journal's batches from logical timestamp {first} do not chain: "
@@ -83,6 +87,11 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
             )
         ordered.append(candidates[0])
         previous, first = candidates[0]["locator"], int(candidates[0]["last"]) + 1
+    found = {
+        k: v
+        for k, v in found.items()
+        if k > first or any(int(b.get("generation", 0)) > _gen(ordered) for b in v)
+    }
     if found:
         raise IntegrityError(
             f"the journal has batches after a gap at logical timestamp {first} "
@@ -104,11 +113,17 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         count += 1
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journal._encode({"enabled": True, "since": _since(batches)}))
+    generation = _gen(batches)
     for batch in batches:
-        kv.set(keys.JOURNAL, keys.journal_batch_key(int(batch["first"])), journal._encode(batch))
+        kv.set(keys.JOURNAL, keys.journal_batch_key(int(batch["first"]), generation), journal._encode(batch))
     cursor: dict[str, Any] = {"next": last + 1, "batch": batches[-1] if batches else None, "sealed": []}
+    cursor["generation"] = generation
     kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, journal._encode(cursor))
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
+
+
+def _gen(batches: list[dict[str, Any]]) -> int:
+    return int(batches[-1].get("generation", 0)) if batches else 0
 
 
 def _since(batches: list[dict[str, Any]]) -> int:

@@ -1,6 +1,7 @@
 """The lake's journal (a lakectl extension, docs/decisions/0009-journal.md): ``GET /journal`` (the
-last entries), ``GET /journal/stream`` (server-sent events, one per entry as it is sealed) and
-``POST /journal/enable``. The journal records every user's mutations: admins only."""
+last entries), ``GET /journal/stream`` (server-sent events, one per entry as it is sealed),
+``POST /journal/enable`` and ``POST /journal/compact``. The journal records every user's
+mutations: admins only."""
 
 from __future__ import annotations
 
@@ -45,6 +46,12 @@ def tail(
 def enable(lake: LakeDep) -> dict[str, Any]:
     """Switch the journal on for the lake; this server journals from now on (others: on restart)."""
     return journal.enable(lake)
+
+
+@router.post("/journal/compact", dependencies=_ADMINS)
+def compact(lake: LakeDep) -> dict[str, Any]:
+    """Rewrite the sealed journal without its superseded entries (timestamps kept)."""
+    return journal.compact(lake.kv, lake.blocks)
 
 
 @router.get("/journal/stream", dependencies=_ADMINS)

@@ -207,3 +207,18 @@ def test_admin_rebuild_is_refused_against_a_server(journal_server: Live, tmp_pat
     cli = Lakectl("remote", {**journal_server.cli_env(tmp_path), "LAKECTL_BASE_URI": ""}, tmp_path)
     refused = cli("admin", "rebuild", "--from-journal", code=2)
     assert refused.stderr.startswith("error:") and len(refused.stderr.splitlines()) == 1
+
+
+def test_compact_drops_a_deleted_repository_and_keeps_timestamps(cli: Lakectl) -> None:
+    cli("journal", "enable")
+    gone, kept = unique("gone"), unique("kept")
+    cli("repo", "create", f"lakefs://{gone}")
+    cli("fs", "upload", f"lakefs://{gone}/main/a", "-s", "-", input=b"a")
+    cli("repo", "delete", f"lakefs://{gone}", "-y")
+    cli("repo", "create", f"lakefs://{kept}")
+    mine = cli.js("journal", "tail", "--repo", f"lakefs://{kept}")
+    done = cli.js("journal", "compact")
+    assert done["dropped"] >= 3 and set(done) == {"entries", "dropped", "batches"}
+    assert cli.js("journal", "tail", "--repo", f"lakefs://{gone}") == []
+    assert cli.js("journal", "tail", "--repo", f"lakefs://{kept}") == mine
+    assert "dropped" in cli("journal", "compact").stdout

@@ -1,8 +1,9 @@
 """Rebuild from the journal: random histories (repositories, branches, staged writes and deletes,
 commits, merges, reverts, resets of all/a prefix/an object, tags, deletions, settings, garbage
-collection) on a journalled lake; then its metadata database is dropped, a fresh one is built
-from the blocks alone, and every repository, branch head, tag, commit, staged entry, setting and
-object's bytes is identical (docs/decisions/0009-journal.md)."""
+collection, seals and compactions of the journal) on a journalled lake; then its metadata
+database is dropped, a fresh one is built from the blocks alone, and every repository, branch
+head, tag, commit, staged entry, setting and object's bytes is identical
+(docs/decisions/0009-journal.md)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,8 @@ def apply(lake: Lake, op: tuple[Any, ...]) -> None:
         gc.run(lake, args[0], allow_preexisting_blocks=True)
     elif kind == "seal":
         journal.seal(lake.kv, lake.blocks)
+    elif kind == "compact":
+        journal.compact(lake.kv, lake.blocks)
     elif kind == "remove":
         p.delete_repo(lake, args[0])
 

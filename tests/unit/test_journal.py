@@ -278,3 +278,49 @@ def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p
     lake.blocks.delete(batch["locator"])
     (missing,) = fsck.check(lake).to_dict()["missing"]
     assert (missing["locator"], missing["path"]) == (batch["locator"], "(journal batch 1..1)")
+
+
+def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(lake: p.Lake) -> None:
+    from lakectl.core import rebuild
+    from lakectl.core.kv.memory import MemoryStore
+
+    p.create_repo(lake, "gone-r")
+    p.upload(lake, "gone-r", "main", "a", b"a")
+    p.delete_repo(lake, "gone-r")
+    p.create_repo(lake, "kept-r")
+    p.create_branch(lake, "kept-r", "tmp", "main")
+    p.upload(lake, "kept-r", "tmp", "t", b"t")
+    p.delete_branch(lake, "kept-r", "tmp")
+    p.upload(lake, "kept-r", "main", "m", b"m")
+    p.commit(lake, "kept-r", "main", "m")
+    gc.set_rules(lake, "kept-r", gc.GCRules.from_dict({"default_retention_days": 1}))
+    gc.set_rules(lake, "kept-r", gc.GCRules.from_dict({"default_retention_days": 2}))
+    p.upload(lake, "kept-r", "main", "staged", b"s")
+    journal.seal(lake.kv, lake.blocks)
+    old = journal.batches(lake.kv)
+    before = [e.event_type for e in journal.entries(lake.kv, lake.blocks)]
+    done = journal.compact(lake.kv, lake.blocks)
+    after = list(journal.entries(lake.kv, lake.blocks))
+    assert done == {"entries": len(after), "dropped": len(before) - len(after), "batches": 1}
+    assert [e.event_type for e in after] == [
+        "create-repository",
+        "create-branch",
+        "delete-branch",
+        "write-objects",
+        "commit",
+        "settings",
+        "write-objects",
+    ]
+    assert {e.repo_id for e in after} == {"kept-r"}
+    assert after[-1].logical_timestamp == len(before)  # timestamps kept
+    assert not any(lake.blocks.exists(b["locator"]) for b in old)  # the old generation is gone
+    # The journal goes on after the compacted part; a rebuild gives the lake back.
+    p.create_tag(lake, "kept-r", "v1", "main")
+    assert journal.tail(lake.kv, lake.blocks, amount=1)[0].logical_timestamp == len(before) + 1
+    fresh = MemoryStore()
+    rebuild.rebuild(lake.blocks, fresh)
+    rebuilt = p.Lake(kv=fresh, blocks=lake.blocks)
+    assert [r.name for r in rebuilt.refs.list_repos()] == ["kept-r"]
+    assert b"".join(p.read(rebuilt, "kept-r", "main", "staged")) == b"s"
+    assert rebuilt.refs.get_tag("kept-r", "v1").commit_id == lake.refs.get_tag("kept-r", "v1").commit_id
+    assert gc.get_rules(rebuilt, "kept-r").to_dict() == gc.get_rules(lake, "kept-r").to_dict()
