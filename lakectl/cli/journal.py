@@ -73,6 +73,10 @@ def tail(
     found = backend().journal_tail(name, amount)
     if not follow:
         render.emit(found, json_, render.journal)
+        if not found and not json_:
+            render.note(
+                "no journal entries (the journal records mutations once `lakectl journal enable` ran)"
+            )
         return
     for entry in found:
         _one(entry, json_)

@@ -109,6 +109,8 @@ def test_nothing_is_journalled_until_enabled(tmp_path: Path) -> None:
     cli = Lakectl("embedded", env, tmp_path)
     cli("repo", "create", "lakefs://quiet")
     assert cli.js("journal", "tail") == []
+    empty = cli("journal", "tail")
+    assert empty.stdout == "" and "lakectl journal enable" in empty.stderr
     cli("journal", "enable")
     cli("branch", "create", "lakefs://quiet/dev", "--source", "lakefs://quiet/main")
     assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-branch"]
