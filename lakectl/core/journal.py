@@ -168,6 +168,8 @@ class Journal:
         self._open = threading.local()
         self._group = GroupWriter(kv, self.partition)
         self._client = ""
+        self._opened: set[str] = set()
+        """Keys of intents whose verb has not ended, in every thread."""
 
     def _default_client(self) -> str:
         # Embedded, one process is one user: the committer, looked up once.
@@ -190,7 +192,17 @@ class Journal:
         return stack
 
     def _withdraw(self, key: str) -> None:
+        with self._lock:
+            self._opened.discard(key)
         self._quietly(lambda: self.kv.delete(self.partition, key))
+
+    def close(self) -> None:
+        """Withdraw the intents of verbs that raised and so never ended (a lake is closed only
+        once no verb runs on it): a refused ``lakectl commit`` leaves nothing behind."""
+        with self._lock:
+            opened, self._opened = sorted(self._opened), set()
+        if opened:
+            self._quietly(lambda: delete_many(self.kv, self.partition, opened))
 
     def before(self, event: Event) -> None:
         """Store the intent; raising here refuses the verb with nothing changed."""
@@ -217,6 +229,8 @@ class Journal:
             self._withdraw(stack[i][1])
         stack[:] = [s for s in stack if s[0] != which][-MAX_OPEN:]
         self._group.write(key, _encode(record))
+        with self._lock:
+            self._opened.add(key)
         stack.append((which, key, record))
 
     def after(self, event: Event) -> None:
@@ -227,6 +241,8 @@ class Journal:
         if not found:
             return
         _, key, record = stack.pop(found[-1])
+        with self._lock:
+            self._opened.discard(key)
         done = {**record, "state": DONE, "event_payload": payload_of(event)}
         self._quietly(lambda: self._group.write(key, _encode(done)))
         if record["seq"] % SEAL_EVERY == 0:
@@ -264,9 +280,22 @@ def install(lake: Lake) -> None:
 
 
 def _journal_of(sink: EventSink) -> bool:
+    return _find(sink) is not None
+
+
+def _find(sink: EventSink) -> Journal | None:
     if isinstance(sink, Journal):
-        return True
-    return isinstance(sink, Fanout) and any(isinstance(s, Journal) for s in sink.sinks)
+        return sink
+    if isinstance(sink, Fanout):
+        return next((s for s in sink.sinks if isinstance(s, Journal)), None)
+    return None
+
+
+def release(lake: Lake) -> None:
+    """What the lake's journal holds for verbs that never ended, let go as the lake closes."""
+    found = _find(lake.events)
+    if found is not None:
+        found.close()
 
 
 def enable(lake: Lake) -> dict[str, Any]:

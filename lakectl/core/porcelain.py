@@ -123,6 +123,7 @@ class Lake:
         self.committer = Committer(self.refs, self.staging, self.trees, self.blocks)
 
     def close(self) -> None:
+        journal.release(self)  # while the store is still open
         self.kv.close()
 
 

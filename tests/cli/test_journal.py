@@ -224,3 +224,26 @@ def test_compact_drops_a_deleted_repository_and_keeps_timestamps(cli: Lakectl) -
     assert cli.js("journal", "tail", "--repo", f"lakefs://{gone}") == []
     assert cli.js("journal", "tail", "--repo", f"lakefs://{kept}") == mine
     assert "dropped" in cli("journal", "compact").stdout
+
+
+def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
+    from lakectl.core.porcelain import open_lake
+
+    env = {
+        "LAKECTL_HOME": str(tmp_path / "lake"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_BASE_URI": "",
+    }
+    cli = Lakectl("embedded", env, tmp_path)
+    cli("journal", "enable")
+    cli("repo", "create", "lakefs://refused")
+    # Refused after the journal wrote its intent (nothing staged): the process ends, and with it
+    # the verb; its intent is withdrawn as the lake closes.
+    refused = cli("commit", "lakefs://refused/main", "-m", "nothing", code=None)
+    assert refused.exit_code != 0 and refused.stderr.startswith("error:")
+    lake = open_lake(str(tmp_path / "lake"))
+    live = lake.kv.partitions("journal/live/")  # type: ignore[attr-defined]
+    assert [k for part in live for k, raw in lake.kv.scan(part) if b'"pending"' in raw] == []
+    lake.close()
+    assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]
