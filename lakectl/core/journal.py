@@ -39,6 +39,8 @@ SEAL_EVERY = 1000
 SEAL_BATCH = 10_000
 """At most this many entries per sealed Parquet batch."""
 SEAL_ATTEMPTS = 20
+READ_CHUNK = 64
+"""Entries decoded at once when a batch is read."""
 FOLLOW_INTERVAL = 0.5
 """Seconds between two looks of a follower (``journal tail --follow``, the server's stream)."""
 MAX_OPEN = 64
@@ -418,21 +420,21 @@ def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
     return out.getvalue()
 
 
-def _read_batch(blocks: Any, locator: str) -> list[Entry]:
+def _read_batch(blocks: Any, locator: str) -> Iterator[Entry]:
+    """A batch's entries, a few at a time: memory follows the largest entry, not the batch."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(io.BytesIO(blocks.get(locator)))
-    return [
-        Entry(
-            row["logical_timestamp"],
-            row["time"],
-            row["client_id"],
-            row["repo_id"],
-            row["event_type"],
-            json.loads(row["event_payload"]),
-        )
-        for row in table.to_pylist()
-    ]
+    handle = pq.ParquetFile(io.BytesIO(blocks.get(locator)))
+    for chunk in handle.iter_batches(batch_size=READ_CHUNK):
+        for row in chunk.to_pylist():
+            yield Entry(
+                row["logical_timestamp"],
+                row["time"],
+                row["client_id"],
+                row["repo_id"],
+                row["event_type"],
+                json.loads(row["event_payload"]),
+            )
 
 
 # -- reading --------------------------------------------------------------------------------
