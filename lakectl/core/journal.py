@@ -387,9 +387,10 @@ def seal(kv: KVStore, blocks: Any) -> int:
             kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(new), raw)
         except PredicateFailed:
             # Another sealer published first. Our block names entries a rebuild must not read
-            # twice: gone, unless it is the very batch that won (same bytes, same locator).
-            won = _cursor(kv)[0].get("batch") or {}
-            if won.get("locator") != locator:
+            # twice: gone, unless a published batch is these very bytes (the same entries,
+            # sealed by another sealer at the same timestamp; it may be superseded as the
+            # cursor's batch by now, so every batch record is asked).
+            if locator not in sealed_blocks(kv):
                 blocks.delete(locator)
             continue
         _finish(kv, new)

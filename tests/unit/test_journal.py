@@ -324,3 +324,31 @@ def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(
     assert b"".join(p.read(rebuilt, "kept-r", "main", "staged")) == b"s"
     assert rebuilt.refs.get_tag("kept-r", "v1").commit_id == lake.refs.get_tag("kept-r", "v1").commit_id
     assert gc.get_rules(rebuilt, "kept-r").to_dict() == gc.get_rules(lake, "kept-r").to_dict()
+
+
+def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(lake: p.Lake) -> None:
+    """Two sealers seal the same entries at the same timestamp (the same bytes, one block); the
+    winner's batch is then superseded as the cursor's by a third seal. The loser must not delete
+    the block: it is the published batch."""
+    p.create_repo(lake, "raced")
+    kv = lake.kv
+    interfered = []
+
+    class Racing:
+        """The lake's store; the loser's cursor swap first lets two other seals run."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(kv, name)
+
+        def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+            if key == keys.JOURNAL_CURSOR and not interfered:
+                interfered.append(1)
+                journal.seal(kv, lake.blocks)  # the same entries, the same bytes: it wins
+                p.create_tag(lake, "raced", "v1", "main")
+                journal.seal(kv, lake.blocks)  # and the cursor moves on
+            kv.set_if(partition, key, value, expected)
+
+    journal.seal(Racing(), lake.blocks)  # type: ignore[arg-type]
+    assert interfered
+    assert [e.event_type for e in journal.entries(kv, lake.blocks)] == ["create-repository", "create-tag"]
+    assert all(lake.blocks.exists(b["locator"]) for b in journal.batches(kv))
