@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from lakectl.client import ByteProgress, Progress
+from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import (
     BlockNotFound,
     Conflict,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
 
-BLOCK_SIZE = 64 * 1024 * 1024
 PAGE = 1000
 ATTEMPTS = 5
 UPLOAD_THREADS = 4
