@@ -153,7 +153,11 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
         raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
     blocks = LocalAdapter(os.path.join(home, "blocks"))
     kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
-    return Lake(kv=kv, blocks=blocks, home=home, identity=identity)
+    from lakectl.core.actionruns import ActionHooks
+
+    lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
+    lake.events = ActionHooks(lake)  # lakeFS actions: the user's own machine runs command hooks too
+    return lake
 
 
 def default_committer() -> str:
