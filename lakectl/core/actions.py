@@ -90,7 +90,7 @@ def parse(text: str | bytes, source: str) -> Action:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as e:
         raise InvalidArgument(f"{source}: invalid YAML: {e}", path=source) from e
     try:
@@ -232,12 +232,28 @@ def load(lake: Lake, repo: str, ref: str) -> Loaded:
     actions, errors = [], []
     for info in infos:
         assert info.entry is not None
-        data = b"".join(porcelain.read_entry(lake, info.entry))
-        try:
-            actions.append((info.path, parse(data, info.path)))
-        except InvalidArgument as e:
-            errors.append((info.path, e.message))
+        key = (info.path, *info.entry.locators)  # locators are content addresses
+        found = _PARSED.get(key)
+        if found is None:
+            data = b"".join(porcelain.read_entry(lake, info.entry))
+            try:
+                found = parse(data, info.path)
+            except InvalidArgument as e:
+                found = e.message
+            if len(_PARSED) >= PARSED_CACHE:
+                _PARSED.pop(next(iter(_PARSED)))
+            _PARSED[key] = found
+        if isinstance(found, str):
+            errors.append((info.path, found))
+        else:
+            actions.append((info.path, found))
     return Loaded(tuple(actions), tuple(errors))
+
+
+PARSED_CACHE = 1024
+"""Action files kept parsed, by path and content: an unchanged file is neither read nor parsed
+again (YAML parsing would cost more than the commit it gates)."""
+_PARSED: dict[tuple[str, ...], Action | str] = {}
 
 
 def matching(loaded: Sequence[tuple[str, Action]], event_type: str, branch: str) -> list[Action]:
