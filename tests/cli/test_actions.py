@@ -325,3 +325,65 @@ def test_validate_accepts_lakefs_s_example_format(tmp_path: Path) -> None:
     assert data["on"] == {"pre-commit": {"branches": []}, "pre-merge": {"branches": ["main"]}}
     assert [(h["id"], h["type"]) for h in data["hooks"]] == [("no_temp", "webhook"), ("validate", "command")]
     assert cli("actions", "validate", str(path)).stdout.startswith(f"Action file {path} is valid")
+
+
+def test_actions_run_in_parallel(both: Lakectl) -> None:
+    """Two actions' webhooks must be in flight together: each waits for the other at a barrier,
+    and answers 500 if it never comes (actions run one after the other)."""
+    cli = both
+    barrier = threading.Barrier(2, timeout=10)
+
+    class Meet(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            try:
+                barrier.wait()
+                status = 200
+            except threading.BrokenBarrierError:
+                status = 500
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Meet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        for name in ("left", "right"):
+            put_action(
+                cli, "feat", name, {"on": {"pre-commit": None}, "hooks": [webhook(name, url)]}, commit=False
+            )
+        cli("commit", f"lakefs://{cli.repo}/feat", "-m", "two actions at once")
+    finally:
+        server.shutdown()
+        server.server_close()
+    (run,) = runs(cli, "--branch", "feat")
+    assert run["status"] == "completed"
+
+
+def test_a_command_hook_reads_the_event_on_stdin_and_its_environment(both: Lakectl) -> None:
+    cli = both
+    code = (
+        "import json, os, sys; e = json.load(sys.stdin); "
+        "print(json.dumps({'stdin': e, 'env': {k: v for k, v in os.environ.items() if k.startswith("
+        "('LAKEFS_', 'STAGE'))}}))"
+    )
+    hook = command("show", code)
+    hook["properties"]["env"] = {"STAGE": "ci"}
+    put_action(cli, "main", "show", {"on": {"post-create-tag": None}, "hooks": [hook]})
+    cli("tag", "create", f"lakefs://{cli.repo}/v9", f"lakefs://{cli.repo}/main")
+    (run,) = runs(cli)
+    out = json.loads(cli("cat-hook-output", f"lakefs://{cli.repo}", run["run_id"], "0000_0000").stdout)
+    event, env = out["stdin"], out["env"]
+    assert (event["event_type"], event["tag_id"], event["commit_id"]) == (
+        "post-create-tag",
+        "v9",
+        head(cli, "main"),
+    )
+    assert env["LAKEFS_EVENT_TYPE"] == "post-create-tag" and env["LAKEFS_TAG_ID"] == "v9"
+    assert env["LAKEFS_REPOSITORY_ID"] == cli.repo and env["LAKEFS_RUN_ID"] == run["run_id"]
+    assert env["STAGE"] == "ci"
+    assert run["commit_id"] == head(cli, "main")
