@@ -243,10 +243,12 @@ class ActionHooks:
     a failing ``post-`` hook is only recorded. Actions run in parallel, an action's hooks in
     order (a failed hook stops its action)."""
 
-    def __init__(self, lake: Lake, commands: bool = True) -> None:
+    def __init__(self, lake: Lake, commands: bool = True, env: Mapping[str, str] | None = None) -> None:
         self.lake = lake
         self.commands = commands
         """Whether command hooks may run (a server runs them only when configured to)."""
+        self.env = dict(env or {})
+        """Variables command hooks get besides the caller's (the embedded lake's LAKECTL_HOME)."""
 
     def before(self, event: Event) -> None:
         if not event.verb.has_hooks:
@@ -293,7 +295,7 @@ class ActionHooks:
         if not chosen and not loaded.errors:
             return None
         run_id, start = new_run_id(), now_text()
-        env = {"LAKECTL_HOME": self.lake.home} if self.lake.home else {}
+        env = self.env
         if len(chosen) > 1:
             with ThreadPoolExecutor(len(chosen)) as pool:
                 futures = [

@@ -156,7 +156,8 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
     from lakectl.core.actionruns import ActionHooks
 
     lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
-    lake.events = ActionHooks(lake)  # lakeFS actions: the user's own machine runs command hooks too
+    # lakeFS actions; command hooks run too (the user's own machine), and find this lake.
+    lake.events = ActionHooks(lake, env={"LAKECTL_HOME": home})
     return lake
 
 
