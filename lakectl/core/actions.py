@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -241,7 +242,8 @@ def load(lake: Lake, repo: str, ref: str) -> Loaded:
             except InvalidArgument as e:
                 found = e.message
             if len(_PARSED) >= PARSED_CACHE:
-                _PARSED.pop(next(iter(_PARSED)))
+                with suppress(KeyError, RuntimeError, StopIteration):  # another thread evicted first
+                    _PARSED.pop(next(iter(_PARSED)))
             _PARSED[key] = found
         if isinstance(found, str):
             errors.append((info.path, found))
