@@ -387,3 +387,28 @@ def test_a_command_hook_reads_the_event_on_stdin_and_its_environment(both: Lakec
     assert env["LAKEFS_REPOSITORY_ID"] == cli.repo and env["LAKEFS_RUN_ID"] == run["run_id"]
     assert env["STAGE"] == "ci"
     assert run["commit_id"] == head(cli, "main")
+
+
+def test_webhook_secrets_come_from_lakefsactions_variables(
+    both: Lakectl, hookd: Hookd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli = both
+    monkeypatch.setenv("LAKEFSACTIONS_TOKEN", "s3cr3t")
+    monkeypatch.setenv("OTHER_SECRET", "never")
+    secret = webhook("auth", hookd.url, headers={"Authorization": "Bearer {{ ENV.LAKEFSACTIONS_TOKEN }}"})
+    leak = webhook("leak", hookd.url, query_params={"x": "{{ ENV.OTHER_SECRET }}"})
+    put_action(cli, "main", "secret", {"on": {"post-merge": None}, "hooks": [secret]})
+    put_action(cli, "main", "leak", {"on": {"post-merge": None}, "hooks": [leak]})
+    cli("fs", "upload", f"lakefs://{cli.repo}/feat/m.txt", "-s", "-", input=b"m")
+    cli("commit", f"lakefs://{cli.repo}/feat", "-m", "to merge")
+    cli("merge", f"lakefs://{cli.repo}/feat", f"lakefs://{cli.repo}/main")
+
+    (sent,) = hookd.received  # the leaking hook failed before it sent anything
+    assert sent["headers"]["Authorization"] == "Bearer s3cr3t"
+    event = sent["event"]
+    assert (event["event_type"], event["branch_id"], event["merge_source"]) == ("post-merge", "main", "feat")
+    assert event["commit_id"] == head(cli, "main")
+    (run,) = runs(cli, "--branch", "main")
+    assert run["status"] == "failed"
+    out = cli("cat-hook-output", f"lakefs://{cli.repo}", run["run_id"], "0000_0000").stdout
+    assert "OTHER_SECRET is not allowed" in out and "never" not in out
