@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
+from itertools import islice, takewhile
 from typing import TYPE_CHECKING, Any
 
 from lakectl.core import actions, hooks, keys
@@ -144,9 +144,10 @@ def list_runs(
         ids = (k.rsplit("/", 1)[-1] for k, _ in scan_prefix(lake.kv, part, keys.commit_runs_prefix(cid)))
         runs: Iterator[ActionRun] = (r for r in (_get(lake, part, i) for i in ids) if r is not None)
     else:
-        runs = (
-            ActionRun.from_dict(json.loads(v)) for _, v in scan_prefix(lake.kv, part, keys.ACTION_RUN_PREFIX)
-        )
+        # Run ids sort newest first: a page after ``after`` starts its scan there.
+        start = keys.action_run_key(after) if after else keys.ACTION_RUN_PREFIX
+        rows = takewhile(lambda kv: kv[0].startswith(keys.ACTION_RUN_PREFIX), lake.kv.scan(part, start))
+        runs = (ActionRun.from_dict(json.loads(v)) for _, v in rows)
     found = (r for r in runs if r.run_id > after and (not branch or r.branch == branch))
     return list(islice(found, amount))
 

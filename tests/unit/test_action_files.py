@@ -69,3 +69,14 @@ def test_go_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(InvalidArgument):
         parse_duration(text)
+
+
+def test_run_records_round_trip() -> None:
+    from lakectl.core.actionruns import ActionRun, HookRun
+
+    run = ActionRun(
+        "e7", "main", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "pre-commit", "failed", "c1"
+    )
+    hook = HookRun("0000_0001", "gate", "h", "2026-01-01T00:00:00Z", "", "completed")
+    assert ActionRun.from_dict(json.loads(json.dumps(run.to_dict()))) == run
+    assert HookRun.from_dict(json.loads(json.dumps(hook.to_dict()))) == hook
