@@ -204,6 +204,8 @@ def _ref_of(when: str, event: Event) -> str:
     """Where the action files are read: the ref the event is about (lakeFS's source ref)."""
     if when == "post" and event.commit_id:
         return event.commit_id
+    if event.verb is Verb.MERGE and event.payload.get("source_commit_id"):
+        return str(event.payload["source_commit_id"])  # the very commit being merged
     if event.verb in (Verb.COMMIT, Verb.DELETE_BRANCH):
         return event.branch
     return event.source_ref or event.commit_id
