@@ -181,8 +181,8 @@ def _hook(data: Any, index: int) -> Hook:
 
 def _webhook(props: Mapping[str, Any], where: str) -> None:
     url = props.get("url")
-    if not isinstance(url, str) or not re.match(r"https?://", url):
-        raise _Bad(f"{where}.properties.url must be an http(s):// URL")
+    if not isinstance(url, str) or not re.match(r"https?://[^/?#\s]", url) or any(c.isspace() for c in url):
+        raise _Bad(f"{where}.properties.url must be an http(s)://host... URL")
     _mapping(props.get("query_params"), f"{where}.properties.query_params", lists=True)
     _mapping(props.get("headers"), f"{where}.properties.headers")
 

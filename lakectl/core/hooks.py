@@ -61,6 +61,8 @@ def run(hook: Hook, event: Mapping[str, Any], commands: bool, env: Mapping[str, 
         return _command(hook, event, env)
     except _Failed as e:
         return Outcome(False, f"{e}\n".encode())
+    except (ValueError, UnicodeError, OSError) as e:  # a URL or header urllib will not send
+        return Outcome(False, f"cannot run the hook: {e}\n".encode())
 
 
 def _webhook(hook: Hook, event: Mapping[str, Any]) -> Outcome:

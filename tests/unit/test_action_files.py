@@ -80,3 +80,25 @@ def test_run_records_round_trip() -> None:
     hook = HookRun("0000_0001", "gate", "h", "2026-01-01T00:00:00Z", "", "completed")
     assert ActionRun.from_dict(json.loads(json.dumps(run.to_dict()))) == run
     assert HookRun.from_dict(json.loads(json.dumps(hook.to_dict()))) == hook
+
+
+@pytest.mark.parametrize("url", ["http://", "ftp://h/x", "http://a b/", "http:// h"])
+def test_a_webhook_needs_a_url_with_a_host(url: str) -> None:
+    hook = {"id": "a", "type": "webhook", "properties": {"url": url}}
+    with pytest.raises(InvalidArgument, match="must be an http"):
+        parse(json.dumps({"on": {"pre-commit": None}, "hooks": [hook]}), "f.yaml")
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"url": "http://127.0.0.1:9/x", "headers": {"X-Name": "bad\nvalue"}},
+        {"url": "http://127.0.0.1:99999/x"},
+        {"url": "http://[::1/x"},
+    ],
+)
+def test_a_webhook_urllib_refuses_fails_its_hook(props: dict[str, object]) -> None:
+    from lakectl.core import hooks
+
+    outcome = hooks.run(Hook("a", "webhook", properties=props), {"event_type": "pre-commit"}, False, {})
+    assert not outcome.passed and outcome.output
