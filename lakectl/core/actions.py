@@ -194,6 +194,13 @@ def _command(props: Mapping[str, Any], where: str) -> None:
     )
     if not ok:
         raise _Bad(f"{where}.properties.command must be a program and its arguments (a string or list)")
+    if isinstance(cmd, str):
+        import shlex
+
+        try:
+            shlex.split(cmd)
+        except ValueError as e:
+            raise _Bad(f"{where}.properties.command: {e}") from None
     _mapping(props.get("env"), f"{where}.properties.env")
 
 

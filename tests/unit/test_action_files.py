@@ -102,3 +102,9 @@ def test_a_webhook_urllib_refuses_fails_its_hook(props: dict[str, object]) -> No
 
     outcome = hooks.run(Hook("a", "webhook", properties=props), {"event_type": "pre-commit"}, False, {})
     assert not outcome.passed and outcome.output
+
+
+def test_a_command_string_splits_as_a_shell_would() -> None:
+    hook = {"id": "a", "type": "command", "properties": {"command": "python 'unclosed"}}
+    with pytest.raises(InvalidArgument, match="No closing quotation"):
+        parse(json.dumps({"on": {"pre-commit": None}, "hooks": [hook]}), "f.yaml")
