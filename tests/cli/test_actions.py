@@ -11,19 +11,18 @@ import json
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from server.config import load_settings
 from tests.cli.both import Lakectl, both
+from tests.hookd import Hookd, hookd
 from tests.server.conftest import Live, serve
 
-__all__ = ["both"]
+__all__ = ["both", "hookd"]
 
 
 @pytest.fixture(scope="module")
@@ -32,44 +31,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     env = {"LAKECTL_SERVER_ACTIONS_COMMAND_ENABLED": "true"}
     with serve(load_settings(None, str(tmp_path_factory.mktemp("server-actions")), environ=env)) as server:
         yield server
-
-
-@dataclass
-class Hookd:
-    """A webhook receiver: answers ``status`` with ``body`` and keeps what it was sent."""
-
-    url: str
-    status: int = 200
-    body: bytes = b"ok"
-    received: list[dict[str, Any]] = field(default_factory=list)
-
-
-@pytest.fixture
-def hookd() -> Iterator[Hookd]:
-    state = Hookd("")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            data = self.rfile.read(int(self.headers["Content-Length"]))
-            query = parse_qs(urlsplit(self.path).query)
-            state.received.append({"event": json.loads(data), "query": query, "headers": dict(self.headers)})
-            self.send_response(state.status)
-            self.send_header("Content-Length", str(len(state.body)))
-            self.end_headers()
-            self.wfile.write(state.body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def put_action(cli: Lakectl, branch: str, name: str, action: dict[str, Any], commit: bool = True) -> None:

@@ -11,7 +11,7 @@ import lakefs_sdk
 import pytest
 from lakefs_sdk.exceptions import ApiException
 
-from tests.cli.test_actions import Hookd, hookd
+from tests.hookd import Hookd, hookd
 from tests.server.conftest import Live, commit, upload
 
 __all__ = ["hookd"]
