@@ -5,22 +5,22 @@ of one small staged object; median of ``--commits`` commits each):
 * actions on, no action file (the cost of looking: a listing of ``_lakefs_actions/`` at the ref
   before the commit and at the new commit after it), target: at most 2 ms over the reference;
 * an action file whose hook does not match (``pre-commit`` on ``release-*``, committing ``main``);
-* a ``pre-commit`` webhook to a local HTTP server (127.0.0.1, answering 200 at once), target: the
-  extra over "no action file" at most one bare POST to the same server plus 2 ms (the run's
-  records and the event JSON).
+* a ``pre-commit`` webhook to a local HTTP server (127.0.0.1, its own process, answering 200
+  at once), target: the extra over "no action file" at most one bare POST to the same server
+  plus 2 ms (the run's records and the event JSON).
 
-The bare POST (urllib, a new connection each time, as the hook makes) is printed too.
+The bare POST (urllib, a new connection each time, as the hook makes) is measured in turn with
+the commits and printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import threading
+import subprocess
+import sys
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from _benchutil import Table, fmt_time, median, print_context, temp_dir, verdict
 
@@ -31,27 +31,44 @@ TARGET_LOOK = 0.002
 TARGET_WEBHOOK_EXTRA = 0.002
 
 
+WEBHOOK = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 class Answer(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
+    def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.send_response(200)
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"ok")
 
-    def log_message(self, *args: Any) -> None:
+    def log_message(self, *args):
         pass
 
+server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+"""A webhook answering 200 at once, in a process of its own as a real one would be (in this
+process it would compete with the commit for the interpreter lock)."""
 
-def commits(lake: porcelain.Lake, repo: str, n: int) -> float:
-    """Median seconds of ``n`` commits of one new small object each."""
-    samples = []
-    for i in range(n):
-        porcelain.upload(lake, repo, "main", f"data/part-{i:05d}.csv", f"{i},x\n".encode())
-        start = time.perf_counter()
-        porcelain.commit(lake, repo, "main", f"commit {i}", committer="bench")
-        samples.append(time.perf_counter() - start)
-    return median(samples)
+
+def commit_one(lake: porcelain.Lake, repo: str, i: int) -> float:
+    """Seconds of one commit of one new small object."""
+    porcelain.upload(lake, repo, "main", f"data/part-{i:05d}.csv", f"{i},x\n".encode())
+    start = time.perf_counter()
+    porcelain.commit(lake, repo, "main", f"commit {i}", committer="bench")
+    return time.perf_counter() - start
+
+
+def bare_post(url: str) -> float:
+    """Seconds of one POST of a small JSON body, on a new connection as a hook makes it."""
+    start = time.perf_counter()
+    request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        answer.read()
+    return time.perf_counter() - start
 
 
 def action(url: str, branches: list[str]) -> bytes:
@@ -68,44 +85,48 @@ def main() -> None:
     args = parser.parse_args()
     print_context("Commit latency with actions")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    server = subprocess.Popen([sys.executable, "-c", WEBHOOK], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    url = f"http://127.0.0.1:{server.stdout.readline().strip()}/hook"
     try:
         with temp_dir("lakectl-bench-actions-", args.dir) as work:
             lake = porcelain.open_lake(work)
             hooks_sink = lake.events
             try:
                 porcelain.create_repo(lake, "warm-up")  # imports, caches and the database file warm
-                commits(lake, "warm-up", 5)
-                figures: dict[str, float] = {}
-                for name, content in (
-                    ("none", None),
-                    ("no action file", None),
-                    ("action file, no match", action(url, ["release-*"])),
-                    ("pre-commit webhook", action(url, ["main"])),
-                ):
-                    repo = name.replace(" ", "-").replace(",", "")[:40].strip("-")
-                    porcelain.create_repo(lake, repo)
-                    lake.events = NoEvents() if name == "none" else hooks_sink
+                for i in range(5):
+                    commit_one(lake, "warm-up", i)
+                cases = {
+                    "none": None,
+                    "no action file": None,
+                    "action file, no match": action(url, ["release-*"]),
+                    "pre-commit webhook": action(url, ["main"]),
+                }
+                repos = {name: name.replace(" ", "-").replace(",", "") for name in cases}
+                for name, content in cases.items():
+                    porcelain.create_repo(lake, repos[name])
                     if content is not None:
-                        porcelain.upload(lake, repo, "main", "_lakefs_actions/check.yaml", content)
-                        porcelain.commit(lake, repo, "main", "action", committer="bench")
-                    figures[name] = commits(lake, repo, args.commits)
+                        porcelain.upload(lake, repos[name], "main", "_lakefs_actions/check.yaml", content)
+                        porcelain.commit(lake, repos[name], "main", "action", committer="bench")
+                samples: dict[str, list[float]] = {name: [] for name in [*cases, "post"]}
+                names = list(samples)
+                # The cases take turns, each first in turn, so that the load of this shared
+                # machine falls on all alike; the bare POST takes its turn with them.
+                for i in range(args.commits):
+                    for name in names[i % len(names) :] + names[: i % len(names)]:
+                        if name == "post":
+                            samples[name].append(bare_post(url))
+                            continue
+                        lake.events = NoEvents() if name == "none" else hooks_sink
+                        samples[name].append(commit_one(lake, repos[name], i))
+                figures = {name: median(times) for name, times in samples.items()}
                 runs = len(actionruns.list_runs(lake, "pre-commit-webhook"))
             finally:
                 lake.close()
-        posts = []
-        for _ in range(args.commits):
-            start = time.perf_counter()
-            request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                answer.read()
-            posts.append(time.perf_counter() - start)
-        post = median(posts)
+        post = figures["post"]
     finally:
-        server.shutdown()
-        server.server_close()
+        server.terminate()
+        server.wait(timeout=10)
 
     print(f"check: {runs} runs recorded on the webhook's repository ({args.commits} gated commits + 1)")
     look = figures["no action file"] - figures["none"]
