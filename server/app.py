@@ -70,6 +70,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
     from server import blocks, presigned
+    from server.api import actions as actions_api
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
@@ -77,6 +78,10 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
+    if settings.actions.enabled:
+        from lakectl.core.actionruns import ActionHooks
+
+        lake.events = ActionHooks(lake, commands=settings.actions.command_enabled)
     auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
     installed = settings.installation
     if installed is not None and not auth.is_set_up():
@@ -112,6 +117,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)
     app.include_router(annotate_api.router, prefix=API_PREFIX)
+    app.include_router(actions_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)

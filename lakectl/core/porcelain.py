@@ -153,7 +153,12 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
         raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
     blocks = LocalAdapter(os.path.join(home, "blocks"))
     kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
-    return Lake(kv=kv, blocks=blocks, home=home, identity=identity)
+    from lakectl.core.actionruns import ActionHooks
+
+    lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
+    # lakeFS actions; command hooks run too (the user's own machine), and find this lake.
+    lake.events = ActionHooks(lake, env={"LAKECTL_HOME": home})
+    return lake
 
 
 def default_committer() -> str:
