@@ -43,6 +43,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_commit_1m.py --entries 100000
     bench 900 bench_small_files.py --files 5000 --dirs 50
     bench 300 bench_cli_latency.py --runs 5 --commits 200
+    bench 120 bench_actions.py --commits 10
     bench 300 bench_upload_1gib.py --size-mib 128 --runs 1
     bench 300 bench_server_load.py --seconds 3 --warmup 1 --single-seconds 1
     bench 300 bench_remote_upload.py --size-mib 256 --runs 1
@@ -57,6 +58,7 @@ else
     bench 900 bench_commit_1m.py --runs 3
     bench 3600 bench_small_files.py
     bench 600 bench_cli_latency.py
+    bench 300 bench_actions.py
     bench 900 bench_upload_1gib.py
     bench 600 bench_server_load.py
     bench 900 bench_remote_upload.py

@@ -25,7 +25,8 @@
     │   ├── PredicateFailed            (KV compare-and-swap lost)
     │   ├── DirtyBranch                (uncommitted changes where none are allowed)
     │   ├── NothingToCommit
-    │   └── TooManyRetries             (a compare-and-swap loop gave up)
+    │   ├── TooManyRetries             (a compare-and-swap loop gave up)
+    │   └── HookFailed                 (a pre-event action hook refused the verb)
     ├── IntegrityError           integrity_error     exit 7   HTTP 503
     │   ├── CorruptBlock               (a block's bytes do not match its locator)
     │   └── MissingData                (a block an object needs is not stored: lost data,
@@ -215,6 +216,13 @@ class NothingToCommit(PreconditionFailed):
 
 class TooManyRetries(PreconditionFailed):
     code = "too_many_retries"
+
+
+class HookFailed(PreconditionFailed):
+    """A pre-event hook of an action (``_lakefs_actions/``) failed: the verb did nothing. Details
+    name the run, the action, the hook and its output (lakeFS answers 412 too)."""
+
+    code = "hook_failed"
 
 
 class IntegrityError(LakectlError):

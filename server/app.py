@@ -72,7 +72,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
+    from lakectl.core import journal
     from server import blocks, presigned
+    from server.api import actions as actions_api
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
@@ -81,6 +83,11 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
+    if settings.actions.enabled:
+        from lakectl.core.actionruns import ActionHooks
+
+        lake.events = ActionHooks(lake, commands=settings.actions.command_enabled)
+        journal.install(lake)  # again, after the actions (open_lake installed it alone)
     auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
     installed = settings.installation
     if installed is not None and not auth.is_set_up():
@@ -116,6 +123,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)
     app.include_router(annotate_api.router, prefix=API_PREFIX)
+    app.include_router(actions_api.router, prefix=API_PREFIX)
     app.include_router(journal_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakectl.core import blockaccess, manifests
 from lakectl.core.blocks.data import parse_segment
 from lakectl.core.blocks.locator import parse_locator
+from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
@@ -28,7 +29,7 @@ from server.api.ranges import Unsatisfiable, parse_range
 from server.auth import Permission
 from server.errors import error_response
 
-MAX_BLOCK = 64 * 1024 * 1024
+MAX_BLOCK = BLOCK_SIZE
 MAX_LOCATORS = 10_000
 BLOCK_BUFFERS = 8
 """Block bodies received at once (64 MiB each): 512 MiB at most."""

@@ -127,6 +127,8 @@ TABLE: tuple[Key, ...] = (
     Key("installation.user_name"),
     Key("installation.access_key_id"),
     Key("installation.secret_access_key"),
+    Key("actions.enabled", "true", Kind.BOOL),
+    Key("actions.command.enabled", "false", Kind.BOOL),
 )
 """Every setting, once."""
 
@@ -247,6 +249,15 @@ class Installation:
 
 
 @dataclass(frozen=True, slots=True)
+class ActionsSettings:
+    """lakeFS's ``actions.*``: whether action hooks run at all, and command hooks (programs run
+    on the server, so off unless the operator turns them on)."""
+
+    enabled: bool = True
+    command_enabled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: str
     host: str
@@ -261,6 +272,7 @@ class Settings:
     """The admin user to create when the lake is not set up yet (lakeFS's ``installation.*``)."""
     warnings: tuple[str, ...] = ()
     """One line per lakeFS key accepted and ignored (:mod:`server.lakefs_keys`), for the operator."""
+    actions: ActionsSettings = field(default_factory=ActionsSettings)
 
     @property
     def listen_address(self) -> str:
@@ -482,7 +494,15 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
         s3=_s3_gateway(v, host, port),
         installation=_installation(v),
         warnings=warnings,
+        actions=ActionsSettings(_bool(v, "actions.enabled"), _bool(v, "actions.command.enabled")),
     )
+
+
+def _bool(v: _Values, key: str) -> bool:
+    text = v[key].strip().lower()
+    if text not in BOOLEANS:
+        raise v.bad(key, f"{text!r} is not true or false")
+    return BOOLEANS[text]
 
 
 def _installation(v: _Values) -> Installation | None:

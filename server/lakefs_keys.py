@@ -47,7 +47,7 @@ FOREIGN: tuple[Foreign, ...] = (
     Foreign("logging.file_max_size_mb", _IGNORE, "lakectl does not rotate log files (use logrotate)"),
     Foreign("logging.files_keep", _IGNORE, "lakectl does not rotate log files (use logrotate)"),
     Foreign("logging.trace_request_headers", _IGNORE, "lakectl does not trace request headers"),
-    Foreign("actions", _IGNORE, "lakectl runs no action hooks yet"),
+    Foreign("actions", _IGNORE, "lakectl runs webhook and command hooks only (no Lua or Airflow hooks)"),
     Foreign("database.local.sync_writes", _IGNORE, "SQLite syncs every commit to disk"),
     Foreign("database.local.prefetch_size", _IGNORE, "tuning of lakeFS's embedded store"),
     Foreign("database.local.enable_logging", _IGNORE, "tuning of lakeFS's embedded store"),

@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "branch": ("lakectl.cli.branch:app", "Create, list, show, delete, reset and revert branches."),
     "tag": ("lakectl.cli.tag:app", "Create, list, show and delete tags."),
     "branch-protect": ("lakectl.cli.protect:app", "Create and manage branch protection rules."),
+    "actions": ("lakectl.cli.actions:app", "Runs of action hooks (list, describe); validate action files."),
+    "cat-hook-output": ("lakectl.cli.actions:cat_hook_output", "Print the output of one hook run."),
     "fs": ("lakectl.cli.fs:app", "Upload, download, list, inspect and remove objects."),
     "commit": ("lakectl.cli.commits:commit", "Commit the staged changes of a branch, atomically."),
     "log": ("lakectl.cli.commits:log", "Show the commits reachable from a ref, newest first."),

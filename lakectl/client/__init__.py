@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
+    from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
@@ -292,6 +293,27 @@ class Backend(Protocol):
 
     def delete_branch_protection(self, repo: str, pattern: str) -> None:
         """Remove the rule of ``pattern``; ``NotFound`` if it has none."""
+        ...
+
+    # -- action runs -----------------------------------------------------------------------
+
+    def list_action_runs(
+        self, repo: str, branch: str = "", commit: str = "", after: str = "", amount: int | None = None
+    ) -> list[ActionRun]:
+        """Runs of the repository's actions newest first (only a branch's, or a commit's), after
+        the run id ``after``; at most ``amount`` (None: all)."""
+        ...
+
+    def get_action_run(self, repo: str, run_id: str) -> ActionRun: ...
+
+    def list_run_hooks(
+        self, repo: str, run_id: str, after: str = "", amount: int | None = None
+    ) -> list[HookRun]:
+        """The hook runs of a run, by hook run id."""
+        ...
+
+    def get_hook_output(self, repo: str, run_id: str, hook_run_id: str) -> bytes:
+        """A hook run's output (its log); ``NotFound`` for no such run or hook run."""
         ...
 
     # -- integrity -------------------------------------------------------------------------

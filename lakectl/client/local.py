@@ -10,8 +10,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
-from lakectl.core import annotate, gc, manifests, protection, refsdump
+from lakectl.core import actionruns, annotate, gc, manifests, protection, refsdump
 from lakectl.core import porcelain as p
+from lakectl.core.actionruns import ActionRun, HookRun
 from lakectl.core.porcelain import Lake, MergeResult
 from lakectl.errors import InvalidArgument
 
@@ -297,6 +298,22 @@ class LocalBackend:
 
     def delete_branch_protection(self, repo: str, pattern: str) -> None:
         protection.delete_rule(self.lake, repo, pattern)
+
+    def list_action_runs(
+        self, repo: str, branch: str = "", commit: str = "", after: str = "", amount: int | None = None
+    ) -> list[ActionRun]:
+        return actionruns.list_runs(self.lake, repo, branch, commit, after, amount)
+
+    def get_action_run(self, repo: str, run_id: str) -> ActionRun:
+        return actionruns.get_run(self.lake, repo, run_id)
+
+    def list_run_hooks(
+        self, repo: str, run_id: str, after: str = "", amount: int | None = None
+    ) -> list[HookRun]:
+        return actionruns.list_hooks(self.lake, repo, run_id, after, amount)
+
+    def get_hook_output(self, repo: str, run_id: str, hook_run_id: str) -> bytes:
+        return actionruns.hook_output(self.lake, repo, run_id, hook_run_id)
 
     def fsck(
         self,

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from lakectl.client import ByteProgress, Progress
+from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import (
     BlockNotFound,
     Conflict,
@@ -40,12 +41,12 @@ from lakectl.errors import (
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
+    from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
 
-BLOCK_SIZE = 64 * 1024 * 1024
 PAGE = 1000
 ATTEMPTS = 5
 UPLOAD_THREADS = 4
@@ -709,6 +710,32 @@ class RemoteBackend:
     def delete_branch_protection(self, repo: str, pattern: str) -> None:
         body = {"pattern": pattern}
         self._call("DELETE", f"{self._repo(repo)}/branch_protection", json=body, idempotent=False)
+
+    def list_action_runs(
+        self, repo: str, branch: str = "", commit: str = "", after: str = "", amount: int | None = None
+    ) -> list[ActionRun]:
+        from lakectl.core.actionruns import ActionRun
+
+        params = {k: v for k, v in (("branch", branch), ("commit", commit)) if v}
+        found = self._pages(f"{self._repo(repo)}/actions/runs", params, after=after, amount=amount)
+        return [ActionRun.from_dict(r) for r in found]
+
+    def get_action_run(self, repo: str, run_id: str) -> ActionRun:
+        from lakectl.core.actionruns import ActionRun
+
+        return ActionRun.from_dict(self._json("GET", f"{self._repo(repo)}/actions/runs/{_q(run_id)}"))
+
+    def list_run_hooks(
+        self, repo: str, run_id: str, after: str = "", amount: int | None = None
+    ) -> list[HookRun]:
+        from lakectl.core.actionruns import HookRun
+
+        found = self._pages(f"{self._repo(repo)}/actions/runs/{_q(run_id)}/hooks", after=after, amount=amount)
+        return [HookRun.from_dict(h) for h in found]
+
+    def get_hook_output(self, repo: str, run_id: str, hook_run_id: str) -> bytes:
+        path = f"{self._repo(repo)}/actions/runs/{_q(run_id)}/hooks/{_q(hook_run_id)}/output"
+        return self._call("GET", path).content
 
     def fsck(
         self,

@@ -72,6 +72,9 @@ class Event:
     tag: str = ""
     paths: Sequence[str] = ()
     payload: Mapping[str, Any] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict, compare=False)
+    """What a consumer carries from ``before`` to ``after`` of one verb (``done`` keeps this very
+    dict): the actions' pre-event run id, so the run learns the commit it gated."""
 
     def done(self, **changes: Any) -> Event:
         """This event as it ended: the same fields, with what the verb produced."""

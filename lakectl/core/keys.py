@@ -88,6 +88,30 @@ GC_RULES = "settings/gc_rules"
 BRANCH_PROTECTION = "settings/branch_protection"
 """Key, in the repository's partition, of its branch protection rules (``[{"pattern"}]``)."""
 
+ACTION_RUN_PREFIX = "actions/run/"
+"""Prefix, in the repository's partition, of its action runs (``lakectl.core.actionruns``):
+``actions/run/<run id>`` → the run; run ids sort newest first."""
+
+
+def action_run_key(run_id: str) -> str:
+    return f"{ACTION_RUN_PREFIX}{run_id}"
+
+
+def hook_run_prefix(run_id: str) -> str:
+    """Prefix of a run's hook runs: ``actions/hook/<run id>/<hook run id>`` → the hook run."""
+    return f"actions/hook/{run_id}/"
+
+
+def hook_output_key(run_id: str, hook_run_id: str) -> str:
+    """Key of one hook run's output (its log: the request and answer, or the program's output)."""
+    return f"actions/output/{run_id}/{hook_run_id}"
+
+
+def commit_runs_prefix(commit_id: str) -> str:
+    """Prefix of the runs of one commit: ``actions/commit/<commit id>/<run id>`` → empty."""
+    return f"actions/commit/{commit_id}/"
+
+
 JOURNAL = "journal"
 """Partition of the journal's shared records (``lakectl.core.journal``, docs/decisions/0009):
 ``cursor`` (the next logical timestamp, the last sealed batch, the generation),

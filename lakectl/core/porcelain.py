@@ -154,8 +154,12 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
         raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
     blocks = LocalAdapter(os.path.join(home, "blocks"))
     kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
+    from lakectl.core.actionruns import ActionHooks
+
     lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
-    journal.install(lake)
+    # lakeFS actions; command hooks run too (the user's own machine), and find this lake.
+    lake.events = ActionHooks(lake, env={"LAKECTL_HOME": home})
+    journal.install(lake)  # after the actions: its intent is written once they let the verb go
     return lake
 
 

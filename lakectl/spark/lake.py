@@ -14,13 +14,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.client import Backend
 
-BLOCK_SIZE = 64 * 1024 * 1024
-"""Size of the blocks a writer cuts its files into (the lake's block size)."""
 WHOLE_FILE = BLOCK_SIZE
 """Files up to this size are fetched whole into memory; larger ones are read by range."""
 

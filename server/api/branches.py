@@ -32,10 +32,12 @@ async def list_branches(
     return page(branches, amount, lambda b: b.name, shapes.ref)
 
 
+# Verbs with action hooks are plain functions: a webhook is waited for in the thread pool,
+# never on the event loop.
 @router.post(
     "/repositories/{repository}/branches", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
 )
-async def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Response:
+def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Response:
     """lakeFS answers with the new branch's commit id as text."""
     if body.hidden:
         raise unsupported("hidden branches")
@@ -49,7 +51,7 @@ async def get_branch(repository: str, branch: str, lake: LakeDep) -> dict[str, A
 
 
 @router.delete(BRANCH, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
-async def delete_branch(repository: str, branch: str, lake: LakeDep, force: bool = Query(False)) -> Response:
+def delete_branch(repository: str, branch: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_branch(lake, repository, branch)
     return Response(status_code=204)
 

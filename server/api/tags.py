@@ -25,10 +25,12 @@ async def list_tags(
     return page(tags, amount, lambda t: t.name, shapes.ref)
 
 
+# Verbs with action hooks are plain functions: a webhook is waited for in the thread pool,
+# never on the event loop.
 @router.post(
     "/repositories/{repository}/tags", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
 )
-async def create_tag(repository: str, body: TagCreation, lake: LakeDep) -> dict[str, Any]:
+def create_tag(repository: str, body: TagCreation, lake: LakeDep) -> dict[str, Any]:
     return shapes.ref(p.create_tag(lake, repository, body.id, body.ref, body.force))
 
 
@@ -38,6 +40,6 @@ async def get_tag(repository: str, tag: str, lake: LakeDep) -> dict[str, Any]:
 
 
 @router.delete(TAG, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
-async def delete_tag(repository: str, tag: str, lake: LakeDep, force: bool = Query(False)) -> Response:
+def delete_tag(repository: str, tag: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_tag(lake, repository, tag)
     return Response(status_code=204)

@@ -111,6 +111,29 @@ lakectl --no-color --log-level error branch list "$R" >/dev/null
 expect "completion" "lakectl" "$(lakectl completion bash)"
 lakectl doctor >/dev/null
 
+# Actions: a pre-create-tag webhook nobody answers refuses the tag; the run tells
+cat >"$WORK/gate.yaml" <<'YAML'
+name: gate tags
+on:
+  pre-create-tag:
+hooks:
+  - id: ask_nobody
+    type: webhook
+    properties:
+      url: "http://127.0.0.1:9/closed"
+      timeout: 5s
+YAML
+lakectl actions validate "$WORK/gate.yaml"
+lakectl fs upload "$R/main/_lakefs_actions/gate.yaml" -s "$WORK/gate.yaml"
+lakectl commit "$R/main" -m "gate tags"
+if lakectl tag create "$R/gated" "$R/main" 2>/dev/null; then echo "FAILED: a refused tag was created" >&2; exit 1; fi
+RUN="$(lakectl actions runs list "$R" --amount 1 | awk 'NR == 2 {print $1}')"
+expect "actions runs list" "pre-create-tag" "$(lakectl actions runs list "$R" --amount 1)"
+expect "actions runs describe" "ask_nobody" "$(lakectl actions runs describe "$R" "$RUN")"
+expect "cat-hook-output" "http://127.0.0.1:9/closed" "$(lakectl cat-hook-output "$R" "$RUN" 0000_0000)"
+lakectl fs rm "$R/main/_lakefs_actions/gate.yaml"
+lakectl commit "$R/main" -m "no more gate"
+
 # What only a server has
 if [ "$MODE" = remote ]; then
     URL="$(lakectl fs presign "$R/main/g.csv")"  # the cherry-picked object

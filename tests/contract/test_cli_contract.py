@@ -27,6 +27,7 @@ __all__ = ["live", "live_pg"]
 HEX_ID = re.compile(r"\b[0-9a-f]{12,64}\b")
 VOLATILE = {"id", "commit_id", "creation_date", "mtime", "meta_range_id", "parents", "physical_address"}
 VOLATILE |= {"commits_meta_range_id", "tags_meta_range_id", "branches_meta_range_id"}  # refs-dump
+VOLATILE |= {"run_id", "start_time", "end_time"}  # action runs
 
 
 def normalize(value: Any, repo: str) -> Any:
@@ -166,6 +167,15 @@ def scenario(run: Session) -> None:
     run("commit", "lakefs://R/main", "-m", "direct", "--allow-empty")
     run("branch-protect", "delete", "lakefs://R", "nope")
     run("branch-protect", "delete", "lakefs://R", "ma*")
+    # Actions: a pre-commit webhook nobody answers refuses the commit, and the run is listed.
+    gate = run.work / "gate.yaml"
+    hook = {"id": "ask", "type": "webhook", "properties": {"url": "http://127.0.0.1:9/", "timeout": "5s"}}
+    gate.write_text(json.dumps({"on": {"pre-commit": None}, "hooks": [hook]}))
+    run("actions", "validate", str(gate))
+    run("fs", "upload", "lakefs://R/main/_lakefs_actions/gate.yaml", "--source", str(gate))
+    run("commit", "lakefs://R/main", "-m", "gated")
+    run("actions", "runs", "list", "lakefs://R")
+    run("fs", "rm", "lakefs://R/main/_lakefs_actions/gate.yaml")
     # Refusals, identical on both sides.
     run("fs", "stat", "lakefs://R/main/nope")
     run("branch", "create", "lakefs://R/bad.name", "--source", "lakefs://R/main")

@@ -55,6 +55,8 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
     refs.write_text(
         '{"commits_meta_range_id": "x", "tags_meta_range_id": "y", "branches_meta_range_id": "z"}'
     )
+    action = work / "action.yaml"
+    action.write_text("on: {pre-commit: }\nhooks: [{id: a, type: command, properties: {command: x}}]\n")
     return {
         "lakectl repo create": [
             "repo",
@@ -189,6 +191,10 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl branch-protect add": ["branch-protect", "add", d, "stable_*"],
         "lakectl branch-protect list": ["branch-protect", "list", d],
         "lakectl branch-protect delete": ["branch-protect", "delete", d, "stable_*"],
+        "lakectl actions runs list": ["actions", "runs", "list", d, "--branch", "main", "--commit", "main"],
+        "lakectl actions runs describe": ["actions", "runs", "describe", d, "ffff0000"],
+        "lakectl actions validate": ["actions", "validate", str(action)],
+        "lakectl cat-hook-output": ["cat-hook-output", d, "ffff0000", "0000_0000"],
     }
 
 

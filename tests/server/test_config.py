@@ -462,7 +462,7 @@ def test_lakefs_keys_refused_name_the_key_and_why(tmp_path: Path, text: str, nee
             "ignored committed.local_cache.size_bytes, ",
         ),
         ("graveler: {commit_cache: {size: 5}}\n", "ignored graveler.commit_cache.size: "),
-        ("actions: {enabled: false}\n", "ignored actions.enabled: lakectl runs no action hooks"),
+        ("actions: {lua: {net_http_enabled: true}}\n", "ignored actions.lua.net_http_enabled: lakectl runs"),
         ("email_subscription: {enabled: false}\n", "ignored email_subscription.enabled: "),
         ("ui: {enabled: true}\n", "ignored ui.enabled: "),
         ("tls: {enabled: false, cert_file: /c}\n", "ignored tls.cert_file: "),
@@ -608,3 +608,21 @@ def test_lakefs_minio_example_serves_through_s3(tmp_path: Path, s3_endpoint: str
     with serve(s) as live:
         assert _read(live, _store(live, data)) == data
     assert all_keys(raw_client(s3_endpoint), bucket), "no block went to the bucket"
+
+
+def test_actions_keys_are_lakefs_s(tmp_path: Path) -> None:
+    default = _load(tmp_path, "")
+    assert (default.actions.enabled, default.actions.command_enabled) == (True, False)
+    s = _load(tmp_path, "actions: {enabled: false, command: {enabled: true}}\n")
+    assert (s.actions.enabled, s.actions.command_enabled) == (False, True)
+    assert not s.warnings
+    env = load_settings(None, str(tmp_path), environ={"LAKEFS_ACTIONS_COMMAND_ENABLED": "yes"})
+    assert env.actions.command_enabled
+    with pytest.raises(InvalidArgument) as raised:
+        load_settings(None, str(tmp_path), environ={"LAKECTL_SERVER_ACTIONS_ENABLED": "maybe"})
+    assert raised.value.message.startswith("actions.enabled: 'maybe' is not true or false")
+    lake = create_app(s).state.lake
+    try:
+        assert type(lake.events).__name__ == "NoEvents"  # actions.enabled false: no hooks run
+    finally:
+        lake.close()

@@ -160,6 +160,8 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "secret_access_key": server.secret,
             "username": "fz-admin",
             "task_id": "dump-" + "0" * 32,
+            "run_id": "ffff0000",  # no such action run: the routes answer 404, bad ids 400
+            "hook_run_id": "0000_0000",
         }
         yield Fuzz(server, http, head["id"], values, raw)
 

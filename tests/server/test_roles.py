@@ -341,6 +341,18 @@ route(
 route("GET", RP + "/settings/gc_rules", READ, fixed(R + "/settings/gc_rules"), (200, 404))
 route("DELETE", RP + "/settings/gc_rules", DELETE, fixed(R + "/settings/gc_rules"))
 route("POST", RP + "/gc/run", DELETE, fixed(R + "/gc/run?dry_run=true"))
+# action runs: read access (no runs in the matrix's repository: 404 past the role check)
+RUNS = RP + "/actions/runs"
+route("GET", RUNS, READ, fixed(R + "/actions/runs"))
+route("GET", RUNS + "/{run_id}", READ, fixed(R + "/actions/runs/ffff"), (404,))
+route("GET", RUNS + "/{run_id}/hooks", READ, fixed(R + "/actions/runs/ffff/hooks"), (404,))
+route(
+    "GET",
+    RUNS + "/{run_id}/hooks/{hook_run_id}/output",
+    READ,
+    fixed(R + "/actions/runs/ffff/hooks/0000_0000/output"),
+    (404,),
+)
 # branch protection: rules only admins set (patterns that match no branch of the matrix)
 route("GET", RP + "/settings/branch_protection", READ, fixed(R + "/settings/branch_protection"))
 route(
