@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
 from lakectl.core import journal
+from lakectl.core.graph.refs import check_repo_name
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.auth import Permission
 
@@ -65,6 +66,8 @@ async def stream(
     """Server-sent events: ``id: <logical timestamp>``, ``event: entry``, ``data: <entry JSON>``,
     for every entry above ``after`` (or the ``Last-Event-ID`` a reconnecting client sends)."""
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+    if repo:
+        check_repo_name(repo)  # a bad name is a 400 now, not a stream that never matches
 
     async def events() -> AsyncIterator[str]:
         seen, idle = start, 0.0

@@ -70,9 +70,20 @@ class Fuzz:
         changed the lake unless it is one of :data:`IGNORED`, is a problem."""
         mutating = method in MUTATING
         before = self.state if mutating and self.state is not None else snapshot(self.live.data_dir)
-        r = (self.raw if signed else self.http).request(method, url, **kw)
+        client = self.raw if signed else self.http
+        r = client.send(client.build_request(method, url, **kw), stream=True)
+        try:
+            # A server-sent-events stream that was accepted never ends: its status is the answer.
+            streaming = r.status_code < 300 and r.headers.get("content-type", "").startswith(
+                "text/event-stream"
+            )
+            if not streaming:
+                r.read()
+        finally:
+            r.close()
         self.sent += 1
-        shown = f"{what}: {method} {url[:150]} -> {r.status_code} {r.text[:200]!r}"
+        text = "<event stream>" if streaming else r.text[:200]
+        shown = f"{what}: {method} {url[:150]} -> {r.status_code} {text!r}"
         if r.status_code >= 500:
             self.problems.append(shown)
         if mutating:
