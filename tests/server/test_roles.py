@@ -398,6 +398,15 @@ route("GET", "/presigned/{token}", PUBLIC, _presigned)
 # fsck: admins only, as gc
 route("POST", V1 + "/fsck", DELETE, fixed(V1 + "/fsck"))
 route("POST", RP + "/fsck", DELETE, fixed(R + "/fsck"))
+# the journal: admins only (it records every user's mutations)
+route("GET", V1 + "/journal", DELETE, fixed(V1 + "/journal"))
+route("POST", V1 + "/journal/enable", DELETE, fixed(V1 + "/journal/enable"))
+route("POST", V1 + "/journal/compact", DELETE, fixed(V1 + "/journal/compact"))
+# An accepted stream never ends: the admin's request names a bad repository, a 400 that shows it
+# got past the permission check.
+route(
+    "GET", V1 + "/journal/stream", DELETE, fixed(V1 + "/journal/stream", params={"repo": "Bad Name!"}), (400,)
+)
 # refs dump and restore (into a fresh bare repository)
 route("POST", RP + "/dump", WRITE, fixed(R + "/dump"), (202,))
 route("GET", RP + "/dump", READ, lambda w, c: Call(R + "/dump", params={"task_id": w.task("dump")}))
