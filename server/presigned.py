@@ -17,9 +17,8 @@ from fastapi.concurrency import run_in_threadpool
 from lakectl.core import porcelain as p
 from lakectl.core import presign
 from server.api.deps import PUBLIC, AuthFirstRoute
-from server.api.ranges import Unsatisfiable, parse_range
+from server.api.ranges import byte_span
 from server.auth import Auth, User
-from server.errors import error_response
 from server.headers import as_header
 from server.reads import object_body
 
@@ -58,15 +57,8 @@ async def read_presigned(
         "Content-Type": as_header(entry.content_type),
         "Cache-Control": "private",
     }
-    start, end, status = 0, entry.size, 200
-    if range_:
-        try:
-            start, end = parse_range(range_, entry.size)
-        except Unsatisfiable as e:
-            response = error_response(416, "invalid_range", str(e))
-            response.headers["Content-Range"] = f"bytes */{entry.size}"
-            return response
-        status = 206
-        headers["Content-Range"] = f"bytes {start}-{end - 1}/{entry.size}"
-    headers["Content-Length"] = str(end - start)
+    span = byte_span(entry.size, range_, headers)
+    if not isinstance(span, tuple):  # the 416 answer
+        return span
+    start, end, status = span
     return await object_body(lake, entry, start, end, status, headers, request.app.state.inline_reads)

@@ -22,9 +22,8 @@ from server.api import shapes
 from server.api.bodies import ObjectCopyCreation, PathList
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
-from server.api.ranges import Unsatisfiable, parse_range
+from server.api.ranges import byte_span
 from server.auth import Permission
-from server.errors import error_response
 from server.headers import as_header, sent_text
 from server.multipart import read_form_file
 from server.reads import etag_matches, object_body
@@ -70,17 +69,10 @@ async def _serve(
     headers = _headers(entry)
     if if_none_match and etag_matches(if_none_match, entry.checksum):
         return Response(status_code=304, headers=headers)
-    start, end, status = 0, entry.size, 200
-    if range_:
-        try:
-            start, end = parse_range(range_, entry.size)
-        except Unsatisfiable as e:
-            response = error_response(416, "invalid_range", str(e))
-            response.headers["Content-Range"] = f"bytes */{entry.size}"
-            return response
-        status = 206
-        headers["Content-Range"] = f"bytes {start}-{end - 1}/{entry.size}"
-    headers["Content-Length"] = str(end - start)
+    span = byte_span(entry.size, range_, headers)
+    if not isinstance(span, tuple):  # the 416 answer
+        return span
+    start, end, status = span
     if not body:
         return Response(status_code=status, headers=headers)
     return await object_body(lake, entry, start, end, status, headers, inline_reads)

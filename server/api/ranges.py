@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
@@ -29,3 +30,22 @@ def parse_range(header: str, size: int) -> tuple[int, int]:
     if start >= size or end <= start:
         raise Unsatisfiable(f"range {header!r} is outside the object of {size} bytes")
     return start, end
+
+
+def byte_span(size: int, range_: str | None, headers: dict[str, str]) -> tuple[int, int, int] | Any:
+    """``(start, end, status)`` of a read of ``size`` bytes with an optional ``Range`` header,
+    its ``Content-Range`` and ``Content-Length`` set in ``headers``; or the 416 response to send."""
+    from server.errors import error_response
+
+    start, end, status = 0, size, 200
+    if range_:
+        try:
+            start, end = parse_range(range_, size)
+        except Unsatisfiable as e:
+            response = error_response(416, "invalid_range", str(e))
+            response.headers["Content-Range"] = f"bytes */{size}"
+            return response
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+    headers["Content-Length"] = str(end - start)
+    return start, end, status
