@@ -63,15 +63,13 @@ def test_a_prompt_is_asked_on_a_terminal_and_never_waited_on_elsewhere(run: Run,
     assert [b["id"] for b in js("branch", "list", "lakefs://sales")] == ["main"]
 
     # No terminal: refused at once (no input is read), in JSON under --json.
-    start = time.monotonic()
     proc = subprocess.run(
         lakectl("repo", "delete", "lakefs://sales", "--json"),
         stdin=subprocess.PIPE,  # open and never written to: a prompt would wait forever
         capture_output=True,
         env=child_env(),
-        timeout=60,
+        timeout=60,  # a prompt waiting for input fails the test here
     )
-    assert time.monotonic() - start < 30
     assert proc.returncode == 2
     refusal = json.loads(proc.stdout)
     assert refusal["code"] == "invalid_argument" and "pass -y" in refusal["message"]

@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -475,14 +474,12 @@ def test_compare_and_swap_across_processes(fresh_url: str) -> None:
     try:
         for p in procs:
             assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        started = time.monotonic()
         for p in procs:
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
         for p in procs:
-            assert p.wait(timeout=60) == 0
-        elapsed = time.monotonic() - started
+            assert p.wait(timeout=60) == 0  # bounded: a livelock fails here, not a slow machine
     finally:
         for p in procs:
             if p.poll() is None:
@@ -490,7 +487,6 @@ def test_compare_and_swap_across_processes(fresh_url: str) -> None:
     store = open_store(fresh_url)
     assert store.get("p", "counter") == b"200"
     store.close()
-    assert elapsed < 20
 
 
 # --- PostgreSQL only ---------------------------------------------------------------------

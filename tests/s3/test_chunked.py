@@ -9,7 +9,6 @@ import hmac
 import io
 import itertools
 import re
-import time
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -345,18 +344,18 @@ def test_junk_bodies_raise_only_lakectl_errors(
         decode(split(body, cuts), signer=signer(bool(names)) if signed else None, trailer_names=names)
 
 
-def test_decoding_is_zero_copy_and_fast() -> None:
+def test_decoding_is_zero_copy() -> None:
+    # Every payload byte comes out as a view of the buffer it arrived in: nothing is copied, so
+    # decoding costs no more than reading the headers (its throughput is a benchmark's figure,
+    # bench_gateway.py's streaming uploads, never a wall-clock assertion here).
     piece = bytes(range(256)) * 256
     body = b"".join(b"10000\r\n" + piece + b"\r\n" for _ in range(512)) + b"0\r\n\r\n"
     feeds = split(body, 65536)
     decoder = AwsChunkedDecoder(signer=None, decoded_length=512 * 65536)
-    start = time.perf_counter()
     outputs = [(feed, decoder.feed(feed)) for feed in feeds]
     decoder.finish()
-    elapsed = time.perf_counter() - start
     assert all(isinstance(p, memoryview) and p.obj is feed for feed, pieces in outputs for p in pieces)
     assert sum(len(p) for _, pieces in outputs for p in pieces) == 512 * 65536
-    assert 512 * 65536 / elapsed > 200e6  # bytes/s: far above, unless something copies quadratically
 
 
 # ---------------------------------------------------------------------------------- checksums
