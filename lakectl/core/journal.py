@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import keys
+from lakectl.core import keys, replayorder
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Event, EventSink, Fanout, NoEvents
 from lakectl.core.kv import KVStore
@@ -245,7 +245,10 @@ class Journal:
         _, key, record = stack.pop(found[-1])
         with self._lock:
             self._opened.discard(key)
-        done = {**record, "state": DONE, "event_payload": payload_of(event)}
+        payload = payload_of(event)
+        with contextlib.suppress(LakectlError):  # unsettled: a rebuild orders it by its clock
+            payload.update(replayorder.settle(self.kv, event))
+        done = {**record, "state": DONE, "event_payload": payload}
         self._quietly(lambda: self._group.write(key, _encode(done)))
         if record["seq"] % SEAL_EVERY == 0:
             self._quietly(lambda: seal(self.kv, self.blocks))

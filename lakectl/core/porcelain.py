@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, journal, keys, protection, refdiff
+from lakectl.core import history, journal, keys, protection, refdiff, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -26,6 +26,7 @@ from lakectl.core.events import Event, EventSink, NoEvents, Verb
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
+    Moved,
     make_commit,
     merge_base,
     walk_log,
@@ -217,14 +218,16 @@ def create_repo(
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
     lake.events.before(event)
+    default = Branch(branch_id, first.id, new_staging_token())
     try:
-        lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
+        lake.refs.create_branch(repo_id, default)
     except AlreadyExists:
         # Another process is creating the same repository right now.
         raise AlreadyExists(f"repository {name!r} already exists") from None
     # The repository record goes last: a repository is visible only once it is whole.
     lake.refs.create_repo(repo)
-    lake.events.after(event.done(commit_id=first.id, payload={**event.payload, "commit": _record(first)}))
+    done = {**event.payload, "commit": _record(first), **replayorder.moved(default)}
+    lake.events.after(event.done(commit_id=first.id, payload=done))
     return repo
 
 
@@ -240,8 +243,8 @@ def _stage(
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
     event = Event(verb, rid, bid, payload={"rows": rows})
     lake.events.before(event)
-    lake.staging.write(rid, bid, updates)
-    lake.events.after(event)
+    tokens = lake.staging.write(rid, bid, updates)
+    lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 
 def get_repo(lake: Lake, name: str) -> Repository:
@@ -289,7 +292,7 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
     event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id)
     lake.events.before(event)
     lake.refs.create_branch(r.name, branch)
-    lake.events.after(event)
+    lake.events.after(event.done(payload=replayorder.moved(branch)))
     return branch
 
 
@@ -330,7 +333,7 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
     lake.events.before(event)
     lake.refs.delete_branch(r.name, branch.name)
     lake.staging.drop_tokens(r.name, branch.tokens)
-    lake.events.after(event)
+    lake.events.after(event.done(payload=replayorder.moved(None, branch.tokens)))
 
 
 def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) -> Tag:
@@ -760,8 +763,10 @@ def commit(
         metadata=req.metadata,
     )
     lake.events.before(event)
-    done = lake.committer.commit(rid, bid, req)
-    lake.events.after(event.done(commit_id=done.id, payload={"commit": _record(done)}))
+    moved = Moved()
+    done = lake.committer.commit(rid, bid, req, moved)
+    made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
 
 
@@ -935,8 +940,10 @@ def merge(
         payload={"source_commit_id": src.id, "destination_commit_id": dst.id, "squash": squash},
     )
     lake.events.before(event)
-    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
-    lake.events.after(event.done(commit_id=new.id, payload={**event.payload, "commit": _record(new)}))
+    moved = Moved()
+    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
+    made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
     return MergeResult(new, changed=True)
 
 
@@ -987,8 +994,10 @@ def _apply_commit_change(
     verb_of = Verb.REVERT if revert else Verb.CHERRY_PICK
     event = Event(verb_of, rid, bid, source_ref=ref, committer=req.committer)
     lake.events.before(event)
-    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
-    lake.events.after(event.done(commit_id=new.id, payload={"commit": _record(new)}))
+    moved = Moved()
+    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
+    made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
     return new
 
 
@@ -1023,11 +1032,12 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
             n = sum(1 for _ in lake.staging.changes(rid, b))
             event = Event(Verb.RESET, rid, bid, payload={"kind": kind.value})
             lake.events.before(event)
+            fresh = Branch(b.name, b.commit_id, new_staging_token())
             try:
-                lake.refs.swap_branch(rid, raw, Branch(b.name, b.commit_id, new_staging_token()))
+                lake.refs.swap_branch(rid, raw, fresh)
             except PredicateFailed:
                 continue
-            lake.events.after(event)
+            lake.events.after(event.done(payload={**event.payload, **replayorder.moved(fresh, b.tokens)}))
             lake.staging.drop_tokens(rid, b.tokens)
             return n
         raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")

@@ -14,20 +14,31 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, keys, protection
+from lakectl.core import gc, journal, keys, protection, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.events import Verb
-from lakectl.core.graph.refs import new_staging_token
-from lakectl.core.graph.tree import Update
+from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.kv import KVStore
-from lakectl.core.kv.helpers import partitions
-from lakectl.core.model import Branch, BranchId, Commit, CommitId, Repository, RepositoryId, Row, Tag, TagId
+from lakectl.core.kv.helpers import partitions, set_many
+from lakectl.core.model import (
+    TOMBSTONE,
+    Branch,
+    BranchId,
+    Commit,
+    CommitId,
+    Repository,
+    RepositoryId,
+    StagingToken,
+    Tag,
+    TagId,
+    encode_row,
+)
 from lakectl.core.porcelain import Lake, delete_repo
-from lakectl.errors import AlreadyExists, IntegrityError
+from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -108,9 +119,11 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     batches = find_batches(blocks)
     lake = Lake(kv=kv, blocks=blocks)
     count = 0
+    replaying = Replay(lake)
     for entry in _entries(blocks, batches):
-        replay(lake, entry)
+        replaying.apply(entry)
         count += 1
+    replaying.finish()
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journal._encode({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
@@ -136,61 +149,169 @@ def _entries(blocks: BlockAdapter, batches: list[dict[str, Any]]) -> Iterator[jo
 
 
 def replay(lake: Lake, entry: journal.Entry) -> None:
-    """Apply one journal entry to the lake's metadata, as the verb it records left it."""
-    rid = RepositoryId(entry.repo_id)
-    p = entry.event_payload
-    verb = Verb(entry.event_type)
-    bid = BranchId(p.get("branch", ""))
-    if verb is Verb.CREATE_REPOSITORY:
-        repo = Repository(rid, BranchId(p["default_branch"]), int(p["creation_date"]), p["storage_namespace"])
-        if not p.get("bare"):
-            first = _commit(lake, rid, p)
-            lake.refs.create_branch(rid, Branch(repo.default_branch, first.id, new_staging_token()))
-        lake.refs.create_repo(repo)
-    elif verb is Verb.DELETE_REPOSITORY:
-        delete_repo(lake, rid)
-    elif verb in (Verb.WRITE_OBJECTS, Verb.DELETE_OBJECTS) or (verb is Verb.RESET and "rows" in p):
-        lake.staging.write(rid, bid, _rows(p))
-    elif verb is Verb.RESET:
-        _move(lake, rid, bid, None)
-    elif verb in (Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
-        _move(lake, rid, bid, _commit(lake, rid, p).id)
-    elif verb is Verb.CREATE_BRANCH:
-        lake.refs.create_branch(rid, Branch(bid, CommitId(p["commit_id"]), new_staging_token()))
-    elif verb is Verb.DELETE_BRANCH:
-        branch = lake.refs.get_branch(rid, bid)
-        lake.refs.delete_branch(rid, bid)
-        lake.staging.drop_tokens(rid, branch.tokens)
-    elif verb is Verb.CREATE_TAG:
-        lake.refs.replace_tag(rid, Tag(TagId(p["tag"]), CommitId(p["commit_id"])))
-    elif verb is Verb.DELETE_TAG:
-        lake.refs.delete_tag(rid, TagId(p["tag"]))
-    elif verb is Verb.SETTINGS:
-        _setting(lake, rid, p)
-    # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
+    """Apply one journal entry to the lake's metadata, as the verb it records left it (one entry
+    alone: a whole journal goes through :class:`Replay`, which also settles what is staged)."""
+    Replay(lake).apply(entry)
+
+
+class Replay:
+    """Replays a journal's entries into a lake, independently of their order where the engine's
+    own state decides (:mod:`lakectl.core.replayorder`): staged rows go to the tokens they were
+    written to, a branch takes the newest record its moves name, a dropped token stays dropped,
+    and of two staged writes of one path into one token the one that landed last wins."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        self.current: dict[tuple[RepositoryId, BranchId], tuple[Branch, tuple[int, int]]] = {}
+        self.dead: dict[RepositoryId, set[str]] = {}
+        self.clocks: dict[tuple[RepositoryId, str], dict[str, int]] = {}
+        """Per live token written, per path, the clock of the write whose row it holds."""
+        self.written: dict[tuple[RepositoryId, str], BranchId] = {}
+
+    def apply(self, entry: journal.Entry) -> None:
+        lake = self.lake
+        rid = RepositoryId(entry.repo_id)
+        p = entry.event_payload
+        verb = Verb(entry.event_type)
+        bid = BranchId(p.get("branch", ""))
+        at = entry.time * 1000
+        if verb is Verb.CREATE_REPOSITORY:
+            repo = Repository(
+                rid, BranchId(p["default_branch"]), int(p["creation_date"]), p["storage_namespace"]
+            )
+            if not p.get("bare"):
+                first = _commit(lake, rid, p)
+                made = replayorder.record_of(repo.default_branch, p)
+                self._move(
+                    rid,
+                    repo.default_branch,
+                    made or Branch(repo.default_branch, first.id, _token(at)),
+                    [],
+                    at,
+                )
+            lake.refs.create_repo(repo)
+        elif verb is Verb.DELETE_REPOSITORY:
+            delete_repo(lake, rid)
+            self._forget(rid)
+        elif verb in replayorder.STAGED and "rows" in p:
+            self._stage(rid, bid, p, at)
+        elif verb in (Verb.RESET, Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
+            head = _commit(lake, rid, p).id if verb is not Verb.RESET else None
+            made = replayorder.record_of(bid, p)
+            if made is not None:
+                self._move(rid, bid, made, p.get("dropped", []), at)
+                return
+            # An older journal: the branch at the commit with nothing staged, in entry order.
+            was = self._branch(rid, bid)
+            self._move(rid, bid, Branch(bid, head or was.commit_id, _token(at)), was.tokens, at)
+        elif verb is Verb.CREATE_BRANCH:
+            made = replayorder.record_of(bid, p)
+            self._move(rid, bid, made or Branch(bid, CommitId(p["commit_id"]), _token(at)), [], at)
+        elif verb is Verb.DELETE_BRANCH:
+            dropped = p["dropped"] if "dropped" in p else list(self._branch(rid, bid).tokens)
+            self._drop(rid, dropped)
+            held = self.current.get((rid, bid))
+            # A record newer than the deleted one (the branch made again) stays.
+            if held is not None and held[0].staging_token in self.dead.get(rid, set()):
+                lake.refs.delete_branch(rid, bid)
+                del self.current[(rid, bid)]
+        elif verb is Verb.CREATE_TAG:
+            lake.refs.replace_tag(rid, Tag(TagId(p["tag"]), CommitId(p["commit_id"])))
+        elif verb is Verb.DELETE_TAG:
+            lake.refs.delete_tag(rid, TagId(p["tag"]))
+        elif verb is Verb.SETTINGS:
+            _setting(lake, rid, p)
+        # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
+
+    def _branch(self, rid: RepositoryId, bid: BranchId) -> Branch:
+        held = self.current.get((rid, bid))
+        return held[0] if held is not None else self.lake.refs.get_branch(rid, bid)
+
+    def _stage(self, rid: RepositoryId, bid: BranchId, p: Mapping[str, Any], at: int) -> None:
+        # An older journal's entry went to whatever token the branch had then.
+        tokens = p.get("tokens") or [self._branch(rid, bid).staging_token]
+        clock = int(p.get("settled", at))
+        lost: Mapping[str, list[str]] = p.get("lost", {})
+        dead = self.dead.get(rid, set())
+        for token in dict.fromkeys(tokens):
+            if token in dead:
+                continue  # dropped by a commit or reset that the journal has already replayed
+            clocks = self.clocks.setdefault((rid, token), {})
+            beaten = set(lost.get(token, ()))
+            items = []
+            for path, row in p["rows"]:
+                if path in beaten or clocks.get(path, -1) > clock:
+                    continue  # another write of the path landed after this one
+                clocks[path] = clock
+                items.append((path, encode_row(replayorder.row_of(row)) if row is not None else TOMBSTONE))
+            set_many(self.lake.kv, keys.staging_partition(rid, StagingToken(token)), items)
+            self.written[(rid, token)] = bid
+
+    def _move(self, rid: RepositoryId, bid: BranchId, made: Branch, dropped: Iterable[str], at: int) -> None:
+        self._drop(rid, dropped)
+        if made.staging_token in self.dead.get(rid, set()):
+            return  # a record older than a move already replayed
+        order = replayorder.record_order(made, self._generation(rid, made.commit_id), at)
+        held = self.current.get((rid, bid))
+        if held is None or order > held[1]:
+            self._set(rid, made, order)
+
+    def _set(self, rid: RepositoryId, made: Branch, order: tuple[int, int]) -> None:
+        self.lake.kv.set(keys.repo_partition(rid), keys.branch_key(made.name), made.encode())
+        self.current[(rid, made.name)] = (made, order)
+
+    def _generation(self, rid: RepositoryId, cid: CommitId) -> int:
+        try:
+            return self.lake.refs.get_commit(rid, cid).generation
+        except CommitNotFound:
+            return 0
+
+    def _drop(self, rid: RepositoryId, tokens: Iterable[str]) -> None:
+        dead = self.dead.setdefault(rid, set())
+        for token in tokens:
+            dead.add(token)
+            self.clocks.pop((rid, token), None)
+            self.written.pop((rid, token), None)
+            self.lake.staging.drop_tokens(rid, [StagingToken(token)])
+
+    def _forget(self, rid: RepositoryId) -> None:
+        self.current = {k: v for k, v in self.current.items() if k[0] != rid}
+        self.clocks = {k: v for k, v in self.clocks.items() if k[0] != rid}
+        self.dead.pop(rid, None)
+
+    def finish(self) -> None:
+        """What is staged once every entry is in. A token written after the last journalled
+        move of its branch (made by a commit that then found nothing to commit, or died) is the
+        branch's token: the writes confirmed it was. A token that no branch holds is dropped."""
+        newer: dict[tuple[RepositoryId, BranchId], list[str]] = {}
+        for (rid, token), bid in self.written.items():
+            held = self.current.get((rid, bid))
+            if held is None or token in held[0].tokens:
+                continue
+            made = token_time(token)
+            if made is not None and made > (token_time(held[0].staging_token) or 0):
+                newer.setdefault((rid, bid), []).append(token)
+        for (rid, bid), tokens in newer.items():
+            was, order = self.current[(rid, bid)]
+            ordered = sorted(tokens, key=lambda t: token_time(t) or 0, reverse=True)
+            adopted = Branch(
+                bid, was.commit_id, StagingToken(ordered[0]), (*map(StagingToken, ordered[1:]), *was.tokens)
+            )
+            self._set(rid, adopted, order)
+        held_tokens = {(rid, t) for (rid, _), (b, _) in self.current.items() for t in b.tokens}
+        for rid, token in list(self.written):
+            if (rid, token) not in held_tokens:
+                self.lake.staging.drop_tokens(rid, [StagingToken(token)])
+
+
+def _token(at: int) -> StagingToken:
+    return new_staging_token(at)
 
 
 def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit:
     commit = Commit.decode(str(payload["commit"]).encode())
     lake.refs.put_commit(rid, commit)
     return commit
-
-
-def _rows(payload: Mapping[str, Any]) -> list[Update]:
-    return [(path, _row(row) if row is not None else None) for path, row in payload["rows"]]
-
-
-def _row(row: list[Any]) -> Row:
-    size, checksum, locators, mtime, content_type, metadata = row
-    return (int(size), str(checksum), str(locators), int(mtime), str(content_type), str(metadata))
-
-
-def _move(lake: Lake, rid: RepositoryId, bid: BranchId, commit: CommitId | None) -> None:
-    """The branch at ``commit`` (None: where it is) with nothing staged: as a commit or a reset
-    leaves it."""
-    branch, raw = lake.refs.get_branch_raw(rid, bid)
-    lake.refs.swap_branch(rid, raw, Branch(bid, commit or branch.commit_id, new_staging_token()))
-    lake.staging.drop_tokens(rid, branch.tokens)
 
 
 def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:

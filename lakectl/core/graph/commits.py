@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.graph.refs import RefStore, commit_id_of, new_staging_token
@@ -17,6 +17,7 @@ from lakectl.core.model import (
     CommitId,
     MetaRangeId,
     RepositoryId,
+    StagingToken,
 )
 from lakectl.errors import DirtyBranch, NothingToCommit, PredicateFailed, TooManyRetries
 
@@ -30,6 +31,15 @@ class CommitRequest:
     metadata: Mapping[str, str]
     creation_date: int
     allow_empty: bool = False
+
+
+@dataclass(slots=True)
+class Moved:
+    """What a branch move left, for the journal: the record its final compare-and-swap wrote and
+    the staging tokens it dropped (filled in by :class:`Committer` when given)."""
+
+    branch: Branch | None = None
+    dropped: tuple[StagingToken, ...] = field(default_factory=tuple)
 
 
 def make_commit(
@@ -66,7 +76,9 @@ class Committer:
         self.trees = trees
         self.blocks = blocks
 
-    def commit(self, repo: RepositoryId, name: BranchId, req: CommitRequest) -> Commit:
+    def commit(
+        self, repo: RepositoryId, name: BranchId, req: CommitRequest, moved: Moved | None = None
+    ) -> Commit:
         branch, raw = self._seal(repo, name, req.allow_empty)
         for _ in range(CAS_ATTEMPTS):
             head = self.refs.get_commit(repo, branch.commit_id)
@@ -90,6 +102,8 @@ class Committer:
             except PredicateFailed:
                 branch, raw = self.refs.get_branch_raw(repo, name)
                 continue
+            if moved is not None:
+                moved.branch, moved.dropped = updated, tuple(applied)
             self.staging.drop_tokens(repo, applied)
             if new_head is None:
                 raise NothingToCommit(f"nothing to commit on branch {name!r}")
@@ -99,7 +113,9 @@ class Committer:
     def _seal(self, repo: RepositoryId, name: BranchId, allow_empty: bool) -> tuple[Branch, bytes]:
         for _ in range(CAS_ATTEMPTS):
             branch, raw = self.refs.get_branch_raw(repo, name)
-            if not allow_empty and not self.staging.has_staged(repo, branch):
+            # Staged rows that change nothing are no reason to seal: a commit refused after it
+            # sealed would have moved the staging token with no journal entry to say so.
+            if not allow_empty and not self.staging.is_dirty(repo, branch):
                 raise NothingToCommit(f"nothing to commit on branch {name!r}")
             sealed = Branch(
                 name=branch.name,
@@ -122,6 +138,7 @@ class Committer:
         updates: Sequence[Update],
         req: CommitRequest,
         expected_head: CommitId,
+        moved: Moved | None = None,
     ) -> Commit:
         """Commit ``updates`` applied on the first parent's tree and move a clean branch to it
         (merge, revert, cherry-pick). Staged rows that change nothing are dropped with the move,
@@ -137,10 +154,13 @@ class Committer:
                 raise PredicateFailed(f"branch {name!r} moved during the operation; try again")
             if self.staging.is_dirty(repo, branch):
                 raise DirtyBranch(f"branch {name!r} got uncommitted changes during the operation")
+            updated = Branch(branch.name, commit.id, new_staging_token())
             try:
-                self.refs.swap_branch(repo, raw, Branch(branch.name, commit.id, new_staging_token()))
+                self.refs.swap_branch(repo, raw, updated)
             except PredicateFailed:
                 continue
+            if moved is not None:
+                moved.branch, moved.dropped = updated, branch.tokens
             self.staging.drop_tokens(repo, branch.tokens)
             return commit
         raise TooManyRetries(f"could not move branch {name!r}: too many concurrent updates")
