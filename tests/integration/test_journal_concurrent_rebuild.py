@@ -1,0 +1,209 @@
+"""Rebuild from the journal after concurrent writers: three writers (overwriting and deleting a few
+shared paths, and writing their own), a committer and a merger run as processes on one embedded
+lake with the journal on; then the journal is sealed, the lake's state is taken, the metadata
+database is deleted and ``lakectl admin rebuild --from-journal`` builds a new one from the blocks.
+Every repository, branch head, tag, reachable commit, staged row (as stored) and byte is the
+original's (docs/decisions/0009-journal.md, "Concurrent writers").
+
+Workers stop when asked (the committer and the merger first, so that writes are left staged),
+between two verbs: a verb cut in the middle is the kill test's business
+(tests/integration/test_journal_kill.py), and what it leaves is not sealed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import random
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lakectl.core import journal
+from lakectl.core import porcelain as p
+from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.errors import LakectlError
+from tests.integration.test_two_servers import _lakectl
+from tests.property.test_journal_rebuild import state
+
+REPO = "racing"
+RUN_S = 5.0
+"""How long the workers race once all of them are running."""
+WRITE_ON_S = 0.5
+"""How long the writers go on once the committer and the merger stopped."""
+START_S = 60.0
+STOP_S = 60.0
+"""Hard limits: for every worker to start, and to stop once asked."""
+SHARED = [f"shared/{i}" for i in range(6)]
+
+
+def _stopping(out: str, role: str = "writer") -> bool:
+    return os.path.exists(os.path.join(out, f"stop-{role}"))
+
+
+def _started(out: str, name: str) -> None:
+    Path(out, f"started-{name}").touch()
+
+
+def _count(out: str, name: str, counts: dict[str, int]) -> None:
+    Path(out, f"counts-{name}.txt").write_text(" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+
+
+def _writer(home: str, out: str, name: str) -> None:
+    lake = p.open_lake(home)
+    rng = random.Random(name)
+    counts = {"write": 0, "delete": 0}
+    _started(out, name)
+    n = 0
+    while not _stopping(out):
+        n += 1
+        roll = rng.random()
+        try:
+            if roll < 0.7:  # the same few paths as the other writers: same-key races
+                p.upload(lake, REPO, "dev", rng.choice(SHARED), f"{name} {n}".encode())
+                counts["write"] += 1
+            elif roll < 0.85:
+                counts["delete"] += len(p.delete_existing(lake, REPO, "dev", [rng.choice(SHARED)]))
+            else:
+                p.upload(lake, REPO, "dev", f"{name}/{n:06d}", f"{name} {n}".encode())
+                counts["write"] += 1
+        except LakectlError:
+            continue
+    _count(out, name, counts)
+    lake.close()
+
+
+def _committer(home: str, out: str, name: str) -> None:
+    lake = p.open_lake(home)
+    counts = {"commit": 0}
+    _started(out, name)
+    while not _stopping(out, "mover"):
+        try:
+            p.commit(lake, REPO, "dev", f"by {name}")
+            counts["commit"] += 1
+        except LakectlError:
+            time.sleep(0.01)
+    _count(out, name, counts)
+    lake.close()
+
+
+def _merger(home: str, out: str, name: str) -> None:
+    lake = p.open_lake(home)
+    counts = {"merge": 0}
+    _started(out, name)
+    while not _stopping(out, "mover"):
+        with contextlib.suppress(LakectlError):
+            counts["merge"] += p.merge(lake, REPO, "dev", "main").changed
+        time.sleep(0.02)
+    _count(out, name, counts)
+    lake.close()
+
+
+ROLES: dict[str, Callable[[str, str, str], None]] = {
+    "writer1": _writer,
+    "writer2": _writer,
+    "writer3": _writer,
+    "committer": _committer,
+    "merger": _merger,
+}
+
+
+def _counts(out: Path) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for f in out.glob("counts-*.txt"):
+        for item in f.read_text().split():
+            kind, _, value = item.partition("=")
+            total[kind] = total.get(kind, 0) + int(value)
+    return total
+
+
+def _race(home: str, out: Path) -> dict[str, int]:
+    """Run the workers for RUN_S once all have started; stop them; what they did."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = {
+        name: ctx.Process(target=fn, args=(home, str(out), name), daemon=True) for name, fn in ROLES.items()
+    }
+    writers = [proc for name, proc in procs.items() if name.startswith("writer")]
+    movers = [proc for proc in procs.values() if proc not in writers]
+    for proc in procs.values():
+        proc.start()
+    try:
+        deadline = time.monotonic() + START_S
+        while len(list(out.glob("started-*"))) < len(procs):
+            assert time.monotonic() < deadline, "the workers did not start"
+            assert all(proc.is_alive() for proc in procs.values()), "a worker died"
+            time.sleep(0.05)
+        time.sleep(RUN_S)
+        # The committer and the merger first, so that the writers leave something staged.
+        deadline = time.monotonic() + STOP_S
+        (out / "stop-mover").touch()
+        for proc in movers:
+            proc.join(max(0.1, deadline - time.monotonic()))
+        time.sleep(WRITE_ON_S)
+        (out / "stop-writer").touch()
+        for proc in writers:
+            proc.join(max(0.1, deadline - time.monotonic()))
+        assert all(proc.exitcode == 0 for proc in procs.values()), [proc.exitcode for proc in procs.values()]
+    finally:
+        for proc in procs.values():
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+    return _counts(out)
+
+
+@pytest.mark.slow
+def test_a_lake_written_concurrently_is_rebuilt_from_its_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAKECTL_COMMITTER", "racer")
+    home, out = tmp_path / "lake", tmp_path / "out"
+    out.mkdir()
+    lake = p.open_lake(str(home))
+    journal.enable(lake)
+    p.create_repo(lake, REPO)
+    p.create_branch(lake, REPO, "dev", "main")
+    lake.close()
+
+    done = _race(str(home), out)
+    assert done.get("write", 0) > 50 and done.get("commit", 0) > 3 and done.get("merge", 0) > 0, done
+
+    lake = p.open_lake(str(home))
+    while journal.seal(lake.kv, lake.blocks):
+        pass
+    expected = state(lake, dangling=False)
+    entries = list(journal.entries(lake.kv, lake.blocks))
+    lake.close()
+    assert expected[REPO]["branch dev"][2], "nothing was left staged"
+
+    for name in ("lake.db", "lake.db-wal", "lake.db-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(home / name)
+    env = {
+        **os.environ,
+        "LAKECTL_HOME": str(home),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_BASE_URI": "",
+    }
+    rebuilt = subprocess.run(
+        [*_lakectl(), "admin", "rebuild", "--from-journal", "--json"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr.decode()
+
+    kv = SQLiteStore(str(home / "lake.db"))
+    try:
+        fresh = p.Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks")))
+        assert state(fresh, dangling=False) == expected
+        assert list(journal.entries(fresh.kv, fresh.blocks)) == entries
+    finally:
+        kv.close()
