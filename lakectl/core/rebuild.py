@@ -2,10 +2,19 @@
 (docs/decisions/0009-journal.md).
 
 The sealed batches are found among the blocks by what each says it is (Parquet schema
-metadata), chained by the locator of the batch before, and replayed in logical-timestamp order
-into an empty KV store: repositories, branches, tags, commits (each entry that made one carries
-the commit record), staged entries and settings. What was done but not yet sealed when the
-database was lost is not in the blocks, and so not rebuilt.
+metadata), chained by the locator of the batch before, and replayed into an empty KV store:
+repositories, branches, tags, commits (each entry that made one carries the commit record),
+staged entries and settings. What was done but not yet sealed when the database was lost is not
+in the blocks, and so not rebuilt.
+
+Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before
+each mutation, not the order in which concurrent mutations landed. Where that order would decide
+the outcome, the entries carry the engine's own state instead (:mod:`lakectl.core.replayorder`),
+and :class:`Replay` follows it: staged rows go to the staging tokens they were written to, a
+dropped token stays dropped, a branch gets the newest record its moves name (by the time its
+staging token was made, then the head's generation), of two writes of one path into one token
+the one read back as landed last wins, and a token written after the branch's last recorded move
+is its current token. Entries of an older journal, without that state, are replayed in order.
 """
 
 from __future__ import annotations
@@ -148,12 +157,6 @@ def _entries(blocks: BlockAdapter, batches: list[dict[str, Any]]) -> Iterator[jo
         yield from journal._read_batch(blocks, batch["locator"])
 
 
-def replay(lake: Lake, entry: journal.Entry) -> None:
-    """Apply one journal entry to the lake's metadata, as the verb it records left it (one entry
-    alone: a whole journal goes through :class:`Replay`, which also settles what is staged)."""
-    Replay(lake).apply(entry)
-
-
 class Replay:
     """Replays a journal's entries into a lake, independently of their order where the engine's
     own state decides (:mod:`lakectl.core.replayorder`): staged rows go to the tokens they were
@@ -167,6 +170,11 @@ class Replay:
         self.clocks: dict[tuple[RepositoryId, str], dict[str, int]] = {}
         """Per live token written, per path, the clock of the write whose row it holds."""
         self.written: dict[tuple[RepositoryId, str], BranchId] = {}
+        self.dated: set[str] = set()
+        """Tokens this replay made for entries of an older journal, dated by the entry."""
+        self.alias: dict[tuple[RepositoryId, str], str] = {}
+        """A token of the older random form, which entries of an older journal never named, to
+        the token this replay made for it."""
 
     def apply(self, entry: journal.Entry) -> None:
         lake = self.lake
@@ -185,7 +193,7 @@ class Replay:
                 self._move(
                     rid,
                     repo.default_branch,
-                    made or Branch(repo.default_branch, first.id, _token(at)),
+                    made or Branch(repo.default_branch, first.id, self._dated(at)),
                     [],
                     at,
                 )
@@ -203,10 +211,10 @@ class Replay:
                 return
             # An older journal: the branch at the commit with nothing staged, in entry order.
             was = self._branch(rid, bid)
-            self._move(rid, bid, Branch(bid, head or was.commit_id, _token(at)), was.tokens, at)
+            self._move(rid, bid, Branch(bid, head or was.commit_id, self._dated(at)), was.tokens, at)
         elif verb is Verb.CREATE_BRANCH:
             made = replayorder.record_of(bid, p)
-            self._move(rid, bid, made or Branch(bid, CommitId(p["commit_id"]), _token(at)), [], at)
+            self._move(rid, bid, made or Branch(bid, CommitId(p["commit_id"]), self._dated(at)), [], at)
         elif verb is Verb.DELETE_BRANCH:
             dropped = p["dropped"] if "dropped" in p else list(self._branch(rid, bid).tokens)
             self._drop(rid, dropped)
@@ -223,6 +231,21 @@ class Replay:
             _setting(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
 
+    def _dated(self, at: int) -> StagingToken:
+        token = new_staging_token(at)
+        self.dated.add(token)
+        return token
+
+    def _token(self, rid: RepositoryId, bid: BranchId, token: str) -> str:
+        """The token a write names, as this replay knows it: a branch made by an older journal's
+        entries has a token this replay dated; a write of this version into the token that branch
+        really had (of the older random form) goes to it."""
+        if (rid, token) not in self.alias and token_time(token) is None:
+            held = self.current.get((rid, bid))
+            if held is not None and held[0].staging_token in self.dated:
+                self.alias[(rid, token)] = held[0].staging_token
+        return self.alias.get((rid, token), token)
+
     def _branch(self, rid: RepositoryId, bid: BranchId) -> Branch:
         held = self.current.get((rid, bid))
         return held[0] if held is not None else self.lake.refs.get_branch(rid, bid)
@@ -233,7 +256,7 @@ class Replay:
         clock = int(p.get("settled", at))
         lost: Mapping[str, list[str]] = p.get("lost", {})
         dead = self.dead.get(rid, set())
-        for token in dict.fromkeys(tokens):
+        for token in dict.fromkeys(self._token(rid, bid, t) for t in tokens):
             if token in dead:
                 continue  # dropped by a commit or reset that the journal has already replayed
             clocks = self.clocks.setdefault((rid, token), {})
@@ -268,7 +291,8 @@ class Replay:
 
     def _drop(self, rid: RepositoryId, tokens: Iterable[str]) -> None:
         dead = self.dead.setdefault(rid, set())
-        for token in tokens:
+        for named in tokens:
+            token = self.alias.get((rid, named), named)
             dead.add(token)
             self.clocks.pop((rid, token), None)
             self.written.pop((rid, token), None)
@@ -278,6 +302,7 @@ class Replay:
         self.current = {k: v for k, v in self.current.items() if k[0] != rid}
         self.clocks = {k: v for k, v in self.clocks.items() if k[0] != rid}
         self.dead.pop(rid, None)
+        self.alias = {k: v for k, v in self.alias.items() if k[0] != rid}
 
     def finish(self) -> None:
         """What is staged once every entry is in. A token written after the last journalled
@@ -302,10 +327,6 @@ class Replay:
         for rid, token in list(self.written):
             if (rid, token) not in held_tokens:
                 self.lake.staging.drop_tokens(rid, [StagingToken(token)])
-
-
-def _token(at: int) -> StagingToken:
-    return new_staging_token(at)
 
 
 def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit:

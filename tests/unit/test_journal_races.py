@@ -6,20 +6,23 @@ original: every head, staged row (as stored) and byte (docs/decisions/0009-journ
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lakectl.core import journal, rebuild
+from lakectl.core import journal, keys, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event, EventSink, Fanout, Verb
+from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.kv.sqlite import SQLiteStore
-from lakectl.core.model import BranchId, RepositoryId
+from lakectl.core.model import Branch, BranchId, RepositoryId, StagingToken
 from lakectl.errors import NothingToCommit, PredicateFailed
 from tests.property.test_journal_rebuild import state
 
@@ -227,3 +230,41 @@ def test_a_commit_with_only_rows_that_change_nothing_leaves_the_branch_alone(
         p.commit(a, REPO, "main", "nothing")
     # Refused before sealing: the staging token did not move under no journal entry.
     assert p.get_branch(a, REPO, "main") == before
+
+
+@pytest.mark.parametrize("then_commit", [False, True], ids=["staged", "then committed"])
+def test_a_journal_begun_by_an_older_version_rebuilds_with_this_ones_entries(
+    lakes: tuple[p.Lake, p.Lake], then_commit: bool
+) -> None:
+    a, _ = lakes
+    # A branch made before staging tokens said when they were made, by entries that named no
+    # tokens and no branch records; this version's writes then name that random token.
+    rid, main = RepositoryId(REPO), BranchId("main")
+    branch = p.get_branch(a, REPO, "main")
+    a.kv.set(
+        keys.repo_partition(rid),
+        keys.branch_key(main),
+        Branch(main, branch.commit_id, StagingToken(uuid.uuid4().hex)).encode(),
+    )
+    p.upload(a, REPO, "main", "old", b"0")
+    p.upload(a, REPO, "main", "new", b"1")
+    if then_commit:
+        p.commit(a, REPO, "main", "both")
+        p.upload(a, REPO, "main", "after", b"2")
+    journal.seal(a.kv, a.blocks)
+    expected = state(a)
+    entries = list(journal.entries(a.kv, a.blocks))
+    older = {"branch_record", "dropped"}
+    entries[0] = dataclasses.replace(
+        entries[0], event_payload={k: v for k, v in entries[0].event_payload.items() if k not in older}
+    )
+    entries[1] = dataclasses.replace(
+        entries[1],
+        event_payload={k: v for k, v in entries[1].event_payload.items() if k not in {"tokens", "settled"}},
+    )
+    fresh = p.Lake(kv=MemoryStore(), blocks=a.blocks)
+    replaying = rebuild.Replay(fresh)
+    for entry in entries:
+        replaying.apply(entry)
+    replaying.finish()
+    assert state(fresh) == expected
