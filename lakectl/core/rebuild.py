@@ -4,8 +4,9 @@
 The sealed batches are found among the blocks by what each says it is (Parquet schema
 metadata), chained by the locator of the batch before, and replayed into an empty KV store:
 repositories, branches, tags, commits (each entry that made one carries the commit record),
-staged entries and settings. What was done but not yet sealed when the database was lost is not
-in the blocks, and so not rebuilt.
+staged entries and settings. Writers seal what they finished on close and within a second; only
+what a process finished in its last second before it died together with the database is not in
+the blocks, and so not rebuilt.
 
 Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before
 each mutation, not the order in which concurrent mutations landed. Where that order would decide
@@ -14,7 +15,8 @@ and :class:`Replay` follows it: staged rows go to the staging tokens they were w
 dropped token stays dropped, a branch gets the newest record its moves name (by the time its
 staging token was made, then the head's generation), of two writes of one path into one token
 the one read back as landed last wins, and a token written after the branch's last recorded move
-is its current token. Entries of an older journal, without that state, are replayed in order.
+is its current token. Entries without that state (an older journal's; an intent that recovery
+decided for a dead writer) are replayed in order.
 """
 
 from __future__ import annotations
@@ -209,9 +211,12 @@ class Replay:
             if made is not None:
                 self._move(rid, bid, made, p.get("dropped", []), at)
                 return
-            # An older journal: the branch at the commit with nothing staged, in entry order.
+            # No record named (an older journal; an intent recovery decided): the branch at the
+            # commit with nothing staged, as of the entry's time, unless a newer record is in.
             was = self._branch(rid, bid)
-            self._move(rid, bid, Branch(bid, head or was.commit_id, self._dated(at)), was.tokens, at)
+            dated = Branch(bid, head or was.commit_id, self._dated(at))
+            if self._newer(rid, dated):
+                self._move(rid, bid, dated, was.tokens, at)
         elif verb is Verb.CREATE_BRANCH:
             made = replayorder.record_of(bid, p)
             self._move(rid, bid, made or Branch(bid, CommitId(p["commit_id"]), self._dated(at)), [], at)
@@ -278,6 +283,11 @@ class Replay:
         held = self.current.get((rid, bid))
         if held is None or order > held[1]:
             self._set(rid, made, order)
+
+    def _newer(self, rid: RepositoryId, made: Branch) -> bool:
+        held = self.current.get((rid, made.name))
+        order = replayorder.record_order(made, self._generation(rid, made.commit_id), 0)
+        return held is None or order > held[1]
 
     def _set(self, rid: RepositoryId, made: Branch, order: tuple[int, int]) -> None:
         self.lake.kv.set(keys.repo_partition(rid), keys.branch_key(made.name), made.encode())
