@@ -5,6 +5,9 @@ database is deleted and ``lakectl admin rebuild --from-journal`` builds a new on
 Every repository, branch head, tag, reachable commit, staged row (as stored) and byte is the
 original's (docs/decisions/0009-journal.md, "Concurrent writers").
 
+The same again through a server: three writers, a committer and a merger as HTTP clients of one
+server process (its requests run concurrently in its thread pool), and the rebuild of its lake.
+
 Workers stop when asked (the committer and the merger first, so that writes are left staged),
 between two verbs: a verb cut in the middle is the kill test's business
 (tests/integration/test_journal_kill.py), and what it leaves is not sealed.
@@ -17,19 +20,22 @@ import multiprocessing
 import os
 import random
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from lakectl.core import journal
+from lakectl.core import journal, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import LakectlError
+from server.config import load_settings
 from tests.integration.test_two_servers import _lakectl
 from tests.property.test_journal_rebuild import state
+from tests.server.conftest import Live, serve
 
 REPO = "racing"
 RUN_S = 5.0
@@ -205,5 +211,83 @@ def test_a_lake_written_concurrently_is_rebuilt_from_its_journal(
         fresh = p.Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks")))
         assert state(fresh, dangling=False) == expected
         assert list(journal.entries(fresh.kv, fresh.blocks)) == entries
+    finally:
+        kv.close()
+
+
+# -- the same through a server: concurrent HTTP clients, one server process -------------------
+
+
+def _client_worker(server: Live, role: str, stop: threading.Event, counts: dict[str, int]) -> None:
+    """A writer, committer or merger through the REST API until ``stop``; a 2xx is a success."""
+    rng = random.Random(role)
+    base = f"/repositories/{REPO}"
+    with server.client((server.key_id, server.secret)) as api:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            if role.startswith("writer"):
+                path = rng.choice(SHARED) if rng.random() < 0.8 else f"{role}/{n:06d}"
+                if rng.random() < 0.15:
+                    ok = api.delete(f"{base}/branches/dev/objects", params={"path": path}).status_code == 204
+                else:
+                    put = api.post(
+                        f"{base}/branches/dev/objects", params={"path": path}, content=f"{role} {n}"
+                    )
+                    ok = put.status_code == 201
+            elif role == "committer":
+                ok = api.post(f"{base}/branches/dev/commits", json={"message": role}).status_code == 201
+                time.sleep(0.01)
+            else:
+                ok = api.post(f"{base}/refs/dev/merge/main", json={}).status_code == 200
+                time.sleep(0.02)
+            counts[role] = counts.get(role, 0) + ok
+
+
+@pytest.mark.slow
+def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_path: Path) -> None:
+    settings = load_settings(None, str(tmp_path / "server"), environ={})
+    counts: dict[str, int] = {}
+    with serve(settings) as server:
+        with server.client((server.key_id, server.secret)) as api:
+            assert api.post("/journal/enable").status_code == 200
+            assert api.post("/repositories", json={"name": REPO, "storage_namespace": "local://r"}).is_success
+            assert api.post(
+                f"/repositories/{REPO}/branches", json={"name": "dev", "source": "main"}
+            ).is_success
+        roles = ["writer1", "writer2", "writer3", "committer", "merger"]
+        stops = {role: threading.Event() for role in roles}
+        threads = [
+            threading.Thread(target=_client_worker, args=(server, role, stops[role], counts))
+            for role in roles
+        ]
+        for t in threads:
+            t.start()
+        time.sleep(RUN_S)
+        for role in ("committer", "merger"):  # first, so that the writers leave something staged
+            stops[role].set()
+        time.sleep(WRITE_ON_S)
+        for stop in stops.values():
+            stop.set()
+        for t in threads:
+            t.join(STOP_S)
+        assert not any(t.is_alive() for t in threads)
+    # The server closed its lake as it stopped: its writer sealed what it finished.
+    assert sum(v for k, v in counts.items() if k.startswith("writer")) > 30, counts
+    assert counts.get("committer", 0) > 2 and counts.get("merger", 0) > 0, counts
+
+    home = Path(settings.data_dir)
+    lake = p.Lake(kv=SQLiteStore(str(home / "lake.db")), blocks=LocalAdapter(str(home / "blocks")))
+    assert journal.seal(lake.kv, lake.blocks) == 0
+    expected = state(lake, dangling=False)
+    lake.close()
+    assert expected[REPO]["branch dev"][2], "nothing was left staged"
+    for name in ("lake.db", "lake.db-wal", "lake.db-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(home / name)
+    rebuild.rebuild_embedded(str(home))
+    kv = SQLiteStore(str(home / "lake.db"))
+    try:
+        assert state(p.Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks"))), dangling=False) == expected
     finally:
         kv.close()
