@@ -50,7 +50,7 @@ def span(size: int, offset: int, length: int | None) -> str:
     end = size if length is None else min(size, offset + length)
     if offset == 0 and end >= size:
         return ""
-    return f"bytes={offset}-{end - 1}"
+    return f"bytes={offset}-{end - 1}" if end > offset else f"bytes={offset}-"  # past the end: nothing
 
 
 def staged(lake: Lake, found: ObjectRead) -> bool:

@@ -73,6 +73,8 @@ def test_reads_audited_say_who_read_which_object_at_which_ref(cli: Lakectl, tmp_
     found = reads_of(cli, repo)
     client = "admin" if cli.mode == "remote" else "tester"
     assert {(e["client_id"], e["repo_id"]) for e in found} == {(client, repo)}
+    shape = {"logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload"}
+    assert all(set(e) == shape for e in found), "one shape for every entry"
     payloads = [e["event_payload"] for e in found]
     assert [(p["ref"], p["path"], p["commit_id"]) for p in payloads] == [
         ("main", "a.csv", head),

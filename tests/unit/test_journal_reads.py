@@ -16,6 +16,7 @@ import pytest
 
 from lakectl.core import journal, keys, rebuild
 from lakectl.core import porcelain as p
+from lakectl.core import reads as reads_module
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import ObjectNotFound, StorageError
@@ -60,6 +61,8 @@ def test_a_read_is_one_done_entry_with_its_range(lake: p.Lake) -> None:
         "range": "bytes=2-4",
     }
     assert (second.event_payload["ref"], second.event_payload["range"]) == (head, "bytes=8-9")
+    assert reads_module.span(10, 0, None) == reads_module.span(10, 0, 99) == ""
+    assert reads_module.span(10, 12, None) == "bytes=12-"
     assert "branch" not in second.event_payload and "staged" not in second.event_payload
 
 
