@@ -25,7 +25,7 @@ def rebuild(
 
     For a lake whose lake.db is lost: the journal's sealed batches are found among the blocks
     and replayed in order -- repositories, branches, tags, commits, staged objects, settings.
-    Changes made after the last sealed batch are not in the blocks and are not rebuilt. An
+    Every command seals its changes before it exits (a server, within a second). An
     existing lake.db is never overwritten (move it aside first: exit 4); against a server,
     refused (exit 2): run it where the lake's directory is.
     """

@@ -13,6 +13,8 @@ import contextlib
 import contextvars
 import io
 import json
+import os
+import socket
 import threading
 import time
 import uuid
@@ -45,6 +47,13 @@ FOLLOW_INTERVAL = 0.5
 """Seconds between two looks of a follower (``journal tail --follow``, the server's stream)."""
 MAX_OPEN = 64
 """Open intents a thread keeps track of; older ones are left to recovery."""
+SEAL_INTERVAL = 1.0
+"""Seconds within which a writer seals what it finished (its keeper thread), besides on close."""
+HEARTBEAT = 10.0
+"""Seconds between two heartbeats of a writer in its registration record."""
+LEASE = 60.0
+"""A writer on another host whose heartbeat is older than this is taken for dead."""
+HOST = socket.gethostname()
 
 MARK = b"lakectl"
 BATCH = b"lakectl.journal.batch"
@@ -174,6 +183,10 @@ class Journal:
         self._client = ""
         self._opened: set[str] = set()
         """Keys of intents whose verb has not ended, in every thread."""
+        self._unsealed = 0
+        """Entries this writer finished since it last sealed."""
+        self._stop = threading.Event()
+        self._keeper: threading.Thread | None = None
 
     def _default_client(self) -> str:
         # Embedded, one process is one user: the committer, looked up once.
@@ -202,18 +215,60 @@ class Journal:
 
     def close(self) -> None:
         """Withdraw the intents of verbs that raised and so never ended (a lake is closed only
-        once no verb runs on it): a refused ``lakectl commit`` leaves nothing behind."""
+        once no verb runs on it: a refused ``lakectl commit`` leaves nothing behind), seal what
+        this writer finished, and unregister it once nothing of it is left."""
+        self._stop.set()
+        if self._keeper is not None:
+            self._keeper.join()
+            self._keeper = None
         with self._lock:
             opened, self._opened = sorted(self._opened), set()
         if opened:
             self._quietly(lambda: delete_many(self.kv, self.partition, opened))
+        if self._registered:
+            self._quietly(self._seal)
+            self._quietly(self._unregister)
 
     def _register(self) -> None:
-        if not self._registered:
-            self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), b"{}")
-            self._registered = True
+        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
+        self._registered = True
+        self._stop.clear()
+        self._keeper = threading.Thread(target=self._keep, name=f"journal-{self.writer}", daemon=True)
+        self._keeper.start()
+
+    def _unregister(self) -> None:
+        if next(iter(self.kv.scan(self.partition)), None) is None:
+            self.kv.delete(keys.JOURNAL, keys.journal_writer_key(self.writer))
+            self._registered = False
+
+    def _seal(self) -> None:
+        with self._lock:
+            pending, self._unsealed = self._unsealed, 0
+        if pending:
+            try:
+                seal(self.kv, self.blocks)
+            except LakectlError:
+                with self._lock:
+                    self._unsealed += pending  # the next look tries again
+                raise
+
+    def _keep(self) -> None:
+        """The writer's keeper: seals what it finished within :data:`SEAL_INTERVAL` (so that a
+        rebuild misses at most that much of a writer that dies with the database) and renews
+        the heartbeat by which writers on other hosts tell that it lives."""
+        beat = time.monotonic()
+        while not self._stop.wait(SEAL_INTERVAL):
+            self._quietly(self._seal)
+            if time.monotonic() - beat >= HEARTBEAT:
+                beat = time.monotonic()
+                self._quietly(self._beat)
+
+    def _beat(self) -> None:
+        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
 
     def _record(self, event: Event, state: str) -> tuple[str, dict[str, Any]]:
+        if not self._registered:
+            self._register()
         clock, seq = self._tick()
         record = {
             "state": state,
@@ -231,11 +286,10 @@ class Journal:
         """Store the intent; raising here refuses the verb with nothing changed. A read (only
         announced when the lake audits reads) is stored as done at once: it changes nothing, so
         there is no outcome to wait for, and a read whose entry cannot be stored is refused."""
-        self._register()
         if event.verb is Verb.READ_OBJECT:
             key, record = self._record(event, DONE)
             self._group.write(key, _encode(record))
-            self._seal_now(record)
+            self._finished()
             return
         key, record = self._record(event, PENDING)
         stack = self._stack()
@@ -262,17 +316,57 @@ class Journal:
             self._opened.discard(key)
         done = {**record, "state": DONE, "event_payload": payload_of(event)}
         self._quietly(lambda: self._group.write(key, _encode(done)))
-        self._seal_now(record)
+        self._finished()
 
-    def _seal_now(self, record: Mapping[str, Any]) -> None:
-        if record["seq"] % SEAL_EVERY == 0:
-            self._quietly(lambda: seal(self.kv, self.blocks))
+    def _finished(self) -> None:
+        """One more entry of this writer done: sealed once :data:`SEAL_EVERY` of them wait."""
+        with self._lock:
+            self._unsealed += 1
+            due = self._unsealed >= SEAL_EVERY
+        if due:
+            self._quietly(self._seal)
 
     @staticmethod
     def _quietly(action: Any) -> None:
         # An outcome that cannot be stored leaves its intent pending, for recovery to resolve.
         with contextlib.suppress(LakectlError):
             action()
+
+
+def _process_start(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), so that a reused pid is told apart;
+    None where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
+
+
+def writer_record() -> dict[str, Any]:
+    """What a writer's registration says: where it runs and when it last showed it lives."""
+    return {"host": HOST, "pid": os.getpid(), "start": _process_start(os.getpid()), "heartbeat": time.time()}
+
+
+def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
+    """Whether the writer of ``record`` may still be writing: on this host, its process exists
+    (and is the same process: its start time agrees); elsewhere, its heartbeat is recent."""
+    if "pid" not in record:
+        return True  # a record that cannot say is never taken for dead
+    if record.get("host") != HOST:
+        return (now if now is not None else time.time()) - float(record.get("heartbeat", 0)) < LEASE
+    pid = int(record["pid"])
+    started = _process_start(pid)
+    if started is not None:
+        return record.get("start") in (None, started)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _identity(event: Event) -> tuple[str, ...]:
@@ -395,7 +489,12 @@ def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def seal(kv: KVStore, blocks: Any) -> int:
-    """Seal the done entries of every writer into one Parquet batch; returns how many."""
+    """Decide what dead writers left open, then seal the done entries of every writer into one
+    Parquet batch; returns how many."""
+    from lakectl.core.recovery import recover
+
+    with contextlib.suppress(LakectlError):
+        recover(kv, blocks)
     for _ in range(SEAL_ATTEMPTS):
         cursor, raw = _cursor(kv)
         _finish(kv, cursor)

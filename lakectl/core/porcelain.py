@@ -212,8 +212,7 @@ def create_repo(
         lake.refs.create_repo(repo)
         lake.events.after(event)
         return repo
-    req = CommitRequest(INITIAL_COMMIT_MESSAGE, "", {}, repo.creation_date, allow_empty=True)
-    first = make_commit((), [], lake.trees.empty(), req)
+    first = first_commit(lake, repo)
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
     lake.events.before(event)
@@ -226,6 +225,12 @@ def create_repo(
     lake.refs.create_repo(repo)
     lake.events.after(event.done(commit_id=first.id, payload={**event.payload, "commit": _record(first)}))
     return repo
+
+
+def first_commit(lake: Lake, repo: Repository) -> Commit:
+    """The commit a repository is created with (its id follows from the repository's record)."""
+    req = CommitRequest(INITIAL_COMMIT_MESSAGE, "", {}, repo.creation_date, allow_empty=True)
+    return make_commit((), [], lake.trees.empty(), req)
 
 
 def _record(commit: Commit) -> str:
@@ -780,6 +785,7 @@ def commit(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
+        payload={"creation_date": req.creation_date},  # what finds the commit if its writer dies
     )
     lake.events.before(event)
     done = lake.committer.commit(rid, bid, req)
@@ -954,7 +960,12 @@ def merge(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
-        payload={"source_commit_id": src.id, "destination_commit_id": dst.id, "squash": squash},
+        payload={
+            "source_commit_id": src.id,
+            "destination_commit_id": dst.id,
+            "squash": squash,
+            "creation_date": req.creation_date,
+        },
     )
     lake.events.before(event)
     new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
@@ -1007,7 +1018,15 @@ def _apply_commit_change(
         creation_date=now(),
     )
     verb_of = Verb.REVERT if revert else Verb.CHERRY_PICK
-    event = Event(verb_of, rid, bid, source_ref=ref, committer=req.committer)
+    event = Event(
+        verb_of,
+        rid,
+        bid,
+        source_ref=ref,
+        commit_message=req.message,
+        committer=req.committer,
+        payload={"creation_date": req.creation_date},
+    )
     lake.events.before(event)
     new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
     lake.events.after(event.done(commit_id=new.id, payload={"commit": _record(new)}))
@@ -1043,7 +1062,8 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
         for _ in range(READ_ATTEMPTS):
             b, raw = lake.refs.get_branch_raw(rid, bid)
             n = sum(1 for _ in lake.staging.changes(rid, b))
-            event = Event(Verb.RESET, rid, bid, payload={"kind": kind.value})
+            payload = {"kind": kind.value, "staging_token": b.staging_token}
+            event = Event(Verb.RESET, rid, bid, payload=payload)
             lake.events.before(event)
             try:
                 lake.refs.swap_branch(rid, raw, Branch(b.name, b.commit_id, new_staging_token()))

@@ -4,8 +4,9 @@
 The sealed batches are found among the blocks by what each says it is (Parquet schema
 metadata), chained by the locator of the batch before, and replayed in logical-timestamp order
 into an empty KV store: repositories, branches, tags, commits (each entry that made one carries
-the commit record), staged entries and settings. What was done but not yet sealed when the
-database was lost is not in the blocks, and so not rebuilt.
+the commit record), staged entries and settings. Writers seal what they finished on close and
+within a second; only what a process finished in its last second before it died together with
+the database is not in the blocks, and so not rebuilt.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The journal under killed processes: writers, a committer, a merger and a sealer run on one
 embedded lake while the test SIGKILLs them at random points and starts them again. Afterwards:
-every acknowledged mutation is in the sealed journal, and every sealed entry describes a
-mutation that happened (docs/decisions/0009-journal.md); logical timestamps are 1..N.
+every acknowledged mutation is in the sealed journal, every sealed entry describes a mutation
+that happened, and every mutation that happened is in the journal (a killed writer's open intent
+is recovered: docs/decisions/0009-journal.md); logical timestamps are 1..N.
 
 Workers acknowledge a mutation by a line in their own file, written and flushed once the verb
 returned; a line cut by the kill has no newline and does not count.
@@ -191,6 +192,13 @@ def check(lake: p.Lake, acked: list[tuple[str, str]]) -> None:
     for path, row in written.items():
         assert row is not None
         assert p.stat(lake, REPO, "dev", path).entry.checksum == row[1], path  # type: ignore[union-attr]
+
+    # Nor did any change happen that the journal lacks: what a writer killed between its change
+    # and its outcome did was decided from the lake (recovery, on the seals above).
+    first = {e.event_payload["commit_id"] for e in entries if e.event_type == "create-repository"}
+    assert {o.path for o in p.list_objects(lake, REPO, "dev")} <= set(written)
+    assert on_dev - first <= commits
+    assert {c.id for c in p.log(lake, REPO, "main") if len(c.parents) > 1} <= merges
 
 
 # -- two server processes on PostgreSQL, killed and restarted under HTTP clients ---------------

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -352,3 +355,43 @@ def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(
     assert interfered
     assert [e.event_type for e in journal.entries(kv, lake.blocks)] == ["create-repository", "create-tag"]
     assert all(lake.blocks.exists(b["locator"]) for b in journal.batches(kv))
+
+
+def test_a_writer_seals_what_it_finished_within_the_interval(
+    lake: p.Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 0.05)
+    p.create_repo(lake, "kept")
+    p.upload(lake, "kept", "main", "a.csv", b"1\n")
+    deadline = time.monotonic() + 30
+    while journal.last_timestamp(lake.kv) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)  # nobody reads the feed: the writer's keeper seals by itself
+    sealed = journal.entries(lake.kv, lake.blocks)
+    assert [e.event_type for e in sealed] == ["create-repository", "write-objects"]
+
+
+def test_closing_a_lake_seals_its_entries_and_unregisters_its_writer(tmp_path: Path) -> None:
+    lake = p.open_lake(str(tmp_path / "lake"))
+    journal.enable(lake)
+    p.create_repo(lake, "closed")
+    writer = _writer(lake)
+    assert writer in {k.removeprefix(keys.JOURNAL_WRITER_PREFIX) for k, _ in lake.kv.scan(keys.JOURNAL)}
+    lake.close()
+    again = p.open_lake(str(tmp_path / "lake"))
+    assert journal.last_timestamp(again.kv) == 1  # sealed as the lake closed, no feed read
+    assert not [k for k, _ in again.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
+    assert not list(again.kv.scan(keys.journal_live_partition(writer)))
+    again.close()
+
+
+def test_a_writer_is_dead_when_its_process_is_gone_or_its_heartbeat_old() -> None:
+    me = journal.writer_record()
+    assert journal.is_alive(me)
+    code = "import os; print(os.getpid())"
+    gone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert not journal.is_alive({**me, "pid": int(gone.stdout)})  # exited
+    assert not journal.is_alive({**me, "start": (me["start"] or 0) + 1})  # the pid, reused
+    elsewhere = {**me, "host": me["host"] + "-elsewhere"}
+    assert journal.is_alive(elsewhere)
+    assert not journal.is_alive({**elsewhere, "heartbeat": time.time() - journal.LEASE - 1})
+    assert journal.is_alive({})  # a record that cannot say is never recovered from under a writer

@@ -1,0 +1,171 @@
+"""A writer killed between its intent and its outcome: once it is seen dead, its open intent is
+decided from the lake (done, with what the verb produced, or withdrawn), so that journal and
+metadata agree, and a rebuild gives back the lake (docs/decisions/0009-journal.md)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakectl.core import gc, journal, keys, rebuild
+from lakectl.core import porcelain as p
+from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.events import Event
+from lakectl.core.kv.sqlite import SQLiteStore
+from tests.property.test_journal_rebuild import state
+
+REPO = "rec"
+
+
+class Killed(BaseException):
+    """The writer's process ends here (a SIGKILL, as the verb sees it)."""
+
+
+class DiesAfterTheChange(journal.Journal):
+    def after(self, event: Event) -> None:
+        raise Killed
+
+
+class DiesBeforeTheChange(journal.Journal):
+    def before(self, event: Event) -> None:
+        super().before(event)
+        raise Killed
+
+
+def _dead_pid() -> int:
+    code = "import os; print(os.getpid())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+@pytest.fixture
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+    monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
+    opened = p.open_lake(str(tmp_path / "lake"))
+    journal.enable(opened)
+    p.create_repo(opened, REPO)
+    p.upload(opened, REPO, "main", "a.csv", b"1\n")
+    p.commit(opened, REPO, "main", "one")
+    p.create_branch(opened, REPO, "dev", "main")
+    p.upload(opened, REPO, "dev", "b.csv", b"2\n")
+    p.commit(opened, REPO, "dev", "two")
+    p.create_tag(opened, REPO, "old", "main")
+    yield opened
+    opened.close()
+
+
+def die(lake: p.Lake, sink: type[journal.Journal], verb: Callable[[p.Lake], Any]) -> None:
+    """Run ``verb`` with a writer that dies at ``sink``'s point, then leave it for dead."""
+    writer = sink(lake.kv, lake.blocks)
+    kept, lake.events = lake.events, writer
+    try:
+        with pytest.raises(Killed):
+            verb(lake)
+    finally:
+        lake.events = kept
+        writer._stop.set()  # its keeper dies with it, with nothing said
+        if writer._keeper is not None:
+            writer._keeper.join()
+    key = keys.journal_writer_key(writer.writer)
+    lake.kv.set(keys.JOURNAL, key, json.dumps({**journal.writer_record(), "pid": _dead_pid()}).encode())
+
+
+RULES = gc.GCRules.from_dict(
+    {"default_retention_days": 7, "branches": [{"branch_id": "dev", "retention_days": 1}]}
+)
+VERBS: dict[str, Callable[[p.Lake], Any]] = {
+    "write-objects": lambda lake: p.upload(lake, REPO, "dev", "c.csv", io.BytesIO(b"3\n")),
+    "delete-objects": lambda lake: p.delete_objects(lake, REPO, "dev", ["b.csv"]),
+    "commit": lambda lake: p.commit(lake, REPO, "main", "m"),
+    "merge": lambda lake: p.merge(lake, REPO, "dev", "main"),
+    "revert": lambda lake: p.revert(lake, REPO, "dev", "dev"),
+    "reset": lambda lake: p.reset(lake, REPO, "main"),
+    "create-branch": lambda lake: p.create_branch(lake, REPO, "feat", "main"),
+    "delete-branch": lambda lake: p.delete_branch(lake, REPO, "dev"),
+    "create-tag": lambda lake: p.create_tag(lake, REPO, "v1", "dev"),
+    "delete-tag": lambda lake: p.delete_tag(lake, REPO, "old"),
+    "create-repository": lambda lake: p.create_repo(lake, "other"),
+    "delete-repository": lambda lake: p.delete_repo(lake, REPO),
+    "settings": lambda lake: gc.set_rules(lake, REPO, RULES),
+}
+PREPARE = {"commit": "m.csv", "reset": "x.csv"}
+"""Staged by a living writer first, for the verbs that need something staged."""
+
+
+def prepare(lake: p.Lake, name: str) -> None:
+    if name in PREPARE:
+        p.upload(lake, REPO, "main", PREPARE[name], b"staged\n")
+
+
+def rebuilt_state(lake: p.Lake, tmp_path: Path) -> dict[str, Any]:
+    """The lake rebuilt from its blocks and journal alone, as the property test sees a lake."""
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    try:
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+        return state(p.Lake(kv=fresh, blocks=lake.blocks))
+    finally:
+        fresh.close()
+
+
+def sealed_types(lake: p.Lake) -> list[str]:
+    journal.seal(lake.kv, lake.blocks)  # recovery first: the dead writer's intent is decided
+    return [e.event_type for e in journal.entries(lake.kv, lake.blocks)]
+
+
+@pytest.mark.parametrize("name", VERBS)
+def test_a_change_made_by_a_writer_that_died_before_its_outcome_is_journalled(
+    lake: p.Lake, tmp_path: Path, name: str
+) -> None:
+    prepare(lake, name)
+    before = sealed_types(lake)
+    die(lake, DiesAfterTheChange, VERBS[name])
+    assert sealed_types(lake) == [*before, name]  # decided as done
+    recovered = list(journal.entries(lake.kv, lake.blocks))[-1]
+    if name in ("commit", "revert"):
+        head = p.get_branch(lake, REPO, "main" if name == "commit" else "dev").commit_id
+        assert recovered.event_payload["commit_id"] == head  # the very commit it made
+    if name == "merge":
+        assert recovered.event_payload["commit_id"] == p.get_branch(lake, REPO, "main").commit_id
+    assert rebuilt_state(lake, tmp_path) == state(lake)
+
+
+@pytest.mark.parametrize("name", VERBS)
+def test_an_intent_whose_writer_died_before_the_change_is_withdrawn(
+    lake: p.Lake, tmp_path: Path, name: str
+) -> None:
+    prepare(lake, name)
+    before, expected = sealed_types(lake), state(lake)
+    die(lake, DiesBeforeTheChange, VERBS[name])
+    assert state(lake) == expected
+    if name == "settings":
+        # A setting is recorded as the value it has now, which it kept: replayed, nothing moves.
+        assert sealed_types(lake) == [*before, "settings"]
+        assert list(journal.entries(lake.kv, lake.blocks))[-1].event_payload["value"] is None
+    else:
+        assert sealed_types(lake) == before
+    assert rebuilt_state(lake, tmp_path) == expected
+    # Nothing of the dead writer is left: its intent withdrawn, its registration gone.
+    journal.seal(lake.kv, lake.blocks)
+    writers = [k for k, _ in lake.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
+    assert len(writers) == 1  # the fixture's own, alive
+
+
+def test_a_living_writers_open_intent_is_left_alone(lake: p.Lake) -> None:
+    writer = DiesAfterTheChange(lake.kv, lake.blocks)
+    kept, lake.events = lake.events, writer
+    with pytest.raises(Killed):
+        p.create_branch(lake, REPO, "slow", "main")  # its outcome not written yet: it lives on
+    lake.events = kept
+    journal.seal(lake.kv, lake.blocks)
+    assert "create-branch" not in [e.event_type for e in journal.entries(lake.kv, lake.blocks)][-1:]
+    pending = [json.loads(v)["state"] for _, v in lake.kv.scan(writer.partition)]
+    assert pending == [journal.PENDING]
+    writer.close()
