@@ -200,6 +200,10 @@ def test_s3_gateway_reads_are_recorded_with_their_range(reads_server: Live, audi
         ("v1", "a.csv", head, None, None),
         ("main", "b.csv", head, True, "bytes=0-2"),
     ]
+    # The gateway's writes are journalled as their user too (they were the server's committer's).
+    s3.put_object(Bucket=repo, Key="main/c.csv", Body=b"c")
+    every = cli.js("journal", "tail", "--repo", f"lakefs://{repo}", "-n", "1")
+    assert [(e["event_type"], e["client_id"]) for e in every] == [("write-objects", user)]
 
 
 def test_presigned_reads_are_the_signers(reads_server: Live, audited: Audited) -> None:
