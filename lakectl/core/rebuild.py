@@ -169,6 +169,7 @@ def replay(lake: Lake, entry: journal.Entry) -> None:
     elif verb is Verb.SETTINGS:
         _setting(lake, rid, p)
     # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
+    # READ_OBJECT: an audited read changed nothing.
 
 
 def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit:
