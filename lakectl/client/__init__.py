@@ -333,8 +333,9 @@ class Backend(Protocol):
 
     # -- the journal (docs/decisions/0009-journal.md) ---------------------------------------
 
-    def journal_enable(self) -> dict[str, Any]:
-        """Switch the lake's journal on (idempotent): ``{"enabled", "since"}``."""
+    def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
+        """Switch the lake's journal on (idempotent), and read auditing on or off (``reads``;
+        None: as it is): ``{"enabled", "since", "reads"}``."""
         ...
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:

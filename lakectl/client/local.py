@@ -330,10 +330,10 @@ class LocalBackend:
 
         return fsck.check(self.lake, repo, repair, progress).to_dict()
 
-    def journal_enable(self) -> dict[str, Any]:
+    def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
         from lakectl.core import journal
 
-        return journal.enable(self.lake)
+        return journal.enable(self.lake, reads)
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         from lakectl.core import journal

@@ -756,8 +756,9 @@ class RemoteBackend:
         )
         return dict(response.json())
 
-    def journal_enable(self) -> dict[str, Any]:
-        return dict(self._json("POST", "/api/v1/journal/enable", idempotent=True))
+    def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
+        body = {} if reads is None else {"reads": reads}
+        return dict(self._json("POST", "/api/v1/journal/enable", json=body, idempotent=True))
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         params = {"repo": repo, "amount": amount, "after": after}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, journal, keys, protection, refdiff, replayorder
+from lakectl.core import history, journal, keys, protection, reads, refdiff, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -439,9 +439,31 @@ def read(
 ) -> Iterator[bytes]:
     """The object's bytes (or a range of them), block by block, md5-verified. A block gone
     from under a commit past its retention is ``Gone``, from anywhere else ``MissingData``."""
+    found, res = _open_at(lake, repo, ref, path)
+    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length))
+
+
+def open_object(lake: Lake, repo: str, ref: str, path: str) -> reads.ObjectRead:
+    """The object at a ref, resolved, for a reader that answers its stat (headers, a range's
+    validity) before its bytes (:func:`read_opened`)."""
+    return _open_at(lake, repo, ref, path)[0]
+
+
+def _open_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[reads.ObjectRead, Resolved]:
     info, res = _stat_at(lake, repo, ref, path)
     assert info.entry is not None
-    return _explained(lake, get_repo(lake, repo).name, res, read_entry(lake, info.entry, offset, length))
+    branch = res.branch.name if res.branch is not None else ""
+    rid = RepositoryId(repo)
+    return reads.ObjectRead(rid, ref, info.path, info.entry, res.commit.id, branch, seen=res.branch), res
+
+
+def read_opened(
+    lake: Lake, found: reads.ObjectRead, offset: int = 0, length: int | None = None
+) -> Iterator[bytes]:
+    """The bytes of an object :func:`open_object` found: every read of an object's bytes comes
+    here, once per request, and is announced to the journal when the lake audits reads."""
+    reads.announce(lake, found, offset, length)
+    return read_entry(lake, found.entry, offset, length)
 
 
 def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:

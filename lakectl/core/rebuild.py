@@ -235,6 +235,7 @@ class Replay:
         elif verb is Verb.SETTINGS:
             _setting(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
+        # READ_OBJECT: an audited read changed nothing.
 
     def _dated(self, at: int) -> StagingToken:
         token = new_staging_token(at)
