@@ -159,6 +159,17 @@ def test_a_write_that_landed_after_a_commit_sealed_stays_staged(
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
+def test_a_write_that_landed_after_a_reset_stays_staged(lakes: tuple[p.Lake, p.Lake], tmp_path: Path) -> None:
+    a, b = lakes
+    p.upload(b, REPO, "main", "dropped", b"0")
+    # a's intent comes before the reset, its write after the reset dropped the staging.
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: p.upload(a, REPO, "main", "late", b"1"))
+    p.reset(b, REPO, "main")
+    held.release()
+    assert [c.path for c in p.diff_uncommitted(b, REPO, "main")] == ["late"]
+    assert_rebuilt_is_original(a, b, tmp_path)
+
+
 def test_a_write_the_commit_took_is_not_staged_again(lakes: tuple[p.Lake, p.Lake], tmp_path: Path) -> None:
     a, b = lakes
     p.upload(a, REPO, "main", "base", b"0")
