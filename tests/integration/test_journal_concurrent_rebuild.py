@@ -5,8 +5,9 @@ database is deleted and ``lakectl admin rebuild --from-journal`` builds a new on
 Every repository, branch head, tag, reachable commit, staged row (as stored) and byte is the
 original's (docs/decisions/0009-journal.md, "Concurrent writers").
 
-The same again through a server: three writers, a committer and a merger as HTTP clients of one
-server process (its requests run concurrently in its thread pool), and the rebuild of its lake.
+The same again through a server: five writers (mostly on two shared paths), a committer and a
+merger as HTTP clients of one server process (its requests run concurrently in its thread pool),
+and the rebuild of its lake.
 
 Workers stop when asked (the committer and the merger first, so that writes are left staged),
 between two verbs: a verb cut in the middle is the kill test's business
@@ -227,7 +228,8 @@ def _client_worker(server: Live, role: str, stop: threading.Event, counts: dict[
         while not stop.is_set():
             n += 1
             if role.startswith("writer"):
-                path = rng.choice(SHARED) if rng.random() < 0.8 else f"{role}/{n:06d}"
+                # Two hot paths: one process's thread pool races less than processes do.
+                path = rng.choice(SHARED[:2]) if rng.random() < 0.8 else f"{role}/{n:06d}"
                 if rng.random() < 0.15:
                     ok = api.delete(f"{base}/branches/dev/objects", params={"path": path}).status_code == 204
                 else:
@@ -255,7 +257,7 @@ def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_pat
             assert api.post(
                 f"/repositories/{REPO}/branches", json={"name": "dev", "source": "main"}
             ).is_success
-        roles = ["writer1", "writer2", "writer3", "committer", "merger"]
+        roles = ["writer1", "writer2", "writer3", "writer4", "writer5", "committer", "merger"]
         stops = {role: threading.Event() for role in roles}
         threads = [
             threading.Thread(target=_client_worker, args=(server, role, stops[role], counts))
