@@ -7,7 +7,7 @@ original's (docs/decisions/0009-journal.md, "Concurrent writers").
 
 The same again through a server: five writers (mostly on two shared paths), a committer and a
 merger as HTTP clients of one server process (its requests run concurrently in its thread pool),
-and the rebuild of its lake.
+and the rebuild of its lake; on SQLite and on PostgreSQL.
 
 Workers stop when asked (the committer and the merger first, so that writes are left staged),
 between two verbs: a verb cut in the middle is the kill test's business
@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +36,7 @@ from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import LakectlError
 from server.config import load_settings
 from tests.integration.test_two_servers import _lakectl
+from tests.pg import PostgresServer
 from tests.property.test_journal_rebuild import state
 from tests.server.conftest import Live, serve
 
@@ -246,9 +248,8 @@ def _client_worker(server: Live, role: str, stop: threading.Event, counts: dict[
             counts[role] = counts.get(role, 0) + ok
 
 
-@pytest.mark.slow
-def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_path: Path) -> None:
-    settings = load_settings(None, str(tmp_path / "server"), environ={})
+def _serve_race(settings: Any) -> dict[str, int]:
+    """The clients' race against a server of ``settings`` with the journal on; what they did."""
     counts: dict[str, int] = {}
     with serve(settings) as server:
         with server.client((server.key_id, server.secret)) as api:
@@ -277,13 +278,25 @@ def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_pat
     # The server closed its lake as it stopped: its writer sealed what it finished.
     assert sum(v for k, v in counts.items() if k.startswith("writer")) > 30, counts
     assert counts.get("committer", 0) > 2 and counts.get("merger", 0) > 0, counts
+    return counts
 
-    home = Path(settings.data_dir)
-    lake = p.Lake(kv=SQLiteStore(str(home / "lake.db")), blocks=LocalAdapter(str(home / "blocks")))
+
+def _expected(lake: p.Lake) -> dict[str, Any]:
     assert journal.seal(lake.kv, lake.blocks) == 0
     expected = state(lake, dangling=False)
     lake.close()
     assert expected[REPO]["branch dev"][2], "nothing was left staged"
+    return expected
+
+
+@pytest.mark.slow
+def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_path: Path) -> None:
+    settings = load_settings(None, str(tmp_path / "server"), environ={})
+    _serve_race(settings)
+    home = Path(settings.data_dir)
+    expected = _expected(
+        p.Lake(kv=SQLiteStore(str(home / "lake.db")), blocks=LocalAdapter(str(home / "blocks")))
+    )
     for name in ("lake.db", "lake.db-wal", "lake.db-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(home / name)
@@ -293,3 +306,28 @@ def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_pat
         assert state(p.Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks"))), dangling=False) == expected
     finally:
         kv.close()
+
+
+@pytest.mark.slow
+def test_a_lake_on_postgresql_served_to_concurrent_clients_is_rebuilt_from_its_journal(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    from lakectl.core.kv.postgres import PostgresStore
+
+    url, into = postgres_server.create_database(), postgres_server.create_database()
+    try:
+        env = {"LAKECTL_SERVER_DATABASE_TYPE": "postgres", "LAKECTL_SERVER_DATABASE_CONNECTION_STRING": url}
+        settings = load_settings(None, str(tmp_path / "server"), environ=env)
+        _serve_race(settings)
+        blocks = LocalAdapter(str(Path(settings.data_dir) / "blocks"))
+        expected = _expected(p.Lake(kv=PostgresStore(url), blocks=blocks))
+        # The database is lost: the lake is rebuilt into another one from the blocks alone.
+        fresh = PostgresStore(into)
+        try:
+            rebuild.rebuild(blocks, fresh)
+            assert state(p.Lake(kv=fresh, blocks=blocks), dangling=False) == expected
+        finally:
+            fresh.close()
+    finally:
+        postgres_server.drop_database(url)
+        postgres_server.drop_database(into)
