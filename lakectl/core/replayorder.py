@@ -12,9 +12,10 @@ own state instead, and a rebuild never has to trust their order for staging or b
   compare-and-swap wrote (``branch_record``) and the tokens it dropped (``dropped``); the replayed
   record is the newest by :func:`record_order` (a branch's tokens are made in its CAS order);
 - two writes of one path into one token are blind ``set``\\ s: the last to land wins. After its
-  write, the journal takes a clock (``settled``) and reads the path back; a write that reads another
-  value lost (``lost``), and among those that read their own, the later clock landed later: each
-  read happens before any later write lands, so their [write, read] spans do not overlap.
+  write, the journal takes a clock (``settled``) and then reads the path back; a write that reads
+  another value lost (``lost``: a later write landed). Two writes that read back their own values
+  have disjoint [write, read-back] spans (a write landing inside the other's span would have been
+  read), so the clocks taken inside the spans order them as they landed.
 """
 
 from __future__ import annotations
