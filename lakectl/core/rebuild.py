@@ -154,6 +154,8 @@ def replay(lake: Lake, entry: journal.Entry) -> None:
         lake.staging.write(rid, bid, _rows(p))
     elif verb is Verb.RESET:
         _move(lake, rid, bid, None)
+    elif verb is Verb.COMMIT and p.get("prefixes"):
+        _commit_under(lake, rid, bid, _commit(lake, rid, p).id, p["prefixes"])
     elif verb in (Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
         _move(lake, rid, bid, _commit(lake, rid, p).id)
     elif verb is Verb.CREATE_BRANCH:
@@ -191,6 +193,20 @@ def _move(lake: Lake, rid: RepositoryId, bid: BranchId, commit: CommitId | None)
     leaves it."""
     branch, raw = lake.refs.get_branch_raw(rid, bid)
     lake.refs.swap_branch(rid, raw, Branch(bid, commit or branch.commit_id, new_staging_token()))
+    lake.staging.drop_tokens(rid, branch.tokens)
+
+
+def _commit_under(
+    lake: Lake, rid: RepositoryId, bid: BranchId, commit: CommitId, prefixes: list[str]
+) -> None:
+    """The branch at ``commit`` with what was staged outside ``prefixes`` still staged: as a
+    partial commit leaves it."""
+    branch, raw = lake.refs.get_branch_raw(rid, bid)
+    rest = [(path, row) for path, row in lake.staging.staged_updates(rid, branch.tokens)
+            if not any(path.startswith(prefix) for prefix in prefixes)]  # fmt: skip
+    kept = new_staging_token()
+    lake.staging.fill(rid, kept, rest)
+    lake.refs.swap_branch(rid, raw, Branch(bid, commit, kept))
     lake.staging.drop_tokens(rid, branch.tokens)
 
 
