@@ -767,11 +767,18 @@ def commit(
     committer: str | None = None,
     allow_empty: bool = False,
     allow_empty_message: bool = False,
+    prefixes: Sequence[str] = (),
 ) -> Commit:
     """Commit the branch's staged changes; an empty message only with ``allow_empty_message``
-    (lakeFS's lakectl: ``--allow-empty-message``)."""
+    (lakeFS's lakectl: ``--allow-empty-message``). With ``prefixes``, only the changes under
+    them (a partial commit): the rest stays staged."""
     if not message and not allow_empty_message:
         raise InvalidArgument("a commit message is required (or allow an empty one: --allow-empty-message)")
+    under = check_prefixes(prefixes)
+    if under and allow_empty:
+        raise InvalidArgument(
+            "a partial commit (--prefix) commits changes: it cannot be empty (--allow-empty)"
+        )
     rid, bid = _write_target(lake, repo, branch)
     req = CommitRequest(
         message=check_message(message),
@@ -788,14 +795,33 @@ def commit(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
-        payload={"creation_date": req.creation_date},  # what finds the commit if its writer dies
+        # The creation date finds the commit if its writer dies (journal recovery).
+        payload={"creation_date": req.creation_date, **({"prefixes": under} if under else {})},
     )
     lake.events.before(event)
     moved = Moved()
-    done = lake.committer.commit(rid, bid, req, moved)
+    if under:
+        done = lake.committer.commit_prefixes(rid, bid, req, under, moved)
+    else:
+        done = lake.committer.commit(rid, bid, req, moved)
     made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+    if under:
+        made["prefixes"] = under
     lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
+
+
+def check_prefixes(prefixes: Sequence[str]) -> list[str]:
+    """The prefixes of a partial commit, each a valid non-empty path prefix, without repeats
+    (an empty one would mean everything: a plain commit)."""
+    out: list[str] = []
+    for prefix in prefixes:
+        if not prefix:
+            raise InvalidArgument("an empty --prefix would commit everything: leave --prefix out for that")
+        check_path(prefix)
+        if prefix not in out:
+            out.append(prefix)
+    return out
 
 
 def check_message(message: str) -> str:

@@ -174,6 +174,8 @@ class Replay:
         self.written: dict[tuple[RepositoryId, str], BranchId] = {}
         self.dated: set[str] = set()
         """Tokens this replay made for entries of an older journal, dated by the entry."""
+        self.kept: dict[tuple[RepositoryId, str], tuple[str, list[str]]] = {}
+        """A token a partial commit took, to the token it kept the rest in and its prefixes."""
         self.alias: dict[tuple[RepositoryId, str], str] = {}
         """A token of the older random form, which entries of an older journal never named, to
         the token this replay made for it."""
@@ -208,8 +210,18 @@ class Replay:
         elif verb in (Verb.RESET, Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
             head = _commit(lake, rid, p).id if verb is not Verb.RESET else None
             made = replayorder.record_of(bid, p)
+            if made is not None and p.get("prefixes"):
+                self._keep(rid, made, p.get("dropped", []), p["prefixes"])
             if made is not None:
                 self._move(rid, bid, made, p.get("dropped", []), at)
+                return
+            if head is not None and p.get("prefixes"):
+                # No record named (an intent recovery decided): the rest kept, as of the entry.
+                was = self._branch(rid, bid)
+                made = Branch(bid, head, self._dated(at), (self._dated(at + 1),))
+                if self._newer(rid, made):
+                    self._keep(rid, made, list(was.tokens), p["prefixes"])
+                    self._move(rid, bid, made, was.tokens, at)
                 return
             # No record named (an older journal; an intent recovery decided): the branch at the
             # commit with nothing staged, as of the entry's time, unless a newer record is in.
@@ -256,19 +268,47 @@ class Replay:
         held = self.current.get((rid, bid))
         return held[0] if held is not None else self.lake.refs.get_branch(rid, bid)
 
+    def _keep(self, rid: RepositoryId, made: Branch, dropped: list[str], prefixes: list[str]) -> None:
+        """A partial commit's kept token: what its dropped tokens held outside ``prefixes``
+        (newest token first), with the clocks of the writes it came from; a write the journal
+        replays later into one of those tokens goes there too (:meth:`_stage`)."""
+        known = set(dropped)
+        kept = next((t for t in made.sealed_tokens if t not in known), None)
+        if kept is None:
+            return  # nothing stayed staged
+        sources = [self.alias.get((rid, t), t) for t in dropped]
+        live = [StagingToken(t) for t in sources if t not in self.dead.get(rid, set())]
+        clocks = self.clocks.setdefault((rid, kept), {})
+        items = []
+        for path, value in self.lake.staging.iter_staged(rid, live):
+            if not _under(path, prefixes):
+                items.append((path, value))
+                clock = max((self.clocks.get((rid, t), {}).get(path, -1) for t in sources), default=-1)
+                clocks[path] = max(clock, clocks.get(path, -1))
+        set_many(self.lake.kv, keys.staging_partition(rid, kept), items)
+        self.written[(rid, kept)] = made.name
+        for token in sources:
+            self.kept[(rid, token)] = (kept, prefixes)
+
     def _stage(self, rid: RepositoryId, bid: BranchId, p: Mapping[str, Any], at: int) -> None:
         # An older journal's entry went to whatever token the branch had then.
         tokens = p.get("tokens") or [self._branch(rid, bid).staging_token]
         clock = int(p.get("settled", at))
         lost: Mapping[str, list[str]] = p.get("lost", {})
         dead = self.dead.get(rid, set())
-        for token in dict.fromkeys(self._token(rid, bid, t) for t in tokens):
+        for named in dict.fromkeys(self._token(rid, bid, t) for t in tokens):
+            token, prefixes = named, None
+            if named in dead and (rid, named) in self.kept:
+                # Into a token a partial commit took: what it did not commit, it kept.
+                token, prefixes = self.kept[(rid, named)]
             if token in dead:
                 continue  # dropped by a commit or reset that the journal has already replayed
             clocks = self.clocks.setdefault((rid, token), {})
             beaten = set(lost.get(token, ()))
             items = []
             for path, row in p["rows"]:
+                if prefixes is not None and _under(path, prefixes):
+                    continue  # committed by the partial commit that took its token
                 if path in beaten or clocks.get(path, -1) > clock:
                     continue  # another write of the path landed after this one
                 clocks[path] = clock
@@ -344,6 +384,10 @@ def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit
     commit = Commit.decode(str(payload["commit"]).encode())
     lake.refs.put_commit(rid, commit)
     return commit
+
+
+def _under(path: str, prefixes: list[str]) -> bool:
+    return any(path.startswith(prefix) for prefix in prefixes)
 
 
 def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:

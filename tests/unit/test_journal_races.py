@@ -279,3 +279,23 @@ def test_a_journal_begun_by_an_older_version_rebuilds_with_this_ones_entries(
         replaying.apply(entry)
     replaying.finish()
     assert state(fresh) == expected
+
+
+@pytest.mark.parametrize("path", ["other/late", "tables/late"])
+def test_a_write_a_partial_commit_took_stays_staged_or_committed_as_it_landed(
+    lakes: tuple[p.Lake, p.Lake], tmp_path: Path, path: str
+) -> None:
+    a, b = lakes
+    p.upload(a, REPO, "main", "tables/t", b"0")
+    p.upload(a, REPO, "main", "other/early", b"1")
+    # The partial commit's intent comes first; the write lands in the token before it is sealed,
+    # so the commit takes it: committed under its prefix, kept staged elsewhere.
+    commit = lambda: p.commit(b, REPO, "main", "tables", prefixes=["tables/"])  # noqa: E731
+    held = Held(gated(b, Verb.COMMIT, "before"), commit)
+    p.upload(a, REPO, "main", path, b"2")
+    held.release()
+    committed = {o.path for o in p.list_objects(a, REPO, "main@")}
+    staged = {c.path for c in p.diff_uncommitted(a, REPO, "main")}
+    assert committed == {"tables/t"} | ({path} if path.startswith("tables/") else set())
+    assert staged == {"other/early"} | (set() if path.startswith("tables/") else {path})
+    assert_rebuilt_is_original(a, b, tmp_path)

@@ -51,6 +51,11 @@ class Staging:
                 return written
         raise TooManyRetries(f"could not stage on branch {branch!r}: too many concurrent commits")
 
+    def fill(self, repo: RepositoryId, token: StagingToken, updates: Sequence[Update]) -> None:
+        """Write rows into a token no branch names yet (a partial commit's kept changes)."""
+        items = [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
+        set_many(self.kv, keys.staging_partition(repo, token), items)
+
     def drop_tokens(self, repo: RepositoryId, tokens: Sequence[StagingToken]) -> None:
         for token in tokens:
             drop_partition(self.kv, keys.staging_partition(repo, token))
