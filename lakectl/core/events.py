@@ -39,6 +39,7 @@ class Verb(enum.Enum):
     CHERRY_PICK = "cherry-pick"
     SETTINGS = "settings"
     GARBAGE_COLLECTION = "garbage-collection"
+    RESTORE_REFS = "restore-refs"
     READ_OBJECT = "read-object"
     """Not a mutation: an audited read (``before`` only; see the module's docstring)."""
 

@@ -240,6 +240,16 @@ class Replay:
             if held is not None and held[0].staging_token in self.dead.get(rid, set()):
                 lake.refs.delete_branch(rid, bid)
                 del self.current[(rid, bid)]
+        elif verb is Verb.RESTORE_REFS:
+            commits = [Commit.decode(str(record).encode()) for record in p["commits"]]
+            records = [(keys.commit_key(c.id), c.encode()) for c in commits]
+            set_many(lake.kv, keys.repo_partition(rid), records)
+            for name, cid in p["tags"]:
+                lake.refs.replace_tag(rid, Tag(TagId(name), CommitId(cid)))
+            for name, record in p["branches"].items():
+                made = replayorder.record_of(name, {"branch_record": record})
+                assert made is not None
+                self._move(rid, BranchId(name), made, [], at)
         elif verb is Verb.CREATE_TAG:
             lake.refs.replace_tag(rid, Tag(TagId(p["tag"]), CommitId(p["commit_id"])))
         elif verb is Verb.DELETE_TAG:

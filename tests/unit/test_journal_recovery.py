@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import gc, journal, keys, rebuild
+from lakectl.core import gc, journal, keys, rebuild, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
@@ -95,6 +95,7 @@ VERBS: dict[str, Callable[[p.Lake], Any]] = {
     "create-repository": lambda lake: p.create_repo(lake, "other"),
     "delete-repository": lambda lake: p.delete_repo(lake, REPO),
     "settings": lambda lake: gc.set_rules(lake, REPO, RULES),
+    "restore-refs": lambda lake: refsdump.restore(lake, "copy", refsdump.dump(lake, REPO)),
 }
 PREPARE = {"commit": "m.csv", "reset": "x.csv"}
 """Staged by a living writer first, for the verbs that need something staged."""
@@ -103,6 +104,8 @@ PREPARE = {"commit": "m.csv", "reset": "x.csv"}
 def prepare(lake: p.Lake, name: str) -> None:
     if name in PREPARE:
         p.upload(lake, REPO, "main", PREPARE[name], b"staged\n")
+    if name == "restore-refs":
+        p.create_repo(lake, "copy", "main", bare=True)
 
 
 def rebuilt_state(lake: p.Lake, tmp_path: Path) -> dict[str, Any]:
