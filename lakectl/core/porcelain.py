@@ -22,7 +22,7 @@ from lakectl.core.blocks.data import (
     write_bytes,
     write_object,
 )
-from lakectl.core.events import Event, EventSink, NoEvents, Verb
+from lakectl.core.events import Event, EventSink, NoEvents, Verb, announced
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
@@ -209,23 +209,23 @@ def create_repo(
     payload = {"default_branch": branch_id, "storage_namespace": namespace, "bare": bare}
     event = Event(Verb.CREATE_REPOSITORY, repo_id, payload={**payload, "creation_date": repo.creation_date})
     if bare:
-        lake.events.before(event)
-        lake.refs.create_repo(repo)
+        with announced(lake.events, event):
+            lake.refs.create_repo(repo)
         lake.events.after(event)
         return repo
     first = first_commit(lake, repo)
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
-    lake.events.before(event)
-    default = Branch(branch_id, first.id, new_staging_token())
-    try:
-        lake.refs.create_branch(repo_id, default)
-    except AlreadyExists:
-        # Another process is creating the same repository right now.
-        raise AlreadyExists(f"repository {name!r} already exists") from None
-    # The repository record goes last: a repository is visible only once it is whole.
-    lake.refs.create_repo(repo)
-    done = {**event.payload, "commit": _record(first), **replayorder.moved(default)}
+    with announced(lake.events, event):
+        default = Branch(branch_id, first.id, new_staging_token())
+        try:
+            lake.refs.create_branch(repo_id, default)
+        except AlreadyExists:
+            # Another process is creating the same repository right now.
+            raise AlreadyExists(f"repository {name!r} already exists") from None
+        # The repository record goes last: a repository is visible only once it is whole.
+        lake.refs.create_repo(repo)
+        done = {**event.payload, "commit": _record(first), **replayorder.moved(default)}
     lake.events.after(event.done(commit_id=first.id, payload=done))
     return repo
 
@@ -247,8 +247,8 @@ def _stage(
     """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
     event = Event(verb, rid, bid, payload={"rows": rows})
-    lake.events.before(event)
-    tokens = lake.staging.write(rid, bid, updates)
+    with announced(lake.events, event):
+        tokens = lake.staging.write(rid, bid, updates)
     lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 
@@ -273,11 +273,11 @@ def list_repos(lake: Lake, after: str = "", amount: int | None = None) -> list[R
 def delete_repo(lake: Lake, name: str) -> None:
     repo = get_repo(lake, name)
     event = Event(Verb.DELETE_REPOSITORY, repo.name)
-    lake.events.before(event)
-    lake.refs.delete_repo_record(repo.name)
-    for branch in lake.refs.list_branches(repo.name):
-        lake.staging.drop_tokens(repo.name, branch.tokens)
-    drop_partition(lake.kv, keys.repo_partition(repo.name))
+    with announced(lake.events, event):
+        lake.refs.delete_repo_record(repo.name)
+        for branch in lake.refs.list_branches(repo.name):
+            lake.staging.drop_tokens(repo.name, branch.tokens)
+        drop_partition(lake.kv, keys.repo_partition(repo.name))
     lake.events.after(event)
 
 
@@ -295,8 +295,8 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
         )
     branch = Branch(bid, commit.id, new_staging_token())
     event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id)
-    lake.events.before(event)
-    lake.refs.create_branch(r.name, branch)
+    with announced(lake.events, event):
+        lake.refs.create_branch(r.name, branch)
     lake.events.after(event.done(payload=replayorder.moved(branch)))
     return branch
 
@@ -335,9 +335,9 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
     if branch.name == r.default_branch:
         raise ProtectedBranch(f"cannot delete the default branch {branch.name!r} of {r.name!r}")
     event = Event(Verb.DELETE_BRANCH, r.name, branch.name, commit_id=branch.commit_id)
-    lake.events.before(event)
-    lake.refs.delete_branch(r.name, branch.name)
-    lake.staging.drop_tokens(r.name, branch.tokens)
+    with announced(lake.events, event):
+        lake.refs.delete_branch(r.name, branch.name)
+        lake.staging.drop_tokens(r.name, branch.tokens)
     lake.events.after(event.done(payload=replayorder.moved(None, branch.tokens)))
 
 
@@ -349,11 +349,11 @@ def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) 
         raise AlreadyExists(f"a branch named {name!r} exists in {r.name!r}: a tag may not shadow it")
     tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
     event = Event(Verb.CREATE_TAG, r.name, source_ref=ref, commit_id=tag.commit_id, tag=tid)
-    lake.events.before(event)
-    if force:
-        lake.refs.replace_tag(r.name, tag)
-    else:
-        lake.refs.create_tag(r.name, tag)
+    with announced(lake.events, event):
+        if force:
+            lake.refs.replace_tag(r.name, tag)
+        else:
+            lake.refs.create_tag(r.name, tag)
     lake.events.after(event)
     return tag
 
@@ -372,8 +372,8 @@ def list_tags(lake: Lake, repo: str, after: str = "", amount: int | None = None)
 def delete_tag(lake: Lake, repo: str, name: str) -> None:
     rid, tid = get_repo(lake, repo).name, check_tag_name(name)
     event = Event(Verb.DELETE_TAG, rid, commit_id=lake.refs.get_tag(rid, tid).commit_id, tag=tid)
-    lake.events.before(event)
-    lake.refs.delete_tag(rid, tid)
+    with announced(lake.events, event):
+        lake.refs.delete_tag(rid, tid)
     lake.events.after(event)
 
 
@@ -798,15 +798,15 @@ def commit(
         # The creation date finds the commit if its writer dies (journal recovery).
         payload={"creation_date": req.creation_date, **({"prefixes": under} if under else {})},
     )
-    lake.events.before(event)
-    moved = Moved()
-    if under:
-        done = lake.committer.commit_prefixes(rid, bid, req, under, moved)
-    else:
-        done = lake.committer.commit(rid, bid, req, moved)
-    made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
-    if under:
-        made["prefixes"] = under
+    with announced(lake.events, event):
+        moved = Moved()
+        if under:
+            done = lake.committer.commit_prefixes(rid, bid, req, under, moved)
+        else:
+            done = lake.committer.commit(rid, bid, req, moved)
+        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+        if under:
+            made["prefixes"] = under
     lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
 
@@ -998,10 +998,10 @@ def merge(
             "creation_date": req.creation_date,
         },
     )
-    lake.events.before(event)
-    moved = Moved()
-    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
-    made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    with announced(lake.events, event):
+        moved = Moved()
+        new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
+        made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
     lake.events.after(event.done(commit_id=new.id, payload=made))
     return MergeResult(new, changed=True)
 
@@ -1060,10 +1060,10 @@ def _apply_commit_change(
         committer=req.committer,
         payload={"creation_date": req.creation_date},
     )
-    lake.events.before(event)
-    moved = Moved()
-    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
-    made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    with announced(lake.events, event):
+        moved = Moved()
+        new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
+        made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
     lake.events.after(event.done(commit_id=new.id, payload=made))
     return new
 

@@ -24,7 +24,7 @@ from typing import Any
 from lakectl.core import keys
 from lakectl.core.blocks.data import write_bytes
 from lakectl.core.blocks.locator import parse_locator
-from lakectl.core.events import Event, Verb
+from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.refs import (
     COMMIT_ID,
     check_branch_name,
@@ -177,15 +177,15 @@ def restore(lake: Lake, repo: str, manifest: RefsManifest) -> dict[str, int]:
             "branches": {b.name: moved(b)["branch_record"] for b in branches},
         },
     )
-    lake.events.before(event)
-    partition = keys.repo_partition(r.name)
-    set_many(lake.kv, partition, [(keys.commit_key(c.id), c.encode()) for c in commits.values()])
-    for tag in tags:
-        lake.refs.create_tag(r.name, tag)
-    # Branches last, each by compare-and-swap: a concurrent restore into the same repository
-    # fails here rather than mixing two dumps' heads.
-    for branch in branches:
-        lake.refs.create_branch(r.name, branch)
+    with announced(lake.events, event):
+        partition = keys.repo_partition(r.name)
+        set_many(lake.kv, partition, [(keys.commit_key(c.id), c.encode()) for c in commits.values()])
+        for tag in tags:
+            lake.refs.create_tag(r.name, tag)
+        # Branches last, each by compare-and-swap: a concurrent restore into the same repository
+        # fails here rather than mixing two dumps' heads.
+        for branch in branches:
+            lake.refs.create_branch(r.name, branch)
     lake.events.after(event)
     return {"commits": len(commits), "tags": len(tags), "branches": len(branches)}
 

@@ -119,6 +119,9 @@ def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
         def after(self, event: Event) -> None:
             pass
 
+        def failed(self, event: Event, error: BaseException) -> None:
+            pass
+
     journal_sink = lake.events
     lake.events = Fanout([Refuser(), journal_sink])
     with pytest.raises(PredicateFailed):

@@ -50,6 +50,9 @@ class Gate:
     def after(self, event: Event) -> None:
         self._hold(event, "after")
 
+    def failed(self, event: Event, error: BaseException) -> None:
+        pass
+
 
 def gated(lake: p.Lake, verb: Verb, at: str) -> Gate:
     gate = Gate(verb, at)
