@@ -238,17 +238,15 @@ def _listing(b: Backend, src: Source, commit: str) -> Iterable[tuple[str, int, s
 
 
 def list_linked(directory: str) -> list[dict[str, str]]:
-    """Every working copy under ``directory`` (hidden directories not searched, and none below
-    a working copy): its directory, source and head commit."""
+    """Every working copy under ``directory``, nested ones included (hidden directories are not
+    searched): its directory, source and head commit."""
     out: list[dict[str, str]] = []
     top = os.path.abspath(directory)
-    for here, dirs, files in os.walk(top):
-        if REF_FILE in files:
-            dirs.clear()
+    for here, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if REF_FILE in names:
             ref = read_ref(here)
             out.append({"directory": os.path.relpath(here, top), "src": ref.src, "at_head": ref.at_head})
-            continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
     return sorted(out, key=lambda r: r["directory"])
 
 
