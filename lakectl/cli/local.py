@@ -32,7 +32,7 @@ Parallelism = Annotated[
 Presign = Annotated[
     bool,
     typer.Option(
-        "--presign/--no-presign",
+        "--pre-sign/--no-pre-sign",
         help="Accepted as lakeFS's lakectl takes it: data moves by signed block locators either way.",
     ),
 ]

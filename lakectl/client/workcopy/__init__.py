@@ -209,6 +209,8 @@ def clone(
         pass
     except NotADirectoryError as exc:
         raise AlreadyExists(f"{directory!r} exists and is not a directory", path=directory) from exc
+    except OSError as exc:
+        raise InvalidArgument(f"cannot use directory {directory!r}: {exc.strerror or exc}") from exc
     src, head = _resolve_source(b, uri)
     ref = _link(directory, src, head, False, ignore, "clone")
     wanted = [rel for rel, _, _ in _listing(b, src, head)]
