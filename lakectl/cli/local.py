@@ -180,7 +180,7 @@ def status(
 
     if remote and local_only:
         raise InvalidArgument("--remote and --local exclude each other")
-    out = workcopy.status(backend() if remote else None, directory, remote=remote)
+    out = workcopy.status(backend, directory, remote=remote)
     render.emit(out.to_dict(), json_, _status_human)
 
 
@@ -271,7 +271,7 @@ def checkout(
         outs = [workcopy.checkout(backend(), d, "", parallelism).to_dict() for d in dirs]
         render.emit(outs, json_, lambda data: [_summary(o) for o in data])
         return
-    if workcopy.local_changes(directory):
+    if workcopy.local_changes(backend(), directory):
         confirm("Uncommitted changes exist, the operation will revert all changes on local directory", yes)
     out = workcopy.checkout(backend(), directory, ref, parallelism)
     render.emit(out.to_dict(), json_, _summary)

@@ -295,3 +295,32 @@ def test_gitignore_inside_a_git_repository(both: Lakectl) -> None:
     listed = cli.js("local", "list", str(repo))
     assert [r["directory"] for r in listed] == ["b", "data/a"]
     cli("local", "clone", f"lakefs://{cli.repo}/main/b/", str(cli.work / "nogit"), "--no-gitignore")
+
+
+def test_a_directory_without_index_is_read_once_against_its_commit(both: Lakectl) -> None:
+    """A working copy lakeFS's lakectl linked has only .lakefs_ref.yaml: the index is made from
+    the commit's listing, and each file compared with its object's checksum."""
+    cli = both
+    seed(cli)
+    wc = cli.work / "wc"
+    cli("local", "clone", f"lakefs://{cli.repo}/main/a/", str(wc))
+    shutil.rmtree(wc / ".lakectl")
+    (wc / "y.csv").write_bytes(b"Y\n")  # same size: only its checksum tells
+    (wc / "deep" / "z.csv").unlink()
+    assert changes(cli, wc) == [("local", "removed", "deep/z.csv"), ("local", "changed", "y.csv")]
+    assert Index.load(str(wc)) is not None
+
+
+def test_a_commit_the_lake_refuses_leaves_no_interrupted_operation(both: Lakectl) -> None:
+    cli = both
+    seed(cli)
+    wc = cli.work / "wc"
+    cli("local", "clone", f"lakefs://{cli.repo}/main/a/", str(wc))
+    cli("branch-protect", "add", f"lakefs://{cli.repo}", "main")
+    (wc / "x.csv").write_bytes(b"mine\n")
+    refused = cli("local", "commit", str(wc), "-m", "mine", code=8)
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert ref_file(wc)["active_operation"] == ""
+    assert changes(cli, wc) == [("local", "changed", "x.csv")]
+    cli("branch-protect", "delete", f"lakefs://{cli.repo}", "main")
+    assert cli.js("local", "commit", str(wc), "-m", "mine")["uploaded"] == 1

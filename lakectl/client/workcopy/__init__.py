@@ -26,6 +26,7 @@ from lakectl.errors import (
     DirtyBranch,
     InvalidArgument,
     InvalidURI,
+    LakectlError,
     ObjectNotFound,
     PreconditionFailed,
 )
@@ -182,10 +183,7 @@ def init(b: Backend, uri: str, directory: str, force: bool = False, ignore: bool
     directory = os.path.abspath(directory)
     src, head = _resolve_source(b, uri)
     _link(directory, src, head, force, ignore, "")
-    # Entries of the commit's objects with no stat: every file present is hashed once by the
-    # first status, and compared with the object's checksum.
-    entries = [(rel, size, -1, -1, checksum) for rel, size, checksum in _listing(b, src, head)]
-    Index.build(entries).save(directory)
+    _listed_index(b, src, head, directory)
     out = Outcome("init", directory, str(src), head)
     out.gitignore = _ignore(directory) if ignore else None
     return out
@@ -255,10 +253,25 @@ def list_linked(directory: str) -> list[dict[str, str]]:
 # -- status ---------------------------------------------------------------------------------
 
 
-def _open(directory: str) -> tuple[str, Ref, Source, Index]:
+def _open(directory: str, b: Backend | Callable[[], Backend]) -> tuple[str, Ref, Source, Index]:
+    """The working copy holding ``directory``: its root, ref file, source and index. A missing
+    index (a directory linked by lakeFS's lakectl) is made from the listing of the commit it is
+    at, with no stats: every file is read once, by the first status."""
     root = find_root(directory)
     ref = read_ref(root)
-    return root, ref, Source.parse(ref.src), Index.load(root)
+    src = Source.parse(ref.src)
+    index = Index.load(root)
+    if index is None:
+        index = _listed_index(b if not callable(b) else b(), src, ref.at_head, root)
+    return root, ref, src, index
+
+
+def _listed_index(b: Backend, src: Source, commit_id: str, root: str) -> Index:
+    """An index of the commit's objects with no stats (-1): each file present is read once and
+    compared with its object's checksum; a file missing is removed, one not listed is added."""
+    index = Index.build((rel, size, -1, -1, checksum) for rel, size, checksum in _listing(b, src, commit_id))
+    index.save(root)
+    return index
 
 
 def _scan(root: str, index: Index) -> tuple[Scan, Index]:
@@ -285,15 +298,15 @@ def _rewrite(
     return fresh
 
 
-def status(b: Backend | None, directory: str, remote: bool = False) -> Status:
-    """Local changes against the commit the directory is at (no Backend call); with ``remote``
-    (``b`` required) also the changes committed on its ref since."""
-    root, ref, src, index = _open(directory)
+def status(b: Callable[[], Backend], directory: str, remote: bool = False) -> Status:
+    """Local changes against the commit the directory is at; with ``remote`` also the changes
+    committed on its ref since. ``b`` gives the backend, called only with ``remote`` (or for a
+    working copy without an index): a status asks the lake nothing."""
+    root, ref, src, index = _open(directory, b)
     out = Status(root, ref.src, ref.at_head, _scan(root, index)[0])
     if remote:
-        assert b is not None
-        out.head = b.get_commit(src.repo, src.ref).id
-        out.remote = _remote_changes(b, src, ref.at_head, out.head)
+        out.head = b().get_commit(src.repo, src.ref).id
+        out.remote = _remote_changes(b(), src, ref.at_head, out.head)
     return out
 
 
@@ -324,7 +337,7 @@ def commit(
     branch; then bring what others committed meanwhile into the directory. Refused when a file
     changed here was changed on the branch too (``Conflict``), and when the branch holds
     uncommitted changes outside the directory's prefix (``DirtyBranch``, unless ``force``)."""
-    root, ref, src, index = _open(directory)
+    root, ref, src, index = _open(directory, b)
     _check_interrupted(ref, force)
     found, index = _scan(root, index)
     out = Outcome("commit", root, ref.src, ref.at_head)
@@ -357,10 +370,16 @@ def commit(
             )
     write_ref(root, Ref(ref.src, ref.at_head, "commit"))
     upload = sorted(found.added + found.changed)
-    infos = b.upload_files(src.repo, src.ref, [(src.prefix + p, os.path.join(root, p)) for p in upload])
-    if found.removed:
-        b.delete_objects(src.repo, src.ref, [src.prefix + p for p in found.removed])
-    done = b.commit(src.repo, src.ref, message, metadata, allow_empty_message=allow_empty_message)
+    try:
+        infos = b.upload_files(src.repo, src.ref, [(src.prefix + p, os.path.join(root, p)) for p in upload])
+        if found.removed:
+            b.delete_objects(src.repo, src.ref, [src.prefix + p for p in found.removed])
+        done = b.commit(src.repo, src.ref, message, metadata, allow_empty_message=allow_empty_message)
+    except LakectlError:
+        # Refused (a hook, a protected branch...): the directory is as it was, so no interrupted
+        # operation is recorded; what was uploaded stays staged on the branch, as in lakeFS.
+        write_ref(root, ref)
+        raise
     updates = {}
     cut = len(src.prefix)
     for info in infos:
@@ -386,7 +405,7 @@ def pull(b: Backend, directory: str, force: bool = False, parallelism: int = DEF
     """Bring the directory to its ref's head: download what changed, delete what was removed.
     Refused when files changed here (``PreconditionFailed``) unless ``force``, which discards
     those changes."""
-    root, ref, src, index = _open(directory)
+    root, ref, src, index = _open(directory, b)
     _check_interrupted(ref, force)
     found, index = _scan(root, index)
     if not found.clean and not force:
@@ -404,15 +423,15 @@ def checkout(b: Backend, directory: str, to: str = "", parallelism: int = DEFAUL
     """Make the directory hold the commit ``to`` resolves to (a branch, tag, commit id or
     expression of the same repository; empty: the commit it is at), discarding local changes
     and touching only the files that differ. ``src`` stays as it is, as in lakeFS."""
-    root, ref, src, index = _open(directory)
+    root, ref, src, index = _open(directory, b)
     found, index = _scan(root, index)
     target = b.get_commit(src.repo, to).id if to else ref.at_head
     return _sync(b, "checkout", root, ref, src, index, found, target, parallelism)
 
 
-def local_changes(directory: str) -> int:
+def local_changes(b: Backend, directory: str) -> int:
     """How many files differ from the commit the directory is at (for a confirmation)."""
-    root, _, _, index = _open(directory)
+    root, _, _, index = _open(directory, b)
     return len(_scan(root, index)[0].local_paths())
 
 
