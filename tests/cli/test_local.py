@@ -324,3 +324,18 @@ def test_a_commit_the_lake_refuses_leaves_no_interrupted_operation(both: Lakectl
     assert changes(cli, wc) == [("local", "changed", "x.csv")]
     cli("branch-protect", "delete", f"lakefs://{cli.repo}", "main")
     assert cli.js("local", "commit", str(wc), "-m", "mine")["uploaded"] == 1
+
+
+def test_checkout_all_reverts_every_linked_directory(both: Lakectl) -> None:
+    cli = both
+    seed(cli)
+    top = cli.work / "top"
+    cli("local", "clone", f"lakefs://{cli.repo}/main/a/", str(top / "one"))
+    cli("local", "clone", f"lakefs://{cli.repo}/main/b/", str(top / "two"))
+    (top / "one" / "x.csv").write_bytes(b"edit\n")
+    (top / "two" / "extra.csv").write_bytes(b"extra\n")
+    cli("local", "checkout", str(top), "--all", code=2)  # asks; no terminal to ask on
+    cli("local", "checkout", str(top), "--all", "--ref", "main", code=2)
+    outs = cli.js("local", "checkout", str(top), "--all", "-y")
+    assert [(o["downloaded"], o["removed"]) for o in outs] == [(1, 0), (0, 1)]
+    assert (top / "one" / "x.csv").read_bytes() == b"1,2\n" and not (top / "two" / "extra.csv").exists()
