@@ -147,31 +147,28 @@ def scan(root: str, index: Index) -> Scan:
         directory, prefix = stack.pop()
         with os.scandir(directory) as it:
             for entry in it:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_file(follow_symlinks=False):
+                    rel = prefix + entry.name
+                    st = entry.stat(follow_symlinks=False)
+                    size, mtime = st.st_size, st.st_mtime_ns
+                    i = pos.get(rel)
+                    if i is None:
+                        if prefix or rel != REF_FILE:
+                            added.append(rel)
+                            found[rel] = (size, mtime, st.st_ino)
+                        continue
+                    seen[i] = 1
+                    j = 3 * i
+                    if stats[j] != size:
+                        changed.append(rel)
+                        found[rel] = (size, mtime, st.st_ino)
+                    elif stats[j + 1] != mtime or stats[j + 2] != st.st_ino or mtime >= racy_from:
+                        suspects.append((rel, i, size, mtime, st.st_ino))
+                elif entry.is_dir(follow_symlinks=False):
                     name = entry.name
                     if (prefix or name != META_DIR) and not os.path.lexists(entry.path + "/" + REF_FILE):
                         stack.append((entry.path, prefix + name + "/"))
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue  # symbolic links, sockets, devices: not data
-                rel = prefix + entry.name
-                if rel == REF_FILE:
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                i = pos.get(rel)
-                if i is None:
-                    added.append(rel)
-                    found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
-                    continue
-                seen[i] = 1
-                j = 3 * i
-                if stats[j] != st.st_size:
-                    changed.append(rel)
-                    found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
-                elif (
-                    stats[j + 1] != st.st_mtime_ns or stats[j + 2] != st.st_ino or st.st_mtime_ns >= racy_from
-                ):
-                    suspects.append((rel, i, st.st_size, st.st_mtime_ns, st.st_ino))
+                # anything else (symbolic links, sockets, devices) is not data
     if suspects:
         from lakectl.core.blocks.data import file_checksum
 
