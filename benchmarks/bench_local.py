@@ -132,7 +132,6 @@ def main() -> None:
         run(["git", *GIT_CFG, "add", "-A"], gitdir)
         run(["git", *GIT_CFG, "commit", "-q", "-m", "tree"], gitdir)
         g_status = median_of(["git", "status", "--porcelain"], gitdir)
-        limit = 0.3 * max(scale, 0.01) if scale < 1 else 0.3
         rows.add(
             "status, nothing changed",
             fmt_time(t_status), fmt_time(g_status), _absent("dvc"), _absent("oxen"),
@@ -154,7 +153,6 @@ def main() -> None:
         )
         if b'"changes": []' not in after.stdout:
             print("warning: status after commit is not clean", file=sys.stderr)
-        del limit
     rows.print(f"lakectl local, {args.files} files of 4 KiB")
 
 
