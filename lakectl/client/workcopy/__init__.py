@@ -290,10 +290,7 @@ def _rewrite(
     updates: dict[str, tuple[int, int, int, str]],
     removed: Iterable[str],
 ) -> Index:
-    gone = set(removed)
-    entries = {p: (s, m, i, c) for p, s, m, i, c in index.entries() if p not in gone}
-    entries.update(updates)
-    fresh = Index.build((p, *v) for p, v in entries.items())
+    fresh = index.updated(updates, removed)
     fresh.save(root)
     return fresh
 

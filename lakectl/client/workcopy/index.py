@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 
 __all__ = ["META_DIR", "REF_FILE", "Index", "Scan", "scan"]
 
@@ -93,11 +94,40 @@ class Index:
         parts = data[end:-1].decode("utf-8", "surrogateescape").split("\0")
         return Index(parts[0::2], parts[1::2], stats, stamp_ns)
 
+    def updated(self, updates: Mapping[str, tuple[int, int, int, str]], removed: Iterable[str]) -> Index:
+        """A new index with ``updates`` (path -> size, mtime_ns, inode, checksum) set and the
+        ``removed`` paths gone; in time proportional to the changes, not to the index (the
+        order of entries does not matter)."""
+        pos = self.pos
+        paths, sums, stats = list(self.paths), list(self.checksums), array("q", self.stats)
+        for path, (size, mtime, ino, checksum) in updates.items():
+            i = pos.get(path)
+            if i is None:
+                paths.append(path)
+                sums.append(checksum)
+                stats.extend((size, mtime, ino))
+            else:
+                sums[i] = checksum
+                stats[3 * i], stats[3 * i + 1], stats[3 * i + 2] = size, mtime, ino
+        gone = sorted({pos[p] for p in removed if p in pos and p not in updates}, reverse=True)
+        if len(gone) <= 64:
+            for i in gone:  # from the end, so that the positions still to delete stay put
+                del paths[i], sums[i], stats[3 * i : 3 * i + 3]
+        else:
+            dropped = set(gone)
+            keep = [i for i in range(len(paths)) if i not in dropped]
+            old = stats
+            stats = array("q")
+            for i in keep:
+                stats.extend(old[3 * i : 3 * i + 3])
+            paths, sums = [paths[i] for i in keep], [sums[i] for i in keep]
+        return Index(paths, sums, stats)
+
     def save(self, root: str) -> None:
         """Write atomically (temporary file, rename): a crash leaves the old index or the new."""
         meta = os.path.join(root, META_DIR)
         os.makedirs(meta, exist_ok=True)
-        blob = "".join(f"{p}\0{c}\0" for p, c in zip(self.paths, self.checksums, strict=True))
+        blob = "\0".join(chain.from_iterable(zip(self.paths, self.checksums, strict=True))) + "\0"
         target = os.path.join(meta, INDEX_NAME)
         tmp = target + ".tmp"
         with open(tmp, "wb") as f:
