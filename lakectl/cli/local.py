@@ -85,6 +85,12 @@ def _summary(data: dict[str, Any]) -> None:
     )
 
 
+def _summaries(data: list[dict[str, Any]]) -> None:
+    for one in data:
+        render.line(f"{one['directory']}:")
+        _summary(one)
+
+
 @app.command("init")
 def init(
     uri: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/[<path>]", show_default=False)],
@@ -269,7 +275,7 @@ def checkout(
         confirm("the operation will revert all changes in all directories that are linked with lakeFS", yes)
         dirs = [os.path.join(top, r["directory"]) for r in workcopy.list_linked(top)]
         outs = [workcopy.checkout(backend(), d, "", parallelism).to_dict() for d in dirs]
-        render.emit(outs, json_, lambda data: [_summary(o) for o in data])
+        render.emit(outs, json_, _summaries)
         return
     if workcopy.local_changes(backend(), directory):
         confirm("Uncommitted changes exist, the operation will revert all changes on local directory", yes)
