@@ -339,3 +339,17 @@ def test_checkout_all_reverts_every_linked_directory(both: Lakectl) -> None:
     outs = cli.js("local", "checkout", str(top), "--all", "-y")
     assert [(o["downloaded"], o["removed"]) for o in outs] == [(1, 0), (0, 1)]
     assert (top / "one" / "x.csv").read_bytes() == b"1,2\n" and not (top / "two" / "extra.csv").exists()
+
+
+def test_objects_that_cannot_be_files_stay_out_of_the_directory(both: Lakectl) -> None:
+    """``a//x.csv`` below the prefix ``a/`` would be ``/x.csv``: never written, anywhere."""
+    cli = both
+    cli("fs", "upload", f"lakefs://{cli.repo}/main/a//escape.csv", "-s", "-", input=b"e\n")
+    cli("fs", "upload", f"lakefs://{cli.repo}/main/a/sub//twice.csv", "-s", "-", input=b"t\n")
+    cli("commit", f"lakefs://{cli.repo}/main", "-m", "odd names")
+    wc = cli.work / "wc"
+    out = cli.js("local", "clone", f"lakefs://{cli.repo}/main/a/", str(wc))
+    assert out["downloaded"] == 1
+    assert files(wc) == {"x.csv": b"1,2\n"}
+    assert not Path("/escape.csv").exists()
+    assert changes(cli, wc) == []

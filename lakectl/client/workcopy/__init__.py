@@ -232,9 +232,16 @@ def _listing(b: Backend, src: Source, commit: str) -> Iterable[tuple[str, int, s
     cut = len(src.prefix)
     for info in b.list_objects(src.repo, commit, src.prefix):
         rel = info.path[cut:]
-        if info.entry is None or not rel or rel.endswith("/"):
-            continue  # directory markers have no file to be
-        yield rel, info.entry.size, info.entry.checksum
+        if info.entry is not None and _is_file_name(rel):
+            yield rel, info.entry.size, info.entry.checksum
+
+
+def _is_file_name(rel: str) -> bool:
+    """Whether an object's path below the prefix can be a file of the directory: not a directory
+    marker (``a/``), and no empty, ``.`` or ``..`` segment (``a//b``, or ``/x`` after the
+    prefix ``data/`` of ``data//x``), which would name another file or one outside the
+    directory. Objects that cannot be files are left out of the working copy."""
+    return bool(rel) and all(part not in ("", ".", "..") for part in rel.split("/"))
 
 
 def list_linked(directory: str) -> list[dict[str, str]]:
@@ -277,7 +284,10 @@ def _listed_index(b: Backend, src: Source, commit_id: str, root: str) -> Index:
 def _scan(root: str, index: Index) -> tuple[Scan, Index]:
     """Scan, and refresh the index's stats of files read and found unchanged, so that the next
     scan does not read them again (git's index refresh)."""
-    found = scan(root, index)
+    try:
+        found = scan(root, index)
+    except OSError as exc:  # an unreadable directory or file: one error line, not a traceback
+        raise InvalidArgument(f"cannot read {exc.filename!r}: {exc.strerror or exc}") from exc
     stale = {p: v for p, v in found.hashed.items() if p not in found.stats}
     if stale:
         index = _rewrite(root, index, stale, ())
@@ -314,7 +324,7 @@ def _remote_changes(b: Backend, src: Source, base: str, head: str) -> list[tuple
     return [
         (c.type.value, c.path[cut:])
         for c in b.diff_refs(src.repo, base, head, two_way=True, prefix=src.prefix)
-        if c.path[cut:] and not c.path.endswith("/")
+        if _is_file_name(c.path[cut:])
     ]
 
 
@@ -372,6 +382,9 @@ def commit(
         if found.removed:
             b.delete_objects(src.repo, src.ref, [src.prefix + p for p in found.removed])
         done = b.commit(src.repo, src.ref, message, metadata, allow_empty_message=allow_empty_message)
+    except OSError as exc:  # a file vanished or became unreadable since the scan
+        write_ref(root, ref)
+        raise InvalidArgument(f"cannot read {exc.filename!r}: {exc.strerror or exc}") from exc
     except LakectlError:
         # Refused (a hook, a protected branch...): the directory is as it was, so no interrupted
         # operation is recorded; what was uploaded stays staged on the branch, as in lakeFS.
@@ -559,8 +572,8 @@ def _make_dir(root: str, rel: str, fresh: bool) -> None:
         probe = root
         for part in rel.split("/"):
             probe = os.path.join(probe, part)
-            if os.path.lexists(probe) and not os.path.isdir(probe):
-                os.unlink(probe)
+            if os.path.islink(probe) or (os.path.lexists(probe) and not os.path.isdir(probe)):
+                os.unlink(probe)  # a file, or a link that would lead the write elsewhere
                 break
     try:
         os.makedirs(os.path.join(root, rel), exist_ok=True)
@@ -571,13 +584,17 @@ def _make_dir(root: str, rel: str, fresh: bool) -> None:
 def _remove(root: str, rel: str) -> int:
     """Delete the file (1 if there was one), and the directories it leaves empty."""
     target = os.path.join(root, *rel.split("/"))
+    parent = os.path.dirname(target)
+    if os.path.realpath(parent) != os.path.join(os.path.realpath(root), *rel.split("/")[:-1]):
+        return 0  # a link on the way leads out of the directory: nothing of ours to delete there
     try:
         os.unlink(target)
     except FileNotFoundError:
         return 0
     except IsADirectoryError:
         return 0
-    parent = os.path.dirname(target)
+    except OSError as exc:
+        raise InvalidArgument(f"cannot delete {target!r}: {exc.strerror or exc}", path=target) from exc
     while parent != root and len(parent) > len(root):
         try:
             os.rmdir(parent)
