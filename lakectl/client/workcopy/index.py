@@ -4,7 +4,7 @@
 the commit the directory is at, the stat it had when it was known to hold that commit's bytes.
 A file whose size, mtime and inode are those of its entry is unchanged; only the others are
 hashed. The format is packed binary (docs/decisions/0010-local-index.md: 100k entries load in
-~25 ms with their lookup table, where SQLite takes ~125 ms and JSON ~115 ms):
+20-45 ms with their lookup table, where SQLite takes ~125 ms and JSON ~115 ms):
 
     b"LKIX1\\n"  count: u64
     count x (size, mtime_ns, inode): 3 x i64
