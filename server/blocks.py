@@ -206,14 +206,17 @@ def signed_locators(
     """The object's stat plus its segments as signed locators, for parallel block downloads.
     Every block is checked to be stored (in the thread pool: one stat, or one HEAD on S3, per
     block), so that a client reading an object whose data is gone hears why (``Gone`` or
-    ``MissingData``) instead of a bare missing block."""
-    from lakectl.core import porcelain
+    ``MissingData``) instead of a bare missing block. This is the object's read request (its
+    blocks' GETs are not): an audited read is recorded here, once."""
+    from lakectl.core import porcelain, reads
+    from lakectl.core.model import ObjectInfo, PathType
 
-    info = porcelain.stat(lake, repository, ref, path)
+    found = porcelain.open_object(lake, repository, ref, path)
+    info = ObjectInfo(found.path, PathType.OBJECT, found.entry)
     porcelain.check_blocks(lake, repository, ref, info)
-    assert info.entry is not None
+    reads.announce(lake, found)
     signed = []
-    for token in info.entry.locators:
+    for token in found.entry.locators:
         bare, _, offset, length = parse_segment(token)
         if length == 0:
             continue

@@ -14,8 +14,8 @@ from typing import Any
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from lakectl.core import journal, presign
 from lakectl.core import porcelain as p
-from lakectl.core import presign
 from server.api.deps import PUBLIC, AuthFirstRoute
 from server.api.ranges import byte_span
 from server.auth import Auth, User
@@ -49,6 +49,8 @@ async def read_presigned(
         return auth.get_user(user_id).signing_token
 
     granted = await run_in_threadpool(presign.verify, lake, token, signer)
+    assert granted.found is not None
+    journal.CLIENT.set(granted.user)  # an audited read is the signer's: the URL reads as them
     entry = granted.entry
     headers: dict[str, Any] = {
         "ETag": f'"{entry.checksum}"',
@@ -61,4 +63,4 @@ async def read_presigned(
     if not isinstance(span, tuple):  # the 416 answer
         return span
     start, end, status = span
-    return await object_body(lake, entry, start, end, status, headers, request.app.state.inline_reads)
+    return await object_body(lake, granted.found, start, end, status, headers, request.app.state.inline_reads)

@@ -18,8 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from lakectl.core import porcelain as p
+from lakectl.core import reads
 from lakectl.core.blocks.data import parse_segment
-from lakectl.core.model import Entry
 
 INLINE_READ = 1024 * 1024
 """Objects whose blocks total at most this are read on the event loop, in one response."""
@@ -33,7 +33,7 @@ def etag_matches(header: str, checksum: str) -> bool:
 
 async def object_body(
     lake: p.Lake,
-    entry: Entry,
+    found: reads.ObjectRead,
     start: int,
     end: int,
     status: int,
@@ -43,8 +43,13 @@ async def object_body(
 ) -> Response:
     """Bytes ``[start, end)`` of the entry. Inline when every block it touches (each read whole,
     to verify its md5) totals at most :data:`INLINE_READ` and blocks are local; else streamed,
-    once its first block read back intact (an error raised here becomes the error response)."""
-    chunks = p.read_entry(lake, entry, start, end - start)
+    once its first block read back intact (an error raised here becomes the error response).
+    An audited read is recorded first, in the thread pool (a journal write), never per block."""
+    entry = found.entry
+    if reads.audited(lake):
+        chunks = await run_in_threadpool(p.read_opened, lake, found, start, end - start)
+    else:
+        chunks = p.read_opened(lake, found, start, end - start)
     touched = sum(size for _, size, _, _ in map(parse_segment, entry.locators))
     if inline_reads and touched <= INLINE_READ:
         return Response(b"".join(chunks), status_code=status, headers=headers, media_type=media_type)

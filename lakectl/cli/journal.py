@@ -13,15 +13,35 @@ app = noun("The lake's journal: every mutation, who made it, in order.")
 
 
 @app.command("enable")
-def enable(json_: JsonFlag = False) -> None:
+def enable(
+    reads: Annotated[
+        bool | None,
+        typer.Option(
+            "--reads/--no-reads",
+            help="Also record every object read (who read which object at which ref), or stop. "
+            "Default: as it is (off for a new journal).",
+            show_default=False,
+        ),
+    ] = None,
+    json_: JsonFlag = False,
+) -> None:
     """Switch the journal on for the lake: from now on every mutation is recorded.
 
     Repositories, branches and tags created or deleted, objects written or deleted, commits,
     merges, resets, reverts and cherry-picks, each with the client that made it. Idempotent. A
     server already running elsewhere over the same lake journals from its next start.
+
+    With --reads, every object read is recorded too (journal.reads): fs cat, fs download, the
+    REST and S3 reads and presigned URLs, one `read-object` entry each, with the reader, the ref
+    as asked, the commit it resolved to and any byte range. --no-reads stops it.
     """
-    setting = backend().journal_enable()
-    render.emit(setting, json_, lambda d: render.line(f"journal enabled since {render.when(d['since'])}"))
+    setting = backend().journal_enable(reads)
+    render.emit(setting, json_, _enabled)
+
+
+def _enabled(d: dict[str, Any]) -> None:
+    reads = ", reads audited" if d.get("reads") else ""
+    render.line(f"journal enabled since {render.when(d['since'])}{reads}")
 
 
 @app.command("compact")

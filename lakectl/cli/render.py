@@ -321,7 +321,8 @@ def journal(entries: list[Data]) -> None:
 def journal_line(entry: Data) -> None:
     """``<timestamp> <time> <client> <repository> <event> <what>``, flushed (``tail --follow``)."""
     payload = entry["event_payload"]
-    what = [f"{k}={payload[k]}" for k in ("branch", "tag", "source_ref", "commit_id") if payload.get(k)]
+    keys = ("ref", "path", "branch", "tag", "source_ref", "commit_id", "range")
+    what = [f"{k}={payload[k]}" for k in keys if payload.get(k)]
     rows = payload.get("rows")
     if rows:
         what.append(f"paths={len(rows)}")

@@ -166,8 +166,10 @@ class Backend(Protocol):
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
         allow_empty_message: bool = False,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
-        """Commit the staged changes; an empty ``message`` only with ``allow_empty_message``."""
+        """Commit the staged changes (only those under ``prefixes`` when given: the rest stays
+        staged); an empty ``message`` only with ``allow_empty_message``."""
         ...
 
     def get_commit(self, repo: str, ref: str) -> Commit: ...
@@ -333,8 +335,9 @@ class Backend(Protocol):
 
     # -- the journal (docs/decisions/0009-journal.md) ---------------------------------------
 
-    def journal_enable(self) -> dict[str, Any]:
-        """Switch the lake's journal on (idempotent): ``{"enabled", "since"}``."""
+    def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
+        """Switch the lake's journal on (idempotent), and read auditing on or off (``reads``;
+        None: as it is): ``{"enabled", "since", "reads"}``."""
         ...
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:

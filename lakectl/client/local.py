@@ -165,6 +165,7 @@ class LocalBackend:
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
         allow_empty_message: bool = False,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
         return p.commit(
             self.lake,
@@ -174,6 +175,7 @@ class LocalBackend:
             metadata,
             allow_empty=allow_empty,
             allow_empty_message=allow_empty_message,
+            prefixes=prefixes,
         )
 
     def get_commit(self, repo: str, ref: str) -> Commit:
@@ -330,10 +332,10 @@ class LocalBackend:
 
         return fsck.check(self.lake, repo, repair, progress).to_dict()
 
-    def journal_enable(self) -> dict[str, Any]:
+    def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
         from lakectl.core import journal
 
-        return journal.enable(self.lake)
+        return journal.enable(self.lake, reads)
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         from lakectl.core import journal

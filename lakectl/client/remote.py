@@ -522,8 +522,15 @@ class RemoteBackend:
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
         allow_empty_message: bool = False,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
-        body = {"message": message, "metadata": dict(metadata or {}), "allow_empty": allow_empty}
+        body: dict[str, Any] = {
+            "message": message,
+            "metadata": dict(metadata or {}),
+            "allow_empty": allow_empty,
+        }
+        if prefixes:
+            body["prefixes"] = list(prefixes)  # lakectl's extension: a partial commit
         url = f"{self._repo(repo)}/branches/{_q(branch)}/commits"
         params = {"allow_empty_message": "true"} if allow_empty_message else None
         return _commit(self._json("POST", url, json=body, params=params, idempotent=False))
@@ -756,8 +763,9 @@ class RemoteBackend:
         )
         return dict(response.json())
 
-    def journal_enable(self) -> dict[str, Any]:
-        return dict(self._json("POST", "/api/v1/journal/enable", idempotent=True))
+    def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
+        body = {} if reads is None else {"reads": reads}
+        return dict(self._json("POST", "/api/v1/journal/enable", json=body, idempotent=True))
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         params = {"repo": repo, "amount": amount, "after": after}

@@ -6,6 +6,10 @@ Every porcelain verb that mutates announces itself once through the lake's :clas
 nothing has changed), ``after(event)`` once the change is done, with what it produced (a commit
 id). A sink never sees an ``after`` for which the change did not happen. The default sink does
 nothing, so a lake without consumers pays one call per verb.
+
+Reads change nothing and are announced only when the lake audits them (``journal.reads``):
+``before(Event(Verb.READ_OBJECT, ...))`` once per object read request, with no ``after`` (there
+is no outcome); a sink that raises refuses the read.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class Verb(enum.Enum):
     CHERRY_PICK = "cherry-pick"
     SETTINGS = "settings"
     GARBAGE_COLLECTION = "garbage-collection"
+    READ_OBJECT = "read-object"
+    """Not a mutation: an audited read (``before`` only; see the module's docstring)."""
 
     @property
     def has_hooks(self) -> bool:

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import keys
+from lakectl.core import keys, replayorder
 from lakectl.core.blocks.data import block_locator
-from lakectl.core.events import Event, EventSink, Fanout, NoEvents
+from lakectl.core.events import Event, EventSink, Fanout, NoEvents, Verb
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix, set_many
 from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed, TooManyRetries
@@ -166,10 +166,12 @@ class GroupWriter:
 class Journal:
     """The journal's event sink for one process (one *writer*) of a lake."""
 
-    def __init__(self, kv: KVStore, blocks: Any, writer: str | None = None) -> None:
+    def __init__(self, kv: KVStore, blocks: Any, writer: str | None = None, reads: bool = False) -> None:
         self.kv = kv
         self.blocks = blocks
         self.writer = writer or uuid.uuid4().hex[:16]
+        self.reads = reads
+        """Read auditing: the lake's ``journal.reads``, read when the lake was opened (or enabled)."""
         self.partition = keys.journal_live_partition(self.writer)
         # Guards this process's clock and sequence only, never shared metadata.
         self._lock = threading.Lock()
@@ -264,13 +266,12 @@ class Journal:
     def _beat(self) -> None:
         self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
 
-    def before(self, event: Event) -> None:
-        """Store the intent; raising here refuses the verb with nothing changed."""
+    def _record(self, event: Event, state: str) -> tuple[str, dict[str, Any]]:
         if not self._registered:
             self._register()
         clock, seq = self._tick()
         record = {
-            "state": PENDING,
+            "state": state,
             "time": clock,
             "writer": self.writer,
             "seq": seq,
@@ -279,7 +280,18 @@ class Journal:
             "event_type": event.verb.value,
             "event_payload": payload_of(event),
         }
-        key = f"{clock:016x}-{seq:012x}"
+        return f"{clock:016x}-{seq:012x}", record
+
+    def before(self, event: Event) -> None:
+        """Store the intent; raising here refuses the verb with nothing changed. A read (only
+        announced when the lake audits reads) is stored as done at once: it changes nothing, so
+        there is no outcome to wait for, and a read whose entry cannot be stored is refused."""
+        if event.verb is Verb.READ_OBJECT:
+            key, record = self._record(event, DONE)
+            self._group.write(key, _encode(record))
+            self._finished()
+            return
+        key, record = self._record(event, PENDING)
         stack = self._stack()
         which = _identity(event)
         # A thread runs a verb to its end before the next: an open intent of the same verb on
@@ -302,8 +314,15 @@ class Journal:
         _, key, record = stack.pop(found[-1])
         with self._lock:
             self._opened.discard(key)
-        done = {**record, "state": DONE, "event_payload": payload_of(event)}
+        payload = payload_of(event)
+        with contextlib.suppress(LakectlError):  # unsettled: a rebuild orders it by its clock
+            payload.update(replayorder.settle(self.kv, event))
+        done = {**record, "state": DONE, "event_payload": payload}
         self._quietly(lambda: self._group.write(key, _encode(done)))
+        self._finished()
+
+    def _finished(self) -> None:
+        """One more entry of this writer done: sealed once :data:`SEAL_EVERY` of them wait."""
         with self._lock:
             self._unsealed += 1
             due = self._unsealed >= SEAL_EVERY
@@ -361,20 +380,39 @@ def _identity(event: Event) -> tuple[str, ...]:
 # -- the lake's setting ---------------------------------------------------------------------
 
 
-def is_enabled(kv: KVStore) -> bool:
+def _setting(kv: KVStore) -> tuple[dict[str, Any], bytes | None]:
     try:
-        return bool(json.loads(kv.get(keys.LAKE, keys.JOURNAL_SETTING)).get("enabled"))
+        raw = kv.get(keys.LAKE, keys.JOURNAL_SETTING)
     except KeyNotFound:
-        return False
+        return {}, None
+    return json.loads(raw), raw
+
+
+def is_enabled(kv: KVStore) -> bool:
+    return bool(_setting(kv)[0].get("enabled"))
 
 
 def install(lake: Lake) -> None:
-    """Install the journal on an opened lake when the lake has it switched on."""
-    if is_enabled(lake.kv) and not _journal_of(lake.events):
-        journal = Journal(lake.kv, lake.blocks)
-        current: EventSink = lake.events
-        # Last in line: the intent is written once every other consumer has let the verb go.
-        lake.events = journal if isinstance(current, NoEvents) else Fanout([current, journal])
+    """Install the journal on an opened lake when the lake has it switched on, auditing reads
+    when its setting says so (``journal.reads``)."""
+    setting = _setting(lake.kv)[0]
+    if not setting.get("enabled"):
+        return
+    found = _find(lake.events)
+    if found is not None:
+        found.reads = bool(setting.get("reads"))
+        return
+    journal = Journal(lake.kv, lake.blocks, reads=bool(setting.get("reads")))
+    current: EventSink = lake.events
+    # Last in line: the intent is written once every other consumer has let the verb go.
+    lake.events = journal if isinstance(current, NoEvents) else Fanout([current, journal])
+
+
+def audits_reads(sink: EventSink) -> bool:
+    """Whether object reads are announced to ``sink`` (a lake's events): the journal is on and
+    its ``reads`` setting too. A cached flag: no store is asked (docs/decisions/0009)."""
+    found = _find(sink)
+    return found is not None and found.reads
 
 
 def _journal_of(sink: EventSink) -> bool:
@@ -396,15 +434,33 @@ def release(lake: Lake) -> None:
         found.close()
 
 
-def enable(lake: Lake) -> dict[str, Any]:
-    """Switch the journal on for the lake (idempotent); this process journals from now on."""
-    try:
-        setting = json.loads(lake.kv.get(keys.LAKE, keys.JOURNAL_SETTING))
-    except KeyNotFound:
-        setting = {"enabled": True, "since": int(time.time())}
-        lake.kv.set(keys.LAKE, keys.JOURNAL_SETTING, _encode(setting))
+def flush(lake: Lake) -> None:
+    """Seal now what the lake's writer finished (its keeper would within a second)."""
+    found = _find(lake.events)
+    if found is not None:
+        found._seal()
+
+
+def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
+    """Switch the journal on for the lake (idempotent); ``reads`` switches read auditing on or
+    off (None: as it is). This process follows the setting from now on; other processes from
+    their next opening of the lake. Returns ``{"enabled", "since", "reads"}``."""
+    for _ in range(SEAL_ATTEMPTS):
+        setting, raw = _setting(lake.kv)
+        wanted = dict(setting) if raw is not None else {"enabled": True, "since": int(time.time())}
+        if reads is not None:
+            wanted["reads"] = reads
+        if raw is not None and wanted == setting:
+            break
+        try:
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+        except PredicateFailed:
+            continue  # another process changed the setting meanwhile: apply ours over it
+        break
+    else:
+        raise TooManyRetries("could not change the journal's setting: it kept changing")
     install(lake)
-    return dict(setting)
+    return {**wanted, "reads": bool(wanted.get("reads"))}
 
 
 # -- sealing --------------------------------------------------------------------------------
@@ -619,7 +675,8 @@ def _encode(record: Mapping[str, Any]) -> bytes:
 def superseded(entries_: list[Entry]) -> set[int]:
     """The logical timestamps of entries a replay no longer needs: everything of a repository up
     to its last deletion; staged writes, deletes and resets of a branch up to its deletion; every
-    setting of a repository but the last of its key. Commits stay (other refs may reach them)."""
+    setting of a repository but the last of its key. Commits stay (other refs may reach them), and
+    so do reads (no replay needs them; they are the audit trail of who read what)."""
     gone_repo: dict[str, int] = {}
     gone_branch: dict[tuple[str, str], int] = {}
     last_setting: dict[tuple[str, str], int] = {}
@@ -632,6 +689,8 @@ def superseded(entries_: list[Entry]) -> set[int]:
             last_setting[(e.repo_id, e.event_payload.get("key", ""))] = e.logical_timestamp
     out: set[int] = set()
     for e in entries_:
+        if e.event_type == Verb.READ_OBJECT.value:
+            continue  # a read is needed by no replay, but it is the audit trail: kept
         ts = e.logical_timestamp
         branch = (e.repo_id, e.event_payload.get("branch", ""))
         setting = (e.repo_id, e.event_payload.get("key", ""))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, journal, keys, protection, refdiff
+from lakectl.core import history, journal, keys, protection, reads, refdiff, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -26,6 +26,7 @@ from lakectl.core.events import Event, EventSink, NoEvents, Verb
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
+    Moved,
     make_commit,
     merge_base,
     walk_log,
@@ -216,14 +217,16 @@ def create_repo(
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
     lake.events.before(event)
+    default = Branch(branch_id, first.id, new_staging_token())
     try:
-        lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
+        lake.refs.create_branch(repo_id, default)
     except AlreadyExists:
         # Another process is creating the same repository right now.
         raise AlreadyExists(f"repository {name!r} already exists") from None
     # The repository record goes last: a repository is visible only once it is whole.
     lake.refs.create_repo(repo)
-    lake.events.after(event.done(commit_id=first.id, payload={**event.payload, "commit": _record(first)}))
+    done = {**event.payload, "commit": _record(first), **replayorder.moved(default)}
+    lake.events.after(event.done(commit_id=first.id, payload=done))
     return repo
 
 
@@ -245,8 +248,8 @@ def _stage(
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
     event = Event(verb, rid, bid, payload={"rows": rows})
     lake.events.before(event)
-    lake.staging.write(rid, bid, updates)
-    lake.events.after(event)
+    tokens = lake.staging.write(rid, bid, updates)
+    lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 
 def get_repo(lake: Lake, name: str) -> Repository:
@@ -294,7 +297,7 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
     event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id)
     lake.events.before(event)
     lake.refs.create_branch(r.name, branch)
-    lake.events.after(event)
+    lake.events.after(event.done(payload=replayorder.moved(branch)))
     return branch
 
 
@@ -335,7 +338,7 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
     lake.events.before(event)
     lake.refs.delete_branch(r.name, branch.name)
     lake.staging.drop_tokens(r.name, branch.tokens)
-    lake.events.after(event)
+    lake.events.after(event.done(payload=replayorder.moved(None, branch.tokens)))
 
 
 def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) -> Tag:
@@ -436,9 +439,31 @@ def read(
 ) -> Iterator[bytes]:
     """The object's bytes (or a range of them), block by block, md5-verified. A block gone
     from under a commit past its retention is ``Gone``, from anywhere else ``MissingData``."""
+    found, res = _open_at(lake, repo, ref, path)
+    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length))
+
+
+def open_object(lake: Lake, repo: str, ref: str, path: str) -> reads.ObjectRead:
+    """The object at a ref, resolved, for a reader that answers its stat (headers, a range's
+    validity) before its bytes (:func:`read_opened`)."""
+    return _open_at(lake, repo, ref, path)[0]
+
+
+def _open_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[reads.ObjectRead, Resolved]:
     info, res = _stat_at(lake, repo, ref, path)
     assert info.entry is not None
-    return _explained(lake, get_repo(lake, repo).name, res, read_entry(lake, info.entry, offset, length))
+    branch = res.branch.name if res.branch is not None else ""
+    rid = RepositoryId(repo)
+    return reads.ObjectRead(rid, ref, info.path, info.entry, res.commit.id, branch, seen=res.branch), res
+
+
+def read_opened(
+    lake: Lake, found: reads.ObjectRead, offset: int = 0, length: int | None = None
+) -> Iterator[bytes]:
+    """The bytes of an object :func:`open_object` found: every read of an object's bytes comes
+    here, once per request, and is announced to the journal when the lake audits reads."""
+    reads.announce(lake, found, offset, length)
+    return read_entry(lake, found.entry, offset, length)
 
 
 def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
@@ -742,11 +767,18 @@ def commit(
     committer: str | None = None,
     allow_empty: bool = False,
     allow_empty_message: bool = False,
+    prefixes: Sequence[str] = (),
 ) -> Commit:
     """Commit the branch's staged changes; an empty message only with ``allow_empty_message``
-    (lakeFS's lakectl: ``--allow-empty-message``)."""
+    (lakeFS's lakectl: ``--allow-empty-message``). With ``prefixes``, only the changes under
+    them (a partial commit): the rest stays staged."""
     if not message and not allow_empty_message:
         raise InvalidArgument("a commit message is required (or allow an empty one: --allow-empty-message)")
+    under = check_prefixes(prefixes)
+    if under and allow_empty:
+        raise InvalidArgument(
+            "a partial commit (--prefix) commits changes: it cannot be empty (--allow-empty)"
+        )
     rid, bid = _write_target(lake, repo, branch)
     req = CommitRequest(
         message=check_message(message),
@@ -763,12 +795,33 @@ def commit(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
-        payload={"creation_date": req.creation_date},  # what finds the commit if its writer dies
+        # The creation date finds the commit if its writer dies (journal recovery).
+        payload={"creation_date": req.creation_date, **({"prefixes": under} if under else {})},
     )
     lake.events.before(event)
-    done = lake.committer.commit(rid, bid, req)
-    lake.events.after(event.done(commit_id=done.id, payload={"commit": _record(done)}))
+    moved = Moved()
+    if under:
+        done = lake.committer.commit_prefixes(rid, bid, req, under, moved)
+    else:
+        done = lake.committer.commit(rid, bid, req, moved)
+    made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+    if under:
+        made["prefixes"] = under
+    lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
+
+
+def check_prefixes(prefixes: Sequence[str]) -> list[str]:
+    """The prefixes of a partial commit, each a valid non-empty path prefix, without repeats
+    (an empty one would mean everything: a plain commit)."""
+    out: list[str] = []
+    for prefix in prefixes:
+        if not prefix:
+            raise InvalidArgument("an empty --prefix would commit everything: leave --prefix out for that")
+        check_path(prefix)
+        if prefix not in out:
+            out.append(prefix)
+    return out
 
 
 def check_message(message: str) -> str:
@@ -946,8 +999,10 @@ def merge(
         },
     )
     lake.events.before(event)
-    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
-    lake.events.after(event.done(commit_id=new.id, payload={**event.payload, "commit": _record(new)}))
+    moved = Moved()
+    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
+    made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
     return MergeResult(new, changed=True)
 
 
@@ -1006,8 +1061,10 @@ def _apply_commit_change(
         payload={"creation_date": req.creation_date},
     )
     lake.events.before(event)
-    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
-    lake.events.after(event.done(commit_id=new.id, payload={"commit": _record(new)}))
+    moved = Moved()
+    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
+    made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
     return new
 
 
@@ -1043,11 +1100,12 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
             payload = {"kind": kind.value, "staging_token": b.staging_token}
             event = Event(Verb.RESET, rid, bid, payload=payload)
             lake.events.before(event)
+            fresh = Branch(b.name, b.commit_id, new_staging_token())
             try:
-                lake.refs.swap_branch(rid, raw, Branch(b.name, b.commit_id, new_staging_token()))
+                lake.refs.swap_branch(rid, raw, fresh)
             except PredicateFailed:
                 continue
-            lake.events.after(event)
+            lake.events.after(event.done(payload={**event.payload, **replayorder.moved(fresh, b.tokens)}))
             lake.staging.drop_tokens(rid, b.tokens)
             return n
         raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")

@@ -20,8 +20,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lakectl.core import blockaccess, porcelain
-from lakectl.core.model import Entry
+from lakectl.core import blockaccess, porcelain, reads
+from lakectl.core.model import Entry, ObjectInfo, PathType, RepositoryId
 from lakectl.errors import InvalidArgument, NotFound, SignatureError
 
 DEFAULT_EXPIRY = 15 * 60
@@ -41,6 +41,8 @@ class Presigned:
     entry: Entry
     user: str
     expiry: int
+    found: reads.ObjectRead | None = None
+    """The read it was made from (repository, ref as asked, commit, branch), for the journal."""
 
 
 def check_expiry(seconds: int) -> int:
@@ -67,12 +69,18 @@ def presign(
     """The token of a URL reading ``path`` at ``ref`` as it is now, for ``user`` (whose signing
     incarnation is ``token``), and its expiry (Unix seconds)."""
     expires_in = check_expiry(expires_in)
-    info = porcelain.stat(lake, repo, ref, path)
-    assert info.entry is not None
+    found = porcelain.open_object(lake, repo, ref, path)
+    info = ObjectInfo(found.path, PathType.OBJECT, found.entry)
     porcelain.check_blocks(lake, repo, ref, info)  # a URL to data gone would fail only later
-    e = info.entry
+    e = found.entry
     expiry = (int(time.time()) if now is None else now) + expires_in
     record = {
+        # What a read through the URL tells the journal: the ref as asked and what it resolved to.
+        "r": found.repo,
+        "f": found.ref,
+        "k": found.commit_id,
+        "b": found.branch,
+        "g": reads.staged(lake, found),
         "p": info.path,
         "l": list(e.locators),
         "s": e.size,
@@ -114,6 +122,16 @@ def verify(
             metadata={},
         )
         path, expiry = str(record["p"]), int(record["x"])
+        found = reads.ObjectRead(
+            RepositoryId(str(record.get("r", ""))),
+            str(record.get("f", "")),
+            path,
+            entry,
+            str(record.get("k", "")),
+            str(record.get("b", "")),
+            staged=bool(record.get("g", False)),
+            presigned=True,
+        )
     except (ValueError, KeyError, TypeError, zlib.error, binascii.Error) as exc:
         raise SignatureError("not a valid presigned URL") from exc
     try:
@@ -124,4 +142,4 @@ def verify(
         raise SignatureError("invalid signature on the presigned URL")
     if expiry <= (int(time.time()) if now is None else now):
         raise SignatureError(f"the presigned URL expired at {expiry}")
-    return Presigned(path, entry, str(user), expiry)
+    return Presigned(path, entry, str(user), expiry, found)

@@ -16,6 +16,7 @@ from starlette.responses import StreamingResponse
 
 from lakectl.core import journal
 from lakectl.core.graph.refs import check_repo_name
+from server.api.bodies import Body
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.auth import Permission
 
@@ -43,10 +44,16 @@ def tail(
     }
 
 
+class JournalSetting(Body):
+    reads: bool | None = None
+    """Audit object reads (true), stop (false), or leave as it is (absent)."""
+
+
 @router.post("/journal/enable", dependencies=_ADMINS)
-def enable(lake: LakeDep) -> dict[str, Any]:
-    """Switch the journal on for the lake; this server journals from now on (others: on restart)."""
-    return journal.enable(lake)
+def enable(lake: LakeDep, body: JournalSetting | None = None) -> dict[str, Any]:
+    """Switch the journal on for the lake, and read auditing with ``{"reads": true|false}``; this
+    server follows the setting from now on (others: on restart). ``{"enabled", "since", "reads"}``."""
+    return journal.enable(lake, body.reads if body is not None else None)
 
 
 @router.post("/journal/compact", dependencies=_ADMINS)

@@ -63,9 +63,8 @@ async def _serve(
 ) -> Response:
     """Headers from the stat, on the event loop; the bytes in the same response when they are
     small and on local disk (``inline_reads``), else streamed from the thread pool."""
-    info = p.stat(lake, repository, ref, path)
-    entry = info.entry
-    assert entry is not None
+    found = p.open_object(lake, repository, ref, path)
+    entry = found.entry
     headers = _headers(entry)
     if if_none_match and etag_matches(if_none_match, entry.checksum):
         return Response(status_code=304, headers=headers)
@@ -75,7 +74,7 @@ async def _serve(
     start, end, status = span
     if not body:
         return Response(status_code=status, headers=headers)
-    return await object_body(lake, entry, start, end, status, headers, inline_reads)
+    return await object_body(lake, found, start, end, status, headers, inline_reads)
 
 
 PresignExpiry = Query(

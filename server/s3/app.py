@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from lakectl.core import journal
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, InvalidArgument, LakectlError
 from server.auth import Auth, User
@@ -127,6 +128,7 @@ class Gateway:
             headers = _headers(request)
             query = _query(request)
             verified, user = self._authenticate(request, headers)
+            journal.CLIENT.set(user.id)  # the journal's client_id, for this request's context
             operation = route(request.method, bucket, key, query, headers)
             if not user.allows(operation.permission, bucket or None):
                 raise Forbidden(f"user {user.id!r} may not {operation.name}: its policies do not allow it")

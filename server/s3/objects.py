@@ -98,15 +98,10 @@ def check_conditions(
     return True
 
 
-def _stat(call: Call) -> Entry:
-    ref, path = call.split_key()
-    info = p.stat(call.lake, call.bucket, ref, path)
-    assert info.entry is not None
-    return info.entry
-
-
 async def _serve(call: Call, with_body: bool) -> Response:
-    entry = _stat(call)
+    ref, path = call.split_key()
+    found = p.open_object(call.lake, call.bucket, ref, path)
+    entry = found.entry
     h = call.headers
     headers = object_headers(entry)
     fresh = check_conditions(
@@ -135,7 +130,7 @@ async def _serve(call: Call, with_body: bool) -> Response:
     if not with_body:
         return Response(status_code=status, headers=headers)
     media_type = headers.pop("Content-Type")
-    return await object_body(call.lake, entry, start, end, status, headers, call.inline_reads, media_type)
+    return await object_body(call.lake, found, start, end, status, headers, call.inline_reads, media_type)
 
 
 async def get_object(call: Call) -> Response:

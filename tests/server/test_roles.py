@@ -30,7 +30,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from lakectl.core import blockaccess, manifests, presign, protection, refsdump
+from lakectl.core import blockaccess, journal, keys, manifests, presign, protection, refsdump
 from lakectl.core import porcelain as p
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.app import create_app
@@ -618,9 +618,17 @@ def declared(app: FastAPI) -> dict[tuple[str, str], list[Requirement] | None]:
 
 
 def snapshot(w: World) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, int]]]:
-    """Every KV row and every file of the data directory (but the database's own files)."""
+    """Every KV row and every file of the data directory (but the database's own files), once
+    the journal sealed what earlier requests did (else its keeper would, within a second, in the
+    middle of the next request); the journal's writer records are left out (their heartbeat is
+    renewed every few seconds, whatever is asked)."""
+    journal.flush(w.lake)
     with closing(sqlite3.connect(f"file:{w.data_dir / 'lake.db'}?mode=ro", uri=True)) as db:
-        rows = db.execute("SELECT partition, key, value FROM kv ORDER BY partition, key").fetchall()
+        rows = db.execute(
+            "SELECT partition, key, value FROM kv WHERE NOT (partition = ? AND key LIKE ?)"
+            " ORDER BY partition, key",
+            (keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX + "%"),
+        ).fetchall()
     files = sorted(
         (str(f.relative_to(w.data_dir)), f.stat().st_size)
         for f in w.data_dir.rglob("*")
