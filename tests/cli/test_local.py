@@ -353,3 +353,24 @@ def test_objects_that_cannot_be_files_stay_out_of_the_directory(both: Lakectl) -
     assert files(wc) == {"x.csv": b"1,2\n"}
     assert not Path("/escape.csv").exists()
     assert changes(cli, wc) == []
+
+
+def test_a_racily_clean_entry_is_read_again(both: Lakectl) -> None:
+    """A file rewritten in the clock tick its entry was recorded in keeps size, mtime and inode:
+    entries whose mtime is that close to the index's own are hashed, so the change shows."""
+    cli = both
+    wc = cli.work / "wc"
+    cli("local", "clone", f"lakefs://{cli.repo}/main/a/", str(wc))
+    target, index_file = wc / "x.csv", wc / ".lakectl" / "index"
+    before = os.stat(target)
+    os.utime(index_file, ns=(before.st_mtime_ns, before.st_mtime_ns))  # same tick as the entry
+    with open(target, "r+b") as f:  # in place: same inode, same size
+        f.write(b"9,9\n")
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(target)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+    assert changes(cli, wc) == [("local", "changed", "x.csv")]
