@@ -43,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "actions": ("lakectl.cli.actions:app", "Runs of action hooks (list, describe); validate action files."),
     "cat-hook-output": ("lakectl.cli.actions:cat_hook_output", "Print the output of one hook run."),
     "fs": ("lakectl.cli.fs:app", "Upload, download, list, inspect and remove objects."),
+    "local": (
+        "lakectl.cli.local:app",
+        "Sync local directories with lakeFS paths: clone, status, commit, pull, checkout.",
+    ),
     "commit": ("lakectl.cli.commits:commit", "Commit the staged changes of a branch, atomically."),
     "log": ("lakectl.cli.commits:log", "Show the commits reachable from a ref, newest first."),
     "show": ("lakectl.cli.commits:show_app", "Show a commit."),

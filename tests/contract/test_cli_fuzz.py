@@ -195,6 +195,15 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl actions runs describe": ["actions", "runs", "describe", d, "ffff0000"],
         "lakectl actions validate": ["actions", "validate", str(action)],
         "lakectl cat-hook-output": ["cat-hook-output", d, "ffff0000", "0000_0000"],
+        # Working copies: the directories do not exist (refused, exit 3) except for clone and
+        # init, which write only under work/, never into the lake.
+        "lakectl local init": ["local", "init", f"{d}/main/a/", str(work / "wc-init"), "--no-gitignore"],
+        "lakectl local clone": ["local", "clone", f"{d}/main/a/", str(work / "wc-clone"), "--no-gitignore"],
+        "lakectl local list": ["local", "list", str(work / "nowhere")],
+        "lakectl local status": ["local", "status", str(work / "wc")],
+        "lakectl local commit": ["local", "commit", str(work / "wc"), "-m", "message", "--meta", "k=v"],
+        "lakectl local pull": ["local", "pull", str(work / "wc")],
+        "lakectl local checkout": ["local", "checkout", str(work / "wc"), "--ref", "main"],
     }
 
 

@@ -256,17 +256,55 @@ def _store(adapter: BlockAdapter, data: bytes | memoryview) -> _Stored:
 
 
 def _written(stored: list[_Stored]) -> WrittenObject:
-    if len(stored) == 1:
-        checksum = stored[0].digest.hex()
-    else:
-        # The S3 multipart ETag: md5 of the concatenated part digests, then the part count.
-        joined = hashlib.md5(b"".join(s.digest for s in stored)).hexdigest()
-        checksum = f"{joined}-{len(stored)}"
     return WrittenObject(
         size=sum(s.size for s in stored),
-        checksum=checksum,
+        checksum=object_checksum([s.digest for s in stored]),
         locators=tuple(s.locator for s in stored),
     )
+
+
+def object_checksum(digests: Sequence[bytes]) -> str:
+    """An object's checksum from the md5 digests of its blocks (of ``BLOCK_SIZE`` bytes, the
+    last shorter): the md5 hex of a one-block object, else the S3 multipart ETag (md5 of the
+    concatenated digests, ``-`` their count)."""
+    if len(digests) <= 1:
+        return digests[0].hex() if digests else hashlib.md5(b"").hexdigest()
+    return f"{hashlib.md5(b''.join(digests)).hexdigest()}-{len(digests)}"
+
+
+class Checksummer:
+    """The checksum an object of the bytes fed to :meth:`update` gets when it is uploaded
+    (:func:`object_checksum` over blocks of ``BLOCK_SIZE``), without keeping the bytes."""
+
+    def __init__(self, block_size: int = BLOCK_SIZE) -> None:
+        self._block_size = block_size
+        self._digests: list[bytes] = []
+        self._md5 = hashlib.md5()
+        self._in_block = 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        view = memoryview(data)
+        while len(view):
+            take = min(len(view), self._block_size - self._in_block)
+            self._md5.update(view[:take])
+            self._in_block += take
+            view = view[take:]
+            if self._in_block == self._block_size:
+                self._digests.append(self._md5.digest())
+                self._md5, self._in_block = hashlib.md5(), 0
+
+    def hexdigest(self) -> str:
+        tail = [self._md5.digest()] if self._in_block or not self._digests else []
+        return object_checksum(self._digests + tail)
+
+
+def file_checksum(path: str, block_size: int = BLOCK_SIZE) -> str:
+    """The checksum the local file's bytes get as an object (equal content, equal checksum)."""
+    summer = Checksummer(block_size)
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(8 * 1024 * 1024):
+            summer.update(chunk)
+    return summer.hexdigest()
 
 
 def _read_block(source: BinaryIO, block_size: int) -> bytes:

@@ -1,0 +1,79 @@
+"""The working copy's index: save/load round trip and updates, against a plain dict."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lakectl.client.workcopy.index import Index, scan
+from lakectl.core.blocks.data import BLOCK_SIZE, Checksummer, file_checksum, object_checksum
+
+Entry = tuple[int, int, int, str]
+names = st.text(
+    st.characters(blacklist_characters="\0/", blacklist_categories=("Cs",)), min_size=1, max_size=8
+)
+entries = st.dictionaries(
+    names,
+    st.tuples(
+        st.integers(0, 2**40),
+        st.integers(-1, 2**62),
+        st.integers(-1, 2**40),
+        st.text("0123456789abcdef", min_size=32, max_size=32),
+    ),
+)
+
+
+def as_dict(index: Index) -> dict[str, Entry]:
+    return {p: (s, m, i, c) for p, s, m, i, c in index.entries()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(entries, entries, st.sets(names))
+def test_updates_and_round_trip(
+    tmp_path_factory: object, base: dict[str, Entry], updates: dict[str, Entry], removed: set[str]
+) -> None:
+    root = Path(tmp_path_factory.mktemp("ix"))  # type: ignore[attr-defined]
+    index = Index.build((p, *v) for p, v in base.items())
+    fresh = index.updated(updates, removed)
+    want = {p: v for p, v in base.items() if p not in removed or p in updates}
+    want.update(updates)
+    assert as_dict(fresh) == want
+    fresh.save(str(root))
+    loaded = Index.load(str(root))
+    assert loaded is not None and as_dict(loaded) == want
+
+
+def test_many_removals_take_the_rebuilding_path() -> None:
+    index = Index.build((f"f{i}", i, i, i, f"{i:032x}") for i in range(500))
+    fresh = index.updated({"new": (1, 2, 3, "c" * 32)}, [f"f{i}" for i in range(0, 500, 2)])
+    assert as_dict(fresh) == {
+        **{f"f{i}": (i, i, i, f"{i:032x}") for i in range(1, 500, 2)},
+        "new": (1, 2, 3, "c" * 32),
+    }
+
+
+def test_file_checksum_is_the_objects_checksum(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    data = os.urandom(3000)
+    path.write_bytes(data)
+    summer = Checksummer(1000)
+    summer.update(data[:1234])
+    summer.update(data[1234:])
+    import hashlib
+
+    digests = [hashlib.md5(data[i : i + 1000]).digest() for i in range(0, 3000, 1000)]
+    assert file_checksum(str(path), 1000) == summer.hexdigest() == object_checksum(digests)
+    assert file_checksum(str(path)) == hashlib.md5(data).hexdigest()  # one block of BLOCK_SIZE
+    assert BLOCK_SIZE > 3000
+
+
+def test_scan_of_an_empty_index_finds_everything_added(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x").write_bytes(b"x")
+    (tmp_path / ".lakefs_ref.yaml").write_text("src: lakefs://r/main/\n")
+    os.symlink(tmp_path / "d" / "x", tmp_path / "link")
+    found = scan(str(tmp_path), Index())
+    assert (found.added, found.changed, found.removed) == (["d/x"], [], [])
