@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from lakectl.core import keys
 from lakectl.core.graph.tree import Update
 from lakectl.core.importing.sources import Listed, Source, local_checksum, parse_object, parse_source
+from lakectl.core.limits import check_metadata, check_name
 from lakectl.core.model import PathType, Row
 from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import (
@@ -142,14 +143,17 @@ _running: list[tuple[Lake, Status, threading.Thread]] = []
 def stop_all(lake: Lake) -> None:
     """Cancel this process's running imports into ``lake`` and wait for them: before the lake
     closes under them (an embedded CLI interrupted, a server shutting down)."""
-    mine = [(st, t) for lk, st, t in _running if lk is lake]
-    for st, thread in mine:
+    for _, st, thread in [r for r in _running if r[0] is lake]:
         if thread.is_alive():
             with contextlib.suppress(LakectlError):
                 cancel(lake, st.repo, st.id)
-    for _, thread in mine:
+    wait_all(lake)
+
+
+def wait_all(lake: Lake) -> None:
+    """Wait until this process's imports into ``lake`` have ended."""
+    for _, _, thread in [r for r in _running if r[0] is lake]:
         thread.join()
-    _running[:] = [r for r in _running if r[0] is not lake]
 
 
 def import_branch_name(branch: str) -> str:
@@ -204,10 +208,17 @@ def start(
     sources = []
     for loc in locations:
         check_path(loc.destination, allow_empty=True)
-        sources.append(loc.source())  # bad URIs and missing directories fail here, before a task
+        source = loc.source()  # bad URIs and missing directories fail here, before a task
+        dest = loc.dest_prefix(source)
+        if dest and not dest.endswith("/"):
+            check_new_path(dest)  # an object's path (or a prefix a key continues)
+        elif dest:
+            check_new_path(dest + "x")  # a name under the prefix must be one a user could write
+        sources.append(source)
+    # Everything the commit will check is checked now: a refused import leaves no trace.
     message = porcelain.check_message(message or "Import objects")
-    metadata = dict(metadata or {})
-    committer = committer or porcelain.default_committer()
+    metadata = check_metadata(dict(metadata or {}), "commit metadata")
+    committer = check_name(committer or porcelain.default_committer(), "committer")
     st = Status(uuid.uuid4().hex, repo, branch, import_branch_name(branch), merge)
     _save(lake, st)
 
