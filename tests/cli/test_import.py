@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.config import Config
 
@@ -76,6 +77,9 @@ def test_a_local_directory_is_versioned_without_a_byte_copied(both: Lakectl, src
     stat = cli.js("fs", "stat", f"lakefs://{repo}/_main_imported/data/big.bin")
     assert stat["physical_address"] == str(src / "big.bin") and stat["size_bytes"] == len(FILES["big.bin"])
     assert du(blocks_dir(cli)) - before < 200_000  # range files only; the data is 3.3 MB
+    if cli.live is not None:  # a presigned URL reads the source too, through its guard
+        url = cli("fs", "presign", f"lakefs://{repo}/_main_imported/data/a/x.csv").stdout.strip()
+        assert httpx.get(url).content == FILES["a/x.csv"]
     # --merge: the same import lands on main as a merge commit; a.csv committed before stays.
     merged = cli.js("import", "--from", f"local://{src}", "--to", f"lakefs://{repo}/main/data", "--merge")
     assert merged["merged"] is True and len(merged["commit"]["parents"]) == 2
