@@ -123,3 +123,30 @@ def cancel(branch: Branch, import_id: ImportId, json_: JsonFlag = False) -> None
     render.emit(
         {"id": import_id, "canceled": True}, json_, lambda d: render.line(f"Canceled import {d['id']}")
     )
+
+
+@app.command("copy")
+def copy(
+    dest: Annotated[
+        str,
+        typer.Argument(
+            help="lakefs://<repository>/<branch>[/<prefix>] of imported objects", show_default=False
+        ),
+    ],
+    json_: JsonFlag = False,
+) -> None:
+    """Copy imported objects into the lake: their bytes (read from the source, checked against
+    its guard) become owned, deduplicated blocks, staged on the branch in place of the imported
+    entries; commit them as any change. All or nothing: a changed source fails it (exit 7).
+    With --json: {"paths", "count"}.
+    """
+    uri = path_uri(dest, required=False)
+    assert uri.ref is not None
+    paths = backend().import_copy(uri.repo, uri.ref, uri.path)
+    render.emit({"paths": paths, "count": len(paths)}, json_, _copied)
+
+
+def _copied(data: dict[str, Any]) -> None:
+    for path in data["paths"]:
+        render.line(f"copied {path}")
+    render.note(f"{data['count']} imported object(s) copied into the lake and staged")

@@ -266,6 +266,11 @@ class Backend(Protocol):
         """Stop a running import (``Conflict`` when it already ended)."""
         ...
 
+    def import_copy(self, repo: str, branch: str, prefix: str = "") -> list[str]:
+        """Copy the imported objects under ``prefix`` into the lake (owned blocks), staged on the
+        branch; their paths."""
+        ...
+
     # -- refs dump and restore -------------------------------------------------------------
 
     def dump_refs(self, repo: str) -> dict[str, str]:

@@ -286,6 +286,11 @@ class LocalBackend:
 
         tasks.cancel(self.lake, repo, import_id, branch)
 
+    def import_copy(self, repo: str, branch: str, prefix: str = "") -> list[str]:
+        from lakectl.core.importing import owning
+
+        return owning.copy_imported(self.lake, repo, branch, prefix)
+
     def dump_refs(self, repo: str) -> dict[str, str]:
         return refsdump.dump(self.lake, repo).to_dict()
 

@@ -700,6 +700,10 @@ class RemoteBackend:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/import"
         self._call("DELETE", url, params={"id": import_id})
 
+    def import_copy(self, repo: str, branch: str, prefix: str = "") -> list[str]:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/import/copy"
+        return list(self._json("POST", url, params={"prefix": prefix}, idempotent=True)["paths"])
+
     # -- garbage collection ----------------------------------------------------------------
 
     def set_gc_rules(self, repo: str, rules: GCRules) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 from pydantic import Field
 
-from lakectl.core.importing import tasks
+from lakectl.core.importing import owning, tasks
 from server.api.bodies import Body, CommitCreation, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.auth import Permission
@@ -67,3 +67,10 @@ def import_status(repository: str, branch: str, lake: LakeDep, id: str = ImportI
 def import_cancel(repository: str, branch: str, lake: LakeDep, id: str = ImportId) -> Response:
     tasks.cancel(lake, repository, id, branch)
     return Response(status_code=204)
+
+
+@router.post(IMPORT + "/copy", dependencies=[require(Permission.WRITE_REPO)])
+def import_copy(repository: str, branch: str, lake: LakeDep, prefix: str = Query("")) -> dict[str, Any]:
+    """lakectl's extension: copy the imported objects under ``prefix`` into the lake's blocks,
+    staged on the branch (the source is read here, through its guard)."""
+    return {"paths": owning.copy_imported(lake, repository, branch, prefix)}

@@ -117,6 +117,27 @@ def test_a_changed_or_vanished_source_fails_the_read(both: Lakectl, src: Path) -
     assert cli(*("fs", "cat", f"lakefs://{repo}/main/d/big.bin")).stdout_bytes == FILES["big.bin"]
 
 
+def test_import_copy_turns_imported_objects_into_owned_blocks(both: Lakectl, src: Path) -> None:
+    cli, repo = both, both.repo
+    cli("import", "--from", str(src), "--to", f"lakefs://{repo}/main/d/", "--merge")
+    before = du(blocks_dir(cli))
+    copied = cli.js("import", "copy", f"lakefs://{repo}/main/d/a/")
+    assert copied == {"paths": ["d/a/b/c/deep.bin", "d/a/x.csv"], "count": 2}
+    assert du(blocks_dir(cli)) - before >= len(FILES["a/b/c/deep.bin"])  # the bytes are in the lake now
+    cli("commit", f"lakefs://{repo}/main", "-m", "own d/a")
+    stat = cli.js("fs", "stat", f"lakefs://{repo}/main/d/a/b/c/deep.bin")
+    assert stat["physical_address"].startswith("local://")
+    (src / "a" / "b" / "c" / "deep.bin").unlink()  # the source may go: the copy is the lake's
+    assert (
+        cli(*("fs", "cat", f"lakefs://{repo}/main/d/a/b/c/deep.bin")).stdout_bytes == FILES["a/b/c/deep.bin"]
+    )
+    assert cli.js("import", "copy", f"lakefs://{repo}/main/d/a/") == {"paths": [], "count": 0}
+    # a changed source fails the copy, and nothing is staged
+    (src / "z.txt").write_bytes(b"other bytes")
+    cli("import", "copy", f"lakefs://{repo}/main/d/", code=INTEGRITY)
+    assert cli.js("diff", f"lakefs://{repo}/main") == []
+
+
 def test_gc_and_fsck_leave_the_source_alone(both: Lakectl, src: Path) -> None:
     cli, repo = both, both.repo
     cli("import", "--from", str(src), "--to", f"lakefs://{repo}/feat/ext/")

@@ -127,6 +127,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         ],
         "lakectl import status": ["import", "status", f"{d}/main", "0123abcd"],
         "lakectl import cancel": ["import", "cancel", f"{d}/main", "0123abcd"],
+        "lakectl import copy": ["import", "copy", f"{d}/main/a/"],
         "lakectl gc set-config": ["gc", "set-config", d, "-f", str(rules)],
         "lakectl gc get-config": ["gc", "get-config", d],
         "lakectl gc delete-config": ["gc", "delete-config", d],

@@ -442,6 +442,7 @@ route(
 )
 route("GET", IMPORT, READ, lambda w, c: _import_call(w, running=False))
 route("DELETE", IMPORT, WRITE, lambda w, c: _import_call(w, running=True), (204,))
+route("POST", IMPORT + "/copy", WRITE, lambda w, c: Call(f"{R}/branches/{w.branch()}/import/copy"))
 # refs dump and restore (into a fresh bare repository)
 route("POST", RP + "/dump", WRITE, fixed(R + "/dump"), (202,))
 route("GET", RP + "/dump", READ, lambda w, c: Call(R + "/dump", params={"task_id": w.task("dump")}))
