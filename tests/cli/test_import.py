@@ -318,3 +318,22 @@ def test_s3_bad_input(both: Lakectl, bucket: tuple[Any, str], monkeypatch: pytes
         "import", "--from", f"s3://{name}/tables/", "--to", f"lakefs://{repo}/main/", code=UNAUTHENTICATED
     )
     assert "credentials" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_an_import_is_journalled_and_rebuilt(both: Lakectl, src: Path) -> None:
+    """The import's branch, commit and merge are journal entries: a lake rebuilt from the journal
+    and the blocks has them, and reads its imported objects."""
+    if both.live is not None:
+        pytest.skip("a rebuild runs on an embedded lake's directory")
+    cli = both
+    cli("journal", "enable")
+    cli("repo", "create", "lakefs://jrnl")
+    done = cli.js("import", "--from", str(src), "--to", "lakefs://jrnl/main/d/", "--merge")
+    home = Path(cli.env["LAKECTL_HOME"])
+    (home / "lake.db").rename(home.parent / "lake.db.lost")
+    for leftover in home.glob("lake.db-*"):
+        leftover.unlink()
+    cli("admin", "rebuild", "--from-journal")
+    assert cli.js("show", "commit", "lakefs://jrnl/main")["id"] == done["commit"]["id"]
+    assert cli(*("fs", "cat", "lakefs://jrnl/main/d/a/x.csv")).stdout_bytes == FILES["a/x.csv"]
+    assert [b["id"] for b in cli.js("branch", "list", "lakefs://jrnl")] == ["_main_imported", "main"]
