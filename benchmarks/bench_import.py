@@ -74,6 +74,7 @@ def bench_local(n: int, base: str | None, table: Table) -> None:
         t_make, _ = timed(make_local, src, n)
         print(f"local: created {n:,} files in {fmt_time(t_make)} (not timed)", flush=True)
         seconds, read, grown = import_once(os.path.join(work, "lake"), str(src), n)
+        print(f"local: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
         target = TARGET_LOCAL * n / 1_000_000
         table.add(
             f"import of {n:,} objects from a local directory",
@@ -127,6 +128,7 @@ def bench_s3(n: int, base: str | None, table: Table) -> None:
     try:
         with temp_dir("lakectl-bench-import-s3-", base) as work:
             seconds, read, grown = import_once(os.path.join(work, "lake"), "s3://src/", n)
+        print(f"s3: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
         target = TARGET_S3 * n / 1_000_000
         table.add(
             f"import of {n:,} objects from S3 (moto)",
@@ -158,6 +160,10 @@ def main() -> None:
     bench_local(args.objects, args.dir, table)
     if not args.skip_s3:
         bench_s3(args.s3_objects, args.dir, table)
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    table.add("peak memory of this process (all phases)", f"{peak:,.0f} MB", "-", "info")
     table.print("Zero-copy import (targets scaled linearly to the object count)")
 
 
