@@ -54,6 +54,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_journal.py --files 5000 --seconds 3 --rounds 1
     bench 300 bench_journal_rebuild.py --writes 100000 --commits 100
     bench 300 bench_journal_reads.py --seconds 2 --bursts 2
+    bench 300 bench_import.py --objects 20000 --s3-objects 2000
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -70,6 +71,7 @@ else
     bench 1200 bench_journal.py
     bench 600 bench_journal_rebuild.py
     bench 600 bench_journal_reads.py
+    bench 1800 bench_import.py
 fi
 
 echo
