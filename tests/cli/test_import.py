@@ -138,6 +138,18 @@ def test_import_copy_turns_imported_objects_into_owned_blocks(both: Lakectl, src
     assert cli.js("diff", f"lakefs://{repo}/main") == []
 
 
+def test_a_manifest_of_imported_objects_is_refused(both: Lakectl, src: Path) -> None:
+    """A Keep manifest (and the Spark source, which reads by manifest) names blocks of the lake:
+    imported objects have none, so the export is refused in one line, never a wrong manifest."""
+    cli, repo = both, both.repo
+    cli("import", "--from", str(src), "--to", f"lakefs://{repo}/main/d/", "--merge")
+    r = cli("manifest", "export", f"lakefs://{repo}/main/d/", code=INVALID)
+    assert r.stderr.startswith("error: object 'd/a/b/c/deep.bin' is imported") and r.stderr.count("\n") == 1
+    cli("import", "copy", f"lakefs://{repo}/main/d/")
+    exported = cli("manifest", "export", f"lakefs://{repo}/main/d/").stdout  # owned blocks now
+    assert "./a/b/c " in exported and exported.endswith(":deep.bin\n")
+
+
 def test_gc_and_fsck_leave_the_source_alone(both: Lakectl, src: Path) -> None:
     cli, repo = both, both.repo
     cli("import", "--from", str(src), "--to", f"lakefs://{repo}/feat/ext/")
