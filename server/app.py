@@ -101,6 +101,9 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        from lakectl.core.importing import tasks
+
+        tasks.stop_all(lake)  # imports still running are canceled: they must not outlive the lake
         lake.close()
 
     app = FastAPI(
