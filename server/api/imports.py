@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import Field
 
 from lakectl.core.importing import owning, tasks
+from lakectl.errors import NotFound
 from server.api.bodies import Body, CommitCreation, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.auth import Permission
@@ -44,16 +45,21 @@ def import_start(
     if body.commit.date is not None:
         raise unsupported("date")
     locations = [tasks.Location.from_dict(p.model_dump()) for p in body.paths]
-    st = tasks.start(
-        lake,
-        repository,
-        branch,
-        locations,
-        body.commit.message,
-        body.commit.metadata,
-        committer=user.id,
-        merge=body.merge,
-    )
+    try:
+        st = tasks.start(
+            lake,
+            repository,
+            branch,
+            locations,
+            body.commit.message,
+            body.commit.metadata,
+            committer=user.id,
+            merge=body.merge,
+        )
+    except NotFound as exc:
+        if "import source" in exc.message:  # a remote user may have meant a path of their own
+            exc.message += " (a local source is read on the server, not where the client runs)"
+        raise
     return {"id": st.id}
 
 
