@@ -29,15 +29,28 @@ def commit(
     allow_empty_message: Annotated[
         bool, typer.Option("--allow-empty-message", help="Allow a commit with an empty message.")
     ] = False,
+    prefix: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--prefix",
+            help="Commit only the staged changes under this path prefix; repeatable. The rest stays staged.",
+        ),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Commit the staged changes of a branch, atomically.
+
+    With --prefix, a partial commit: only the changes under the prefixes are committed, and
+    everything else staged on the branch stays staged, untouched (writers staging elsewhere
+    meanwhile lose nothing).
 
     The committer is $LAKECTL_COMMITTER, else `user.name` from ~/.lakectl.yaml, else the login name.
     """
     uri = ref_uri(branch)
     assert uri.ref is not None
-    c = backend().commit(uri.repo, uri.ref, message, parse_metadata(meta), allow_empty, allow_empty_message)
+    c = backend().commit(
+        uri.repo, uri.ref, message, parse_metadata(meta), allow_empty, allow_empty_message, prefix or ()
+    )
     render.emit(c.to_dict(), json_, render.commit)
 
 

@@ -166,8 +166,10 @@ class Backend(Protocol):
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
         allow_empty_message: bool = False,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
-        """Commit the staged changes; an empty ``message`` only with ``allow_empty_message``."""
+        """Commit the staged changes (only those under ``prefixes`` when given: the rest stays
+        staged); an empty ``message`` only with ``allow_empty_message``."""
         ...
 
     def get_commit(self, repo: str, ref: str) -> Commit: ...

@@ -168,6 +168,7 @@ class LocalBackend:
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
         allow_empty_message: bool = False,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
         return p.commit(
             self.lake,
@@ -177,6 +178,7 @@ class LocalBackend:
             metadata,
             allow_empty=allow_empty,
             allow_empty_message=allow_empty_message,
+            prefixes=prefixes,
         )
 
     def get_commit(self, repo: str, ref: str) -> Commit:

@@ -548,8 +548,15 @@ class RemoteBackend:
         metadata: Mapping[str, str] | None = None,
         allow_empty: bool = False,
         allow_empty_message: bool = False,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
-        body = {"message": message, "metadata": dict(metadata or {}), "allow_empty": allow_empty}
+        body: dict[str, Any] = {
+            "message": message,
+            "metadata": dict(metadata or {}),
+            "allow_empty": allow_empty,
+        }
+        if prefixes:
+            body["prefixes"] = list(prefixes)  # lakectl's extension: a partial commit
         url = f"{self._repo(repo)}/branches/{_q(branch)}/commits"
         params = {"allow_empty_message": "true"} if allow_empty_message else None
         return _commit(self._json("POST", url, json=body, params=params, idempotent=False))

@@ -263,6 +263,9 @@ class ActionHooks:
         if run[0].status == FAILED:
             raise _refusal(event, run)
 
+    def failed(self, event: Event, error: BaseException) -> None:
+        """Nothing to run: post-hooks run for changes that were made."""
+
     def after(self, event: Event) -> None:
         if not event.verb.has_hooks:
             return

@@ -4,7 +4,9 @@ that act on it (actions: hooks that may refuse a pre-event) and record it (the j
 Every porcelain verb that mutates announces itself once through the lake's :class:`EventSink`:
 ``before(event)`` ahead of its final compare-and-swap (a sink may refuse by raising, and then
 nothing has changed), ``after(event)`` once the change is done, with what it produced (a commit
-id). A sink never sees an ``after`` for which the change did not happen. The default sink does
+id), or ``failed(event)`` when the verb raised after its ``before`` (:func:`announced`): its
+change may or may not have happened. A sink never sees an ``after`` for which the change did not
+happen. The default sink does
 nothing, so a lake without consumers pays one call per verb.
 
 Reads change nothing and are announced only when the lake audits them (``journal.reads``):
@@ -15,7 +17,8 @@ is no outcome); a sink that raises refuses the read.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -39,6 +42,7 @@ class Verb(enum.Enum):
     CHERRY_PICK = "cherry-pick"
     SETTINGS = "settings"
     GARBAGE_COLLECTION = "garbage-collection"
+    RESTORE_REFS = "restore-refs"
     READ_OBJECT = "read-object"
     """Not a mutation: an audited read (``before`` only; see the module's docstring)."""
 
@@ -96,6 +100,11 @@ class EventSink(Protocol):
 
     def after(self, event: Event) -> None: ...
 
+    def failed(self, event: Event, error: BaseException) -> None:
+        """The verb raised ``error`` after ``before``; its change may or may not have happened
+        (a refusal such as ``AlreadyExists`` says it did not). Never raises."""
+        ...
+
 
 class NoEvents:
     """The sink of a lake without consumers."""
@@ -104,6 +113,9 @@ class NoEvents:
         pass
 
     def after(self, event: Event) -> None:
+        pass
+
+    def failed(self, event: Event, error: BaseException) -> None:
         pass
 
 
@@ -121,3 +133,19 @@ class Fanout:
     def after(self, event: Event) -> None:
         for sink in self.sinks:
             sink.after(event)
+
+    def failed(self, event: Event, error: BaseException) -> None:
+        for sink in self.sinks:
+            sink.failed(event, error)
+
+
+@contextmanager
+def announced(sink: EventSink, event: Event) -> Iterator[None]:
+    """``before`` the block that makes the change, and ``failed`` if it raises (the caller calls
+    ``after`` once the block is done, with what it produced)."""
+    sink.before(event)
+    try:
+        yield
+    except BaseException as error:
+        sink.failed(event, error)
+        raise

@@ -16,7 +16,7 @@ from typing import Any
 from lakectl.core import identity as lake_identity
 from lakectl.core import journal, keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
-from lakectl.core.events import Event, Verb
+from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
@@ -114,8 +114,9 @@ def _days(value: object, what: str) -> int:
 def set_rules(lake: porcelain.Lake, repo: str, rules: GCRules) -> None:
     rid = porcelain.get_repo(lake, repo).name
     event = Event(Verb.SETTINGS, rid, payload={"key": keys.GC_RULES, "value": rules.to_dict()})
-    lake.events.before(event)
-    lake.kv.set(keys.repo_partition(rid), keys.GC_RULES, json.dumps(rules.to_dict(), sort_keys=True).encode())
+    value = json.dumps(rules.to_dict(), sort_keys=True).encode()
+    with announced(lake.events, event):
+        lake.kv.set(keys.repo_partition(rid), keys.GC_RULES, value)
     lake.events.after(event)
 
 
@@ -135,8 +136,8 @@ def delete_rules(lake: porcelain.Lake, repo: str) -> None:
     """Forget the rules (idempotent)."""
     rid = porcelain.get_repo(lake, repo).name
     event = Event(Verb.SETTINGS, rid, payload={"key": keys.GC_RULES, "value": None})
-    lake.events.before(event)
-    lake.kv.delete(keys.repo_partition(rid), keys.GC_RULES)
+    with announced(lake.events, event):
+        lake.kv.delete(keys.repo_partition(rid), keys.GC_RULES)
     lake.events.after(event)
 
 

@@ -23,12 +23,25 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import keys
+from lakectl.core import keys, replayorder
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Event, EventSink, Fanout, NoEvents, Verb
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix, set_many
-from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed, TooManyRetries
+from lakectl.errors import (
+    AlreadyExists,
+    Conflict,
+    DirtyBranch,
+    Forbidden,
+    HookFailed,
+    InvalidArgument,
+    KeyNotFound,
+    LakectlError,
+    NotFound,
+    NothingToCommit,
+    PredicateFailed,
+    TooManyRetries,
+)
 
 if TYPE_CHECKING:
     from lakectl.core.porcelain import Lake
@@ -213,18 +226,51 @@ class Journal:
             self._opened.discard(key)
         self._quietly(lambda: self.kv.delete(self.partition, key))
 
+    def failed(self, event: Event, error: BaseException) -> None:
+        """The verb raised after its intent: a refusal (the verb's own checks, a lost
+        compare-and-swap) changed nothing, and its intent is withdrawn; after any other error
+        the change may have landed, and the intent is decided from the lake, as recovery decides
+        a dead writer's (:mod:`lakectl.core.recovery`)."""
+        stack = self._stack()
+        which = _identity(event)
+        found = [i for i, (w, _, _) in enumerate(stack) if w == which]
+        if not found:
+            return
+        _, key, record = stack.pop(found[-1])
+        if isinstance(error, REFUSALS):
+            self._withdraw(key)
+        else:
+            self._decide(key, record)
+
+    def _decide(self, key: str, record: dict[str, Any]) -> None:
+        from lakectl.core.porcelain import Lake
+        from lakectl.core.recovery import decide
+
+        with self._lock:
+            self._opened.discard(key)
+        outcome = None
+        with contextlib.suppress(LakectlError):
+            outcome = decide(Lake(kv=self.kv, blocks=self.blocks), record)
+        if outcome is None:
+            self._quietly(lambda: self.kv.delete(self.partition, key))
+            return
+        done = {**record, "state": DONE, "event_payload": outcome, "recovered": True}
+        self._quietly(lambda: self._group.write(key, _encode(done)))
+        self._finished()
+
     def close(self) -> None:
-        """Withdraw the intents of verbs that raised and so never ended (a lake is closed only
-        once no verb runs on it: a refused ``lakectl commit`` leaves nothing behind), seal what
+        """Decide the intents of verbs that raised and so never ended (a lake is closed only
+        once no verb runs on it; a refused ``lakectl commit`` leaves nothing behind), seal what
         this writer finished, and unregister it once nothing of it is left."""
         self._stop.set()
         if self._keeper is not None:
             self._keeper.join()
             self._keeper = None
         with self._lock:
-            opened, self._opened = sorted(self._opened), set()
-        if opened:
-            self._quietly(lambda: delete_many(self.kv, self.partition, opened))
+            opened = sorted(self._opened)
+        for key in opened:
+            with contextlib.suppress(LakectlError):
+                self._decide(key, json.loads(self.kv.get(self.partition, key)))
         if self._registered:
             self._quietly(self._seal)
             self._quietly(self._unregister)
@@ -314,7 +360,10 @@ class Journal:
         _, key, record = stack.pop(found[-1])
         with self._lock:
             self._opened.discard(key)
-        done = {**record, "state": DONE, "event_payload": payload_of(event)}
+        payload = payload_of(event)
+        with contextlib.suppress(LakectlError):  # unsettled: a rebuild orders it by its clock
+            payload.update(replayorder.settle(self.kv, event))
+        done = {**record, "state": DONE, "event_payload": payload}
         self._quietly(lambda: self._group.write(key, _encode(done)))
         self._finished()
 
@@ -367,6 +416,11 @@ def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+REFUSALS = (InvalidArgument, NotFound, AlreadyExists, Conflict, Forbidden, PredicateFailed, DirtyBranch,
+            NothingToCommit, HookFailed)  # fmt: skip
+"""What a verb raises when it refused: nothing of its change landed."""
 
 
 def _identity(event: Event) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import BinaryIO
 
-from lakectl.core import history, journal, keys, protection, reads, refdiff
+from lakectl.core import history, journal, keys, protection, reads, refdiff, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -22,10 +22,11 @@ from lakectl.core.blocks.data import (
     write_bytes,
     write_object,
 )
-from lakectl.core.events import Event, EventSink, NoEvents, Verb
+from lakectl.core.events import Event, EventSink, NoEvents, Verb, announced
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
+    Moved,
     make_commit,
     merge_base,
     walk_log,
@@ -208,22 +209,24 @@ def create_repo(
     payload = {"default_branch": branch_id, "storage_namespace": namespace, "bare": bare}
     event = Event(Verb.CREATE_REPOSITORY, repo_id, payload={**payload, "creation_date": repo.creation_date})
     if bare:
-        lake.events.before(event)
-        lake.refs.create_repo(repo)
+        with announced(lake.events, event):
+            lake.refs.create_repo(repo)
         lake.events.after(event)
         return repo
     first = first_commit(lake, repo)
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
-    lake.events.before(event)
-    try:
-        lake.refs.create_branch(repo_id, Branch(branch_id, first.id, new_staging_token()))
-    except AlreadyExists:
-        # Another process is creating the same repository right now.
-        raise AlreadyExists(f"repository {name!r} already exists") from None
-    # The repository record goes last: a repository is visible only once it is whole.
-    lake.refs.create_repo(repo)
-    lake.events.after(event.done(commit_id=first.id, payload={**event.payload, "commit": _record(first)}))
+    with announced(lake.events, event):
+        default = Branch(branch_id, first.id, new_staging_token())
+        try:
+            lake.refs.create_branch(repo_id, default)
+        except AlreadyExists:
+            # Another process is creating the same repository right now.
+            raise AlreadyExists(f"repository {name!r} already exists") from None
+        # The repository record goes last: a repository is visible only once it is whole.
+        lake.refs.create_repo(repo)
+        done = {**event.payload, "commit": _record(first), **replayorder.moved(default)}
+    lake.events.after(event.done(commit_id=first.id, payload=done))
     return repo
 
 
@@ -244,9 +247,9 @@ def _stage(
     """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
     event = Event(verb, rid, bid, payload={"rows": rows})
-    lake.events.before(event)
-    lake.staging.write(rid, bid, updates)
-    lake.events.after(event)
+    with announced(lake.events, event):
+        tokens = lake.staging.write(rid, bid, updates)
+    lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 
 def get_repo(lake: Lake, name: str) -> Repository:
@@ -270,11 +273,11 @@ def list_repos(lake: Lake, after: str = "", amount: int | None = None) -> list[R
 def delete_repo(lake: Lake, name: str) -> None:
     repo = get_repo(lake, name)
     event = Event(Verb.DELETE_REPOSITORY, repo.name)
-    lake.events.before(event)
-    lake.refs.delete_repo_record(repo.name)
-    for branch in lake.refs.list_branches(repo.name):
-        lake.staging.drop_tokens(repo.name, branch.tokens)
-    drop_partition(lake.kv, keys.repo_partition(repo.name))
+    with announced(lake.events, event):
+        lake.refs.delete_repo_record(repo.name)
+        for branch in lake.refs.list_branches(repo.name):
+            lake.staging.drop_tokens(repo.name, branch.tokens)
+        drop_partition(lake.kv, keys.repo_partition(repo.name))
     lake.events.after(event)
 
 
@@ -292,9 +295,9 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
         )
     branch = Branch(bid, commit.id, new_staging_token())
     event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id)
-    lake.events.before(event)
-    lake.refs.create_branch(r.name, branch)
-    lake.events.after(event)
+    with announced(lake.events, event):
+        lake.refs.create_branch(r.name, branch)
+    lake.events.after(event.done(payload=replayorder.moved(branch)))
     return branch
 
 
@@ -332,10 +335,10 @@ def delete_branch(lake: Lake, repo: str, name: str) -> None:
     if branch.name == r.default_branch:
         raise ProtectedBranch(f"cannot delete the default branch {branch.name!r} of {r.name!r}")
     event = Event(Verb.DELETE_BRANCH, r.name, branch.name, commit_id=branch.commit_id)
-    lake.events.before(event)
-    lake.refs.delete_branch(r.name, branch.name)
-    lake.staging.drop_tokens(r.name, branch.tokens)
-    lake.events.after(event)
+    with announced(lake.events, event):
+        lake.refs.delete_branch(r.name, branch.name)
+        lake.staging.drop_tokens(r.name, branch.tokens)
+    lake.events.after(event.done(payload=replayorder.moved(None, branch.tokens)))
 
 
 def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) -> Tag:
@@ -346,11 +349,11 @@ def create_tag(lake: Lake, repo: str, name: str, ref: str, force: bool = False) 
         raise AlreadyExists(f"a branch named {name!r} exists in {r.name!r}: a tag may not shadow it")
     tag = Tag(tid, lake.refs.resolve(r.name, ref).commit.id)
     event = Event(Verb.CREATE_TAG, r.name, source_ref=ref, commit_id=tag.commit_id, tag=tid)
-    lake.events.before(event)
-    if force:
-        lake.refs.replace_tag(r.name, tag)
-    else:
-        lake.refs.create_tag(r.name, tag)
+    with announced(lake.events, event):
+        if force:
+            lake.refs.replace_tag(r.name, tag)
+        else:
+            lake.refs.create_tag(r.name, tag)
     lake.events.after(event)
     return tag
 
@@ -369,8 +372,8 @@ def list_tags(lake: Lake, repo: str, after: str = "", amount: int | None = None)
 def delete_tag(lake: Lake, repo: str, name: str) -> None:
     rid, tid = get_repo(lake, repo).name, check_tag_name(name)
     event = Event(Verb.DELETE_TAG, rid, commit_id=lake.refs.get_tag(rid, tid).commit_id, tag=tid)
-    lake.events.before(event)
-    lake.refs.delete_tag(rid, tid)
+    with announced(lake.events, event):
+        lake.refs.delete_tag(rid, tid)
     lake.events.after(event)
 
 
@@ -769,11 +772,18 @@ def commit(
     committer: str | None = None,
     allow_empty: bool = False,
     allow_empty_message: bool = False,
+    prefixes: Sequence[str] = (),
 ) -> Commit:
     """Commit the branch's staged changes; an empty message only with ``allow_empty_message``
-    (lakeFS's lakectl: ``--allow-empty-message``)."""
+    (lakeFS's lakectl: ``--allow-empty-message``). With ``prefixes``, only the changes under
+    them (a partial commit): the rest stays staged."""
     if not message and not allow_empty_message:
         raise InvalidArgument("a commit message is required (or allow an empty one: --allow-empty-message)")
+    under = check_prefixes(prefixes)
+    if under and allow_empty:
+        raise InvalidArgument(
+            "a partial commit (--prefix) commits changes: it cannot be empty (--allow-empty)"
+        )
     rid, bid = _write_target(lake, repo, branch)
     req = CommitRequest(
         message=check_message(message),
@@ -790,12 +800,33 @@ def commit(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
-        payload={"creation_date": req.creation_date},  # what finds the commit if its writer dies
+        # The creation date finds the commit if its writer dies (journal recovery).
+        payload={"creation_date": req.creation_date, **({"prefixes": under} if under else {})},
     )
-    lake.events.before(event)
-    done = lake.committer.commit(rid, bid, req)
-    lake.events.after(event.done(commit_id=done.id, payload={"commit": _record(done)}))
+    with announced(lake.events, event):
+        moved = Moved()
+        if under:
+            done = lake.committer.commit_prefixes(rid, bid, req, under, moved)
+        else:
+            done = lake.committer.commit(rid, bid, req, moved)
+        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+        if under:
+            made["prefixes"] = under
+    lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
+
+
+def check_prefixes(prefixes: Sequence[str]) -> list[str]:
+    """The prefixes of a partial commit, each a valid non-empty path prefix, without repeats
+    (an empty one would mean everything: a plain commit)."""
+    out: list[str] = []
+    for prefix in prefixes:
+        if not prefix:
+            raise InvalidArgument("an empty --prefix would commit everything: leave --prefix out for that")
+        check_path(prefix)
+        if prefix not in out:
+            out.append(prefix)
+    return out
 
 
 def commit_rows(
@@ -830,11 +861,14 @@ def commit_rows(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
+        # The creation date finds the commit if its writer dies (journal recovery).
         payload={"creation_date": req.creation_date},
     )
-    lake.events.before(event)
-    done = lake.committer.commit_tree(rid, bid, [head], updates, req, head.id)
-    lake.events.after(event.done(commit_id=done.id, payload={"commit": _record(done)}))
+    with announced(lake.events, event):
+        moved = Moved()
+        done = lake.committer.commit_tree(rid, bid, [head], updates, req, head.id, moved)
+        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
 
 
@@ -1012,9 +1046,11 @@ def merge(
             "creation_date": req.creation_date,
         },
     )
-    lake.events.before(event)
-    new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id)
-    lake.events.after(event.done(commit_id=new.id, payload={**event.payload, "commit": _record(new)}))
+    with announced(lake.events, event):
+        moved = Moved()
+        new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
+        made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
     return MergeResult(new, changed=True)
 
 
@@ -1072,9 +1108,11 @@ def _apply_commit_change(
         committer=req.committer,
         payload={"creation_date": req.creation_date},
     )
-    lake.events.before(event)
-    new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id)
-    lake.events.after(event.done(commit_id=new.id, payload={"commit": _record(new)}))
+    with announced(lake.events, event):
+        moved = Moved()
+        new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
+        made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
     return new
 
 
@@ -1110,11 +1148,12 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
             payload = {"kind": kind.value, "staging_token": b.staging_token}
             event = Event(Verb.RESET, rid, bid, payload=payload)
             lake.events.before(event)
+            fresh = Branch(b.name, b.commit_id, new_staging_token())
             try:
-                lake.refs.swap_branch(rid, raw, Branch(b.name, b.commit_id, new_staging_token()))
+                lake.refs.swap_branch(rid, raw, fresh)
             except PredicateFailed:
                 continue
-            lake.events.after(event)
+            lake.events.after(event.done(payload={**event.payload, **replayorder.moved(fresh, b.tokens)}))
             lake.staging.drop_tokens(rid, b.tokens)
             return n
         raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
-from lakectl.core.events import Event, Verb
+from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.refs import check_repo_name
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import update_with_retries
@@ -133,8 +133,8 @@ def _update(lake: Lake, repo: str, change: Any) -> Rules:
         return _encode(change(_decode(old)))
 
     event = Event(Verb.SETTINGS, rid, payload={"key": keys.BRANCH_PROTECTION})
-    lake.events.before(event)
-    rules = _decode(update_with_retries(lake.kv, keys.repo_partition(rid), keys.BRANCH_PROTECTION, apply))
+    with announced(lake.events, event):
+        rules = _decode(update_with_retries(lake.kv, keys.repo_partition(rid), keys.BRANCH_PROTECTION, apply))
     lake.events.after(event.done(payload={"key": keys.BRANCH_PROTECTION, "value": list(rules.patterns)}))
     return rules
 

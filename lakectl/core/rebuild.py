@@ -2,11 +2,21 @@
 (docs/decisions/0009-journal.md).
 
 The sealed batches are found among the blocks by what each says it is (Parquet schema
-metadata), chained by the locator of the batch before, and replayed in logical-timestamp order
-into an empty KV store: repositories, branches, tags, commits (each entry that made one carries
-the commit record), staged entries and settings. Writers seal what they finished on close and
-within a second; only what a process finished in its last second before it died together with
-the database is not in the blocks, and so not rebuilt.
+metadata), chained by the locator of the batch before, and replayed into an empty KV store:
+repositories, branches, tags, commits (each entry that made one carries the commit record),
+staged entries and settings. Writers seal what they finished on close and within a second; only
+what a process finished in its last second before it died together with the database is not in
+the blocks, and so not rebuilt.
+
+Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before
+each mutation, not the order in which concurrent mutations landed. Where that order would decide
+the outcome, the entries carry the engine's own state instead (:mod:`lakectl.core.replayorder`),
+and :class:`Replay` follows it: staged rows go to the staging tokens they were written to, a
+dropped token stays dropped, a branch gets the newest record its moves name (by the time its
+staging token was made, then the head's generation), of two writes of one path into one token
+the one read back as landed last wins, and a token written after the branch's last recorded move
+is its current token. Entries without that state (an older journal's; an intent that recovery
+decided for a dead writer) are replayed in order.
 """
 
 from __future__ import annotations
@@ -15,20 +25,31 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, keys, protection
+from lakectl.core import gc, journal, keys, protection, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.events import Verb
-from lakectl.core.graph.refs import new_staging_token
-from lakectl.core.graph.tree import Update
+from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.kv import KVStore
-from lakectl.core.kv.helpers import partitions
-from lakectl.core.model import Branch, BranchId, Commit, CommitId, Repository, RepositoryId, Row, Tag, TagId
+from lakectl.core.kv.helpers import partitions, set_many
+from lakectl.core.model import (
+    TOMBSTONE,
+    Branch,
+    BranchId,
+    Commit,
+    CommitId,
+    Repository,
+    RepositoryId,
+    StagingToken,
+    Tag,
+    TagId,
+    encode_row,
+)
 from lakectl.core.porcelain import Lake, delete_repo
-from lakectl.errors import AlreadyExists, IntegrityError
+from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -109,9 +130,11 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     batches = find_batches(blocks)
     lake = Lake(kv=kv, blocks=blocks)
     count = 0
+    replaying = Replay(lake)
     for entry in _entries(blocks, batches):
-        replay(lake, entry)
+        replaying.apply(entry)
         count += 1
+    replaying.finish()
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journal._encode({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
@@ -136,40 +159,235 @@ def _entries(blocks: BlockAdapter, batches: list[dict[str, Any]]) -> Iterator[jo
         yield from journal._read_batch(blocks, batch["locator"])
 
 
-def replay(lake: Lake, entry: journal.Entry) -> None:
-    """Apply one journal entry to the lake's metadata, as the verb it records left it."""
-    rid = RepositoryId(entry.repo_id)
-    p = entry.event_payload
-    verb = Verb(entry.event_type)
-    bid = BranchId(p.get("branch", ""))
-    if verb is Verb.CREATE_REPOSITORY:
-        repo = Repository(rid, BranchId(p["default_branch"]), int(p["creation_date"]), p["storage_namespace"])
-        if not p.get("bare"):
-            first = _commit(lake, rid, p)
-            lake.refs.create_branch(rid, Branch(repo.default_branch, first.id, new_staging_token()))
-        lake.refs.create_repo(repo)
-    elif verb is Verb.DELETE_REPOSITORY:
-        delete_repo(lake, rid)
-    elif verb in (Verb.WRITE_OBJECTS, Verb.DELETE_OBJECTS) or (verb is Verb.RESET and "rows" in p):
-        lake.staging.write(rid, bid, _rows(p))
-    elif verb is Verb.RESET:
-        _move(lake, rid, bid, None)
-    elif verb in (Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
-        _move(lake, rid, bid, _commit(lake, rid, p).id)
-    elif verb is Verb.CREATE_BRANCH:
-        lake.refs.create_branch(rid, Branch(bid, CommitId(p["commit_id"]), new_staging_token()))
-    elif verb is Verb.DELETE_BRANCH:
-        branch = lake.refs.get_branch(rid, bid)
-        lake.refs.delete_branch(rid, bid)
-        lake.staging.drop_tokens(rid, branch.tokens)
-    elif verb is Verb.CREATE_TAG:
-        lake.refs.replace_tag(rid, Tag(TagId(p["tag"]), CommitId(p["commit_id"])))
-    elif verb is Verb.DELETE_TAG:
-        lake.refs.delete_tag(rid, TagId(p["tag"]))
-    elif verb is Verb.SETTINGS:
-        _setting(lake, rid, p)
-    # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
-    # READ_OBJECT: an audited read changed nothing.
+class Replay:
+    """Replays a journal's entries into a lake, independently of their order where the engine's
+    own state decides (:mod:`lakectl.core.replayorder`): staged rows go to the tokens they were
+    written to, a branch takes the newest record its moves name, a dropped token stays dropped,
+    and of two staged writes of one path into one token the one that landed last wins."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        self.current: dict[tuple[RepositoryId, BranchId], tuple[Branch, tuple[int, int]]] = {}
+        self.dead: dict[RepositoryId, set[str]] = {}
+        self.clocks: dict[tuple[RepositoryId, str], dict[str, int]] = {}
+        """Per live token written, per path, the clock of the write whose row it holds."""
+        self.written: dict[tuple[RepositoryId, str], BranchId] = {}
+        self.dated: set[str] = set()
+        """Tokens this replay made for entries of an older journal, dated by the entry."""
+        self.kept: dict[tuple[RepositoryId, str], tuple[str, list[str]]] = {}
+        """A token a partial commit took, to the token it kept the rest in and its prefixes."""
+        self.alias: dict[tuple[RepositoryId, str], str] = {}
+        """A token of the older random form, which entries of an older journal never named, to
+        the token this replay made for it."""
+
+    def apply(self, entry: journal.Entry) -> None:
+        lake = self.lake
+        rid = RepositoryId(entry.repo_id)
+        p = entry.event_payload
+        verb = Verb(entry.event_type)
+        bid = BranchId(p.get("branch", ""))
+        at = entry.time * 1000
+        if verb is Verb.CREATE_REPOSITORY:
+            repo = Repository(
+                rid, BranchId(p["default_branch"]), int(p["creation_date"]), p["storage_namespace"]
+            )
+            if not p.get("bare"):
+                first = _commit(lake, rid, p)
+                made = replayorder.record_of(repo.default_branch, p)
+                self._move(
+                    rid,
+                    repo.default_branch,
+                    made or Branch(repo.default_branch, first.id, self._dated(at)),
+                    [],
+                    at,
+                )
+            lake.refs.create_repo(repo)
+        elif verb is Verb.DELETE_REPOSITORY:
+            delete_repo(lake, rid)
+            self._forget(rid)
+        elif verb in replayorder.STAGED and "rows" in p:
+            self._stage(rid, bid, p, at)
+        elif verb in (Verb.RESET, Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
+            head = _commit(lake, rid, p).id if verb is not Verb.RESET else None
+            made = replayorder.record_of(bid, p)
+            if made is not None and p.get("prefixes"):
+                self._keep(rid, made, p.get("dropped", []), p["prefixes"])
+            if made is not None:
+                self._move(rid, bid, made, p.get("dropped", []), at)
+                return
+            if head is not None and p.get("prefixes"):
+                # No record named (an intent recovery decided): the rest kept, as of the entry.
+                was = self._branch(rid, bid)
+                made = Branch(bid, head, self._dated(at), (self._dated(at + 1),))
+                if self._newer(rid, made):
+                    self._keep(rid, made, list(was.tokens), p["prefixes"])
+                    self._move(rid, bid, made, was.tokens, at)
+                return
+            # No record named (an older journal; an intent recovery decided): the branch at the
+            # commit with nothing staged, as of the entry's time, unless a newer record is in.
+            was = self._branch(rid, bid)
+            dated = Branch(bid, head or was.commit_id, self._dated(at))
+            if self._newer(rid, dated):
+                self._move(rid, bid, dated, was.tokens, at)
+        elif verb is Verb.CREATE_BRANCH:
+            made = replayorder.record_of(bid, p)
+            self._move(rid, bid, made or Branch(bid, CommitId(p["commit_id"]), self._dated(at)), [], at)
+        elif verb is Verb.DELETE_BRANCH:
+            dropped = p["dropped"] if "dropped" in p else list(self._branch(rid, bid).tokens)
+            self._drop(rid, dropped)
+            held = self.current.get((rid, bid))
+            # A record newer than the deleted one (the branch made again) stays.
+            if held is not None and held[0].staging_token in self.dead.get(rid, set()):
+                lake.refs.delete_branch(rid, bid)
+                del self.current[(rid, bid)]
+        elif verb is Verb.RESTORE_REFS:
+            commits = [Commit.decode(str(record).encode()) for record in p["commits"]]
+            records = [(keys.commit_key(c.id), c.encode()) for c in commits]
+            set_many(lake.kv, keys.repo_partition(rid), records)
+            for name, cid in p["tags"]:
+                lake.refs.replace_tag(rid, Tag(TagId(name), CommitId(cid)))
+            for name, record in p["branches"].items():
+                made = replayorder.record_of(name, {"branch_record": record})
+                assert made is not None
+                self._move(rid, BranchId(name), made, [], at)
+        elif verb is Verb.CREATE_TAG:
+            lake.refs.replace_tag(rid, Tag(TagId(p["tag"]), CommitId(p["commit_id"])))
+        elif verb is Verb.DELETE_TAG:
+            lake.refs.delete_tag(rid, TagId(p["tag"]))
+        elif verb is Verb.SETTINGS:
+            _setting(lake, rid, p)
+        # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
+        # READ_OBJECT: an audited read changed nothing.
+
+    def _dated(self, at: int) -> StagingToken:
+        token = new_staging_token(at)
+        self.dated.add(token)
+        return token
+
+    def _token(self, rid: RepositoryId, bid: BranchId, token: str) -> str:
+        """The token a write names, as this replay knows it: a branch made by an older journal's
+        entries has a token this replay dated; a write of this version into the token that branch
+        really had (of the older random form) goes to it."""
+        if (rid, token) not in self.alias and token_time(token) is None:
+            held = self.current.get((rid, bid))
+            if held is not None and held[0].staging_token in self.dated:
+                self.alias[(rid, token)] = held[0].staging_token
+        return self.alias.get((rid, token), token)
+
+    def _branch(self, rid: RepositoryId, bid: BranchId) -> Branch:
+        held = self.current.get((rid, bid))
+        return held[0] if held is not None else self.lake.refs.get_branch(rid, bid)
+
+    def _keep(self, rid: RepositoryId, made: Branch, dropped: list[str], prefixes: list[str]) -> None:
+        """A partial commit's kept token: what its dropped tokens held outside ``prefixes``
+        (newest token first), with the clocks of the writes it came from; a write the journal
+        replays later into one of those tokens goes there too (:meth:`_stage`)."""
+        known = set(dropped)
+        kept = next((t for t in made.sealed_tokens if t not in known), None)
+        if kept is None:
+            return  # nothing stayed staged
+        sources = [self.alias.get((rid, t), t) for t in dropped]
+        live = [StagingToken(t) for t in sources if t not in self.dead.get(rid, set())]
+        clocks = self.clocks.setdefault((rid, kept), {})
+        items = []
+        for path, value in self.lake.staging.iter_staged(rid, live):
+            if not _under(path, prefixes):
+                items.append((path, value))
+                clock = max((self.clocks.get((rid, t), {}).get(path, -1) for t in sources), default=-1)
+                clocks[path] = max(clock, clocks.get(path, -1))
+        set_many(self.lake.kv, keys.staging_partition(rid, kept), items)
+        self.written[(rid, kept)] = made.name
+        for token in sources:
+            self.kept[(rid, token)] = (kept, prefixes)
+
+    def _stage(self, rid: RepositoryId, bid: BranchId, p: Mapping[str, Any], at: int) -> None:
+        # An older journal's entry went to whatever token the branch had then.
+        tokens = p.get("tokens") or [self._branch(rid, bid).staging_token]
+        clock = int(p.get("settled", at))
+        lost: Mapping[str, list[str]] = p.get("lost", {})
+        dead = self.dead.get(rid, set())
+        for named in dict.fromkeys(self._token(rid, bid, t) for t in tokens):
+            token, prefixes = named, None
+            if named in dead and (rid, named) in self.kept:
+                # Into a token a partial commit took: what it did not commit, it kept.
+                token, prefixes = self.kept[(rid, named)]
+            if token in dead:
+                continue  # dropped by a commit or reset that the journal has already replayed
+            clocks = self.clocks.setdefault((rid, token), {})
+            beaten = set(lost.get(token, ()))
+            items = []
+            for path, row in p["rows"]:
+                if prefixes is not None and _under(path, prefixes):
+                    continue  # committed by the partial commit that took its token
+                if path in beaten or clocks.get(path, -1) > clock:
+                    continue  # another write of the path landed after this one
+                clocks[path] = clock
+                items.append((path, encode_row(replayorder.row_of(row)) if row is not None else TOMBSTONE))
+            set_many(self.lake.kv, keys.staging_partition(rid, StagingToken(token)), items)
+            self.written[(rid, token)] = bid
+
+    def _move(self, rid: RepositoryId, bid: BranchId, made: Branch, dropped: Iterable[str], at: int) -> None:
+        self._drop(rid, dropped)
+        if made.staging_token in self.dead.get(rid, set()):
+            return  # a record older than a move already replayed
+        order = replayorder.record_order(made, self._generation(rid, made.commit_id), at)
+        held = self.current.get((rid, bid))
+        if held is None or order > held[1]:
+            self._set(rid, made, order)
+
+    def _newer(self, rid: RepositoryId, made: Branch) -> bool:
+        held = self.current.get((rid, made.name))
+        order = replayorder.record_order(made, self._generation(rid, made.commit_id), 0)
+        return held is None or order > held[1]
+
+    def _set(self, rid: RepositoryId, made: Branch, order: tuple[int, int]) -> None:
+        self.lake.kv.set(keys.repo_partition(rid), keys.branch_key(made.name), made.encode())
+        self.current[(rid, made.name)] = (made, order)
+
+    def _generation(self, rid: RepositoryId, cid: CommitId) -> int:
+        try:
+            return self.lake.refs.get_commit(rid, cid).generation
+        except CommitNotFound:
+            return 0
+
+    def _drop(self, rid: RepositoryId, tokens: Iterable[str]) -> None:
+        dead = self.dead.setdefault(rid, set())
+        for named in tokens:
+            token = self.alias.get((rid, named), named)
+            dead.add(token)
+            self.clocks.pop((rid, token), None)
+            self.written.pop((rid, token), None)
+            self.lake.staging.drop_tokens(rid, [StagingToken(token)])
+
+    def _forget(self, rid: RepositoryId) -> None:
+        self.current = {k: v for k, v in self.current.items() if k[0] != rid}
+        self.clocks = {k: v for k, v in self.clocks.items() if k[0] != rid}
+        self.dead.pop(rid, None)
+        self.alias = {k: v for k, v in self.alias.items() if k[0] != rid}
+
+    def finish(self) -> None:
+        """What is staged once every entry is in. A token written after the last journalled
+        move of its branch (made by a commit that then found nothing to commit, or died) is the
+        branch's token: the writes confirmed it was. A token that no branch holds is dropped."""
+        newer: dict[tuple[RepositoryId, BranchId], list[str]] = {}
+        for (rid, token), bid in self.written.items():
+            held = self.current.get((rid, bid))
+            if held is None or token in held[0].tokens:
+                continue
+            made = token_time(token)
+            if made is not None and made > (token_time(held[0].staging_token) or 0):
+                newer.setdefault((rid, bid), []).append(token)
+        for (rid, bid), tokens in newer.items():
+            was, order = self.current[(rid, bid)]
+            ordered = sorted(tokens, key=lambda t: token_time(t) or 0, reverse=True)
+            adopted = Branch(
+                bid, was.commit_id, StagingToken(ordered[0]), (*map(StagingToken, ordered[1:]), *was.tokens)
+            )
+            self._set(rid, adopted, order)
+        held_tokens = {(rid, t) for (rid, _), (b, _) in self.current.items() for t in b.tokens}
+        for rid, token in list(self.written):
+            if (rid, token) not in held_tokens:
+                self.lake.staging.drop_tokens(rid, [StagingToken(token)])
 
 
 def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit:
@@ -178,21 +396,8 @@ def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit
     return commit
 
 
-def _rows(payload: Mapping[str, Any]) -> list[Update]:
-    return [(path, _row(row) if row is not None else None) for path, row in payload["rows"]]
-
-
-def _row(row: list[Any]) -> Row:
-    size, checksum, locators, mtime, content_type, metadata = row
-    return (int(size), str(checksum), str(locators), int(mtime), str(content_type), str(metadata))
-
-
-def _move(lake: Lake, rid: RepositoryId, bid: BranchId, commit: CommitId | None) -> None:
-    """The branch at ``commit`` (None: where it is) with nothing staged: as a commit or a reset
-    leaves it."""
-    branch, raw = lake.refs.get_branch_raw(rid, bid)
-    lake.refs.swap_branch(rid, raw, Branch(bid, commit or branch.commit_id, new_staging_token()))
-    lake.staging.drop_tokens(rid, branch.tokens)
+def _under(path: str, prefixes: list[str]) -> bool:
+    return any(path.startswith(prefix) for prefix in prefixes)
 
 
 def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:

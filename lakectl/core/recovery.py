@@ -116,6 +116,9 @@ def _decide_state(
         return payload if tag.commit_id == payload.get("commit_id") else None
     if verb is Verb.DELETE_TAG:
         return None if _exists(lambda: refs.get_tag(rid, TagId(payload["tag"]))) else payload
+    if verb is Verb.RESTORE_REFS:  # branches go last: one of them there, the refs are in
+        names = [BranchId(n) for n in payload.get("branches", {})]
+        return payload if any(_exists(lambda n=n: refs.get_branch(rid, n)) for n in names) else None
     if "rows" in payload:  # staged writes and deletes, one batch: all of it or none
         branch = refs.get_branch(rid, bid)
         for path, row in payload["rows"]:

@@ -24,6 +24,7 @@ from typing import Any
 from lakectl.core import keys
 from lakectl.core.blocks.data import write_bytes
 from lakectl.core.blocks.locator import parse_locator
+from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.refs import (
     COMMIT_ID,
     check_branch_name,
@@ -34,6 +35,7 @@ from lakectl.core.graph.refs import (
 from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.core.model import BLOCK_SIZE, Branch, Commit, CommitId, RepositoryId, Tag
 from lakectl.core.porcelain import Lake, get_repo
+from lakectl.core.replayorder import moved
 from lakectl.errors import Conflict, InvalidArgument, KeyNotFound, NotFound
 
 FORMAT = 1
@@ -165,14 +167,26 @@ def restore(lake: Lake, repo: str, manifest: RefsManifest) -> dict[str, int]:
         raise InvalidArgument(
             f"the dump has no branch {r.default_branch!r}, the default branch of {r.name!r}"
         )
-    partition = keys.repo_partition(r.name)
-    set_many(lake.kv, partition, [(keys.commit_key(c.id), c.encode()) for c in commits.values()])
-    for tag in tags:
-        lake.refs.create_tag(r.name, tag)
-    # Branches last, each by compare-and-swap: a concurrent restore into the same repository
-    # fails here rather than mixing two dumps' heads.
-    for branch in branches:
-        lake.refs.create_branch(r.name, branch)
+    # The journal's entry carries the records themselves: a rebuild needs no dump blocks.
+    event = Event(
+        Verb.RESTORE_REFS,
+        r.name,
+        payload={
+            "commits": [c.encode().decode() for c in commits.values()],
+            "tags": [[t.name, t.commit_id] for t in tags],
+            "branches": {b.name: moved(b)["branch_record"] for b in branches},
+        },
+    )
+    with announced(lake.events, event):
+        partition = keys.repo_partition(r.name)
+        set_many(lake.kv, partition, [(keys.commit_key(c.id), c.encode()) for c in commits.values()])
+        for tag in tags:
+            lake.refs.create_tag(r.name, tag)
+        # Branches last, each by compare-and-swap: a concurrent restore into the same repository
+        # fails here rather than mixing two dumps' heads.
+        for branch in branches:
+            lake.refs.create_branch(r.name, branch)
+    lake.events.after(event)
     return {"commits": len(commits), "tags": len(tags), "branches": len(branches)}
 
 

@@ -16,7 +16,8 @@ Writing: each task writes its rows as one object, cut into blocks and stored as 
 reports the blocks to the driver. Only when Spark commits the job does the driver stage every
 file on the branch in one write (with ``overwrite``, replacing what was under the prefix in that
 same write); a failed or aborted job stages nothing, and its blocks are garbage for ``gc run``.
-``commit_message`` also commits the branch.
+``commit_message`` also commits what the job wrote (a partial commit of its prefix: whatever
+else is staged on the branch stays staged).
 """
 
 from __future__ import annotations
@@ -470,10 +471,12 @@ class LakeFSWriter(DataSourceArrowWriter):
         backend = self.source.lake.backend()
         try:
             backend.import_manifest(t.repo, t.ref, t.prefix, format_manifest(files), self.overwrite)
-            if self.message and backend.diff_uncommitted(t.repo, t.ref):
+            if self.message and backend.diff_uncommitted(t.repo, t.ref, t.prefix):
                 rows = sum(m.rows for m in messages if isinstance(m, Written))
                 metadata = {"spark.rows": str(rows), "spark.files": str(len(files))}
-                backend.commit(t.repo, t.ref, self.message, metadata)
+                # The job's own prefix only: what others staged on the branch stays staged.
+                prefixes = [t.prefix] if t.prefix else []
+                backend.commit(t.repo, t.ref, self.message, metadata, prefixes=prefixes)
         finally:
             backend.close()
 

@@ -45,6 +45,8 @@ class CommitCreation(Body):
     date: int | None = None
     allow_empty: bool = False
     force: bool = False
+    prefixes: list[str] = []
+    """lakectl's extension: commit only the changes under these (the rest stays staged)."""
 
 
 class ResetCreation(Body):

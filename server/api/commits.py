@@ -30,13 +30,22 @@ def commit(
     source_metarange: str | None = Query(None),
     allow_empty_message: bool = Query(False, description="lakectl extension: commit with an empty message"),
 ) -> dict[str, Any]:
-    """Commit the branch's staged changes; the committer is the authenticated user."""
+    """Commit the branch's staged changes (lakectl's extension ``prefixes``: only those under
+    them); the committer is the authenticated user."""
     if source_metarange:
         raise unsupported("source_metarange")
     if body.date is not None:
         raise unsupported("date")
     c = p.commit(
-        lake, repository, branch, body.message, body.metadata, user.id, body.allow_empty, allow_empty_message
+        lake,
+        repository,
+        branch,
+        body.message,
+        body.metadata,
+        user.id,
+        body.allow_empty,
+        allow_empty_message,
+        prefixes=body.prefixes,
     )
     return shapes.commit(c)
 

@@ -22,7 +22,7 @@ from lakectl.core import gc, journal, keys, protection, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.sqlite import SQLiteStore
-from lakectl.core.model import ResetKind
+from lakectl.core.model import Commit, ResetKind
 from lakectl.core.porcelain import Lake
 from lakectl.errors import AlreadyExists, IntegrityError, LakectlError
 
@@ -98,23 +98,35 @@ def apply(lake: Lake, op: tuple[Any, ...]) -> None:
         p.delete_repo(lake, args[0])
 
 
-def state(lake: Lake) -> dict[str, Any]:
-    """Everything a user can see of the lake's metadata and data, staging tokens aside."""
+def state(lake: Lake, dangling: bool = True) -> dict[str, Any]:
+    """Everything a user can see of the lake's metadata and data, and the staged rows as stored;
+    the names of staging tokens aside. ``dangling=False``: only the commits a branch or a tag
+    reaches (under concurrency, a merge refused at its CAS has stored a commit no ref reaches
+    and no journal entry names)."""
     out: dict[str, Any] = {}
     for r in lake.refs.list_repos():
         part = keys.repo_partition(r.name)
         repo_state: dict[str, Any] = {"record": r.encode()}
-        repo_state["commits"] = sorted(v for k, v in lake.kv.scan(part) if k.startswith(keys.COMMIT_PREFIX))
+        stored = sorted(v for k, v in lake.kv.scan(part) if k.startswith(keys.COMMIT_PREFIX))
+        if not dangling:
+            refs = [b.name for b in lake.refs.list_branches(r.name)] + [
+                t.name for t in lake.refs.list_tags(r.name)
+            ]
+            reached = {c.id for ref in refs for c in p.log(lake, r.name, ref)}
+            stored = [v for v in stored if Commit.decode(v).id in reached]
+        repo_state["commits"] = stored
         repo_state["tags"] = sorted((t.name, t.commit_id) for t in lake.refs.list_tags(r.name))
         for key in (keys.GC_RULES, keys.BRANCH_PROTECTION):
             repo_state[key] = dict(lake.kv.scan(part, key)).get(key)
         for b in lake.refs.list_branches(r.name):
             staged = sorted((c.path, c.type.value, c.new) for c in lake.staging.changes(r.name, b))
+            # Staged rows as stored, those that change nothing included, newest token first.
+            staged_raw = list(lake.staging.iter_staged(r.name, b.tokens))
             objects = {
                 o.path: b"".join(p.read(lake, r.name, b.name, o.path))
                 for o in p.list_objects(lake, r.name, b.name)
             }
-            repo_state[f"branch {b.name}"] = (b.commit_id, staged, objects)
+            repo_state[f"branch {b.name}"] = (b.commit_id, staged, staged_raw, objects)
         out[r.name] = repo_state
     return out
 

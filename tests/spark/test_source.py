@@ -230,6 +230,19 @@ def test_commit_message_commits_the_branch_and_overwrite_replaces_the_prefix(
     assert read(spark, f"lakefs://{repo}/etl/out").count() == 200
 
 
+def test_commit_message_commits_only_the_jobs_own_prefix(spark: Any, lake: Lake, repo: str) -> None:
+    lake.backend.create_branch(repo, "etl", "main")
+    lake.backend.upload(repo, "etl", "other/by-someone-else.csv", b"staged elsewhere\n")
+    lake.backend.upload(repo, "etl", "out_archive/x.csv", b"not under out/\n")
+    df = read(spark, f"lakefs://{repo}/main/events")
+    write(df.coalesce(1), f"lakefs://{repo}/etl/out", commit_message="orders job")
+    head = lake.backend.get_commit(repo, "etl")
+    assert head.message == "orders job"
+    still = sorted(c.path for c in lake.backend.diff_uncommitted(repo, "etl"))
+    assert still == ["other/by-someone-else.csv", "out_archive/x.csv"]
+    assert lake.paths(repo, head.id, "other/") == [] and len(lake.paths(repo, head.id, "out/")) == 1
+
+
 def test_a_failing_job_leaves_the_branch_exactly_as_before(spark: Any, lake: Lake, repo: str) -> None:
     from pyspark.sql.functions import udf
 

@@ -27,6 +27,9 @@ class Recorder:
     def after(self, event: Event) -> None:
         self.seen.append(("after", event))
 
+    def failed(self, event: Event, error: BaseException) -> None:
+        self.seen.append(("failed", event))
+
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Iterator[p.Lake]:

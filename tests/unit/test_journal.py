@@ -119,6 +119,9 @@ def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
         def after(self, event: Event) -> None:
             pass
 
+        def failed(self, event: Event, error: BaseException) -> None:
+            pass
+
     journal_sink = lake.events
     lake.events = Fanout([Refuser(), journal_sink])
     with pytest.raises(PredicateFailed):
@@ -395,3 +398,29 @@ def test_a_writer_is_dead_when_its_process_is_gone_or_its_heartbeat_old() -> Non
     assert journal.is_alive(elsewhere)
     assert not journal.is_alive({**elsewhere, "heartbeat": time.time() - journal.LEASE - 1})
     assert journal.is_alive({})  # a record that cannot say is never recovered from under a writer
+
+
+def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tmp_path: Path) -> None:
+    from lakectl.core import rebuild, refsdump
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.kv.sqlite import SQLiteStore
+    from tests.property.test_journal_rebuild import state
+
+    p.create_repo(lake, "src")
+    p.upload(lake, "src", "main", "a.csv", b"1\n")
+    p.commit(lake, "src", "main", "one")
+    p.create_branch(lake, "src", "dev", "main")
+    p.create_tag(lake, "src", "v1", "main")
+    p.create_repo(lake, "copy", "main", bare=True)
+    refsdump.restore(lake, "copy", refsdump.dump(lake, "src"))
+    (entry,) = journal.tail(lake.kv, lake.blocks, amount=1)
+    assert (entry.event_type, entry.repo_id) == ("restore-refs", "copy")
+    assert sorted(entry.event_payload["branches"]) == ["dev", "main"]
+    assert entry.event_payload["tags"] == [["v1", p.get_branch(lake, "src", "main").commit_id]]
+    expected = state(lake)
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    try:
+        rebuild.rebuild(LocalAdapter(str(tmp_path / "lake" / "blocks")), fresh)
+        assert state(p.Lake(kv=fresh, blocks=lake.blocks)) == expected
+    finally:
+        fresh.close()

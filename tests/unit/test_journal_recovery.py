@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import gc, journal, keys, rebuild
+from lakectl.core import gc, journal, keys, rebuild, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.errors import AlreadyExists, NothingToCommit, StorageError
 from tests.property.test_journal_rebuild import state
 
 REPO = "rec"
@@ -95,6 +96,7 @@ VERBS: dict[str, Callable[[p.Lake], Any]] = {
     "create-repository": lambda lake: p.create_repo(lake, "other"),
     "delete-repository": lambda lake: p.delete_repo(lake, REPO),
     "settings": lambda lake: gc.set_rules(lake, REPO, RULES),
+    "restore-refs": lambda lake: refsdump.restore(lake, "copy", refsdump.dump(lake, REPO)),
 }
 PREPARE = {"commit": "m.csv", "reset": "x.csv"}
 """Staged by a living writer first, for the verbs that need something staged."""
@@ -103,6 +105,8 @@ PREPARE = {"commit": "m.csv", "reset": "x.csv"}
 def prepare(lake: p.Lake, name: str) -> None:
     if name in PREPARE:
         p.upload(lake, REPO, "main", PREPARE[name], b"staged\n")
+    if name == "restore-refs":
+        p.create_repo(lake, "copy", "main", bare=True)
 
 
 def rebuilt_state(lake: p.Lake, tmp_path: Path) -> dict[str, Any]:
@@ -169,3 +173,36 @@ def test_a_living_writers_open_intent_is_left_alone(lake: p.Lake) -> None:
     pending = [json.loads(v)["state"] for _, v in lake.kv.scan(writer.partition)]
     assert pending == [journal.PENDING]
     writer.close()
+
+
+def _pending(lake: p.Lake) -> list[dict[str, Any]]:
+    sink = journal._find(lake.events)
+    assert sink is not None
+    records = [json.loads(v) for _, v in lake.kv.scan(sink.partition)]
+    return [r for r in records if r["state"] == journal.PENDING]
+
+
+def test_a_refused_verb_withdraws_its_intent_at_once(lake: p.Lake) -> None:
+    before = sealed_types(lake)
+    with pytest.raises(AlreadyExists):
+        p.create_branch(lake, REPO, "dev", "main")  # refused by its compare-and-swap
+    with pytest.raises(NothingToCommit):
+        p.commit(lake, REPO, "dev", "nothing staged")
+    assert _pending(lake) == []  # no need to wait for the lake to close
+    assert sealed_types(lake) == before
+
+
+def test_a_verb_that_failed_after_its_change_landed_is_journalled(
+    lake: p.Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(repo: Any, tokens: Any) -> None:
+        raise StorageError("the disk went away")
+
+    before = sealed_types(lake)
+    monkeypatch.setattr(lake.staging, "drop_tokens", broken)
+    with pytest.raises(StorageError):
+        p.delete_branch(lake, REPO, "dev")  # the branch is gone; dropping its staging failed
+    monkeypatch.undo()
+    assert _pending(lake) == []
+    assert sealed_types(lake) == [*before, "delete-branch"]
+    assert rebuilt_state(lake, tmp_path) == state(lake)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.graph.refs import RefStore, commit_id_of, new_staging_token
@@ -17,6 +17,7 @@ from lakectl.core.model import (
     CommitId,
     MetaRangeId,
     RepositoryId,
+    StagingToken,
 )
 from lakectl.errors import DirtyBranch, NothingToCommit, PredicateFailed, TooManyRetries
 
@@ -30,6 +31,15 @@ class CommitRequest:
     metadata: Mapping[str, str]
     creation_date: int
     allow_empty: bool = False
+
+
+@dataclass(slots=True)
+class Moved:
+    """What a branch move left, for the journal: the record its final compare-and-swap wrote and
+    the staging tokens it dropped (filled in by :class:`Committer` when given)."""
+
+    branch: Branch | None = None
+    dropped: tuple[StagingToken, ...] = field(default_factory=tuple)
 
 
 def make_commit(
@@ -66,7 +76,9 @@ class Committer:
         self.trees = trees
         self.blocks = blocks
 
-    def commit(self, repo: RepositoryId, name: BranchId, req: CommitRequest) -> Commit:
+    def commit(
+        self, repo: RepositoryId, name: BranchId, req: CommitRequest, moved: Moved | None = None
+    ) -> Commit:
         branch, raw = self._seal(repo, name, req.allow_empty)
         for _ in range(CAS_ATTEMPTS):
             head = self.refs.get_commit(repo, branch.commit_id)
@@ -90,16 +102,82 @@ class Committer:
             except PredicateFailed:
                 branch, raw = self.refs.get_branch_raw(repo, name)
                 continue
+            if moved is not None:
+                moved.branch, moved.dropped = updated, tuple(applied)
             self.staging.drop_tokens(repo, applied)
             if new_head is None:
                 raise NothingToCommit(f"nothing to commit on branch {name!r}")
             return new_head
         raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
 
+    def commit_prefixes(
+        self,
+        repo: RepositoryId,
+        name: BranchId,
+        req: CommitRequest,
+        prefixes: Sequence[str],
+        moved: Moved | None = None,
+    ) -> Commit:
+        """Commit only the staged changes under ``prefixes``; the rest stays staged.
+
+        As :meth:`commit`, writers are never blocked: (1) seal the branch's tokens (writes go to
+        a fresh one meanwhile); (2) apply the sealed changes under the prefixes onto the head's
+        tree, and copy the others into one new token; (3) CAS the branch to the new commit with
+        that token in place of the sealed ones, which are dropped. The copy costs what is staged
+        outside the prefixes, never the size of the repository."""
+        branch = self.refs.get_branch(repo, name)
+        if not any(True for _ in self._changes_under(repo, branch, prefixes)):
+            raise NothingToCommit(
+                f"nothing to commit under {', '.join(map(repr, prefixes))} on branch {name!r}"
+            )
+        branch, raw = self._seal(repo, name, allow_empty=True)
+        for _ in range(CAS_ATTEMPTS):
+            head = self.refs.get_commit(repo, branch.commit_id)
+            applied = branch.sealed_tokens
+            under: list[Update] = []
+            rest: list[Update] = []
+            for path, row in self.staging.staged_updates(repo, applied):
+                (under if _under(path, prefixes) else rest).append((path, row))
+            mid = self.trees.apply(head.meta_range_id, under)
+            new_head: Commit | None = None
+            if mid != head.meta_range_id:
+                new_head = make_commit((head.id,), [head], mid, req)
+                self.blocks.sync()
+                self.refs.put_commit(repo, new_head)
+            kept = new_staging_token()
+            if rest:
+                self.staging.fill(repo, kept, rest)
+            updated = Branch(
+                name=branch.name,
+                commit_id=new_head.id if new_head else head.id,
+                staging_token=branch.staging_token,
+                sealed_tokens=((kept,) if rest else ())
+                + tuple(t for t in branch.sealed_tokens if t not in applied),
+            )
+            try:
+                self.refs.swap_branch(repo, raw, updated)
+            except PredicateFailed:
+                self.staging.drop_tokens(repo, [kept])
+                branch, raw = self.refs.get_branch_raw(repo, name)
+                continue
+            if moved is not None:
+                moved.branch, moved.dropped = updated, tuple(applied)
+            self.staging.drop_tokens(repo, applied)
+            if new_head is None:
+                raise NothingToCommit(f"nothing to commit under the prefixes on branch {name!r}")
+            return new_head
+        raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
+
+    def _changes_under(self, repo: RepositoryId, branch: Branch, prefixes: Sequence[str]) -> Iterator[object]:
+        for prefix in prefixes:
+            yield from self.staging.changes(repo, branch, prefix)
+
     def _seal(self, repo: RepositoryId, name: BranchId, allow_empty: bool) -> tuple[Branch, bytes]:
         for _ in range(CAS_ATTEMPTS):
             branch, raw = self.refs.get_branch_raw(repo, name)
-            if not allow_empty and not self.staging.has_staged(repo, branch):
+            # Staged rows that change nothing are no reason to seal: a commit refused after it
+            # sealed would have moved the staging token with no journal entry to say so.
+            if not allow_empty and not self.staging.is_dirty(repo, branch):
                 raise NothingToCommit(f"nothing to commit on branch {name!r}")
             sealed = Branch(
                 name=branch.name,
@@ -122,6 +200,7 @@ class Committer:
         updates: Sequence[Update],
         req: CommitRequest,
         expected_head: CommitId,
+        moved: Moved | None = None,
     ) -> Commit:
         """Commit ``updates`` applied on the first parent's tree and move a clean branch to it
         (merge, revert, cherry-pick). Staged rows that change nothing are dropped with the move,
@@ -137,13 +216,20 @@ class Committer:
                 raise PredicateFailed(f"branch {name!r} moved during the operation; try again")
             if self.staging.is_dirty(repo, branch):
                 raise DirtyBranch(f"branch {name!r} got uncommitted changes during the operation")
+            updated = Branch(branch.name, commit.id, new_staging_token())
             try:
-                self.refs.swap_branch(repo, raw, Branch(branch.name, commit.id, new_staging_token()))
+                self.refs.swap_branch(repo, raw, updated)
             except PredicateFailed:
                 continue
+            if moved is not None:
+                moved.branch, moved.dropped = updated, branch.tokens
             self.staging.drop_tokens(repo, branch.tokens)
             return commit
         raise TooManyRetries(f"could not move branch {name!r}: too many concurrent updates")
+
+
+def _under(path: str, prefixes: Sequence[str]) -> bool:
+    return any(path.startswith(prefix) for prefix in prefixes)
 
 
 def merge_base(refs: RefStore, repo: RepositoryId, a: Commit, b: Commit) -> Commit | None:

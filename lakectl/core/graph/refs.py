@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -294,7 +297,29 @@ class RefStore:
         return self.get_commit(repo, commit.parents[n - 1])
 
 
-def new_staging_token() -> StagingToken:
-    import uuid
+_TOKEN_CLOCK = [0]
+_TOKEN_LOCK = threading.Lock()  # this process's token clock only, never shared metadata
 
-    return StagingToken(uuid.uuid4().hex)
+
+def new_staging_token(at: int | None = None) -> StagingToken:
+    """A fresh staging token that says when it was made: ``<ns since the epoch, 16 hex>-<16 random
+    hex>``. A branch's tokens are made between reading the record and the compare-and-swap that
+    installs one, so on one host their times follow the branch's CAS chain: a rebuild from the
+    journal orders branch records by them (docs/decisions/0009-journal.md). ``at``: a token
+    dated then (a rebuild replaying an entry of an older journal)."""
+    if at is not None:
+        return StagingToken(f"{at:016x}-{secrets.token_hex(8)}")
+    with _TOKEN_LOCK:
+        _TOKEN_CLOCK[0] = max(_TOKEN_CLOCK[0] + 1, time.time_ns())
+        made = _TOKEN_CLOCK[0]
+    return StagingToken(f"{made:016x}-{secrets.token_hex(8)}")
+
+
+def token_time(token: str) -> int | None:
+    """When ``token`` was made (ns since the epoch); None for a token of the older random form."""
+    if len(token) != 33 or token[16] != "-":
+        return None
+    try:
+        return int(token[:16], 16)
+    except ValueError:
+        return None

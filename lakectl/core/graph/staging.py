@@ -36,17 +36,25 @@ class Staging:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def write(self, repo: RepositoryId, branch: BranchId, updates: Sequence[Update]) -> None:
+    def write(self, repo: RepositoryId, branch: BranchId, updates: Sequence[Update]) -> list[StagingToken]:
         """Stage rows (None = delete). Acknowledged only once the token they went to is still the
         branch's current one afterwards; otherwise a commit sealed it meanwhile and may have
-        missed them, so they are written again into the new token (writes are idempotent)."""
+        missed them, so they are written again into the new token (writes are idempotent).
+        Returns the tokens written, in order (the last one was current afterwards)."""
         items = [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
+        written: list[StagingToken] = []
         for _ in range(WRITE_ATTEMPTS):
             token = self.refs.get_branch(repo, branch).staging_token
             set_many(self.kv, keys.staging_partition(repo, token), items)
+            written.append(token)
             if self.refs.get_branch(repo, branch).staging_token == token:
-                return
+                return written
         raise TooManyRetries(f"could not stage on branch {branch!r}: too many concurrent commits")
+
+    def fill(self, repo: RepositoryId, token: StagingToken, updates: Sequence[Update]) -> None:
+        """Write rows into a token no branch names yet (a partial commit's kept changes)."""
+        items = [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
+        set_many(self.kv, keys.staging_partition(repo, token), items)
 
     def drop_tokens(self, repo: RepositoryId, tokens: Sequence[StagingToken]) -> None:
         for token in tokens:
