@@ -55,6 +55,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_journal_rebuild.py --writes 100000 --commits 100
     bench 300 bench_journal_reads.py --seconds 2 --bursts 2
     bench 300 bench_local.py --files 5000
+    bench 300 bench_import.py --objects 20000 --s3-objects 2000
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -72,6 +73,7 @@ else
     bench 600 bench_journal_rebuild.py
     bench 600 bench_journal_reads.py
     bench 1800 bench_local.py
+    bench 1800 bench_import.py
 fi
 
 echo

@@ -29,8 +29,9 @@
     │   └── HookFailed                 (a pre-event action hook refused the verb)
     ├── IntegrityError           integrity_error     exit 7   HTTP 503
     │   ├── CorruptBlock               (a block's bytes do not match its locator)
-    │   └── MissingData                (a block an object needs is not stored: lost data,
-    │                                   never "no such object")
+    │   ├── MissingData                (a block an object needs is not stored: lost data,
+    │   │                               never "no such object")
+    │   └── SourceChanged              (an imported object's source changed or vanished)
     ├── Forbidden                forbidden           exit 8   HTTP 403
     │   ├── ProtectedBranch
     │   └── SignatureError             (bad, forged or expired signed locator)
@@ -241,6 +242,13 @@ class MissingData(IntegrityError):
     """A block that an object (or a part of one being read) refers to is not stored."""
 
     code = "missing_data"
+
+
+class SourceChanged(IntegrityError):
+    """An imported object's bytes are no longer the version imported (size, ETag or mtime
+    differ) or are gone: the read is refused, never served with other bytes."""
+
+    code = "source_changed"
 
 
 class Forbidden(LakectlError):

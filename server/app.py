@@ -52,6 +52,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             credentials_file=s3.credentials_file,
         )
         next(iter(blocks.list()), None)  # one listing page proves bucket, endpoint and keys
+        from lakectl.core.importing import s3 as import_s3
+
+        import_s3.use_blocks(blocks)  # imported S3 objects are read with the blockstore's credentials
     else:
         assert store.local is not None
         local = store.local
@@ -77,7 +80,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import actions as actions_api
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
-    from server.api import branches, commits, config, dumps, fsck, objects, refs, repositories, tags
+    from server.api import branches, commits, config, dumps, fsck, imports, objects, refs, repositories, tags
     from server.api import journal as journal_api
     from server.api import protection as branch_protection
     from server.api import settings as repository_settings
@@ -98,6 +101,9 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        from lakectl.core.importing import tasks
+
+        tasks.stop_all(lake)  # imports still running are canceled: they must not outlive the lake
         lake.close()
 
     app = FastAPI(
@@ -118,7 +124,19 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.state.inline_reads = settings.blockstore.type is BlockstoreType.LOCAL
     app.state.block_buffers = blocks.BlockBuffers(blocks.BLOCK_BUFFERS)
     errors.install(app)
-    routers = (config, repositories, branches, tags, commits, objects, refs, repository_settings, fsck, dumps)
+    routers = (
+        config,
+        repositories,
+        branches,
+        tags,
+        commits,
+        objects,
+        refs,
+        repository_settings,
+        fsck,
+        dumps,
+        imports,
+    )
     for module in routers:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)

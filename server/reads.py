@@ -46,12 +46,13 @@ async def object_body(
     once its first block read back intact (an error raised here becomes the error response).
     An audited read is recorded first, in the thread pool (a journal write), never per block."""
     entry = found.entry
-    if reads.audited(lake):
+    external = entry.external is not None  # an imported object: its source is read off the loop
+    if reads.audited(lake) or external:
         chunks = await run_in_threadpool(p.read_opened, lake, found, start, end - start)
     else:
         chunks = p.read_opened(lake, found, start, end - start)
     touched = sum(size for _, size, _, _ in map(parse_segment, entry.locators))
-    if inline_reads and touched <= INLINE_READ:
+    if inline_reads and not external and touched <= INLINE_READ:
         return Response(b"".join(chunks), status_code=status, headers=headers, media_type=media_type)
     first = await run_in_threadpool(next, chunks, b"")
     return StreamingResponse(

@@ -60,6 +60,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revert": ("lakectl.cli.merge:revert", "Undo the changes of commits on a branch, as new commits."),
     "reset": ("lakectl.cli.merge:reset", "Discard uncommitted changes on a branch."),
     "manifest": ("lakectl.cli.manifest:app", "Export and import Keep manifests."),
+    "import": (
+        "lakectl.cli.imports:app",
+        "Import objects without copying them: an S3 prefix or a local directory onto a branch.",
+    ),
     "refs-dump": (
         "lakectl.cli.refsdump:refs_dump",
         "Store a repository's refs (commits, branches, tags) in the lake and print their manifest.",

@@ -307,6 +307,46 @@ def progress_bytes(label: str, enabled: bool) -> Iterator[Callable[[int, int], N
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+@contextmanager
+def progress_count(label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """A callback ``(objects done so far)`` drawing a bar of unknown total (an import's listing);
+    a no-op unless ``enabled`` and stdout is a terminal."""
+    if not enabled or not sys.stdout.isatty():
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), MofNCompleteColumn())
+    with Progress(*columns, transient=True, console=Console(**_colors())) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def import_status(data: Data) -> None:
+    """An import's status (lakeFS's lakectl prints its summary the same way)."""
+    commit = data.get("commit") or {}
+    if data.get("error"):
+        state = f"failed: {data['error'].get('message', '')}"
+    elif data.get("completed"):
+        state = "completed"
+    else:
+        state = "running"
+    fields(
+        [
+            ("Import", data.get("id", "")),
+            ("State", state),
+            ("Objects", data.get("ingested_objects", 0)),
+            ("Branch", data.get("branch", "")),
+            ("Import branch", data.get("import_branch", "")),
+            ("Import commit", data.get("import_commit_id", "")),
+            ("MetaRange ID", data.get("metarange_id", "")),
+            ("Commit ID", commit.get("id", "")),
+            ("Message", commit.get("message", "")),
+        ]
+    )
+
+
 def json_line(data: Any) -> None:
     """One JSON document on one line, flushed (a stream of them: JSON lines)."""
     sys.stdout.write(json.dumps(data, ensure_ascii=True) + "\n")

@@ -243,6 +243,36 @@ class Backend(Protocol):
         paths. ``replace``: every other object under ``prefix`` goes in the same staged write."""
         ...
 
+    # -- zero-copy import ------------------------------------------------------------------
+
+    def import_start(
+        self,
+        repo: str,
+        branch: str,
+        paths: Sequence[Mapping[str, str]],
+        message: str = "",
+        metadata: Mapping[str, str] | None = None,
+        merge: bool = True,
+    ) -> dict[str, Any]:
+        """Start importing ``paths`` (lakeFS ``ImportLocation``s: ``path``, ``destination``,
+        ``type``) onto ``_<branch>_imported``, merged into the branch with ``merge``; the
+        task's status (its ``id`` first), the import running on (:mod:`lakectl.core.importing`)."""
+        ...
+
+    def import_status(self, repo: str, branch: str, import_id: str) -> dict[str, Any]:
+        """An import's status: lakeFS's ``ImportStatus`` fields, and ``id``, ``branch``,
+        ``import_branch``, ``import_commit_id``, ``merged``."""
+        ...
+
+    def import_cancel(self, repo: str, branch: str, import_id: str) -> None:
+        """Stop a running import (``Conflict`` when it already ended)."""
+        ...
+
+    def import_copy(self, repo: str, branch: str, prefix: str = "") -> list[str]:
+        """Copy the imported objects under ``prefix`` into the lake (owned blocks), staged on the
+        branch; their paths."""
+        ...
+
     # -- refs dump and restore -------------------------------------------------------------
 
     def dump_refs(self, repo: str) -> dict[str, str]:

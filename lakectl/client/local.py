@@ -51,6 +51,9 @@ class LocalBackend:
 
     def close(self) -> None:
         if self._lake is not None:
+            from lakectl.core.importing import tasks
+
+            tasks.stop_all(self._lake)  # an import still running must not outlive its lake
             self._lake.close()
             self._lake = None
 
@@ -259,6 +262,36 @@ class LocalBackend:
         self, repo: str, branch: str, prefix: str, text: str, replace: bool = False
     ) -> list[str]:
         return manifests.import_manifest(self.lake, repo, branch, prefix, text, replace)
+
+    def import_start(
+        self,
+        repo: str,
+        branch: str,
+        paths: Sequence[Mapping[str, str]],
+        message: str = "",
+        metadata: Mapping[str, str] | None = None,
+        merge: bool = True,
+    ) -> dict[str, Any]:
+        from lakectl.core.importing import tasks
+
+        locations = [tasks.Location.from_dict(d) for d in paths]
+        st = tasks.start(self.lake, repo, branch, locations, message, metadata, merge=merge)
+        return st.to_dict()
+
+    def import_status(self, repo: str, branch: str, import_id: str) -> dict[str, Any]:
+        from lakectl.core.importing import tasks
+
+        return tasks.status(self.lake, repo, import_id, branch).to_dict()
+
+    def import_cancel(self, repo: str, branch: str, import_id: str) -> None:
+        from lakectl.core.importing import tasks
+
+        tasks.cancel(self.lake, repo, import_id, branch)
+
+    def import_copy(self, repo: str, branch: str, prefix: str = "") -> list[str]:
+        from lakectl.core.importing import owning
+
+        return owning.copy_imported(self.lake, repo, branch, prefix)
 
     def dump_refs(self, repo: str) -> dict[str, str]:
         return refsdump.dump(self.lake, repo).to_dict()

@@ -21,6 +21,7 @@ from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
+    EXTERNAL_MARK,
     TOMBSTONE,
     BranchId,
     Commit,
@@ -268,7 +269,10 @@ def is_retained(lake: porcelain.Lake, repo: RepositoryId, commit: CommitId, now:
 
 
 def bare_locators(tokens: str) -> list[str]:
-    """The bare locators of an entry's space-separated segment tokens ``<md5>+<size>[:off:len]``."""
+    """The bare locators of an entry's space-separated segment tokens ``<md5>+<size>[:off:len]``;
+    none for an imported entry, whose bytes are outside the lake: GC never deletes them."""
+    if tokens.startswith(EXTERNAL_MARK):
+        return []
     return [token.split(":", 1)[0] for token in tokens.split()]
 
 

@@ -82,6 +82,16 @@ def task_key(task_id: str) -> str:
     return f"task/{task_id}"
 
 
+def import_key(import_id: str) -> str:
+    """Key, in the repository's partition, of a zero-copy import's status (``lakectl.core.importing``)."""
+    return f"import/{import_id}"
+
+
+def import_cancel_key(import_id: str) -> str:
+    """Key, in the repository's partition, set when a user cancels a running import."""
+    return f"import-cancel/{import_id}"
+
+
 GC_RULES = "settings/gc_rules"
 """Key, in the repository's partition, of its garbage-collection retention rules."""
 

@@ -13,7 +13,7 @@ from lakectl.core.blocks.signing import verify
 from lakectl.core.graph.tree import Update
 from lakectl.core.model import Entry
 from lakectl.core.uri import check_new_path, check_path
-from lakectl.errors import BlockNotFound, SignatureError
+from lakectl.errors import BlockNotFound, InvalidArgument, SignatureError
 
 
 def export_manifest(
@@ -28,6 +28,11 @@ def export_manifest(
     signed: dict[str, str] = {}
     for info in porcelain.list_objects(lake, repo, ref, base):
         assert info.entry is not None
+        if info.entry.external is not None:
+            raise InvalidArgument(
+                f"object {info.path!r} is imported (its bytes stay at {info.entry.external.address}): "
+                "a Keep manifest names blocks of the lake; export a prefix without imported objects"
+            )
         segments = [parse_segment(token) for token in info.entry.locators]
         if sign is not None:
             for loc, *_ in segments:

@@ -54,6 +54,33 @@ class ResetKind(enum.Enum):
 BLOCK_ADDRESS_SCHEME = "local://"
 """Scheme of an object's ``physical_address``: a block of the lake's own block store."""
 
+EXTERNAL_MARK = "{"
+"""How the locators field of a row says "external": a locator starts with a hex digit, so a
+JSON object there can only be an :class:`External` (docs/decisions/0010-import.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class External:
+    """Where an imported object's bytes are, outside the lake, and the version guard a read checks:
+    ``s3://bucket/key`` with the source's ETag, or an absolute local path with its mtime in ns."""
+
+    address: str
+    etag: str = ""
+    mtime_ns: int = 0
+
+    def encode(self) -> str:
+        d: dict[str, Any] = {"address": self.address}
+        if self.etag:
+            d["etag"] = self.etag
+        else:
+            d["mtime_ns"] = self.mtime_ns
+        return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def decode(text: str) -> External:
+        d = json.loads(text)
+        return External(str(d["address"]), str(d.get("etag", "")), int(d.get("mtime_ns", 0)))
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -66,16 +93,19 @@ class Entry:
     mtime: int
     content_type: str = "application/octet-stream"
     metadata: Mapping[str, str] = field(default_factory=dict)
+    external: External | None = None
+    """Set for an imported object: its bytes stay at the source (``locators`` is empty)."""
 
     def identity(self) -> tuple[Any, ...]:
         """What makes two entries the same object (mtime excluded: re-uploading equal data is no change)."""
-        return (
+        own = (
             self.size,
             self.checksum,
             self.locators,
             self.content_type,
             tuple(sorted(self.metadata.items())),
         )
+        return own if self.external is None else (*own, self.external)
 
     def same_as(self, other: Entry | None) -> bool:
         return other is not None and self.identity() == other.identity()
@@ -84,16 +114,21 @@ class Entry:
     def physical_address(self) -> str:
         """lakeFS's ``physical_address``: where the bytes are, as the address of the first block
         in this lake's block store (``local://<md5>+<size>``; an object packed with others
-        names its pack)."""
+        names its pack); an imported object's is its source address."""
+        if self.external is not None:
+            return self.external.address
         first = self.locators[0].split(":")[0] if self.locators else ""
         return BLOCK_ADDRESS_SCHEME + first
 
     def to_row(self) -> Row:
         meta = json.dumps(dict(self.metadata), sort_keys=True) if self.metadata else ""
+        # An external entry's address and guard take the locators field: every other row keeps
+        # its bytes, so no existing commit id changes.
+        locs = self.external.encode() if self.external is not None else " ".join(self.locators)
         return (
             self.size,
             self.checksum,
-            " ".join(self.locators),
+            locs,
             self.mtime,
             self.content_type,
             meta,
@@ -102,13 +137,15 @@ class Entry:
     @staticmethod
     def from_row(row: Row) -> Entry:
         size, checksum, locs, mtime, content_type, meta = row
+        external = External.decode(locs) if locs.startswith(EXTERNAL_MARK) else None
         return Entry(
             size=size,
             checksum=checksum,
-            locators=tuple(locs.split(" ")) if locs else (),
+            locators=tuple(locs.split(" ")) if locs and external is None else (),
             mtime=mtime,
             content_type=content_type,
             metadata=json.loads(meta) if meta else {},
+            external=external,
         )
 
     def encode(self) -> bytes:
@@ -144,6 +181,11 @@ def same_row(a: Row | None, b: Row | None) -> bool:
     if a is None or b is None:
         return a is b
     return a is b or (a[:3] == b[:3] and a[4:] == b[4:])
+
+
+def is_external(row: Row) -> bool:
+    """Whether a row is an imported object's (its bytes are not in the block store)."""
+    return row[2].startswith(EXTERNAL_MARK)
 
 
 TOMBSTONE = b""

@@ -169,6 +169,10 @@ def copy_part(
     range, are reused (the bytes are read once, for the part's md5, never written)."""
     upload = get(lake, repo, upload_id)
     _check_number(number)
+    if source.external is not None:
+        raise InvalidArgument(
+            "an imported object cannot be a part's copy source: its bytes are not in the lake"
+        )
     if not 0 <= start <= end <= source.size:
         raise InvalidArgument(f"range {start}-{end} is outside the source object of {source.size} bytes")
     tokens: list[str] = []

@@ -488,7 +488,12 @@ def _explained(lake: Lake, rid: RepositoryId, res: Resolved, chunks: Iterator[by
 
 def read_entry(lake: Lake, entry: Entry, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
     """The bytes of an entry :func:`stat` returned: a reader that sends the stat (size, ETag)
-    before the bytes gets the same version of an object that is being overwritten meanwhile."""
+    before the bytes gets the same version of an object that is being overwritten meanwhile.
+    An imported entry is read from its source, through its guard (``SourceChanged``)."""
+    if entry.external is not None:
+        from lakectl.core.importing.sources import read_external
+
+        return read_external(entry, offset, length)
     return read_object(lake.blocks, entry.locators, offset, length)
 
 
@@ -822,6 +827,49 @@ def check_prefixes(prefixes: Sequence[str]) -> list[str]:
         if prefix not in out:
             out.append(prefix)
     return out
+
+
+def commit_rows(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    updates: Sequence[Update],
+    message: str,
+    metadata: Mapping[str, str] | None = None,
+    committer: str | None = None,
+) -> Commit:
+    """Commit sorted prepared rows (None: delete) onto the branch's head as one commit, without
+    staging them: the bulk path of zero-copy import (:mod:`lakectl.core.importing`). The branch
+    must have nothing staged (``DirtyBranch``)."""
+    rid, bid = _write_target(lake, repo, branch)
+    req = CommitRequest(
+        message=check_message(message),
+        committer=check_name(committer or default_committer(), "committer"),
+        metadata=check_metadata(metadata or {}, "commit metadata"),
+        creation_date=now(),
+        allow_empty=True,
+    )
+    b = lake.refs.get_branch(rid, bid)
+    if lake.staging.is_dirty(rid, b):
+        raise DirtyBranch(f"branch {branch!r} has uncommitted changes; commit or reset them first")
+    head = lake.refs.get_commit(rid, b.commit_id)
+    event = Event(
+        Verb.COMMIT,
+        rid,
+        bid,
+        source_ref=bid,
+        commit_message=req.message,
+        committer=req.committer,
+        metadata=req.metadata,
+        # The creation date finds the commit if its writer dies (journal recovery).
+        payload={"creation_date": req.creation_date},
+    )
+    with announced(lake.events, event):
+        moved = Moved()
+        done = lake.committer.commit_tree(rid, bid, [head], updates, req, head.id, moved)
+        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=done.id, payload=made))
+    return done
 
 
 def check_message(message: str) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lakectl.core import blockaccess, porcelain, reads
-from lakectl.core.model import Entry, ObjectInfo, PathType, RepositoryId
+from lakectl.core.model import Entry, External, ObjectInfo, PathType, RepositoryId
 from lakectl.errors import InvalidArgument, NotFound, SignatureError
 
 DEFAULT_EXPIRY = 15 * 60
@@ -90,6 +90,8 @@ def presign(
         "u": user,
         "x": expiry,
     }
+    if e.external is not None:  # an imported object: the URL reads its source, through its guard
+        record["e"] = e.external.encode()
     packed = zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 9)
     body = base64.urlsafe_b64encode(packed).decode().rstrip("=")
     signed = f"{body}.{_mac(lake, body, token)}"
@@ -120,6 +122,7 @@ def verify(
             mtime=int(record["m"]),
             content_type=str(record["t"]),
             metadata={},
+            external=External.decode(str(record["e"])) if "e" in record else None,
         )
         path, expiry = str(record["p"]), int(record["x"])
         found = reads.ObjectRead(

@@ -7,6 +7,7 @@ within a repository or across repositories of the lake.
 
 from __future__ import annotations
 
+import dataclasses
 from email.utils import formatdate, parsedate_to_datetime
 from urllib.parse import unquote
 
@@ -256,6 +257,7 @@ async def copy_object(call: Call) -> Response:
         entry = p.entry_for(
             source.size, source.checksum, source.locators, content_type(call), user_metadata(call)
         )
+        entry = dataclasses.replace(entry, external=source.external)  # an imported object stays one
     entry = p.copy_object(call.lake, call.bucket, ref, path, entry)
     root = xml.element("CopyObjectResult", ETag=f'"{entry.checksum}"', LastModified=xml.iso(entry.mtime))
     return xml.document(root)

@@ -55,11 +55,15 @@ def reference() -> str:
     for path, command, ctx in commands():
         if path == "lakectl":
             continue
+        rows = options(command, ctx)
         if hasattr(command, "list_commands"):
             out.append(f"## `{path}`\n\n{command.help.strip()}\n")
-            continue
-        out.append(f"### `{path}`\n\n{command.help.strip()}\n\n```\n{usage(command, ctx)}\n```\n")
-        rows = options(command, ctx)
+            if not rows:
+                continue
+            # A group that is also a command (``lakectl import --from ...``): its options too.
+            out.append(f"```\n{usage(command, ctx)}\n```\n")
+        else:
+            out.append(f"### `{path}`\n\n{command.help.strip()}\n\n```\n{usage(command, ctx)}\n```\n")
         if rows:
             out.append("| argument / option | meaning |\n|---|---|")
             for names, text in rows:

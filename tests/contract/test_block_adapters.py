@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import logging
 import os
 import socket
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,9 @@ from lakectl.errors import (
     InvalidLocator,
     StorageError,
 )
+from tests import moto_s3
+
+s3_endpoint = moto_s3.s3_endpoint  # the fixture, shared with the import tests
 
 REGION = "us-east-1"
 DUMMY_KEYS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -56,32 +57,6 @@ class Subject:
 
 
 # --- the S3 server --------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server on 127.0.0.1 (a free port), shared by this module's tests."""
-    server: Any = None
-    try:
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        # start() waits forever if the server thread dies before binding: bound it.
-        starter = threading.Thread(target=server.start, daemon=True)
-        starter.start()
-        starter.join(20)
-        if starter.is_alive():
-            raise RuntimeError("the server did not start within 20 s")
-        host, port = server.get_host_and_port()
-    except Exception as exc:
-        message = f"S3 ADAPTER TESTS NOT RUN: cannot start moto's S3 server on 127.0.0.1: {exc!r}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        warnings.warn(message, stacklevel=1)
-        pytest.skip(message)
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def raw_client(endpoint: str, **config: Any) -> Any:

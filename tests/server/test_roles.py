@@ -32,6 +32,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from lakectl.core import blockaccess, journal, keys, manifests, presign, protection, refsdump
 from lakectl.core import porcelain as p
+from lakectl.core.importing import tasks
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.app import create_app
 from server.auth import ROLE_PERMISSIONS, TOKEN_TTL, Auth, Permission, Role, User
@@ -258,6 +259,29 @@ def _prove(w: World, c: Caller) -> Call:
     )
 
 
+def _import_body(w: World) -> dict[str, Any]:
+    src = w.data_dir.parent / "import-src"
+    src.mkdir(exist_ok=True)
+    (src / "f.csv").write_text("7,8\n")
+    return {
+        "paths": [{"type": "common_prefix", "path": str(src), "destination": "imp/"}],
+        "commit": {"message": "m"},
+    }
+
+
+def _import_call(w: World, running: bool) -> Call:
+    """An import into a fresh branch: done (status), or still running (cancel)."""
+    branch = w.branch()
+    if running:
+        st = tasks.Status(unique("imp").replace("-", ""), REPO, branch, f"_{branch}_imported", False)
+        tasks._save(w.lake, st)
+    else:
+        body = _import_body(w)["paths"]
+        locations = [tasks.Location.from_dict(d) for d in body]
+        st = tasks.start(w.lake, REPO, branch, locations, "m", merge=False, background=False)
+    return Call(f"{R}/branches/{branch}/import", params={"id": st.id})
+
+
 def _missing(w: World, c: Caller) -> Call:
     data = os.urandom(64)
     return Call("/blocks/missing", json={"locators": [f"{hashlib.md5(data).hexdigest()}+64"]})
@@ -407,6 +431,18 @@ route("POST", V1 + "/journal/compact", DELETE, fixed(V1 + "/journal/compact"))
 route(
     "GET", V1 + "/journal/stream", DELETE, fixed(V1 + "/journal/stream", params={"repo": "Bad Name!"}), (400,)
 )
+# zero-copy import (lakeFS's ImportApi); a started import runs in the server until it completes
+IMPORT = RP + "/branches/{branch}/import"
+route(
+    "POST",
+    IMPORT,
+    WRITE,
+    lambda w, c: Call(f"{R}/branches/{w.branch()}/import", json=_import_body(w)),
+    (202,),
+)
+route("GET", IMPORT, READ, lambda w, c: _import_call(w, running=False))
+route("DELETE", IMPORT, WRITE, lambda w, c: _import_call(w, running=True), (204,))
+route("POST", IMPORT + "/copy", WRITE, lambda w, c: Call(f"{R}/branches/{w.branch()}/import/copy"))
 # refs dump and restore (into a fresh bare repository)
 route("POST", RP + "/dump", WRITE, fixed(R + "/dump"), (202,))
 route("GET", RP + "/dump", READ, lambda w, c: Call(R + "/dump", params={"task_id": w.task("dump")}))
@@ -622,6 +658,7 @@ def snapshot(w: World) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, in
     the journal sealed what earlier requests did (else its keeper would, within a second, in the
     middle of the next request); the journal's writer records are left out (their heartbeat is
     renewed every few seconds, whatever is asked)."""
+    tasks.wait_all(w.lake)  # an import a request started runs in a thread of the server
     journal.flush(w.lake)
     with closing(sqlite3.connect(f"file:{w.data_dir / 'lake.db'}?mode=ro", uri=True)) as db:
         rows = db.execute(

@@ -3,7 +3,7 @@
 ``status`` must not read a file that did not change, so the index remembers, for every file of
 the commit the directory is at, the stat it had when it was known to hold that commit's bytes.
 A file whose size, mtime and inode are those of its entry is unchanged; only the others are
-hashed. The format is packed binary (docs/decisions/0010-local-index.md: 100k entries load in
+hashed. The format is packed binary (docs/decisions/0011-local-index.md: 100k entries load in
 20-45 ms with their lookup table, where SQLite takes ~125 ms and JSON ~115 ms):
 
     b"LKIX1\\n"  count: u64

@@ -107,6 +107,11 @@ class S3Adapter:
         self.list_page_size = list_page_size
         self._client: Any = client if client is not None else _new_client(*settings, max_attempts)
 
+    @property
+    def client(self) -> Any:
+        """The boto3 client (zero-copy import reads its sources with the same credentials)."""
+        return self._client
+
     def __repr__(self) -> str:
         return f"S3Adapter({self.bucket!r}, {self.prefix!r})"
 
@@ -283,12 +288,7 @@ def _new_client(
     credentials_file: str | None,
     max_attempts: int,
 ) -> Any:
-    config = Config(
-        s3={"addressing_style": "path"},  # works with IP endpoints and every S3-compatible server
-        retries={"mode": "standard", "max_attempts": max_attempts},
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-    )
+    config = client_config(max_attempts)
     try:
         if profile is not None or credentials_file is not None:
             return _profile_session(profile, credentials_file).client(
@@ -305,6 +305,16 @@ def _new_client(
         )
     except (BotoCoreError, ValueError) as exc:
         raise StorageError(f"cannot create an S3 client for {endpoint_url or 'AWS'}: {exc}") from exc
+
+
+def client_config(max_attempts: int = 3) -> Config:
+    """The botocore settings of every S3 client of lakectl (blocks and import sources)."""
+    return Config(
+        s3={"addressing_style": "path"},  # works with IP endpoints and every S3-compatible server
+        retries={"mode": "standard", "max_attempts": max_attempts},
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+    )
 
 
 def _profile_session(profile: str | None, credentials_file: str | None) -> Any:

@@ -1,0 +1,183 @@
+"""S3 import sources (boto3): list a prefix, read an object with ``IfMatch`` on its recorded ETag.
+
+With the block adapter (:mod:`lakectl.core.blocks.s3`), the only module that imports boto3;
+botocore's exceptions become ours here. Credentials: a server whose blockstore is S3 reads with
+its adapter's client (``blockstore.s3.*``); otherwise boto3's usual chain (environment,
+profile, instance role), endpoint from ``AWS_ENDPOINT_URL`` as boto3 honours it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks.s3 import S3Adapter, client_config
+from lakectl.core.importing.sources import CHUNK, Listed
+from lakectl.core.model import External
+from lakectl.errors import InvalidURI, NotFound, SourceChanged, StorageError, Unauthenticated
+
+_lock = threading.Lock()
+_blockstore: list[Any] = []
+"""The client of the lake's S3 block store, when it has one (set by :func:`use_blocks`)."""
+_chain: dict[tuple[str, ...], Any] = {}
+"""Clients of boto3's usual chain, by the environment that configures them (a client resolves
+its endpoint and credentials once; a changed environment gets a new one)."""
+_ENV = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+)
+
+
+def use_blocks(blocks: BlockAdapter) -> None:
+    """Read and list S3 sources with the credentials of the lake's S3 block store, if it has one."""
+    if isinstance(blocks, S3Adapter):
+        _blockstore[:] = [blocks.client]
+
+
+def client() -> Any:
+    if _blockstore:
+        return _blockstore[0]
+    env = tuple(os.environ.get(k, "") for k in _ENV)
+    with _lock:
+        if env not in _chain:
+            # A session of its own: boto3's default session caches the credentials it found first.
+            try:
+                _chain[env] = boto3.session.Session().client("s3", config=client_config())
+            except (BotoCoreError, ValueError) as exc:
+                raise StorageError(f"cannot create an S3 client: {exc}") from exc
+        return _chain[env]
+
+
+def split(uri: str) -> tuple[str, str]:
+    rest = uri[len("s3://") :]
+    bucket, _, key = rest.partition("/")
+    return bucket, key
+
+
+@dataclass(frozen=True, slots=True)
+class S3Source:
+    uri: str
+    bucket: str
+    prefix: str
+
+    def list(self) -> Iterator[Listed]:
+        # S3 lists keys in UTF-8 byte order, which is code-point order: the lake's path order.
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix, "MaxKeys": 1000}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = _call(self.uri, client().list_objects_v2, kwargs)
+            for item in page.get("Contents", ()):
+                key = item["Key"]
+                if key.endswith("/") and item["Size"] == 0:
+                    continue  # a "directory marker", no object
+                etag = str(item["ETag"]).strip('"')
+                ext = External(f"s3://{self.bucket}/{key}", etag)
+                yield key[len(self.prefix) :], int(item["Size"]), ext, int(item["LastModified"].timestamp())
+            if not page.get("IsTruncated"):
+                return
+            token = page.get("NextContinuationToken")
+
+
+def parse(uri: str) -> S3Source:
+    bucket, prefix = split(uri)
+    if not bucket or any(ord(c) < 0x20 for c in uri):
+        raise InvalidURI(f"invalid import source {uri!r}: expected s3://bucket/prefix")
+    return S3Source(uri, bucket, prefix)
+
+
+def _call(uri: str, fn: Any, kwargs: dict[str, Any]) -> Any:
+    try:
+        return fn(**kwargs)
+    except NoCredentialsError as exc:
+        raise Unauthenticated(f"no AWS credentials to read {uri}: set them as the AWS CLI expects") from exc
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("NoSuchBucket", "404", "NotFound"):
+            raise NotFound(f"import source {uri!r}: no such bucket") from exc
+        if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403"):
+            raise Unauthenticated(f"cannot list {uri}: {code}") from exc
+        raise StorageError(f"cannot list {uri}: {exc}") from exc
+    except (BotoCoreError, OSError) as exc:
+        raise StorageError(f"cannot list {uri}: {exc}") from exc
+
+
+def read(ext: External, size: int, offset: int, end: int) -> Iterator[bytes]:
+    """The bytes ``[offset, end)`` of the object, only while its ETag is the recorded one."""
+    bucket, key = split(ext.address)
+    if end <= offset:
+        _get(ext, bucket, key, None, size, size).close()  # still checks the version exists
+        return iter(())
+    body = _get(ext, bucket, key, f"bytes={offset}-{end - 1}", end - offset, size)
+    return _stream(ext, body)
+
+
+def _changed(ext: External, why: str) -> SourceChanged:
+    return SourceChanged(
+        f"the source of this imported object changed or vanished ({why}): {ext.address}; "
+        "import it again to see its new version",
+        address=ext.address,
+    )
+
+
+def _get(ext: External, bucket: str, key: str, rng: str | None, want: int, size: int) -> Any:
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "IfMatch": f'"{ext.etag}"'}
+    if rng is not None:
+        kwargs["Range"] = rng
+    try:
+        response = client().get_object(**kwargs)
+    except NoCredentialsError as exc:
+        raise Unauthenticated(f"no AWS credentials to read {ext.address}") from exc
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("PreconditionFailed", "412"):
+            raise _changed(ext, "its ETag is no longer the imported one") from exc
+        if code in ("NoSuchKey", "NoSuchBucket", "404", "NotFound"):
+            raise _changed(ext, "no such object") from exc
+        raise StorageError(f"cannot read imported object at {ext.address}: {exc}") from exc
+    except (BotoCoreError, OSError) as exc:
+        raise StorageError(f"cannot read imported object at {ext.address}: {exc}") from exc
+    body = response["Body"]
+    total = _total(response)
+    if response.get("ContentLength") != want or (total is not None and total != size):
+        body.close()
+        raise _changed(ext, "its size is no longer the imported one")
+    return body
+
+
+def _total(response: dict[str, Any]) -> int | None:
+    rng = response.get("ContentRange")
+    if rng and "/" in rng:
+        tail = rng.rsplit("/", 1)[1]
+        return int(tail) if tail.isdigit() else None
+    return None
+
+
+def _stream(ext: External, body: Any) -> Iterator[bytes]:
+    try:
+        while True:
+            try:
+                data = body.read(CHUNK)
+            except (BotoCoreError, OSError) as exc:
+                raise StorageError(f"cannot read imported object at {ext.address}: {exc}") from exc
+            if not data:
+                return
+            yield data
+    finally:
+        body.close()
