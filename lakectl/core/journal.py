@@ -610,17 +610,19 @@ def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table(
-        {
-            "logical_timestamp": pa.array([r.logical_timestamp for r in rows], pa.int64()),
-            "time": pa.array([r.time for r in rows], pa.int64()),
-            "client_id": pa.array([r.client_id for r in rows], pa.string()),
-            "repo_id": pa.array([r.repo_id for r in rows], pa.string()),
-            "event_type": pa.array([r.event_type for r in rows], pa.string()),
-            "event_payload": pa.array(
-                [json.dumps(r.event_payload, sort_keys=True) for r in rows], pa.string()
-            ),
-        }
+    from lakectl.core.graph.ranges import column
+
+    # Columns from their buffers: pa.array would import pandas (0.2 s of every sealing command).
+    table = pa.Table.from_arrays(
+        [
+            column([r.logical_timestamp for r in rows], pa.int64()),
+            column([r.time for r in rows], pa.int64()),
+            column([r.client_id for r in rows], pa.string()),
+            column([r.repo_id for r in rows], pa.string()),
+            column([r.event_type for r in rows], pa.string()),
+            column([json.dumps(r.event_payload, sort_keys=True) for r in rows], pa.string()),
+        ],
+        names=["logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload"],
     )
     # The batch says what it is, so that a rebuild finds it among the blocks with no database.
     table = table.replace_schema_metadata({MARK: b"journal", BATCH: _encode(about)})

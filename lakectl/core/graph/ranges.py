@@ -74,7 +74,7 @@ class ChunkPolicy:
 DEFAULT_POLICY = ChunkPolicy()
 
 
-def _column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     """A string or int64 Arrow array of ``values`` (no nulls), built from its buffers: the same
     array (and Parquet bytes) as ``pa.array(values, type_)``, which imports pandas on its first
     call in a process (0.3-0.7 s of every commit) to ask whether ``values`` is a pandas object."""
@@ -123,8 +123,8 @@ class RangeStore:
         cols = list(zip(*rows, strict=True))
         table = pa.Table.from_arrays(
             [
-                _column(paths, pa.string()),
-                *(_column(c, t.type) for c, t in zip(cols, list(range_schema)[1:], strict=True)),
+                column(paths, pa.string()),
+                *(column(c, t.type) for c, t in zip(cols, list(range_schema)[1:], strict=True)),
             ],
             schema=range_schema,
         )
@@ -175,11 +175,11 @@ class RangeStore:
 
         table = pa.Table.from_arrays(
             [
-                _column([r.id for r in ranges], pa.string()),
-                _column([r.min_key for r in ranges], pa.string()),
-                _column([r.max_key for r in ranges], pa.string()),
-                _column([r.count for r in ranges], pa.int64()),
-                _column([r.size_bytes for r in ranges], pa.int64()),
+                column([r.id for r in ranges], pa.string()),
+                column([r.min_key for r in ranges], pa.string()),
+                column([r.max_key for r in ranges], pa.string()),
+                column([r.count for r in ranges], pa.int64()),
+                column([r.size_bytes for r in ranges], pa.int64()),
             ],
             schema=_schemas()[1],
         )
