@@ -52,9 +52,6 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             credentials_file=s3.credentials_file,
         )
         next(iter(blocks.list()), None)  # one listing page proves bucket, endpoint and keys
-        from lakectl.core.importing import s3 as import_s3
-
-        import_s3.use_blocks(blocks)  # imported S3 objects are read with the blockstore's credentials
     else:
         assert store.local is not None
         local = store.local

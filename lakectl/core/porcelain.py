@@ -493,7 +493,7 @@ def read_entry(lake: Lake, entry: Entry, offset: int = 0, length: int | None = N
     if entry.external is not None:
         from lakectl.core.importing.sources import read_external
 
-        return read_external(entry, offset, length)
+        return read_external(entry, offset, length, lake.blocks)
     return read_object(lake.blocks, entry.locators, offset, length)
 
 

@@ -355,3 +355,40 @@ def test_an_import_is_journalled_and_rebuilt(tmp_path: Path, src: Path) -> None:
     assert cli.js("show", "commit", "lakefs://jrnl/main")["id"] == done["commit"]["id"]
     assert cli(*("fs", "cat", "lakefs://jrnl/main/d/a/x.csv")).stdout_bytes == FILES["a/x.csv"]
     assert [b["id"] for b in cli.js("branch", "list", "lakefs://jrnl")] == ["_main_imported", "main"]
+
+
+def test_a_lake_on_s3_reads_s3_sources_with_its_block_stores_credentials(
+    s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose blockstore is S3 lists and reads imported S3 objects with that store's
+    endpoint and keys (`blockstore.s3.*`), whatever boto3's usual chain says in the process."""
+    from lakectl.core import porcelain as p
+    from lakectl.core.blocks.s3 import S3Adapter
+    from lakectl.core.importing.tasks import Location
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    keys = {"access_key_id": "testing", "secret_access_key": "testing"}
+    client = boto3.client(
+        "s3", endpoint_url=s3_endpoint, region_name="us-east-1", aws_access_key_id="testing",
+        aws_secret_access_key="testing", config=Config(s3={"addressing_style": "path"}),
+    )  # fmt: skip
+    store, source = f"blocks-{time.time_ns() % 10**9}", f"data-{time.time_ns() % 10**9}"
+    for name in (store, source):
+        client.create_bucket(Bucket=name)
+    client.put_object(Bucket=source, Key="raw/a.csv", Body=b"a\n")
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the chain would go nowhere
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    blocks = S3Adapter(store, endpoint_url=s3_endpoint, region="us-east-1", **keys)
+    lake = p.Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
+    try:
+        p.create_repo(lake, "ons3")
+        location = Location.from_dict(
+            {"type": "common_prefix", "path": f"s3://{source}/raw/", "destination": "r/"}
+        )
+        done = tasks.start(lake, "ons3", "main", [location], "import", background=False)
+        assert done.completed and done.ingested == 1, done.error
+        assert b"".join(p.read(lake, "ons3", "main", "r/a.csv")) == b"a\n"
+    finally:
+        lake.close()

@@ -52,7 +52,7 @@ def copy_imported(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[
         entry = info.entry
         if entry is None or entry.external is None:
             continue
-        stream = io.BufferedReader(_Chunks(read_external(entry)))
+        stream = io.BufferedReader(_Chunks(read_external(entry, blocks=lake.blocks)))
         written = write_object(lake.blocks, cast("BinaryIO", stream))
         owned = dataclasses.replace(
             entry, locators=written.locators, checksum=written.checksum, external=None, mtime=porcelain.now()

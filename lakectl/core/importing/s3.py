@@ -1,9 +1,10 @@
 """S3 import sources (boto3): list a prefix, read an object with ``IfMatch`` on its recorded ETag.
 
 With the block adapter (:mod:`lakectl.core.blocks.s3`), the only module that imports boto3;
-botocore's exceptions become ours here. Credentials: a server whose blockstore is S3 reads with
-its adapter's client (``blockstore.s3.*``); otherwise boto3's usual chain (environment,
-profile, instance role), endpoint from ``AWS_ENDPOINT_URL`` as boto3 honours it.
+botocore's exceptions become ours here. Credentials: a lake whose block store is on S3 reads
+with its adapter's client (``blockstore.s3.*``, passed along as ``blocks``); otherwise boto3's
+usual chain (environment, profile, instance role), endpoint from ``AWS_ENDPOINT_URL`` as boto3
+honours it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -24,8 +25,6 @@ from lakectl.core.model import External
 from lakectl.errors import InvalidURI, NotFound, SourceChanged, StorageError, Unauthenticated
 
 _lock = threading.Lock()
-_blockstore: list[Any] = []
-"""The client of the lake's S3 block store, when it has one (set by :func:`use_blocks`)."""
 _chain: dict[tuple[str, ...], Any] = {}
 """Clients of boto3's usual chain, by the environment that configures them (a client resolves
 its endpoint and credentials once; a changed environment gets a new one)."""
@@ -43,15 +42,11 @@ _ENV = (
 )
 
 
-def use_blocks(blocks: BlockAdapter) -> None:
-    """Read and list S3 sources with the credentials of the lake's S3 block store, if it has one."""
+def client(blocks: BlockAdapter | None = None) -> Any:
+    """The client for S3 sources of a lake whose blocks are ``blocks``: the block store's own
+    (``blockstore.s3.*``: its endpoint and credentials) when it is on S3, else boto3's chain."""
     if isinstance(blocks, S3Adapter):
-        _blockstore[:] = [blocks.client]
-
-
-def client() -> Any:
-    if _blockstore:
-        return _blockstore[0]
+        return blocks.client
     env = tuple(os.environ.get(k, "") for k in _ENV)
     with _lock:
         if env not in _chain:
@@ -74,6 +69,8 @@ class S3Source:
     uri: str
     bucket: str
     prefix: str
+    blocks: BlockAdapter | None = field(default=None, compare=False, repr=False)
+    """The lake's block store, whose client reads the source when it is on S3."""
 
     def list(self) -> Iterator[Listed]:
         # S3 lists keys in UTF-8 byte order, which is code-point order: the lake's path order.
@@ -82,7 +79,7 @@ class S3Source:
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix, "MaxKeys": 1000}
             if token:
                 kwargs["ContinuationToken"] = token
-            page = _call(self.uri, client().list_objects_v2, kwargs)
+            page = _call(self.uri, client(self.blocks).list_objects_v2, kwargs)
             for item in page.get("Contents", ()):
                 key = item["Key"]
                 if key.endswith("/") and item["Size"] == 0:
@@ -95,11 +92,11 @@ class S3Source:
             token = page.get("NextContinuationToken")
 
 
-def parse(uri: str) -> S3Source:
+def parse(uri: str, blocks: BlockAdapter | None = None) -> S3Source:
     bucket, prefix = split(uri)
     if not bucket or any(ord(c) < 0x20 for c in uri):
         raise InvalidURI(f"invalid import source {uri!r}: expected s3://bucket/prefix")
-    return S3Source(uri, bucket, prefix)
+    return S3Source(uri, bucket, prefix, blocks)
 
 
 def _call(uri: str, fn: Any, kwargs: dict[str, Any]) -> Any:
@@ -118,13 +115,15 @@ def _call(uri: str, fn: Any, kwargs: dict[str, Any]) -> Any:
         raise StorageError(f"cannot list {uri}: {exc}") from exc
 
 
-def read(ext: External, size: int, offset: int, end: int) -> Iterator[bytes]:
+def read(
+    ext: External, size: int, offset: int, end: int, blocks: BlockAdapter | None = None
+) -> Iterator[bytes]:
     """The bytes ``[offset, end)`` of the object, only while its ETag is the recorded one."""
     bucket, key = split(ext.address)
     if end <= offset:
-        _get(ext, bucket, key, None, size, size).close()  # still checks the version exists
+        _get(ext, bucket, key, None, size, size, blocks).close()  # still checks the version exists
         return iter(())
-    body = _get(ext, bucket, key, f"bytes={offset}-{end - 1}", end - offset, size)
+    body = _get(ext, bucket, key, f"bytes={offset}-{end - 1}", end - offset, size, blocks)
     return _stream(ext, body)
 
 
@@ -136,12 +135,14 @@ def _changed(ext: External, why: str) -> SourceChanged:
     )
 
 
-def _get(ext: External, bucket: str, key: str, rng: str | None, want: int, size: int) -> Any:
+def _get(
+    ext: External, bucket: str, key: str, rng: str | None, want: int, size: int, blocks: BlockAdapter | None
+) -> Any:
     kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "IfMatch": f'"{ext.etag}"'}
     if rng is not None:
         kwargs["Range"] = rng
     try:
-        response = client().get_object(**kwargs)
+        response = client(blocks).get_object(**kwargs)
     except NoCredentialsError as exc:
         raise Unauthenticated(f"no AWS credentials to read {ext.address}") from exc
     except ClientError as exc:

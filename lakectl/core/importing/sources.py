@@ -13,7 +13,7 @@ import os
 import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from lakectl.core.model import Entry, External
 from lakectl.errors import InvalidArgument, InvalidURI, NotFound, SourceChanged, StorageError
@@ -64,7 +64,7 @@ class LocalSource:
             yield name, st.st_size, External(full, mtime_ns=st.st_mtime_ns), int(st.st_mtime)
 
 
-def parse_source(uri: str) -> Source:
+def parse_source(uri: str, blocks: Any = None) -> Source:
     """The source a URI names; ``InvalidURI`` for another scheme, ``NotFound`` for a missing
     directory."""
     if not isinstance(uri, str) or not uri or "\x00" in uri:
@@ -72,7 +72,7 @@ def parse_source(uri: str) -> Source:
     if uri.startswith("s3://"):
         from lakectl.core.importing import s3
 
-        return s3.parse(uri)
+        return s3.parse(uri, blocks)
     if "://" in uri and not uri.startswith("local://"):
         scheme = uri.split("://", 1)[0]
         raise InvalidURI(
@@ -114,12 +114,12 @@ class LocalFile:
         yield "", st.st_size, External(self.path, mtime_ns=st.st_mtime_ns), int(st.st_mtime)
 
 
-def parse_object(uri: str) -> Source:
+def parse_object(uri: str, blocks: Any = None) -> Source:
     """The single object a URI names (an S3 key or a local file)."""
     if isinstance(uri, str) and uri.startswith("s3://"):
         from lakectl.core.importing import s3
 
-        return OneObject(uri, s3.parse(uri))
+        return OneObject(uri, s3.parse(uri, blocks))
     if (
         isinstance(uri, str)
         and uri
@@ -140,8 +140,11 @@ def local_checksum(size: int, mtime_ns: int) -> str:
     return f"{mtime_ns:x}-{size:x}"
 
 
-def read_external(entry: Entry, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
-    """The bytes ``[offset, offset+length)`` of an imported entry, checked against its guard."""
+def read_external(
+    entry: Entry, offset: int = 0, length: int | None = None, blocks: Any = None
+) -> Iterator[bytes]:
+    """The bytes ``[offset, offset+length)`` of an imported entry, checked against its guard
+    (an S3 source read with the client of ``blocks``, the lake's block store, when it is on S3)."""
     ext = entry.external
     assert ext is not None
     if offset < 0 or (length is not None and length < 0):
@@ -150,7 +153,7 @@ def read_external(entry: Entry, offset: int = 0, length: int | None = None) -> I
     if ext.address.startswith("s3://"):
         from lakectl.core.importing import s3
 
-        return s3.read(ext, entry.size, offset, end)
+        return s3.read(ext, entry.size, offset, end, blocks)
     return _read_local(ext, entry.size, offset, end)
 
 

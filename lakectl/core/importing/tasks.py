@@ -74,10 +74,10 @@ class Location:
             raise InvalidArgument("an import path needs a source `path` and a `destination` (strings)")
         return Location(path, dest, path_type)
 
-    def source(self) -> Source:
+    def source(self, blocks: Any = None) -> Source:
         if self.type is PathType.OBJECT:
-            return parse_object(self.path)
-        return parse_source(self.path)
+            return parse_object(self.path, blocks)
+        return parse_source(self.path, blocks)
 
     def dest_prefix(self, source: Source) -> str:
         """The destination of the source's relative keys. A directory (or an S3 prefix ending
@@ -208,7 +208,7 @@ def start(
     sources = []
     for loc in locations:
         check_path(loc.destination, allow_empty=True)
-        source = loc.source()  # bad URIs and missing directories fail here, before a task
+        source = loc.source(lake.blocks)  # bad URIs and missing directories fail here, before a task
         dest = loc.dest_prefix(source)
         if dest and not dest.endswith("/"):
             check_new_path(dest)  # an object's path (or a prefix a key continues)
