@@ -381,7 +381,7 @@ class Backend(Protocol):
 
     def journal_compact(self) -> dict[str, Any]:
         """Rewrite the sealed journal without superseded entries: ``{"entries", "dropped",
-        "batches"}`` (:func:`lakectl.core.journal.compact`)."""
+        "batches"}`` (:func:`lakectl.core.journalcompact.compact`)."""
         ...
 
     def rebuild_from_journal(self) -> dict[str, Any]:

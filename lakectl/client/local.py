@@ -382,9 +382,9 @@ class LocalBackend:
             yield entry.to_dict()
 
     def journal_compact(self) -> dict[str, Any]:
-        from lakectl.core import journal
+        from lakectl.core import journalcompact
 
-        return journal.compact(self.lake.kv, self.lake.blocks)
+        return journalcompact.compact(self.lake.kv, self.lake.blocks)
 
     def rebuild_from_journal(self) -> dict[str, Any]:
         from lakectl.core import rebuild

@@ -785,14 +785,36 @@ def commit(
             "a partial commit (--prefix) commits changes: it cannot be empty (--allow-empty)"
         )
     rid, bid = _write_target(lake, repo, branch)
-    req = CommitRequest(
+    req = _commit_request(message, metadata, committer, allow_empty)
+    event = _commit_event(rid, bid, req, {"prefixes": under} if under else {})
+    with announced(lake.events, event):
+        moved = Moved()
+        done = lake.committer.commit(rid, bid, req, moved, under)
+        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+        if under:
+            made["prefixes"] = under
+    lake.events.after(event.done(commit_id=done.id, payload=made))
+    return done
+
+
+def _commit_request(
+    message: str, metadata: Mapping[str, str] | None, committer: str | None, allow_empty: bool
+) -> CommitRequest:
+    return CommitRequest(
         message=check_message(message),
         committer=check_name(committer or default_committer(), "committer"),
         metadata=check_metadata(metadata or {}, "commit metadata"),
         creation_date=now(),
         allow_empty=allow_empty,
     )
-    event = Event(
+
+
+def _commit_event(
+    rid: RepositoryId, bid: BranchId, req: CommitRequest, extra: Mapping[str, object] | None = None
+) -> Event:
+    """A commit's event; its creation date finds the commit if its writer dies (journal recovery)."""
+    payload = {"creation_date": req.creation_date, **(extra or {})}
+    return Event(
         Verb.COMMIT,
         rid,
         bid,
@@ -800,20 +822,8 @@ def commit(
         commit_message=req.message,
         committer=req.committer,
         metadata=req.metadata,
-        # The creation date finds the commit if its writer dies (journal recovery).
-        payload={"creation_date": req.creation_date, **({"prefixes": under} if under else {})},
+        payload=payload,
     )
-    with announced(lake.events, event):
-        moved = Moved()
-        if under:
-            done = lake.committer.commit_prefixes(rid, bid, req, under, moved)
-        else:
-            done = lake.committer.commit(rid, bid, req, moved)
-        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
-        if under:
-            made["prefixes"] = under
-    lake.events.after(event.done(commit_id=done.id, payload=made))
-    return done
 
 
 def check_prefixes(prefixes: Sequence[str]) -> list[str]:
@@ -842,28 +852,12 @@ def commit_rows(
     staging them: the bulk path of zero-copy import (:mod:`lakectl.core.importing`). The branch
     must have nothing staged (``DirtyBranch``)."""
     rid, bid = _write_target(lake, repo, branch)
-    req = CommitRequest(
-        message=check_message(message),
-        committer=check_name(committer or default_committer(), "committer"),
-        metadata=check_metadata(metadata or {}, "commit metadata"),
-        creation_date=now(),
-        allow_empty=True,
-    )
+    req = _commit_request(message, metadata, committer, allow_empty=True)
     b = lake.refs.get_branch(rid, bid)
     if lake.staging.is_dirty(rid, b):
         raise DirtyBranch(f"branch {branch!r} has uncommitted changes; commit or reset them first")
     head = lake.refs.get_commit(rid, b.commit_id)
-    event = Event(
-        Verb.COMMIT,
-        rid,
-        bid,
-        source_ref=bid,
-        commit_message=req.message,
-        committer=req.committer,
-        metadata=req.metadata,
-        # The creation date finds the commit if its writer dies (journal recovery).
-        payload={"creation_date": req.creation_date},
-    )
+    event = _commit_event(rid, bid, req)
     with announced(lake.events, event):
         moved = Moved()
         done = lake.committer.commit_tree(rid, bid, [head], updates, req, head.id, moved)

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Header, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from lakectl.core import journal
+from lakectl.core import journal, journalcompact
 from lakectl.core.graph.refs import check_repo_name
 from server.api.bodies import Body
 from server.api.deps import AuthFirstRoute, LakeDep, require
@@ -59,7 +59,7 @@ def enable(lake: LakeDep, body: JournalSetting | None = None) -> dict[str, Any]:
 @router.post("/journal/compact", dependencies=_ADMINS)
 def compact(lake: LakeDep) -> dict[str, Any]:
     """Rewrite the sealed journal without its superseded entries (timestamps kept)."""
-    return journal.compact(lake.kv, lake.blocks)
+    return journalcompact.compact(lake.kv, lake.blocks)
 
 
 @router.get("/journal/stream", dependencies=_ADMINS)

@@ -336,14 +336,9 @@ def test_an_import_is_journalled_and_rebuilt(tmp_path: Path, src: Path) -> None:
     """The import's branch, commit and merge are journal entries: a lake rebuilt from the journal
     and the blocks has them, and reads its imported objects (embedded: a rebuild runs on the
     lake's own directory)."""
-    env = {
-        "LAKECTL_HOME": str(tmp_path / "lake"),
-        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-        "LAKECTL_SERVER_ENDPOINT_URL": "",
-        "LAKECTL_BASE_URI": "",
-        "LAKECTL_COMMITTER": "tester",
-    }
-    cli = Lakectl("embedded", env, tmp_path)
+    from tests.cli.test_journal import embedded_cli
+
+    cli = embedded_cli(tmp_path)
     cli("journal", "enable")
     cli("repo", "create", "lakefs://jrnl")
     done = cli.js("import", "--from", str(src), "--to", "lakefs://jrnl/main/d/", "--merge")

@@ -29,20 +29,31 @@ def journal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield server
 
 
+def embedded_cli(tmp_path: Path) -> Lakectl:
+    """lakectl on an embedded lake of its own under ``tmp_path``."""
+    env = {
+        "LAKECTL_HOME": str(tmp_path / "lake"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_BASE_URI": "",
+        "LAKECTL_COMMITTER": "tester",
+    }
+    return Lakectl("embedded", env, tmp_path)
+
+
+def either(request: pytest.FixtureRequest, tmp_path: Path, server_fixture: str) -> Lakectl:
+    """The ``cli`` of a test parametrized embedded/remote, remote against ``server_fixture``."""
+    if request.param == "embedded":
+        return embedded_cli(tmp_path)
+    server: Live = request.getfixturevalue(server_fixture)
+    # The committer differs from the user on purpose: the server journals the authenticated user.
+    env = {**server.cli_env(tmp_path), "LAKECTL_BASE_URI": "", "LAKECTL_COMMITTER": "tester"}
+    return Lakectl("remote", env, tmp_path, live=server)
+
+
 @pytest.fixture(params=["embedded", "remote"])
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Lakectl:
-    base = {"LAKECTL_BASE_URI": "", "LAKECTL_COMMITTER": "tester"}
-    if request.param == "embedded":
-        env = {
-            **base,
-            "LAKECTL_HOME": str(tmp_path / "lake"),
-            "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-            "LAKECTL_SERVER_ENDPOINT_URL": "",
-        }
-        return Lakectl("embedded", env, tmp_path)
-    server: Live = request.getfixturevalue("journal_server")
-    # The committer differs from the user on purpose: the server journals the authenticated user.
-    return Lakectl("remote", {**server.cli_env(tmp_path), **base}, tmp_path, live=server)
+    return either(request, tmp_path, "journal_server")
 
 
 def session(cli: Lakectl) -> str:
@@ -177,14 +188,7 @@ def views(cli: Lakectl, repo: str) -> list[Any]:
 
 
 def test_admin_rebuild_from_journal_restores_a_lost_database(tmp_path: Path) -> None:
-    env = {
-        "LAKECTL_HOME": str(tmp_path / "lake"),
-        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-        "LAKECTL_SERVER_ENDPOINT_URL": "",
-        "LAKECTL_BASE_URI": "",
-        "LAKECTL_COMMITTER": "tester",
-    }
-    cli = Lakectl("embedded", env, tmp_path)
+    cli = embedded_cli(tmp_path)
     cli("journal", "enable")
     repo = session(cli)
     cli("fs", "upload", f"lakefs://{repo}/main/staged.csv", "-s", "-", input=b"staged\n")

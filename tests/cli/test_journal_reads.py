@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from server.config import load_settings
 from tests.cli.both import Lakectl
-from tests.cli.test_journal import session, views
+from tests.cli.test_journal import either, session, views
 from tests.server.conftest import Live, serve, unique
 
 
@@ -31,17 +31,7 @@ def reads_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
 @pytest.fixture(params=["embedded", "remote"])
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Lakectl:
-    base = {"LAKECTL_BASE_URI": "", "LAKECTL_COMMITTER": "tester"}
-    if request.param == "embedded":
-        env = {
-            **base,
-            "LAKECTL_HOME": str(tmp_path / "lake"),
-            "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-            "LAKECTL_SERVER_ENDPOINT_URL": "",
-        }
-        return Lakectl("embedded", env, tmp_path)
-    server: Live = request.getfixturevalue("reads_server")
-    return Lakectl("remote", {**server.cli_env(tmp_path), **base}, tmp_path, live=server)
+    return either(request, tmp_path, "reads_server")
 
 
 def reads_of(cli: Lakectl, repo: str) -> list[dict[str, Any]]:

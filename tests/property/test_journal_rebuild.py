@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, journal, keys, protection, rebuild
+from lakectl.core import gc, journal, journalcompact, keys, protection, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.sqlite import SQLiteStore
@@ -93,7 +93,7 @@ def apply(lake: Lake, op: tuple[Any, ...]) -> None:
     elif kind == "seal":
         journal.seal(lake.kv, lake.blocks)
     elif kind == "compact":
-        journal.compact(lake.kv, lake.blocks)
+        journalcompact.compact(lake.kv, lake.blocks)
     elif kind == "remove":
         p.delete_repo(lake, args[0])
 

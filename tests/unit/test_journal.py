@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import gc, journal, keys
+from lakectl.core import gc, journal, journalcompact, keys
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
 from lakectl.errors import MergeConflict, PredicateFailed
@@ -305,7 +305,7 @@ def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(
     journal.seal(lake.kv, lake.blocks)
     old = journal.batches(lake.kv)
     before = [e.event_type for e in journal.entries(lake.kv, lake.blocks)]
-    done = journal.compact(lake.kv, lake.blocks)
+    done = journalcompact.compact(lake.kv, lake.blocks)
     after = list(journal.entries(lake.kv, lake.blocks))
     assert done == {"entries": len(after), "dropped": len(before) - len(after), "batches": 1}
     assert [e.event_type for e in after] == [

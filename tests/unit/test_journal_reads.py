@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import journal, keys, rebuild
+from lakectl.core import journal, journalcompact, keys, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core import reads as reads_module
 from lakectl.core.blocks.local import LocalAdapter
@@ -149,7 +149,7 @@ def test_compaction_keeps_reads_even_of_a_deleted_repository(lake: p.Lake) -> No
     b"".join(p.read(lake, "gone", "main", "x"))
     p.delete_repo(lake, "gone")
     before = reads(lake, "gone")
-    done = journal.compact(lake.kv, lake.blocks)
+    done = journalcompact.compact(lake.kv, lake.blocks)
     assert done["dropped"] >= 3
     assert reads(lake, "gone") == before and len(before) == 1
     types = [e.event_type for e in journal.tail(lake.kv, lake.blocks, amount=100, repo="gone")]

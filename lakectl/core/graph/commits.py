@@ -77,13 +77,30 @@ class Committer:
         self.blocks = blocks
 
     def commit(
-        self, repo: RepositoryId, name: BranchId, req: CommitRequest, moved: Moved | None = None
+        self,
+        repo: RepositoryId,
+        name: BranchId,
+        req: CommitRequest,
+        moved: Moved | None = None,
+        prefixes: Sequence[str] = (),
     ) -> Commit:
-        branch, raw = self._seal(repo, name, req.allow_empty)
+        """Commit the staged changes; with ``prefixes``, only those under them (a partial
+        commit): what is staged elsewhere is copied, in the same step (3), into one new token
+        that takes the sealed ones' place. The copy costs what is staged outside the prefixes,
+        never the size of the repository."""
+        if prefixes:
+            staged = self.refs.get_branch(repo, name)
+            if all(next(self.staging.changes(repo, staged, p), None) is None for p in prefixes):
+                under = ", ".join(map(repr, prefixes))
+                raise NothingToCommit(f"nothing to commit under {under} on branch {name!r}")
+        branch, raw = self._seal(repo, name, req.allow_empty or bool(prefixes))
         for _ in range(CAS_ATTEMPTS):
             head = self.refs.get_commit(repo, branch.commit_id)
             applied = branch.sealed_tokens
-            updates = self.staging.staged_updates(repo, applied)
+            updates: list[Update] = []
+            rest: list[Update] = []
+            for path, row in self.staging.staged_updates(repo, applied):
+                (rest if prefixes and not _under(path, prefixes) else updates).append((path, row))
             mid = self.trees.apply(head.meta_range_id, updates)
             new_head: Commit | None = None
             if mid != head.meta_range_id or req.allow_empty:
@@ -91,15 +108,20 @@ class Committer:
                 # Blocks and range files must be durable before any record points at them.
                 self.blocks.sync()
                 self.refs.put_commit(repo, new_head)
+            kept: tuple[StagingToken, ...] = ()
+            if rest:
+                kept = (new_staging_token(),)
+                self.staging.fill(repo, kept[0], rest)
             updated = Branch(
                 name=branch.name,
                 commit_id=new_head.id if new_head else head.id,
                 staging_token=branch.staging_token,
-                sealed_tokens=tuple(t for t in branch.sealed_tokens if t not in applied),
+                sealed_tokens=kept + tuple(t for t in branch.sealed_tokens if t not in applied),
             )
             try:
                 self.refs.swap_branch(repo, raw, updated)
             except PredicateFailed:
+                self.staging.drop_tokens(repo, kept)
                 branch, raw = self.refs.get_branch_raw(repo, name)
                 continue
             if moved is not None:
@@ -109,68 +131,6 @@ class Committer:
                 raise NothingToCommit(f"nothing to commit on branch {name!r}")
             return new_head
         raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
-
-    def commit_prefixes(
-        self,
-        repo: RepositoryId,
-        name: BranchId,
-        req: CommitRequest,
-        prefixes: Sequence[str],
-        moved: Moved | None = None,
-    ) -> Commit:
-        """Commit only the staged changes under ``prefixes``; the rest stays staged.
-
-        As :meth:`commit`, writers are never blocked: (1) seal the branch's tokens (writes go to
-        a fresh one meanwhile); (2) apply the sealed changes under the prefixes onto the head's
-        tree, and copy the others into one new token; (3) CAS the branch to the new commit with
-        that token in place of the sealed ones, which are dropped. The copy costs what is staged
-        outside the prefixes, never the size of the repository."""
-        branch = self.refs.get_branch(repo, name)
-        if not any(True for _ in self._changes_under(repo, branch, prefixes)):
-            raise NothingToCommit(
-                f"nothing to commit under {', '.join(map(repr, prefixes))} on branch {name!r}"
-            )
-        branch, raw = self._seal(repo, name, allow_empty=True)
-        for _ in range(CAS_ATTEMPTS):
-            head = self.refs.get_commit(repo, branch.commit_id)
-            applied = branch.sealed_tokens
-            under: list[Update] = []
-            rest: list[Update] = []
-            for path, row in self.staging.staged_updates(repo, applied):
-                (under if _under(path, prefixes) else rest).append((path, row))
-            mid = self.trees.apply(head.meta_range_id, under)
-            new_head: Commit | None = None
-            if mid != head.meta_range_id:
-                new_head = make_commit((head.id,), [head], mid, req)
-                self.blocks.sync()
-                self.refs.put_commit(repo, new_head)
-            kept = new_staging_token()
-            if rest:
-                self.staging.fill(repo, kept, rest)
-            updated = Branch(
-                name=branch.name,
-                commit_id=new_head.id if new_head else head.id,
-                staging_token=branch.staging_token,
-                sealed_tokens=((kept,) if rest else ())
-                + tuple(t for t in branch.sealed_tokens if t not in applied),
-            )
-            try:
-                self.refs.swap_branch(repo, raw, updated)
-            except PredicateFailed:
-                self.staging.drop_tokens(repo, [kept])
-                branch, raw = self.refs.get_branch_raw(repo, name)
-                continue
-            if moved is not None:
-                moved.branch, moved.dropped = updated, tuple(applied)
-            self.staging.drop_tokens(repo, applied)
-            if new_head is None:
-                raise NothingToCommit(f"nothing to commit under the prefixes on branch {name!r}")
-            return new_head
-        raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
-
-    def _changes_under(self, repo: RepositoryId, branch: Branch, prefixes: Sequence[str]) -> Iterator[object]:
-        for prefix in prefixes:
-            yield from self.staging.changes(repo, branch, prefix)
 
     def _seal(self, repo: RepositoryId, name: BranchId, allow_empty: bool) -> tuple[Branch, bytes]:
         for _ in range(CAS_ATTEMPTS):
