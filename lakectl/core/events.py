@@ -64,6 +64,13 @@ HOOKED = frozenset(
 )
 
 
+CARRIED = "carried"
+"""The note of a verb whose change is one store transaction: a list to which a consumer's
+``before`` may append ``(partition, key, value)`` rows, which the verb then stores in the
+same transaction as its change (stored if and only if the change is). A staged write carries
+the journal's intent so: one write transaction a write, not two."""
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One mutation. ``branch`` is the branch written (the destination of a merge); ``source_ref``
@@ -84,7 +91,9 @@ class Event:
     payload: Mapping[str, Any] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict, compare=False)
     """What a consumer carries from ``before`` to ``after`` of one verb (``done`` keeps this very
-    dict): the actions' pre-event run id, so the run learns the commit it gated."""
+    dict): the actions' pre-event run id, so the run learns the commit it gated; what the verb
+    hands its consumers without journalling it: the values a staged write stored; and
+    :data:`CARRIED`."""
 
     def done(self, **changes: Any) -> Event:
         """This event as it ended: the same fields, with what the verb produced."""

@@ -22,7 +22,7 @@ from lakectl.core.blocks.data import (
     write_bytes,
     write_object,
 )
-from lakectl.core.events import Event, EventSink, NoEvents, Verb, announced
+from lakectl.core.events import CARRIED, Event, EventSink, NoEvents, Verb, announced
 from lakectl.core.graph.commits import (
     CommitRequest,
     Committer,
@@ -42,7 +42,7 @@ from lakectl.core.graph.refs import (
     new_staging_token,
     parse_ref,
 )
-from lakectl.core.graph.staging import Staging
+from lakectl.core.graph.staging import Staging, staged_values
 from lakectl.core.graph.tree import Trees, Update, prefix_end
 from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
@@ -246,9 +246,12 @@ def _stage(
 ) -> None:
     """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
-    event = Event(verb, rid, bid, payload={"rows": rows})
+    carried: list[tuple[str, str, bytes]] = []
+    event = Event(verb, rid, bid, payload={"rows": rows}, notes={CARRIED: carried})
+    values = staged_values(updates)
     with announced(lake.events, event):
-        tokens = lake.staging.write(rid, bid, updates)
+        tokens = lake.staging.write_values(rid, bid, values, carried)
+    event.notes[replayorder.STORED] = values  # what the journal reads back, encoded once
     lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 

@@ -308,9 +308,11 @@ class Replay:
         dead = self.dead.get(rid, set())
         for named in dict.fromkeys(self._token(rid, bid, t) for t in tokens):
             token, prefixes = named, None
-            if named in dead and (rid, named) in self.kept:
-                # Into a token a partial commit took: what it did not commit, it kept.
-                token, prefixes = self.kept[(rid, named)]
+            while token in dead and (rid, token) in self.kept:
+                # Into a token a partial commit took: what it did not commit, it kept (and a
+                # later partial commit may have taken that token in turn, and kept the rest).
+                token, more = self.kept[(rid, token)]
+                prefixes = more if prefixes is None else [*prefixes, *more]
             if token in dead:
                 continue  # dropped by a commit or reset that the journal has already replayed
             clocks = self.clocks.setdefault((rid, token), {})

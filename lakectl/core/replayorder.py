@@ -41,6 +41,9 @@ from lakectl.core.model import (
 from lakectl.errors import KeyNotFound
 
 STAGED = frozenset({Verb.WRITE_OBJECTS, Verb.DELETE_OBJECTS, Verb.RESET})
+STORED = "stored"
+"""The event note in which a staged write hands over the (path, value) pairs it stored, so
+that reading them back compares bytes and encodes nothing twice."""
 SCAN_FROM = 32
 """Above this many paths, a write's paths are read back by one scan instead of one get each."""
 
@@ -81,20 +84,29 @@ def record_order(branch: Branch, generation: int, fallback_ns: int) -> tuple[int
 
 def settle(kv: KVStore, event: Event) -> dict[str, Any]:
     """For a staged write that has landed: the clock taken after it (ns) and, per token written,
-    the paths that no longer read back as this write left them (another write landed later, or
-    the token was dropped). Empty for other verbs."""
+    the paths that read back another value (another write of the path landed later). Empty for
+    other verbs."""
     tokens: Sequence[str] = event.payload.get("tokens", ())
     if event.verb not in STAGED or not tokens:
         return {}
     clock = time.time_ns()  # after the write landed, before it is read back: see the docstring
-    rows = {
-        path: encode_row(row_of(row)) if row is not None else TOMBSTONE for path, row in event.payload["rows"]
-    }
+    stored: Sequence[tuple[str, bytes]] | None = event.notes.get(STORED)
+    if stored is not None:
+        rows = dict(stored)
+    else:
+        rows = {
+            path: encode_row(row_of(row)) if row is not None else TOMBSTONE
+            for path, row in event.payload["rows"]
+        }
+    paths = sorted(rows)
     lost: dict[str, list[str]] = {}
     for token in dict.fromkeys(tokens):
         partition = keys.staging_partition(RepositoryId(event.repository), StagingToken(token))
-        now = _read_back(kv, partition, sorted(rows))
-        gone = [path for path, value in rows.items() if now.get(path) != value]
+        now = _read_back(kv, partition, paths)
+        # A path not found at all was taken with its token by a commit or reset (the token
+        # dropped, or the path unstaged as committed), not overwritten: a later write leaves a
+        # row or a tombstone. The replay finds where the commit put it.
+        gone = [path for path, value in rows.items() if path in now and now[path] != value]
         if gone:
             lost[token] = sorted(gone)
     return {"settled": clock, "lost": lost} if lost else {"settled": clock}

@@ -220,6 +220,20 @@ def test_set_many_and_delete_many(store: KVStore) -> None:
     assert _all(store, "p") == [("a", b"2")]
 
 
+def test_set_many_stores_rows_of_other_partitions_in_the_same_transaction(store: KVStore) -> None:
+    kvh.set_many(
+        store, "staging", [("k", b"row")], also=[("journal", "e1", b"intent"), ("staging", "x", b"1")]
+    )
+    assert _all(store, "staging") == [("k", b"row"), ("x", b"1")]
+    assert _all(store, "journal") == [("e1", b"intent")]
+    if isinstance(store, MemoryStore):
+        return  # the in-memory store offers no transactions to roll back
+    with pytest.raises(Exception):  # noqa: B017 - the driver's own error for a value it cannot store
+        kvh.set_many(store, "staging", [("k2", b"row")], also=[("journal", "e2", object())])  # type: ignore[list-item]
+    assert _all(store, "staging") == [("k", b"row"), ("x", b"1")]
+    assert _all(store, "journal") == [("e1", b"intent")]
+
+
 def test_scan_prefix(store: KVStore) -> None:
     for k in ["a", "a/", "a/b", "a/c/d", "a0", "a-b", "b/x", "é/1", "é/2", "éa"]:
         store.set("p", k, b"")

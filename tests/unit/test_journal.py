@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakectl.core import gc, journal, journalcompact, keys
 from lakectl.core import porcelain as p
@@ -99,6 +101,50 @@ def test_one_entry_for_a_batch_upload(lake: p.Lake, tmp_path: Path) -> None:
     (entry,) = journal.tail(lake.kv, lake.blocks, repo="batch")[1:]
     assert entry.event_type == "write-objects"
     assert [row[0] for row in entry.event_payload["rows"]] == sorted(f for f, _ in files)
+    assert entry.event_payload["tokens"] == [p.get_branch(lake, "batch", "main").staging_token]
+    assert entry.event_payload["settled"] > 0
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+NAMES = st.sampled_from(["rows", "tokens", "paths", "settled", "lost", ""])
+PAYLOADS = st.dictionaries(NAMES, JSON, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PAYLOADS, PAYLOADS)
+def test_an_outcomes_payload_text_reuses_the_intents_and_says_the_outcome(
+    announced: dict[str, object], ended: dict[str, object]
+) -> None:
+    text = journal._extended(journal._text(announced), announced, ended)
+    assert json.loads(text) == ended
+    kept = {**announced, **{k: v for k, v in ended.items() if k not in announced}}
+    assert json.loads(journal._extended(journal._text(announced), announced, kept)) == kept
+
+
+def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) -> None:
+    p.create_repo(lake, "older")
+    journal.seal(lake.kv, lake.blocks)
+    writer = journal.Journal(lake.kv, lake.blocks, writer="0lderwriter00000")
+    writer._register()
+    record = {
+        "state": journal.DONE,
+        "time": time.time_ns() // 1000,
+        "writer": writer.writer,
+        "seq": 1,
+        "client_id": "ada",
+        "repo_id": "older",
+        "event_type": "create-tag",
+        "event_payload": {"tag": "v0", "commit_id": "abc"},
+    }
+    lake.kv.set(writer.partition, "0-1", journal._encode(record))
+    assert journal.read_live(lake.kv.get(writer.partition, "0-1")) == record
+    (entry,) = journal.tail(lake.kv, lake.blocks, repo="older")[1:]
+    assert (entry.event_type, dict(entry.event_payload)) == ("create-tag", {"tag": "v0", "commit_id": "abc"})
+    writer.close()
 
 
 def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
@@ -244,10 +290,15 @@ def test_group_writer_stores_every_write_of_many_threads_in_fewer_transactions(t
             time.sleep(0.001)
             store.set(partition, key, value)
 
-        def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None:
+        def set_many(
+            self,
+            partition: str,
+            items: list[tuple[str, bytes]],
+            also: tuple[tuple[str, str, bytes], ...] = (),
+        ) -> None:
             transactions.append(len(items))
             time.sleep(0.001)
-            store.set_many(partition, items)
+            store.set_many(partition, items, also)
 
         def delete_many(self, partition: str, keys: list[str]) -> None:
             store.delete_many(partition, keys)
@@ -270,6 +321,44 @@ def test_group_writer_stores_every_write_of_many_threads_in_fewer_transactions(t
     assert sum(transactions) == 800
     assert len(dict(store.scan("journal/live/g"))) == 800
     assert len(transactions) < 400  # most transactions carried several entries
+    store.close()
+
+
+def test_a_group_write_that_fails_in_any_way_fails_its_callers_and_not_the_next_batch(tmp_path: Path) -> None:
+    import threading
+
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "g.db"))
+    broken = threading.Event()
+    broken.set()
+
+    class Flaky:
+        def set(self, partition: str, key: str, value: bytes) -> None:
+            if broken.is_set():
+                raise RuntimeError("the driver broke")
+            store.set(partition, key, value)
+
+    group = journal.GroupWriter(Flaky(), "journal/live/g")  # type: ignore[arg-type]
+    errors: list[BaseException] = []
+
+    def write(t: int) -> None:
+        try:
+            group.write(f"{t}", b"x")
+        except RuntimeError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads), "a failed batch left its writers waiting"
+    assert len(errors) + len(dict(store.scan("journal/live/g"))) == 4
+    assert errors
+    broken.clear()
+    group.write("after", b"y")  # the writer goes on
+    assert store.get("journal/live/g", "after") == b"y"
     store.close()
 
 
@@ -354,6 +443,9 @@ def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(
                 journal.seal(kv, lake.blocks)  # and the cursor moves on
             kv.set_if(partition, key, value, expected)
 
+    writer = journal._find(lake.events)
+    assert writer is not None
+    writer.flush()  # the outcome stored: a seal through another store object sees it
     journal.seal(Racing(), lake.blocks)  # type: ignore[arg-type]
     assert interfered
     assert [e.event_type for e in journal.entries(kv, lake.blocks)] == ["create-repository", "create-tag"]

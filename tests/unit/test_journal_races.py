@@ -140,6 +140,7 @@ def test_a_write_overwritten_before_its_outcome_is_written_is_recorded_lost(
     p.upload(b, REPO, "main", "x", b"b")
     held.release()
     assert read(b, "x") == b"b"
+    journal.flush(a)  # a's keeper would store its outcome within a second
     entries = [e for e in journal.tail(b.kv, b.blocks, amount=10) if e.event_type == "write-objects"]
     lost = [e.event_payload.get("lost") for e in entries]
     token = p.get_branch(b, REPO, "main").staging_token
@@ -301,4 +302,27 @@ def test_a_write_a_partial_commit_took_stays_staged_or_committed_as_it_landed(
     staged = {c.path for c in p.diff_uncommitted(a, REPO, "main")}
     assert committed == {"tables/t"} | ({path} if path.startswith("tables/") else set())
     assert staged == {"other/early"} | (set() if path.startswith("tables/") else {path})
+    assert_rebuilt_is_original(a, b, tmp_path)
+
+
+@pytest.mark.parametrize("path", ["other/late", "tables/late", "logs/late"])
+def test_a_write_two_partial_commits_took_before_its_entry_stays_where_it_landed(
+    lakes: tuple[p.Lake, p.Lake], tmp_path: Path, path: str
+) -> None:
+    """The write lands, then two partial commits each take the branch's staging (the first keeps
+    the write's token's rest in a new token, the second takes that one in turn); only then is the
+    write's entry done, so a rebuild meets it after both commits and must follow both."""
+    a, b = lakes
+    p.upload(a, REPO, "main", "tables/t", b"0")
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "after"), lambda: p.upload(a, REPO, "main", path, b"2"))
+    p.commit(b, REPO, "main", "tables", prefixes=["tables/"])
+    p.upload(b, REPO, "main", "logs/x", b"3")
+    p.commit(b, REPO, "main", "logs", prefixes=["logs/"])
+    held.release()
+    committed = {o.path for o in p.list_objects(a, REPO, "main")} - {
+        c.path for c in p.diff_uncommitted(a, REPO, "main")
+    }
+    staged = {c.path for c in p.diff_uncommitted(a, REPO, "main")}
+    assert staged == ({path} if path == "other/late" else set())
+    assert path in committed or path in staged
     assert_rebuilt_is_original(a, b, tmp_path)

@@ -134,10 +134,10 @@ def test_a_read_whose_entry_cannot_be_stored_is_refused(lake: p.Lake) -> None:
     sink = journal._find(lake.events)
     assert sink is not None
 
-    def broken(key: str, value: bytes) -> None:
+    def broken(items: list[tuple[str, bytes]]) -> None:
         raise StorageError("disk full")
 
-    sink._group.write = broken  # type: ignore[method-assign]
+    sink._group.write_many = broken  # type: ignore[method-assign]
     with pytest.raises(StorageError):
         p.read(lake, "rds", "main", "a.csv")
 

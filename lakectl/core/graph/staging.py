@@ -26,6 +26,11 @@ from lakectl.errors import KeyNotFound, TooManyRetries
 WRITE_ATTEMPTS = 20
 
 
+def staged_values(updates: Sequence[Update]) -> list[tuple[str, bytes]]:
+    """(path, value) as a staging token stores them: the encoded row, or TOMBSTONE."""
+    return [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
+
+
 class Staging:
     """Stages rows into a branch's current token and reads a branch as tokens over its commit."""
 
@@ -41,11 +46,22 @@ class Staging:
         branch's current one afterwards; otherwise a commit sealed it meanwhile and may have
         missed them, so they are written again into the new token (writes are idempotent).
         Returns the tokens written, in order (the last one was current afterwards)."""
-        items = [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
+        return self.write_values(repo, branch, staged_values(updates))
+
+    def write_values(
+        self,
+        repo: RepositoryId,
+        branch: BranchId,
+        items: Sequence[tuple[str, bytes]],
+        also: Sequence[tuple[str, str, bytes]] = (),
+    ) -> list[StagingToken]:
+        """:meth:`write` of values :func:`staged_values` encoded; the ``(partition, key, value)``
+        rows ``also`` names are stored in the same transaction as the first write."""
         written: list[StagingToken] = []
         for _ in range(WRITE_ATTEMPTS):
             token = self.refs.get_branch(repo, branch).staging_token
-            set_many(self.kv, keys.staging_partition(repo, token), items)
+            set_many(self.kv, keys.staging_partition(repo, token), items, also)
+            also = ()
             written.append(token)
             if self.refs.get_branch(repo, branch).staging_token == token:
                 return written
@@ -53,8 +69,7 @@ class Staging:
 
     def fill(self, repo: RepositoryId, token: StagingToken, updates: Sequence[Update]) -> None:
         """Write rows into a token no branch names yet (a partial commit's kept changes)."""
-        items = [(p, encode_row(r) if r is not None else TOMBSTONE) for p, r in updates]
-        set_many(self.kv, keys.staging_partition(repo, token), items)
+        set_many(self.kv, keys.staging_partition(repo, token), staged_values(updates))
 
     def drop_tokens(self, repo: RepositoryId, tokens: Sequence[StagingToken]) -> None:
         for token in tokens:

@@ -7,7 +7,7 @@ encoding; values are ``bytes``. Conveniences (prefix scans, batched writes) live
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 
@@ -42,7 +42,12 @@ class KVStore(Protocol):
 class BatchWriter(Protocol):
     """Optional fast path a driver may offer: many writes in one transaction."""
 
-    def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None: ...
+    def set_many(
+        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
+    ) -> None:
+        """Store ``items`` in ``partition``, and the ``(partition, key, value)`` rows ``also``
+        names, in one transaction."""
+        ...
 
     def delete_many(self, partition: str, keys: list[str]) -> None: ...
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
 from lakectl.core.kv import BatchWriter, KVStore
@@ -30,12 +30,20 @@ def _batch_writer(store: KVStore) -> BatchWriter | None:
     return None
 
 
-def set_many(store: KVStore, partition: str, items: Iterable[tuple[str, bytes]]) -> None:
-    """Store every ``(key, value)``: one transaction when the driver offers it, else one by one."""
+def set_many(
+    store: KVStore,
+    partition: str,
+    items: Iterable[tuple[str, bytes]],
+    also: Sequence[tuple[str, str, bytes]] = (),
+) -> None:
+    """Store every ``(key, value)``, and the ``(partition, key, value)`` rows ``also`` names:
+    one transaction when the driver offers it, else one by one, ``also`` first."""
     writer = _batch_writer(store)
     if writer is not None:
-        writer.set_many(partition, list(items))
+        writer.set_many(partition, list(items), also)
         return
+    for part, key, value in also:
+        store.set(part, key, value)
     for key, value in items:
         store.set(partition, key, value)
 

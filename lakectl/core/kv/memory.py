@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from lakectl.errors import KeyNotFound, PredicateFailed
 
@@ -124,8 +124,12 @@ class MemoryStore:
                 )
             part.put(key, bytes(value))
 
-    def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None:
+    def set_many(
+        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
+    ) -> None:
         with self._lock:
+            for name, key, value in also:
+                self._partition(name).put(key, bytes(value))
             part = self._partition(partition)
             for key, value in items:
                 part.put(key, bytes(value))

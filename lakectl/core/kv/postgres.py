@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -218,16 +218,24 @@ class PostgresStore:
 
     # -- BatchWriter ---------------------------------------------------------------------------
 
-    def set_many(self, partition: str, items: list[tuple[str, bytes]]) -> None:
+    def set_many(
+        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
+    ) -> None:
         # One row per key (the last value wins, as if set one by one: a single INSERT may not
         # touch a row twice), in key order, so that concurrent batches lock rows in the same
         # order and cannot deadlock.
-        rows = sorted({escape(k): v for k, v in items}.items(), key=itemgetter(0))
-        part = escape(partition)
-        self._in_transaction(
-            _UPSERT_MANY,
-            [(part, [k for k, _ in chunk], [v for _, v in chunk]) for chunk in _chunks(rows, BATCH_ROWS)],
-        )
+        batches: list[tuple[Any, ...]] = []
+        by_partition: dict[str, list[tuple[str, bytes]]] = {}
+        for name, key, value in also:
+            by_partition.setdefault(name, []).append((key, value))
+        by_partition.setdefault(partition, []).extend(items)
+        for name in sorted(by_partition):
+            rows = sorted({escape(k): v for k, v in by_partition[name]}.items(), key=itemgetter(0))
+            part = escape(name)
+            batches.extend(
+                (part, [k for k, _ in chunk], [v for _, v in chunk]) for chunk in _chunks(rows, BATCH_ROWS)
+            )
+        self._in_transaction(_UPSERT_MANY, batches)
 
     def delete_many(self, partition: str, keys: list[str]) -> None:
         part = escape(partition)
