@@ -403,11 +403,12 @@ class Journal:
         stack.append((which, key, record, text, header))
 
     def after(self, event: Event) -> None:
-        """The outcome, to store over the intent with the next write of this writer (the next
-        intent, or the keeper's seal within :data:`SEAL_INTERVAL`): a verb costs the journal
-        one write, not two. Never raises (the change is done). An outcome lost with its process
-        leaves the intent pending, and recovery decides it from the lake, as for a process
-        killed between its change and its outcome (docs/decisions/0009-journal.md)."""
+        """Store the outcome over the intent; never raises (the change is done). A staged write's
+        outcome (its intent carried by the write) waits for the next write of this writer (the
+        next intent, or the keeper's seal within :data:`SEAL_INTERVAL`): a write costs the
+        journal no write of its own. An outcome lost with its process leaves the intent
+        pending, and recovery decides it from the lake, as for a process killed between its
+        change and its outcome (docs/decisions/0009-journal.md)."""
         stack = self._stack()
         which = _identity(event)
         found = [i for i, opened in enumerate(stack) if opened[0] == which]
@@ -421,6 +422,10 @@ class Journal:
         with self._lock:
             self._opened.discard(key)
             self._outcomes.append((key, outcome))
+        if CARRIED not in event.notes:
+            # A commit, merge or any verb but a staged write: its outcome is stored before the
+            # verb returns, since recovery decides those from the lake less exactly.
+            self._quietly(self.flush)
         self._finished()
 
     def _finished(self) -> None:
