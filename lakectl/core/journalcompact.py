@@ -13,7 +13,6 @@ from lakectl.core.journal import (
     SEAL_BATCH,
     Entry,
     _cursor,
-    _encode,
     _finish,
     _generation,
     _parquet,
@@ -21,6 +20,7 @@ from lakectl.core.journal import (
     batches,
     seal,
 )
+from lakectl.core.journalform import _encode
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
 from lakectl.errors import PredicateFailed, TooManyRetries

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, keys, protection, replayorder
+from lakectl.core import gc, journal, journalform, keys, protection, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.events import Verb
 from lakectl.core.graph.refs import new_staging_token, token_time
@@ -136,13 +136,14 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         count += 1
     replaying.finish()
     last = int(batches[-1]["last"]) if batches else 0
-    kv.set(keys.LAKE, keys.JOURNAL_SETTING, journal._encode({"enabled": True, "since": _since(batches)}))
+    kv.set(keys.LAKE, keys.JOURNAL_SETTING, journalform._encode({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
     for batch in batches:
-        kv.set(keys.JOURNAL, keys.journal_batch_key(int(batch["first"]), generation), journal._encode(batch))
+        key = keys.journal_batch_key(int(batch["first"]), generation)
+        kv.set(keys.JOURNAL, key, journalform._encode(batch))
     cursor: dict[str, Any] = {"next": last + 1, "batch": batches[-1] if batches else None, "sealed": []}
     cursor["generation"] = generation
-    kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, journal._encode(cursor))
+    kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, journalform._encode(cursor))
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
 
 

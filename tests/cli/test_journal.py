@@ -111,13 +111,7 @@ def test_every_mutation_is_an_entry_by_its_client(cli: Lakectl) -> None:
 
 
 def test_nothing_is_journalled_until_enabled(tmp_path: Path) -> None:
-    env = {
-        "LAKECTL_HOME": str(tmp_path / "lake"),
-        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-        "LAKECTL_SERVER_ENDPOINT_URL": "",
-        "LAKECTL_BASE_URI": "",
-    }
-    cli = Lakectl("embedded", env, tmp_path)
+    cli = embedded_cli(tmp_path)
     cli("repo", "create", "lakefs://quiet")
     assert cli.js("journal", "tail") == []
     empty = cli("journal", "tail")
@@ -233,7 +227,7 @@ def test_compact_drops_a_deleted_repository_and_keeps_timestamps(cli: Lakectl) -
 
 
 def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
-    from lakectl.core import journal
+    from lakectl.core import journal, journalform
     from lakectl.core.porcelain import open_lake
 
     env = {
@@ -251,7 +245,7 @@ def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
     assert refused.exit_code != 0 and refused.stderr.startswith("error:")
     lake = open_lake(str(tmp_path / "lake"))
     live = lake.kv.partitions("journal/live/")  # type: ignore[attr-defined]
-    states = [journal.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
+    states = [journalform.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
     assert journal.PENDING not in states
     lake.close()
     assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]

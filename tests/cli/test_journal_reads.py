@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from server.config import load_settings
 from tests.cli.both import Lakectl
-from tests.cli.test_journal import either, session, views
+from tests.cli.test_journal import either, embedded_cli, session, views
 from tests.server.conftest import Live, serve, unique
 
 
@@ -223,14 +223,7 @@ def presigned(server: Live, keys: tuple[str, str], repo: str) -> str:
 
 
 def test_admin_rebuild_with_reads_audited_gives_the_same_lake(tmp_path: Path) -> None:
-    env = {
-        "LAKECTL_HOME": str(tmp_path / "lake"),
-        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
-        "LAKECTL_SERVER_ENDPOINT_URL": "",
-        "LAKECTL_BASE_URI": "",
-        "LAKECTL_COMMITTER": "tester",
-    }
-    cli = Lakectl("embedded", env, tmp_path)
+    cli = embedded_cli(tmp_path)
     cli("journal", "enable", "--reads")
     repo = session(cli)
     cli("fs", "upload", f"lakefs://{repo}/main/staged.csv", "-s", "-", input=b"staged\n")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, journal, journalcompact, keys
+from lakectl.core import gc, journal, journalcompact, journalform, keys
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
 from lakectl.errors import MergeConflict, PredicateFailed
@@ -119,10 +119,10 @@ PAYLOADS = st.dictionaries(NAMES, JSON, max_size=4)
 def test_an_outcomes_payload_text_reuses_the_intents_and_says_the_outcome(
     announced: dict[str, object], ended: dict[str, object]
 ) -> None:
-    text = journal._extended(journal._text(announced), announced, ended)
+    text = journalform._extended(journalform._text(announced), announced, ended)
     assert json.loads(text) == ended
     kept = {**announced, **{k: v for k, v in ended.items() if k not in announced}}
-    assert json.loads(journal._extended(journal._text(announced), announced, kept)) == kept
+    assert json.loads(journalform._extended(journalform._text(announced), announced, kept)) == kept
 
 
 def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) -> None:
@@ -140,8 +140,8 @@ def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) 
         "event_type": "create-tag",
         "event_payload": {"tag": "v0", "commit_id": "abc"},
     }
-    lake.kv.set(writer.partition, "0-1", journal._encode(record))
-    assert journal.read_live(lake.kv.get(writer.partition, "0-1")) == record
+    lake.kv.set(writer.partition, "0-1", journalform._encode(record))
+    assert journalform.read_live(lake.kv.get(writer.partition, "0-1")) == record
     (entry,) = journal.tail(lake.kv, lake.blocks, repo="older")[1:]
     assert (entry.event_type, dict(entry.event_payload)) == ("create-tag", {"tag": "v0", "commit_id": "abc"})
     writer.close()

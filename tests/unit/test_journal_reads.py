@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import journal, journalcompact, keys, rebuild
+from lakectl.core import journal, journalcompact, journalform, keys, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core import reads as reads_module
 from lakectl.core.blocks.local import LocalAdapter
@@ -48,7 +48,7 @@ def test_a_read_is_one_done_entry_with_its_range(lake: p.Lake) -> None:
         p.read(lake, "rds", "main", "nope")
     # Nothing pending: a read has no intent waiting for an outcome.
     live = lake.kv.partitions("journal/live/")  # type: ignore[attr-defined]
-    states = [journal.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
+    states = [journalform.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
     assert journal.PENDING not in states
     first, second = reads(lake)
     assert (first.client_id, first.repo_id) == ("ada", "rds")
