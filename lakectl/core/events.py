@@ -65,10 +65,11 @@ HOOKED = frozenset(
 
 
 CARRIED = "carried"
-"""The note of a verb whose change is one store transaction: a list to which a consumer's
-``before`` may append ``(partition, key, value)`` rows, which the verb then stores in the
-same transaction as its change (stored if and only if the change is). A staged write carries
-the journal's intent so: one write transaction a write, not two."""
+"""The note of a verb whose change is one store transaction (a staged write): a list to which a
+consumer's ``before`` may append a function of the staging tokens written so far that returns
+``(partition, key, value)`` rows; each write of the verb stores them in its own transaction,
+once its change is in (stored if and only if the change is). The journal's entry of a staged
+write is so written done, with the write: one write transaction a write, not two."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +92,7 @@ class Event:
     payload: Mapping[str, Any] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict, compare=False)
     """What a consumer carries from ``before`` to ``after`` of one verb (``done`` keeps this very
-    dict): the actions' pre-event run id, so the run learns the commit it gated; what the verb
-    hands its consumers without journalling it: the values a staged write stored; and
+    dict): the actions' pre-event run id, so the run learns the commit it gated; and
     :data:`CARRIED`."""
 
     def done(self, **changes: Any) -> Event:

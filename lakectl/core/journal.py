@@ -3,8 +3,9 @@
 
 A :class:`Journal` is an :class:`~lakectl.core.events.EventSink`. ``before`` stores an *intent*
 under the writer's own KV partition (refusing the verb if it cannot), ``after`` overwrites it
-with its *outcome*; :func:`seal` numbers done entries with the lake's logical timestamps and
-stores them as one Parquet block per batch; :func:`entries` reads the sealed journal back.
+with its *outcome*; a staged write instead stores its entry done, in the write's own
+transaction. :func:`seal` numbers done entries with the lake's logical timestamps and stores
+them as one Parquet block per batch; :func:`entries` reads the sealed journal back.
 """
 
 from __future__ import annotations
@@ -18,16 +19,26 @@ import socket
 import threading
 import time
 import uuid
-import weakref
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import keys, replayorder
+from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
-from lakectl.core.journalform import _encode, _extended, _header, _live, _split_live, _text, live, read_live
+from lakectl.core.journalform import (
+    _encode,
+    _extended,
+    _fields,
+    _header,
+    _live,
+    _open_ended,
+    _split_live,
+    _text,
+    live,
+    read_live,
+)
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix, set_many
 from lakectl.errors import (
@@ -46,6 +57,9 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from lakectl.core.graph.staging import Carry
     from lakectl.core.porcelain import Lake
 
 CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("lakectl_journal_client", default="")
@@ -184,9 +198,6 @@ class GroupWriter:
             raise failed
 
 
-_WRITERS: weakref.WeakSet[Journal] = weakref.WeakSet()
-"""This process's writers: a seal stores the outcomes they hold before it looks."""
-
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
 """An intent a thread keeps until its verb ends: the verb's identity, its key, record, payload
 text and encoded header (see :func:`live`)."""
@@ -216,9 +227,6 @@ class Journal:
         """Entries this writer finished since it last sealed."""
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
-        self._outcomes: list[tuple[str, bytes]] = []
-        """Outcomes not stored yet: each goes with the next intent's write, or the next seal."""
-        _WRITERS.add(self)
 
     def _default_client(self) -> str:
         # Embedded, one process is one user: the committer, looked up once.
@@ -250,6 +258,11 @@ class Journal:
         compare-and-swap) changed nothing, and its intent is withdrawn; after any other error
         the change may have landed, and the intent is decided from the lake, as recovery decides
         a dead writer's (:mod:`lakectl.core.recovery`)."""
+        if CARRIED in event.notes:
+            # A staged write stores its entry, done, with each of its writes: whatever landed
+            # has its entry, and nothing else has one.
+            self._finished()
+            return
         stack = self._stack()
         which = _identity(event)
         found = [i for i, opened in enumerate(stack) if opened[0] == which]
@@ -306,29 +319,7 @@ class Journal:
             self.kv.delete(keys.JOURNAL, keys.journal_writer_key(self.writer))
             self._registered = False
 
-    def _take_outcomes(self) -> list[tuple[str, bytes]]:
-        with self._lock:
-            taken, self._outcomes = self._outcomes, []
-        return taken
-
-    def _store(self, items: list[tuple[str, bytes]]) -> None:
-        """Store ``items`` after the outcomes waiting, in one write; outcomes that could not be
-        stored wait for the next write."""
-        outcomes = self._take_outcomes()
-        try:
-            self._group.write_many(outcomes + items)
-        except LakectlError:
-            with self._lock:
-                self._outcomes[:0] = outcomes
-            raise
-
-    def flush(self) -> None:
-        """Store the outcomes that wait (before a seal, and as the writer closes)."""
-        if self._outcomes:
-            self._store([])
-
     def _seal(self) -> None:
-        self.flush()
         with self._lock:
             pending, self._unsealed = self._unsealed, 0
         if pending:
@@ -372,15 +363,20 @@ class Journal:
         return f"{clock:016x}-{seq:012x}", record, _text(payload), _header(record)
 
     def before(self, event: Event) -> None:
-        """Store the intent; raising here refuses the verb with nothing changed. A verb that
-        carries writes (:data:`~lakectl.core.events.CARRIED`: a staged write) stores the intent
-        in its own transaction instead, so that its change and its intent land together. A read (only
-        announced when the lake audits reads) is stored as done at once: it changes nothing, so
-        there is no outcome to wait for, and a read whose entry cannot be stored is refused."""
+        """Store the intent; raising here refuses the verb with nothing changed. A staged write
+        (:data:`~lakectl.core.events.CARRIED`) stores no intent: each of its writes stores its
+        entry, done, in the write's own transaction (:meth:`_carrier`). A read (only announced
+        when the lake audits reads) is stored as done at once: it changes nothing, so there is
+        no outcome to wait for, and a read whose entry cannot be stored is refused."""
         if event.verb is Verb.READ_OBJECT:
             key, _, text, header = self._record(event, DONE)
-            self._store([(key, _live(DONE, header, text))])
+            self._group.write(key, _live(DONE, header, text))
             self._finished()
+            return
+        carried: list[Carry] | None = event.notes.get(CARRIED)
+        if carried is not None:
+            key, record, text, _ = self._record(event, DONE)
+            carried.append(self._carrier(key, record, text))
             return
         key, record, text, header = self._record(event, PENDING)
         stack = self._stack()
@@ -393,40 +389,45 @@ class Journal:
                     self._withdraw(opened[1])
             stack[:] = [s for s in stack if s[0] != which]
         del stack[:-MAX_OPEN]
-        intent = _live(PENDING, header, text)
-        carried: list[tuple[str, str, bytes]] | None = event.notes.get(CARRIED)
-        if carried is not None:
-            carried.append((self.partition, key, intent))  # stored with the change, or not at all
-        else:
-            self._store([(key, intent)])
+        self._group.write(key, _live(PENDING, header, text))
         with self._lock:
             self._opened.add(key)
         stack.append((which, key, record, text, header))
 
+    def _carrier(self, key: str, record: dict[str, Any], text: str) -> Carry:
+        """A staged write's entry as each of its writes stores it, in the write's transaction once
+        its rows are in: done, with the tokens written so far and the clock of each write
+        (``settled``, ``settled_in``), read inside the transaction. Two writes of one path land
+        in the order of those clocks (docs/decisions/0009-journal.md, "Concurrent writers"),
+        and an entry is stored if and only if its write landed: nothing is ever pending."""
+        close = _open_ended(DONE, _fields(record), text)
+        settled: dict[str, int] = {}
+
+        def carry(tokens: Sequence[str]) -> list[tuple[str, str, bytes]]:
+            settled[tokens[-1]] = time.time_ns()
+            added: dict[str, Any] = {"tokens": list(tokens), "settled": settled[tokens[-1]]}
+            if len(settled) > 1:
+                added["settled_in"] = dict(settled)
+            return [(self.partition, key, close(added))]
+
+        return carry
+
     def after(self, event: Event) -> None:
         """Store the outcome over the intent; never raises (the change is done). A staged write's
-        outcome (its intent carried by the write) waits for the next write of this writer (the
-        next intent, or the keeper's seal within :data:`SEAL_INTERVAL`): a write costs the
-        journal no write of its own. An outcome lost with its process leaves the intent
-        pending, and recovery decides it from the lake, as for a process killed between its
-        change and its outcome (docs/decisions/0009-journal.md)."""
+        entry is stored already, with the write."""
+        if CARRIED in event.notes:
+            self._finished()
+            return
         stack = self._stack()
         which = _identity(event)
         found = [i for i, opened in enumerate(stack) if opened[0] == which]
         if not found:
             return
         _, key, record, text, header = stack.pop(found[-1])
-        payload = payload_of(event)
-        with contextlib.suppress(LakectlError):  # unsettled: a rebuild orders it by its clock
-            payload.update(replayorder.settle(self.kv, event))
-        outcome = _live(DONE, header, _extended(text, record["event_payload"], payload))
+        outcome = _live(DONE, header, _extended(text, record["event_payload"], payload_of(event)))
         with self._lock:
             self._opened.discard(key)
-            self._outcomes.append((key, outcome))
-        if CARRIED not in event.notes:
-            # A commit, merge or any verb but a staged write: its outcome is stored before the
-            # verb returns, since recovery decides those from the lake less exactly.
-            self._quietly(self.flush)
+        self._quietly(lambda: self._group.write(key, outcome))
         self._finished()
 
     def _finished(self) -> None:
@@ -548,7 +549,7 @@ def release(lake: Lake) -> None:
 
 
 def flush(lake: Lake) -> None:
-    """Store and seal now what the lake's writer finished (its keeper would within a second)."""
+    """Seal now what the lake's writer finished (its keeper would within a second)."""
     found = _find(lake.events)
     if found is not None:
         found._seal()
@@ -606,22 +607,18 @@ def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any], str]]:
     for key, _ in scan_prefix(kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX):
         partition = keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])
         for entry_key, raw in kv.scan(partition):
-            header, text = _split_live(raw)
-            if header["state"] == DONE:
-                out.append((partition, entry_key, header, text))
+            if raw.startswith(DONE.encode()) or raw[:1] == b"{":
+                header, text = _split_live(raw)
+                if header["state"] == DONE:
+                    out.append((partition, entry_key, header, text))
     out.sort(key=lambda e: (e[2]["time"], e[2]["writer"], e[2]["seq"]))
     return out[:SEAL_BATCH]
 
 
 def seal(kv: KVStore, blocks: Any) -> int:
     """Decide what dead writers left open, then seal the done entries of every writer into one
-    Parquet batch (the outcomes this process's writers hold stored first); returns how many."""
+    Parquet batch; returns how many."""
     from lakectl.core.recovery import recover
-
-    for writer in list(_WRITERS):
-        if writer.kv is kv:
-            with contextlib.suppress(LakectlError):
-                writer.flush()
 
     with contextlib.suppress(LakectlError):
         recover(kv, blocks)

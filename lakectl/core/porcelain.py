@@ -42,7 +42,7 @@ from lakectl.core.graph.refs import (
     new_staging_token,
     parse_ref,
 )
-from lakectl.core.graph.staging import Staging, staged_values
+from lakectl.core.graph.staging import Carry, Staging, staged_values
 from lakectl.core.graph.tree import Trees, Update, prefix_end
 from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
@@ -72,6 +72,7 @@ from lakectl.core.model import (
     RepositoryId,
     ResetKind,
     Row,
+    StagingToken,
     Tag,
     same_row,
 )
@@ -246,12 +247,14 @@ def _stage(
 ) -> None:
     """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
-    carried: list[tuple[str, str, bytes]] = []
+    carried: list[Carry] = []
     event = Event(verb, rid, bid, payload={"rows": rows}, notes={CARRIED: carried})
-    values = staged_values(updates)
+
+    def carry(tokens: Sequence[StagingToken]) -> list[tuple[str, str, bytes]]:
+        return [row for consumer in carried for row in consumer(tokens)]
+
     with announced(lake.events, event):
-        tokens = lake.staging.write_values(rid, bid, values, carried)
-    event.notes[replayorder.STORED] = values  # what the journal reads back, encoded once
+        tokens = lake.staging.write_values(rid, bid, staged_values(updates), carry if carried else None)
     lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 

@@ -304,10 +304,13 @@ class Replay:
     def _stage(self, rid: RepositoryId, bid: BranchId, p: Mapping[str, Any], at: int) -> None:
         # An older journal's entry went to whatever token the branch had then.
         tokens = p.get("tokens") or [self._branch(rid, bid).staging_token]
-        clock = int(p.get("settled", at))
+        settled = int(p.get("settled", at))
+        settled_in: Mapping[str, int] = p.get("settled_in", {})
         lost: Mapping[str, list[str]] = p.get("lost", {})
         dead = self.dead.get(rid, set())
-        for named in dict.fromkeys(self._token(rid, bid, t) for t in tokens):
+        for written in dict.fromkeys(tokens):
+            clock = int(settled_in.get(written, settled))
+            named = self._token(rid, bid, written)
             token, prefixes = named, None
             while token in dead and (rid, token) in self.kept:
                 # Into a token a partial commit took: what it did not commit, it kept (and a

@@ -220,18 +220,29 @@ def test_set_many_and_delete_many(store: KVStore) -> None:
     assert _all(store, "p") == [("a", b"2")]
 
 
-def test_set_many_stores_rows_of_other_partitions_in_the_same_transaction(store: KVStore) -> None:
-    kvh.set_many(
-        store, "staging", [("k", b"row")], also=[("journal", "e1", b"intent"), ("staging", "x", b"1")]
-    )
-    assert _all(store, "staging") == [("k", b"row"), ("x", b"1")]
-    assert _all(store, "journal") == [("e1", b"intent")]
+def test_set_many_stores_what_then_returns_last_in_the_same_transaction(store: KVStore) -> None:
+    calls: list[int] = []
+
+    def then() -> list[tuple[str, str, bytes]]:
+        calls.append(1)
+        return [("journal", "e1", b"entry"), ("staging", "x", b"1"), ("staging", "k", b"then's")]
+
+    kvh.set_many(store, "staging", [("k", b"row")], then)
+    assert calls == [1]
+    assert _all(store, "staging") == [("k", b"then's"), ("x", b"1")]  # stored after the batch
+    assert _all(store, "journal") == [("e1", b"entry")]
     if isinstance(store, MemoryStore):
         return  # the in-memory store offers no transactions to roll back
+
+    def failing() -> list[tuple[str, str, bytes]]:
+        raise RuntimeError("the entry cannot be made")
+
+    with pytest.raises(RuntimeError):
+        kvh.set_many(store, "staging", [("k2", b"row")], failing)
     with pytest.raises(Exception):  # noqa: B017 - the driver's own error for a value it cannot store
-        kvh.set_many(store, "staging", [("k2", b"row")], also=[("journal", "e2", object())])  # type: ignore[list-item]
-    assert _all(store, "staging") == [("k", b"row"), ("x", b"1")]
-    assert _all(store, "journal") == [("e1", b"intent")]
+        kvh.set_many(store, "staging", [("k3", b"row")], lambda: [("journal", "e2", object())])  # type: ignore[list-item]
+    assert _all(store, "staging") == [("k", b"then's"), ("x", b"1")]
+    assert _all(store, "journal") == [("e1", b"entry")]
 
 
 def test_scan_prefix(store: KVStore) -> None:
@@ -501,6 +512,60 @@ def test_compare_and_swap_across_processes(fresh_url: str) -> None:
     store = open_store(fresh_url)
     assert store.get("p", "counter") == b"200"
     store.close()
+
+
+_CLOCKED = """
+import sys, time
+from lakectl.core.kv import open_store
+from lakectl.core.kv.helpers import set_many
+
+store = open_store(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+me = sys.argv[3]
+for i in range(int(sys.argv[2])):
+    value = f"{me}-{i}".encode()
+    then = lambda value=value: [("clocks", value.decode(), str(time.time_ns()).encode())]
+    set_many(store, "staging", [("shared", value), (f"own-{me}-{i % 7}", value)], then)
+store.close()
+"""
+
+
+def test_a_clock_read_in_then_orders_the_batches_that_wrote_one_key_as_they_landed(fresh_url: str) -> None:
+    """What a rebuild of the journal relies on (docs/decisions/0009-journal.md): of the batches
+    of four processes that all set one key, the one whose ``then`` read the latest clock is the
+    one whose value the key holds."""
+    store = open_store(fresh_url)  # created and migrated before the race
+    store.close()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CLOCKED, fresh_url, "40", str(n)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for p in procs:
+            assert p.wait(timeout=60) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    store = open_store(fresh_url)
+    try:
+        clocks = {key: int(value) for key, value in store.scan("clocks")}
+        assert len(clocks) == 160
+        assert store.get("staging", "shared").decode() == max(clocks, key=clocks.__getitem__)
+    finally:
+        store.close()
 
 
 # --- PostgreSQL only ---------------------------------------------------------------------

@@ -105,6 +105,35 @@ def test_one_entry_for_a_batch_upload(lake: p.Lake, tmp_path: Path) -> None:
     assert entry.event_payload["settled"] > 0
 
 
+def test_a_big_write_is_stored_compressed_and_read_back_whole(lake: p.Lake) -> None:
+    p.create_repo(lake, "big")
+    journal.seal(lake.kv, lake.blocks)
+    row = lambda i: (4096, f"{i:032x}", f"{i:032x}+4096", 1_700_000_000, "application/octet-stream", "{}")  # noqa: E731
+    updates = [(f"tables/part-{i:05d}/file\n{i}.bin", row(i)) for i in range(3000)]
+    p.stage_rows(lake, "big", "main", updates)
+    writer = journal._find(lake.events)
+    assert writer is not None
+    ((_, raw),) = list(lake.kv.scan(writer.partition))
+    text = json.dumps(journalform.read_live(raw)["event_payload"])
+    assert len(text) > journalform.COMPRESS_FROM and len(raw) < len(text) / 3  # stored compressed
+    assert journalform.read_live(raw)["state"] == journal.DONE
+    journal.seal(lake.kv, lake.blocks)
+    (entry,) = journal.tail(lake.kv, lake.blocks, repo="big")[1:]
+    assert entry.event_payload["rows"] == [[path, list(r)] for path, r in updates]
+    assert entry.event_payload["tokens"] == [p.get_branch(lake, "big", "main").staging_token]
+
+
+@pytest.mark.parametrize("size", [0, 10, journalform.COMPRESS_FROM, 5 * journalform.COMPRESS_FROM])
+def test_a_live_entry_reads_back_as_written_whatever_its_size(size: int) -> None:
+    payload = {"rows": [["p\n" * (i % 3), "x" * (i % 50)] for i in range(size // 40)]}
+    record = {"state": "pending", "time": 7, "writer": "w", "seq": 1, "event_payload": payload}
+    assert journalform.read_live(journalform.live(record)) == record
+    close = journalform._open_ended("done", journalform._fields(record), journalform._text(payload))
+    finished = journalform.read_live(close({"tokens": ["t"], "settled": 9}))
+    ended = {**payload, "tokens": ["t"], "settled": 9}
+    assert finished == {**record, "state": "done", "event_payload": ended}
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
@@ -443,9 +472,6 @@ def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(
                 journal.seal(kv, lake.blocks)  # and the cursor moves on
             kv.set_if(partition, key, value, expected)
 
-    writer = journal._find(lake.events)
-    assert writer is not None
-    writer.flush()  # the outcome stored: a seal through another store object sees it
     journal.seal(Racing(), lake.blocks)  # type: ignore[arg-type]
     assert interfered
     assert [e.event_type for e in journal.entries(kv, lake.blocks)] == ["create-repository", "create-tag"]

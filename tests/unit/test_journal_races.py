@@ -131,21 +131,23 @@ def test_two_writes_of_one_path_replay_in_the_order_they_landed(
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
-def test_a_write_overwritten_before_its_outcome_is_written_is_recorded_lost(
+def test_a_write_overwritten_before_its_verb_ends_replays_before_the_write_that_overwrote_it(
     lakes: tuple[p.Lake, p.Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
-    # a's write lands first, b's after it; a's outcome (and its clock) comes last of all.
+    # a's write lands first, b's after it, and a's verb ends last of all: the clocks the two
+    # writes read in their own transactions say so, whatever came after.
     held = Held(gated(a, Verb.WRITE_OBJECTS, "after"), lambda: p.upload(a, REPO, "main", "x", b"a"))
     p.upload(b, REPO, "main", "x", b"b")
     held.release()
     assert read(b, "x") == b"b"
-    journal.flush(a)  # a's keeper would store its outcome within a second
+    journal.seal(b.kv, b.blocks)
     entries = [e for e in journal.tail(b.kv, b.blocks, amount=10) if e.event_type == "write-objects"]
-    lost = [e.event_payload.get("lost") for e in entries]
-    token = p.get_branch(b, REPO, "main").staging_token
-    # Clocks alone would let a win: it was read back after b's write landed, and so it lost.
-    assert lost.count({token: ["x"]}) == 1 and lost.count(None) == 1
+    winner = p.stat(b, REPO, "main", "x").entry
+    assert winner is not None
+    by_winning = {e.event_payload["rows"][0][1][1] == winner.checksum: e.event_payload for e in entries}
+    assert by_winning[False]["settled"] < by_winning[True]["settled"]
+    assert "lost" not in by_winning[False] and "lost" not in by_winning[True]
     assert_rebuilt_is_original(a, b, tmp_path)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 
 from lakectl.core import keys
 from lakectl.core.graph.refs import RefStore
@@ -24,6 +25,10 @@ from lakectl.core.model import (
 from lakectl.errors import KeyNotFound, TooManyRetries
 
 WRITE_ATTEMPTS = 20
+
+Carry = Callable[[Sequence[StagingToken]], Sequence[tuple[str, str, bytes]]]
+"""What a staged write stores with its rows, in the same transaction, given the tokens written so
+far (the journal's entry of the write: it lands with the write, or not at all)."""
 
 
 def staged_values(updates: Sequence[Update]) -> list[tuple[str, bytes]]:
@@ -53,15 +58,17 @@ class Staging:
         repo: RepositoryId,
         branch: BranchId,
         items: Sequence[tuple[str, bytes]],
-        also: Sequence[tuple[str, str, bytes]] = (),
+        carry: Carry | None = None,
     ) -> list[StagingToken]:
-        """:meth:`write` of values :func:`staged_values` encoded; the ``(partition, key, value)``
-        rows ``also`` names are stored in the same transaction as the first write."""
+        """:meth:`write` of values :func:`staged_values` encoded; returns the tokens written (a
+        commit that seals the branch's token meanwhile makes the write go again into the new
+        one). Each write also stores the ``(partition, key, value)`` rows ``carry`` returns for
+        the tokens written so far, in its own transaction, once its rows are in."""
         written: list[StagingToken] = []
         for _ in range(WRITE_ATTEMPTS):
             token = self.refs.get_branch(repo, branch).staging_token
-            set_many(self.kv, keys.staging_partition(repo, token), items, also)
-            also = ()
+            then = None if carry is None else partial(carry, [*written, token])
+            set_many(self.kv, keys.staging_partition(repo, token), items, then)
             written.append(token)
             if self.refs.get_branch(repo, branch).staging_token == token:
                 return written

@@ -7,8 +7,15 @@ encoding; values are ``bytes``. Conveniences (prefix scans, batched writes) live
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
+
+Then = Callable[[], Sequence[tuple[str, str, bytes]]] | None
+"""What a batch stores last, in its own transaction: a function called once the batch's rows are
+written and before the transaction commits, returning ``(partition, key, value)`` rows. A clock it
+reads then orders the batch after every transaction that wrote one of the same keys before it
+(docs/decisions/0009-journal.md, "Concurrent writers"). It must not use the store: the
+transaction holds the store's write lock."""
 
 
 @runtime_checkable
@@ -42,11 +49,9 @@ class KVStore(Protocol):
 class BatchWriter(Protocol):
     """Optional fast path a driver may offer: many writes in one transaction."""
 
-    def set_many(
-        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
-    ) -> None:
-        """Store ``items`` in ``partition``, and the ``(partition, key, value)`` rows ``also``
-        names, in one transaction."""
+    def set_many(self, partition: str, items: list[tuple[str, bytes]], then: Then = None) -> None:
+        """Store ``items`` in ``partition``, then the rows ``then`` returns (:data:`Then`), in one
+        transaction."""
         ...
 
     def delete_many(self, partition: str, keys: list[str]) -> None: ...

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import cast
 
-from lakectl.core.kv import BatchWriter, KVStore
+from lakectl.core.kv import BatchWriter, KVStore, Then
 from lakectl.errors import KeyNotFound, PredicateFailed, TooManyRetries
 
 DROP_CHUNK = 10_000
@@ -34,18 +34,18 @@ def set_many(
     store: KVStore,
     partition: str,
     items: Iterable[tuple[str, bytes]],
-    also: Sequence[tuple[str, str, bytes]] = (),
+    then: Then = None,
 ) -> None:
-    """Store every ``(key, value)``, and the ``(partition, key, value)`` rows ``also`` names:
-    one transaction when the driver offers it, else one by one, ``also`` first."""
+    """Store every ``(key, value)``, then the rows ``then`` returns (:data:`~lakectl.core.kv.Then`):
+    one transaction when the driver offers it, else one by one."""
     writer = _batch_writer(store)
     if writer is not None:
-        writer.set_many(partition, list(items), also)
+        writer.set_many(partition, list(items), then)
         return
-    for part, key, value in also:
-        store.set(part, key, value)
     for key, value in items:
         store.set(partition, key, value)
+    for part, key, value in then() if then is not None else ():
+        store.set(part, key, value)
 
 
 def delete_many(store: KVStore, partition: str, keys: Iterable[str]) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
+from lakectl.core.kv import Then
 from lakectl.errors import KeyNotFound, PredicateFailed
 
 _PAGE = 1_000
@@ -124,15 +125,13 @@ class MemoryStore:
                 )
             part.put(key, bytes(value))
 
-    def set_many(
-        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
-    ) -> None:
+    def set_many(self, partition: str, items: list[tuple[str, bytes]], then: Then = None) -> None:
         with self._lock:
-            for name, key, value in also:
-                self._partition(name).put(key, bytes(value))
             part = self._partition(partition)
             for key, value in items:
                 part.put(key, bytes(value))
+            for name, key, value in then() if then is not None else ():
+                self._partition(name).put(key, bytes(value))
 
     def delete_many(self, partition: str, keys: list[str]) -> None:
         with self._lock:

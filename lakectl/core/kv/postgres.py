@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
 
+from lakectl.core.kv import Then
 from lakectl.core.kv.sqlite import HEAD_REVISION, alembic_config
 from lakectl.errors import InvalidArgument, KeyNotFound, PredicateFailed, StorageError
 
@@ -218,24 +219,12 @@ class PostgresStore:
 
     # -- BatchWriter ---------------------------------------------------------------------------
 
-    def set_many(
-        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
-    ) -> None:
-        # One row per key (the last value wins, as if set one by one: a single INSERT may not
-        # touch a row twice), in key order, so that concurrent batches lock rows in the same
-        # order and cannot deadlock.
-        batches: list[tuple[Any, ...]] = []
-        by_partition: dict[str, list[tuple[str, bytes]]] = {}
-        for name, key, value in also:
-            by_partition.setdefault(name, []).append((key, value))
-        by_partition.setdefault(partition, []).extend(items)
-        for name in sorted(by_partition):
-            rows = sorted({escape(k): v for k, v in by_partition[name]}.items(), key=itemgetter(0))
-            part = escape(name)
-            batches.extend(
-                (part, [k for k, _ in chunk], [v for _, v in chunk]) for chunk in _chunks(rows, BATCH_ROWS)
-            )
-        self._in_transaction(_UPSERT_MANY, batches)
+    def set_many(self, partition: str, items: list[tuple[str, bytes]], then: Then = None) -> None:
+        self._in_transaction(
+            _UPSERT_MANY,
+            _upserts([(partition, k, v) for k, v in items]),
+            (lambda: _upserts(then())) if then is not None else None,
+        )
 
     def delete_many(self, partition: str, keys: list[str]) -> None:
         part = escape(partition)
@@ -245,13 +234,20 @@ class PostgresStore:
     def drop_partition(self, partition: str) -> None:
         self._run(_DROP, (escape(partition),))
 
-    def _in_transaction(self, sql: str, batches: list[tuple[Any, ...]]) -> None:
-        if not batches:
+    def _in_transaction(
+        self,
+        sql: str,
+        batches: list[tuple[Any, ...]],
+        then: Callable[[], list[tuple[Any, ...]]] | None = None,
+    ) -> None:
+        if not batches and then is None:
             return
         conn = self._conn()
         try:
             with conn.transaction():
                 for params in batches:
+                    conn.execute(sql, params)
+                for params in then() if then is not None else ():
                     conn.execute(sql, params)
         except psycopg.Error as e:
             raise self._error(e) from e
@@ -297,6 +293,27 @@ class PostgresStore:
             ) from e
         finally:
             engine.dispose()
+
+
+Params = list[tuple[Any, ...]]
+
+
+def _upserts(rows: Iterable[tuple[str, str, bytes]]) -> Params:
+    """The statements' parameters that upsert ``(partition, key, value)`` rows: one row per key
+    (the last value wins, as if set one by one: a single INSERT may not touch a row twice), in
+    partition and key order, so that concurrent batches lock rows in the same order and cannot
+    deadlock."""
+    by_partition: dict[str, dict[str, bytes]] = {}
+    for name, key, value in rows:
+        by_partition.setdefault(name, {})[escape(key)] = value
+    batches: Params = []
+    for name in sorted(by_partition):
+        ordered = sorted(by_partition[name].items(), key=itemgetter(0))
+        part = escape(name)
+        batches.extend(
+            (part, [k for k, _ in chunk], [v for _, v in chunk]) for chunk in _chunks(ordered, BATCH_ROWS)
+        )
+    return batches
 
 
 def _chunks(seq: list[Any], n: int) -> Iterator[list[Any]]:

@@ -10,11 +10,11 @@ import importlib.util
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from itertools import chain
+from collections.abc import Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from lakectl.core.kv import Then
 from lakectl.errors import KeyNotFound, PredicateFailed, StorageError
 
 if TYPE_CHECKING:
@@ -210,13 +210,11 @@ class SQLiteStore:
                 key=key,
             )
 
-    def set_many(
-        self, partition: str, items: list[tuple[str, bytes]], also: Sequence[tuple[str, str, bytes]] = ()
-    ) -> None:
+    def set_many(self, partition: str, items: list[tuple[str, bytes]], then: Then = None) -> None:
         # Key order makes the inserts append to the B-tree (several times faster than random
         # order); the sort is stable, so the last value of a repeated key still wins.
         ordered = sorted(items, key=itemgetter(0))
-        self._in_transaction(_UPSERT, chain(also, ((partition, k, v) for k, v in ordered)))
+        self._in_transaction(_UPSERT, ((partition, k, v) for k, v in ordered), then)
 
     def delete_many(self, partition: str, keys: list[str]) -> None:
         self._in_transaction(_DELETE, ((partition, k) for k in sorted(keys)))
@@ -229,7 +227,7 @@ class SQLiteStore:
         except sqlite3.Error as e:
             raise _storage_error(e, self.path) from e
 
-    def _in_transaction(self, sql: str, rows: Iterator[tuple[Any, ...]]) -> None:
+    def _in_transaction(self, sql: str, rows: Iterator[tuple[Any, ...]], then: Then = None) -> None:
         try:
             with self._turn():
                 conn = self._writer()
@@ -238,6 +236,8 @@ class SQLiteStore:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     conn.executemany(sql, rows)
+                    if then is not None:
+                        conn.executemany(_UPSERT, then())
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:  # some errors already rolled it back
