@@ -303,8 +303,10 @@ def test_an_s3_prefix_is_versioned_without_a_byte_copied(both: Lakectl, bucket: 
     for rel, data in FILES.items():
         assert cli(*("fs", "cat", f"lakefs://{repo}/main/t/{rel}")).stdout_bytes == data
     stat = cli.js("fs", "stat", f"lakefs://{repo}/main/t/a/x.csv")
-    etag = client.head_object(Bucket=name, Key="tables/a/x.csv")["ETag"].strip('"')
+    head = client.head_object(Bucket=name, Key="tables/a/x.csv")
+    etag = head["ETag"].strip('"')
     assert stat["physical_address"] == f"s3://{name}/tables/a/x.csv" and stat["checksum"] == etag
+    assert stat["mtime"] == int(head["LastModified"].timestamp())
     assert du(blocks_dir(cli)) - before < 200_000
     # overwritten at the source: the read fails, never serving the new bytes
     client.put_object(Bucket=name, Key="tables/a/x.csv", Body=b"4,5,6\n")
@@ -314,6 +316,40 @@ def test_an_s3_prefix_is_versioned_without_a_byte_copied(both: Lakectl, bucket: 
     cli("fs", "cat", f"lakefs://{repo}/main/t/z.txt", code=INTEGRITY)
     # a single object (lakeFS's type: object), through the Backend
     assert cli(*("fs", "cat", f"lakefs://{repo}/main/t/big.bin")).stdout_bytes == FILES["big.bin"]
+
+
+def test_a_listing_of_several_pages_is_read_whole_in_order_and_a_failure_midway_is_raised(
+    bucket: tuple[Any, str],
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lakectl.core.importing import s3
+    from lakectl.errors import NotFound
+
+    client, name = bucket
+    keys = [f"many/{i:05d}.csv" for i in range(5 * 1000 + 17)]  # six pages of 1,000
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda k: client.put_object(Bucket=name, Key=k, Body=k.encode()), keys))
+    source = s3.parse(f"s3://{name}/many/")
+    listed = list(source.list())
+    assert [path for path, *_ in listed] == [k[len("many/") :] for k in keys]
+    assert all(size == len(f"many/{path}") for path, size, *_ in listed)
+    first = next(iter(source.list()))  # stopping after one object stops the fetching
+    assert first[0] == "00000.csv"
+    # The bucket goes away while the pages already fetched are read: the import fails, it does
+    # not end with the objects listed so far.
+    found = []
+    with pytest.raises(NotFound):
+        for path, *_ in source.list():
+            found.append(path)
+            if len(found) == 1:
+                for start in range(0, len(keys), 1000):
+                    chunk = [{"Key": k} for k in keys[start : start + 1000]]
+                    client.delete_objects(Bucket=name, Delete={"Objects": chunk})
+                for k in client.list_objects_v2(Bucket=name).get("Contents", ()):
+                    client.delete_object(Bucket=name, Key=k["Key"])
+                client.delete_bucket(Bucket=name)
+    assert 1 <= len(found) < len(keys)
 
 
 def test_s3_bad_input(both: Lakectl, bucket: tuple[Any, str], monkeypatch: pytest.MonkeyPatch) -> None:
