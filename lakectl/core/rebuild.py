@@ -14,7 +14,7 @@ the outcome, the entries carry the engine's own state instead (:mod:`lakectl.cor
 and :class:`Replay` follows it: staged rows go to the staging tokens they were written to, a
 dropped token stays dropped, a branch gets the newest record its moves name (by the time its
 staging token was made, then the head's generation), of two writes of one path into one token
-the one read back as landed last wins, and a token written after the branch's last recorded move
+the one whose transaction read the later clock wins, and a token written after the branch's last recorded move
 is its current token. Entries without that state (an older journal's; an intent that recovery
 decided for a dead writer) are replayed in order.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,49 @@ def test_scan_of_an_empty_index_finds_everything_added(tmp_path: Path) -> None:
     os.symlink(tmp_path / "d" / "x", tmp_path / "link")
     found = scan(str(tmp_path), Index())
     assert (found.added, found.changed, found.removed) == (["d/x"], [], [])
+
+
+def test_a_scan_shared_with_a_forked_walker_finds_what_one_process_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakectl.client.workcopy import index as ix
+
+    root = tmp_path / "wc"
+    # One top directory holding the rest: the scan goes a level deeper to find shares.
+    files = {f"tables/t{t}/part-{i}.csv": b"%d,%d\n" % (t, i) for t in range(5) for i in range(40)}
+    files.update({"top.txt": b"top\n", "tables/readme": b"r\n"})
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    entries = []
+    for rel in files:
+        st = (root / rel).stat()
+        entries.append((rel, st.st_size, st.st_mtime_ns, st.st_ino, file_checksum(str(root / rel))))
+    index = Index.build(entries)
+    index.stamp_ns = max(e[2] for e in entries) + 10 * ix.RACY_NS  # no entry is racy
+    (root / "tables/t0/part-1.csv").write_bytes(b"longer now\n")  # changed: size
+    (root / "tables/t3/part-2.csv").write_bytes(b"3,9\n")  # changed: same size, new bytes
+    same = root / "tables/t4/part-3.csv"
+    same.write_bytes(same.read_bytes())  # touched: read, found unchanged
+    (root / "tables/t2/part-5.csv").unlink()  # removed
+    (root / "tables/t1/new.csv").write_bytes(b"new\n")  # added
+    (root / "tables/t9").mkdir()
+    (root / "tables/t9/x").write_bytes(b"x\n")  # added, in a new directory
+
+    forks: list[int] = []
+    real_fork = ix._fork
+    monkeypatch.setattr(ix, "_fork", lambda *a: forks.append(1) or real_fork(*a))
+    monkeypatch.setattr(ix, "FORK_FROM", 10**9)
+    alone = scan(str(root), index)
+    assert not forks
+    monkeypatch.setattr(ix, "FORK_FROM", 0)
+    shared = scan(str(root), index)
+    assert forks == [1]
+    assert (shared.added, shared.changed, shared.removed) == (
+        ["tables/t1/new.csv", "tables/t9/x"],
+        ["tables/t0/part-1.csv", "tables/t3/part-2.csv"],
+        ["tables/t2/part-5.csv"],
+    )
+    assert (shared.added, shared.changed, shared.removed) == (alone.added, alone.changed, alone.removed)
+    assert shared.stats == alone.stats and shared.hashed == alone.hashed
+    assert set(shared.hashed) == {"tables/t3/part-2.csv", "tables/t4/part-3.csv"}
