@@ -124,3 +124,36 @@ def test_a_scan_shared_with_a_forked_walker_finds_what_one_process_finds(
     assert (shared.added, shared.changed, shared.removed) == (alone.added, alone.changed, alone.removed)
     assert shared.stats == alone.stats and shared.hashed == alone.hashed
     assert set(shared.hashed) == {"tables/t3/part-2.csv", "tables/t4/part-3.csv"}
+
+
+def test_a_scan_whose_own_share_fails_leaves_no_forked_walker_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakectl.client.workcopy import index as ix
+
+    for d in range(4):
+        for i in range(3000):  # a share big enough that the child's answer fills a pipe
+            (tmp_path / f"d{d}").mkdir(exist_ok=True)
+            (tmp_path / f"d{d}" / f"f{i}").write_bytes(b"")
+    children: list[int] = []
+    real_fork, real_walk = ix._fork, ix._Walk.walk
+
+    def fork(*args: object) -> tuple[int, int] | None:
+        child = real_fork(*args)  # type: ignore[arg-type]
+        assert child is not None
+        children.append(child[0])
+        return child
+
+    def walk(self: ix._Walk, units: list[tuple[str, str]], into: list[tuple[str, str]] | None = None) -> None:
+        if into is None:  # the parent's share, once the child walks its own
+            raise PermissionError(13, "Permission denied", units[0][0])
+        real_walk(self, units, into)
+
+    monkeypatch.setattr(ix, "FORK_FROM", 0)
+    monkeypatch.setattr(ix, "_fork", fork)
+    monkeypatch.setattr(ix._Walk, "walk", walk)
+    with pytest.raises(PermissionError):
+        scan(str(tmp_path), Index())
+    assert len(children) == 1
+    with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
+        os.waitpid(children[0], os.WNOHANG)

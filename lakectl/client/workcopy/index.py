@@ -18,8 +18,10 @@ changed one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import struct
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
@@ -183,7 +185,12 @@ def scan(root: str, index: Index) -> Scan:
     if len(units) > 1 and len(index) >= FORK_FROM and hasattr(os, "fork"):
         theirs = units[1::2]
         child = _fork(index, theirs)
-        walk.walk(units[0::2])
+        try:
+            walk.walk(units[0::2])
+        except BaseException:
+            if child is not None:
+                _abandon(child)  # nobody will read its answer: it must not wait for ever
+            raise
         found = _collect(child) if child is not None else None
         if found is None:
             walk.walk(theirs)  # the fork failed or died: this process walks its share
@@ -317,6 +324,14 @@ def _fork(index: Index, units: list[tuple[str, str]]) -> tuple[int, int] | None:
             os._exit(0)
     os.close(w)
     return pid, r
+
+
+def _abandon(child: tuple[int, int]) -> None:
+    pid, r = child
+    os.close(r)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 
 
 def _collect(child: tuple[int, int]) -> _Found | None:
