@@ -96,6 +96,25 @@ def bench_local(n: int, base: str | None, table: Table) -> None:
         table.add("  first read of an imported object", fmt_time(read), "-", "info")
 
 
+def report(
+    table: Table, tag: str, source: str, n: int, seconds: float, bare: float, read: float, grown: int
+) -> None:
+    """An S3 import's rows: its time against the target, and beside it the bare listing."""
+    print(f"{tag}: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
+    target = TARGET_S3 * n / 1_000_000
+    table.add(
+        f"import of {n:,} objects from S3 ({source})",
+        f"{fmt_time(seconds)} ({n / seconds:,.0f}/s)",
+        f"<= {target:g} s",
+        verdict(seconds <= target),
+    )
+    table.add(
+        "  of which a bare boto3 listing of the bucket", f"{fmt_time(bare)} ({n / bare:,.0f}/s)", "-", "info"
+    )
+    table.add("  block store growth (range files only)", f"{grown / 1e6:.1f} MB", "no data", "info")
+    table.add("  first read of an imported object (GET with If-Match)", fmt_time(read), "-", "info")
+
+
 def fill_gateway_source(home: str, n: int) -> None:
     """``n`` objects in repository ``src`` of the lake at ``home``, committed on ``main``: one
     uploaded object, whose entry the rest repeat (staged in batches, then one commit)."""
@@ -136,22 +155,7 @@ def bench_s3_gateway(n: int, base: str | None, table: Table) -> None:
             bare = time.perf_counter() - t0
             assert listed == n, listed
             seconds, read, grown = import_once(os.path.join(work, "lake"), "s3://src/main/", n, first=0)
-        print(f"s3 gateway: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
-        target = TARGET_S3 * n / 1_000_000
-        table.add(
-            f"import of {n:,} objects from S3 (lakectl's S3 gateway)",
-            f"{fmt_time(seconds)} ({n / seconds:,.0f}/s)",
-            f"<= {target:g} s",
-            verdict(seconds <= target),
-        )
-        table.add(
-            "  of which a bare boto3 listing of the bucket",
-            f"{fmt_time(bare)} ({n / bare:,.0f}/s)",
-            "-",
-            "info",
-        )
-        table.add("  block store growth (range files only)", f"{grown / 1e6:.1f} MB", "no data", "info")
-        table.add("  first read of an imported object (GET with If-Match)", fmt_time(read), "-", "info")
+        report(table, "s3 gateway", "lakectl's S3 gateway", n, seconds, bare, read, grown)
 
 
 def bench_s3(n: int, base: str | None, table: Table) -> None:
@@ -196,22 +200,7 @@ def bench_s3(n: int, base: str | None, table: Table) -> None:
     try:
         with temp_dir("lakectl-bench-import-s3-", base) as work:
             seconds, read, grown = import_once(os.path.join(work, "lake"), "s3://src/", n)
-        print(f"s3: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
-        target = TARGET_S3 * n / 1_000_000
-        table.add(
-            f"import of {n:,} objects from S3 (moto)",
-            f"{fmt_time(seconds)} ({n / seconds:,.0f}/s)",
-            f"<= {target:g} s",
-            verdict(seconds <= target),
-        )
-        table.add(
-            "  of which a bare boto3 listing of the bucket",
-            f"{fmt_time(bare)} ({n / bare:,.0f}/s)",
-            "-",
-            "info",
-        )
-        table.add("  block store growth (range files only)", f"{grown / 1e6:.1f} MB", "no data", "info")
-        table.add("  first read of an imported object (GET with If-Match)", fmt_time(read), "-", "info")
+        report(table, "s3", "moto", n, seconds, bare, read, grown)
     finally:
         server.stop()
 

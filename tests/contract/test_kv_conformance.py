@@ -485,16 +485,14 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         server.drop_database(url)
 
 
-def test_compare_and_swap_across_processes(fresh_url: str) -> None:
-    # The processes also race to create and migrate the same fresh store.
+def race(scripts: list[list[str]]) -> None:
+    """Run each ``[script, *args]`` in a process of its own, all released at once once every one
+    has opened the store; each must exit 0 within a bounded time (a livelock fails here)."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _CHILD, fresh_url, "50"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
+            [sys.executable, "-c", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
-        for _ in range(4)
+        for argv in scripts
     ]
     try:
         for p in procs:
@@ -504,11 +502,15 @@ def test_compare_and_swap_across_processes(fresh_url: str) -> None:
             p.stdin.write("go\n")
             p.stdin.flush()
         for p in procs:
-            assert p.wait(timeout=60) == 0  # bounded: a livelock fails here, not a slow machine
+            assert p.wait(timeout=60) == 0
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
+
+
+def test_compare_and_swap_across_processes(fresh_url: str) -> None:
+    race([[_CHILD, fresh_url, "50"] for _ in range(4)])  # also racing to create and migrate
     store = open_store(fresh_url)
     assert store.get("p", "counter") == b"200"
     store.close()
@@ -537,28 +539,7 @@ def test_a_clock_read_in_then_orders_the_batches_that_wrote_one_key_as_they_land
     one whose value the key holds."""
     store = open_store(fresh_url)  # created and migrated before the race
     store.close()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _CLOCKED, fresh_url, "40", str(n)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(4)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        for p in procs:
-            assert p.wait(timeout=60) == 0
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+    race([[_CLOCKED, fresh_url, "40", str(n)] for n in range(4)])
     store = open_store(fresh_url)
     try:
         clocks = {key: int(value) for key, value in store.scan("clocks")}
