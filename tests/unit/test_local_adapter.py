@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -239,17 +240,125 @@ def test_the_prefix_directories_together_list_every_block(adapter: LocalAdapter,
             adapter.list_prefix(bad)
 
 
-def test_sync_makes_puts_durable(adapter: LocalAdapter) -> None:
-    for i in range(3):
+class SyncCalls:
+    """The fsyncs (by path) and syncfs calls an adapter's sync makes, passed through."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.fsynced: list[str] = []
+        self.syncfs = 0
+        real_fsync_path = local_module._fsync_path
+        real_libc_call = local_module._libc_call
+
+        def fsync_path(path: str) -> None:
+            self.fsynced.append(path)
+            real_fsync_path(path)
+
+        def libc_call(name: str) -> object:
+            func = real_libc_call(name)
+            if name != "syncfs" or func is None:
+                return func
+
+            def syncfs(fd: int) -> int:
+                self.syncfs += 1
+                return func(fd)
+
+            return syncfs
+
+        monkeypatch.setattr(local_module, "_fsync_path", fsync_path)
+        monkeypatch.setattr(local_module, "_libc_call", libc_call)
+
+
+def test_sync_after_a_few_puts_fsyncs_those_files_and_their_directories_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    other = tmp_path / "blocks" / "fff"
+    other.mkdir()  # a prefix directory this adapter did not create
+    (other / ("f" * 32)).write_bytes(b"not ours")
+    calls = SyncCalls(monkeypatch)
+    blobs = [f"block {i}".encode() for i in range(3)]
+    for data in blobs:
+        adapter.put(loc(data), data)
+    adapter.sync()
+    files = {str(block_path(tmp_path / "blocks", loc(d))) for d in blobs}
+    directories = {os.path.dirname(f) for f in files}
+    # each prefix directory is new, so the root that names it is synced too
+    assert set(calls.fsynced) == files | directories | {str(tmp_path / "blocks")}
+    assert len(calls.fsynced) == len(set(calls.fsynced))
+    assert calls.syncfs == 0
+    calls.fsynced.clear()
+    adapter.sync()  # nothing new: nothing to do
+    assert calls.fsynced == [] and calls.syncfs == 0
+
+
+def test_sync_after_many_puts_is_one_syncfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    calls = SyncCalls(monkeypatch)
+    for i in range(local_module.FSYNC_EACH_UP_TO + 1):
         data = f"block {i}".encode()
         adapter.put(loc(data), data)
-    adapter.sync()  # one syncfs; must not raise
-    assert len(list(adapter.list())) == 3
+    adapter.sync()
+    assert calls.syncfs == 1 and calls.fsynced == []
+    data = b"one more"
+    adapter.put(loc(data), data)
+    adapter.sync()  # back to fsyncs after the barrier
+    assert calls.syncfs == 1 and str(block_path(tmp_path / "blocks", loc(data))) in calls.fsynced
 
 
-def test_sync_falls_back_to_os_sync_without_syncfs(
-    adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch
+def test_a_block_found_stored_is_synced_by_the_adapter_that_put_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Another process wrote it and may not have synced yet: linking it needs it durable.
+    LocalAdapter(tmp_path / "blocks").put(loc(b"shared"), b"shared")
+    adapter = LocalAdapter(tmp_path / "blocks")
+    calls = SyncCalls(monkeypatch)
+    adapter.put(loc(b"shared"), b"shared")
+    adapter.sync()
+    path = block_path(tmp_path / "blocks", loc(b"shared"))
+    assert str(path) in calls.fsynced and str(path.parent) in calls.fsynced
+
+
+def test_a_block_deleted_before_the_sync_is_skipped(adapter: LocalAdapter) -> None:
+    adapter.put(loc(b"gone"), b"gone")
+    adapter.put(loc(b"kept"), b"kept")
+    adapter.delete(loc(b"gone"))
+    adapter.sync()
+    assert list(adapter.list()) == [loc(b"kept")]
+
+
+def test_a_sync_waits_for_the_sync_that_took_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    entered, release = threading.Event(), threading.Event()
+    real_fsync_path = local_module._fsync_path
+
+    def slow_fsync_path(path: str) -> None:
+        entered.set()
+        assert release.wait(10)
+        real_fsync_path(path)
+
+    monkeypatch.setattr(local_module, "_fsync_path", slow_fsync_path)
+    adapter.put(loc(b"block"), b"block")
+    first = threading.Thread(target=adapter.sync)
+    first.start()
+    assert entered.wait(10)
+    done = threading.Event()
+    second = threading.Thread(target=lambda: (adapter.sync(), done.set()))
+    second.start()
+    # the second finds nothing to sync, but its block is durable only when the first is done
+    assert not done.wait(0.2)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert done.is_set()
+
+
+def test_sync_falls_back_to_os_sync_without_syncfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    for i in range(local_module.FSYNC_EACH_UP_TO + 1):
+        data = f"block {i}".encode()
+        adapter.put(loc(data), data)
     calls: list[str] = []
     monkeypatch.setattr(local_module, "_libc_call", lambda name: None)
     monkeypatch.setattr("lakectl.core.blocks.local.os.sync", lambda: calls.append("sync"))
@@ -257,14 +366,36 @@ def test_sync_falls_back_to_os_sync_without_syncfs(
     assert calls == ["sync"]
 
 
-def test_sync_failure_is_a_storage_error(adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_failure_is_a_storage_error_and_the_next_sync_tries_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    adapter.put(loc(b"block"), b"block")
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr("lakectl.core.blocks.local.os.fsync", failing_fsync)
+    with pytest.raises(StorageError):
+        adapter.sync()
+    monkeypatch.undo()
+
     def failing_syncfs(fd: int) -> int:
         ctypes.set_errno(errno.EIO)
         return -1
 
+    # what the failed sync took is still owed: the next one syncs the whole filesystem
     monkeypatch.setattr(local_module, "_libc_call", lambda name: failing_syncfs)
     with pytest.raises(StorageError):
         adapter.sync()
+    with pytest.raises(StorageError):
+        adapter.sync()  # and still owed after a failed syncfs
+    monkeypatch.undo()
+    calls = SyncCalls(monkeypatch)
+    adapter.sync()
+    assert calls.syncfs == 1
+    adapter.sync()  # paid: nothing owed any more
+    assert calls.syncfs == 1 and calls.fsynced == []
 
 
 def test_fsync_each_fsyncs_file_and_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -167,6 +167,7 @@ class Scan:
 WORKERS = 2
 """Processes a scan of a big tree walks it in: this one and a forked one (a stat a file is most
 of a status's time, and Python's per-file work would keep one core busy for 0.3 s at 100k)."""
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 FORK_FROM = 20_000
 """Index entries from which a scan forks: below, the fork costs more than it saves."""
 
@@ -235,28 +236,36 @@ class _Walk:
         deeper = stack if into is None else into
         while stack:
             directory, prefix = stack.pop()
-            with os.scandir(directory) as it:
-                for entry in it:
-                    if entry.is_file(follow_symlinks=False):
-                        rel = prefix + entry.name
-                        st = entry.stat(follow_symlinks=False)
-                        size, mtime = st.st_size, st.st_mtime_ns
-                        i = pos.get(rel)
-                        if i is None:
-                            if prefix or rel != REF_FILE:
-                                added.append((rel, size, mtime, st.st_ino))
-                            continue
-                        seen[i] = 1
-                        j = 3 * i
-                        if stats[j] != size:
-                            changed.append((rel, size, mtime, st.st_ino))
-                        elif stats[j + 1] != mtime or stats[j + 2] != st.st_ino or mtime >= racy_from:
-                            suspects.append((rel, i, size, mtime, st.st_ino))
-                    elif entry.is_dir(follow_symlinks=False):
-                        name = entry.name
-                        if (prefix or name != META_DIR) and not os.path.lexists(entry.path + "/" + REF_FILE):
-                            deeper.append((entry.path, prefix + name + "/"))
-                    # anything else (symbolic links, sockets, devices) is not data
+            # Listed through a descriptor, each entry's stat is an fstatat of its bare name:
+            # the kernel does not resolve the whole path again for every file (a quarter of
+            # the system time of a walk 6 directories deep).
+            fd = os.open(directory, _DIRECTORY)
+            try:
+                with os.scandir(fd) as it:
+                    for entry in it:
+                        if entry.is_file(follow_symlinks=False):
+                            rel = prefix + entry.name
+                            st = entry.stat(follow_symlinks=False)
+                            size, mtime = st.st_size, st.st_mtime_ns
+                            i = pos.get(rel)
+                            if i is None:
+                                if prefix or rel != REF_FILE:
+                                    added.append((rel, size, mtime, st.st_ino))
+                                continue
+                            seen[i] = 1
+                            j = 3 * i
+                            if stats[j] != size:
+                                changed.append((rel, size, mtime, st.st_ino))
+                            elif stats[j + 1] != mtime or stats[j + 2] != st.st_ino or mtime >= racy_from:
+                                suspects.append((rel, i, size, mtime, st.st_ino))
+                        elif entry.is_dir(follow_symlinks=False):
+                            name = entry.name
+                            path = directory + "/" + name
+                            if (prefix or name != META_DIR) and not os.path.lexists(path + "/" + REF_FILE):
+                                deeper.append((path, prefix + name + "/"))
+                        # anything else (symbolic links, sockets, devices) is not data
+            finally:
+                os.close(fd)
 
     def merge(self, other: _Found) -> None:
         mine = self.found
