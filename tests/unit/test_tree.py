@@ -34,7 +34,7 @@ class CountingStore(RangeStore):
 
 # -- trees: cost follows the changes --------------------------------------------------------
 
-POLICY = ChunkPolicy(avg=64, min_rows=16, max_rows=256)
+POLICY = ChunkPolicy(min_rows=16, normal_rows=56, strict=256, loose=8, max_rows=192)
 N = 10_000
 KEYS = [f"k{i:05d}" for i in range(N)]
 
@@ -53,6 +53,33 @@ def test_big_tree_is_cut_into_many_bounded_ranges(big_tree: tuple[Path, list[Ran
     assert sum(r.count for r in ranges) == N
     assert all(r.count <= POLICY.max_rows for r in ranges)
     assert all(a.max_key < b.min_key for a, b in itertools.pairwise(ranges))
+
+
+GENERATED_NAMES = {
+    # CRC-32 cut the first 80,000 of these into ranges of 16,384 rows: no boundary at all
+    "directories of files": [f"data/dir{n // 1000:03d}/file{n % 1000:05d}.bin" for n in range(60_000)],
+    "partitioned tables": [
+        f"tables/t{t:03d}/date=2026-01-{d:02d}/part-{p:06d}.parquet"
+        for t in range(6)
+        for d in range(1, 21)
+        for p in range(500)
+    ],
+    "sequence numbers": [f"obj{n:08d}" for n in range(60_000)],
+}
+
+
+@pytest.mark.parametrize("names", list(GENERATED_NAMES.values()), ids=list(GENERATED_NAMES))
+def test_generated_names_are_cut_into_ranges_near_the_normal_size(tmp_path: Path, names: list[str]) -> None:
+    # A commit rewrites each range it touches: what it rewrites for one change is the size of
+    # the range the change falls into, which must stay near the normal size, never the maximum.
+    store = RangeStore(LocalAdapter(tmp_path))
+    one = row("x")
+    ranges = apply_updates(store, [], [(name, one) for name in sorted(names)])
+    sizes = [r.count for r in ranges[:-1]]  # the last range ends with the keys, not at a boundary
+    default = ChunkPolicy()
+    assert all(default.min_rows <= s < default.max_rows for s in sizes)
+    touched = sum(s * s for s in sizes) / sum(sizes)  # the mean size of the range a change falls in
+    assert 0.75 * default.normal_rows <= touched <= 1.5 * default.normal_rows
 
 
 # (case, updates, max ranges with a new id, max ranges opened)

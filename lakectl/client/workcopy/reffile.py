@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from lakectl.client.workcopy.index import REF_FILE
@@ -85,13 +86,36 @@ _SPECIAL = frozenset("'\"[]{}&*!|>%@`#,?:-")
 
 def write_ref(root: str, ref: Ref) -> None:
     """Write atomically; the fields in lakeFS's order and names."""
-    import yaml
+    fields = {"src": ref.src, "at_head": ref.at_head, "active_operation": ref.active_operation}
+    text = _dump_plain(fields)
+    if text is None:  # a value YAML must quote: YAML proper (its import costs ~20 ms)
+        import yaml
 
-    text = yaml.safe_dump(
-        {"src": ref.src, "at_head": ref.at_head, "active_operation": ref.active_operation},
-        sort_keys=False,
-    )
+        text = yaml.safe_dump(fields, sort_keys=False)
     path = os.path.join(root, REF_FILE)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def _dump_plain(fields: dict[str, str]) -> str | None:
+    """``key: value`` lines when every value reads back as the same string in YAML unquoted
+    (a lakefs:// URI of plain characters, a commit id, an operation's name) or is empty; None
+    otherwise."""
+    lines = []
+    for key, value in fields.items():
+        if not value:
+            lines.append(f'{key}: ""')
+        elif _PLAIN_VALUE.fullmatch(value) and not _NUMBER.fullmatch(value) and value.lower() not in _WORDS:
+            lines.append(f"{key}: {value}")
+        else:
+            return None
+    return "\n".join(lines) + "\n"
+
+
+# A URI of unreserved characters, a word, or a hex id with a letter: YAML reads no number,
+# date or time in them (those start with a digit and need ".", "-", ":", "x" or "o"), but for
+# an id of digits around one "e", a float in YAML 1.2 (lakeFS's reader).
+_PLAIN_VALUE = re.compile(r"lakefs://[A-Za-z0-9_.~/=+-]*|[A-Za-z][A-Za-z0-9_]*|[0-9a-f]*[a-f][0-9a-f]*")
+_NUMBER = re.compile(r"[0-9]*e[0-9]+")
+_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null"})
