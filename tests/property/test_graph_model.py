@@ -47,7 +47,7 @@ from lakectl.errors import (
     ObjectNotFound,
 )
 
-SMALL = ChunkPolicy(avg=4, min_rows=2, max_rows=8)
+SMALL = ChunkPolicy(min_rows=2, normal_rows=4, strict=8, loose=2, max_rows=8)
 CLOCK = 1_700_000_000
 REPO = "model"
 CONTENT_TYPE = "application/octet-stream"
@@ -636,7 +636,11 @@ keys = st.text("ab/c", min_size=1, max_size=6)
 rows = st.builds(row_of, st.binary(max_size=3))
 batches = st.lists(st.dictionaries(keys, st.none() | rows, max_size=25), min_size=1, max_size=6)
 policies = st.sampled_from(
-    [SMALL, ChunkPolicy(avg=2, min_rows=1, max_rows=3), ChunkPolicy(avg=7, min_rows=3, max_rows=5)]
+    [
+        SMALL,
+        ChunkPolicy(min_rows=1, normal_rows=2, strict=2, loose=1, max_rows=3),
+        ChunkPolicy(min_rows=3, normal_rows=4, strict=7, loose=3, max_rows=5),
+    ]
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,33 @@ def test_updates_and_round_trip(
     fresh.save(str(root))
     loaded = Index.load(str(root))
     assert loaded is not None and as_dict(loaded) == want
+
+
+def test_an_index_of_the_first_format_is_read_and_saved_in_the_current_one(tmp_path: Path) -> None:
+    # LKIX1: the stats, then each path and its checksum interleaved, NUL after each
+    want = {"a/b.csv": (3, 10, 20, "a" * 32), "é": (0, -1, -1, "b" * 32 + "-2")}
+    stats = b"".join(struct.pack("<qqq", *v[:3]) for v in want.values())
+    texts = "".join(f"{p}\0{v[3]}\0" for p, v in want.items()).encode()
+    (tmp_path / ".lakectl").mkdir()
+    (tmp_path / ".lakectl" / "index").write_bytes(b"LKIX1\n" + struct.pack("<Q", 2) + stats + texts)
+    old = Index.load(str(tmp_path))
+    assert old is not None and as_dict(old) == want
+    old.save(str(tmp_path))
+    assert (tmp_path / ".lakectl" / "index").read_bytes().startswith(b"LKIX2\n")
+    again = Index.load(str(tmp_path))
+    assert again is not None and as_dict(again) == want
+
+
+def test_a_damaged_index_is_not_read(tmp_path: Path) -> None:
+    Index.build((f"d/f{i}", i, i, i, f"{i:032x}") for i in range(50)).save(str(tmp_path))
+    path = tmp_path / ".lakectl" / "index"
+    whole = path.read_bytes()
+    for cut in (3, 10, 100, len(whole) // 2, len(whole) - 1):
+        path.write_bytes(whole[:cut])
+        assert Index.load(str(tmp_path)) is None, cut  # the caller builds it again from the lake
+    path.write_bytes(whole)
+    loaded = Index.load(str(tmp_path))
+    assert loaded is not None and len(loaded) == 50
 
 
 def test_many_removals_take_the_rebuilding_path() -> None:

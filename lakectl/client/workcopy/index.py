@@ -6,9 +6,14 @@ A file whose size, mtime and inode are those of its entry is unchanged; only the
 hashed. The format is packed binary (docs/decisions/0011-local-index.md: 100k entries load in
 20-45 ms with their lookup table, where SQLite takes ~125 ms and JSON ~115 ms):
 
-    b"LKIX1\\n"  count: u64
+    b"LKIX2\\n"  count: u64
     count x (size, mtime_ns, inode): 3 x i64
-    paths and checksums, UTF-8 (surrogateescape), each followed by NUL, path then checksum
+    paths_size: u64, then the paths, UTF-8 (surrogateescape), each followed by NUL
+    the checksums, each followed by NUL
+
+The checksums are decoded only when asked for (a status with nothing changed never does): half
+the strings of a load. An index of the first format (``LKIX1``: paths and checksums
+interleaved) is read too, and written again in this one.
 
 The index file's own mtime, from the same file-system clock as the files', is later than every
 stat it holds. An entry whose mtime is within :data:`RACY_NS` of it may have been written again
@@ -26,7 +31,6 @@ import struct
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 __all__ = ["META_DIR", "REF_FILE", "Index", "Scan", "scan"]
@@ -36,24 +40,44 @@ REF_FILE = ".lakefs_ref.yaml"
 META_DIR = ".lakectl"
 """Our additions, at the root of the working copy: the index, and temporary files of downloads."""
 INDEX_NAME = "index"
-_MAGIC = b"LKIX1\n"
+_MAGIC = b"LKIX2\n"
+_MAGIC_V1 = b"LKIX1\n"
 _HEADER = struct.Struct("<Q")
 RACY_NS = 20_000_000
 """File timestamps move in clock ticks (1-10 ms on Linux); 20 ms covers them with room."""
 
 
-@dataclass(slots=True)
 class Index:
     """Entries by path relative to the working copy's root."""
 
-    paths: list[str] = field(default_factory=list)
-    checksums: list[str] = field(default_factory=list)
-    stats: array[int] = field(default_factory=lambda: array("q"))
-    stamp_ns: int = 0
-    _pos: dict[str, int] | None = None
+    __slots__ = ("_checksums", "_pos", "_sums_blob", "paths", "stamp_ns", "stats")
+
+    def __init__(
+        self,
+        paths: list[str] | None = None,
+        checksums: list[str] | None = None,
+        stats: array[int] | None = None,
+        stamp_ns: int = 0,
+        *,
+        sums_blob: bytes = b"",
+    ) -> None:
+        self.paths = [] if paths is None else paths
+        self.stats = array("q") if stats is None else stats
+        self.stamp_ns = stamp_ns
+        self._pos: dict[str, int] | None = None
+        # Either the decoded list, or the NUL-terminated checksums as loaded (decoded once).
+        self._checksums = checksums if checksums is not None or sums_blob else []
+        self._sums_blob = sums_blob
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    @property
+    def checksums(self) -> list[str]:
+        if self._checksums is None:
+            self._checksums = self._sums_blob[:-1].decode("utf-8", "surrogateescape").split("\0")
+            self._sums_blob = b""
+        return self._checksums
 
     @property
     def pos(self) -> dict[str, int]:
@@ -63,9 +87,9 @@ class Index:
 
     def entries(self) -> Iterator[tuple[str, int, int, int, str]]:
         """``(path, size, mtime_ns, inode, checksum)`` of every entry."""
-        s = self.stats
+        s, checksums = self.stats, self.checksums
         for i, path in enumerate(self.paths):
-            yield path, s[3 * i], s[3 * i + 1], s[3 * i + 2], self.checksums[i]
+            yield path, s[3 * i], s[3 * i + 1], s[3 * i + 2], checksums[i]
 
     @staticmethod
     def build(entries: Iterable[tuple[str, int, int, int, str]]) -> Index:
@@ -79,24 +103,38 @@ class Index:
     @staticmethod
     def load(root: str) -> Index | None:
         """The index of the working copy at ``root``; None when it has none (a directory linked
-        by lakeFS's lakectl) or one this version cannot read."""
+        by lakeFS's lakectl), one this version cannot read, or a damaged one (the caller then
+        builds it again from the lake)."""
         try:
             with open(os.path.join(root, META_DIR, INDEX_NAME), "rb") as f:
                 data = f.read()
                 stamp_ns = os.fstat(f.fileno()).st_mtime_ns
         except FileNotFoundError:
             return None
-        if not data.startswith(_MAGIC):
+        magic = data[: len(_MAGIC)]
+        if magic not in (_MAGIC, _MAGIC_V1) or len(data) < len(_MAGIC) + _HEADER.size:
             return None
         (count,) = _HEADER.unpack_from(data, len(_MAGIC))
         start = len(_MAGIC) + _HEADER.size
         end = start + 24 * count
+        if len(data) < end + (_HEADER.size if magic == _MAGIC else 0):
+            return None
         stats = array("q")
         stats.frombytes(data[start:end])
+        if magic == _MAGIC_V1:
+            parts = data[end:-1].decode("utf-8", "surrogateescape").split("\0") if count else []
+            if len(parts) != 2 * count:
+                return None
+            return Index(parts[0::2], parts[1::2], stats, stamp_ns)
+        (size,) = _HEADER.unpack_from(data, end)
+        start = end + _HEADER.size
+        paths_blob, sums_blob = data[start : start + size], data[start + size :]
+        if paths_blob.count(0) != count or sums_blob.count(0) != count or sums_blob[-1:] not in (b"\0", b""):
+            return None
         if count == 0:
             return Index(stamp_ns=stamp_ns)
-        parts = data[end:-1].decode("utf-8", "surrogateescape").split("\0")
-        return Index(parts[0::2], parts[1::2], stats, stamp_ns)
+        paths = paths_blob[:-1].decode("utf-8", "surrogateescape").split("\0")
+        return Index(paths, None, stats, stamp_ns, sums_blob=sums_blob)
 
     def updated(self, updates: Mapping[str, tuple[int, int, int, str]], removed: Iterable[str]) -> Index:
         """A new index with ``updates`` (path -> size, mtime_ns, inode, checksum) set and the
@@ -131,14 +169,17 @@ class Index:
         """Write atomically (temporary file, rename): a crash leaves the old index or the new."""
         meta = os.path.join(root, META_DIR)
         os.makedirs(meta, exist_ok=True)
-        blob = "\0".join(chain.from_iterable(zip(self.paths, self.checksums, strict=True))) + "\0"
+        paths = "".join(p + "\0" for p in self.paths).encode("utf-8", "surrogateescape")
+        sums = self._sums_blob or "".join(c + "\0" for c in self.checksums).encode("utf-8", "surrogateescape")
         target = os.path.join(meta, INDEX_NAME)
         tmp = target + ".tmp"
         with open(tmp, "wb") as f:
             f.write(_MAGIC)
             f.write(_HEADER.pack(len(self.paths)))
             f.write(self.stats.tobytes())
-            f.write(blob.encode("utf-8", "surrogateescape"))
+            f.write(_HEADER.pack(len(paths)))
+            f.write(paths)
+            f.write(sums)
         os.replace(tmp, target)
         self.stamp_ns = os.stat(target).st_mtime_ns
 
