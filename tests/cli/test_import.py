@@ -4,6 +4,7 @@ embedded and against a live server; reads through the version guard; status, can
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -337,18 +338,36 @@ def test_a_listing_of_several_pages_is_read_whole_in_order_and_a_failure_midway_
     first = next(iter(source.list()))  # stopping after one object stops the fetching
     assert first[0] == "00000.csv"
     # The bucket goes away while the pages already fetched are read: the import fails, it does
-    # not end with the objects listed so far.
+    # not end with the objects listed so far. The listing's request for page 2 waits until the
+    # bucket is gone (else it may come between the objects' deletion and the bucket's, and
+    # find an empty last page: S3 lists no snapshot).
+    gone = threading.Event()
+    requests: list[str] = []
+
+    def hold_page_two(**_: Any) -> None:
+        requests.append("list")
+        if len(requests) == 2:
+            assert gone.wait(30)
+
+    listing_client = s3.client()
+    listing_client.meta.events.register("before-call.s3.ListObjectsV2", hold_page_two)
     found = []
-    with pytest.raises(NotFound):
-        for path, *_ in source.list():
-            found.append(path)
-            if len(found) == 1:
-                for start in range(0, len(keys), 1000):
-                    chunk = [{"Key": k} for k in keys[start : start + 1000]]
-                    client.delete_objects(Bucket=name, Delete={"Objects": chunk})
-                for k in client.list_objects_v2(Bucket=name).get("Contents", ()):
-                    client.delete_object(Bucket=name, Key=k["Key"])
-                client.delete_bucket(Bucket=name)
+    try:
+        with pytest.raises(NotFound):
+            for path, *_ in source.list():
+                found.append(path)
+                if len(found) == 1:
+                    for start in range(0, len(keys), 1000):
+                        chunk = [{"Key": k} for k in keys[start : start + 1000]]
+                        client.delete_objects(Bucket=name, Delete={"Objects": chunk})
+                    for k in client.list_objects_v2(Bucket=name).get("Contents", ()):
+                        client.delete_object(Bucket=name, Key=k["Key"])
+                    client.delete_bucket(Bucket=name)
+                    gone.set()
+        assert len(requests) == 2 and 1 <= len(found) <= 1000  # page 2 was asked for, and failed
+    finally:
+        gone.set()
+        listing_client.meta.events.unregister("before-call.s3.ListObjectsV2", hold_page_two)
     assert 1 <= len(found) < len(keys)
 
 
