@@ -84,35 +84,36 @@ def bench_local(n: int, base: str | None, table: Table) -> None:
         t_make, _ = timed(make_local, src, n)
         print(f"local: created {n:,} files in {fmt_time(t_make)} (not timed)", flush=True)
         seconds, read, grown = import_once(os.path.join(work, "lake"), str(src), n)
-        print(f"local: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
-        target = TARGET_LOCAL * n / 1_000_000
-        table.add(
-            f"import of {n:,} objects from a local directory",
-            f"{fmt_time(seconds)} ({n / seconds:,.0f}/s)",
-            f"<= {target:g} s",
-            verdict(seconds <= target),
-        )
-        table.add("  block store growth (range files only)", f"{grown / 1e6:.1f} MB", "no data", "info")
-        table.add("  first read of an imported object", fmt_time(read), "-", "info")
+        report(table, "local", "a local directory", TARGET_LOCAL, n, seconds, read, grown)
 
 
 def report(
-    table: Table, tag: str, source: str, n: int, seconds: float, bare: float, read: float, grown: int
+    table: Table,
+    tag: str,
+    source: str,
+    per_million: float,
+    n: int,
+    seconds: float,
+    read: float,
+    grown: int,
+    bare: float | None = None,
 ) -> None:
-    """An S3 import's rows: its time against the target, and beside it the bare listing."""
+    """An import's rows: its time against the target (``per_million`` seconds scaled to ``n``),
+    beside it the bare listing of an S3 source, the block store's growth and the first read."""
     print(f"{tag}: imported {n:,} objects in {fmt_time(seconds)}", flush=True)
-    target = TARGET_S3 * n / 1_000_000
+    target = per_million * n / 1_000_000
     table.add(
-        f"import of {n:,} objects from S3 ({source})",
+        f"import of {n:,} objects from {source}",
         f"{fmt_time(seconds)} ({n / seconds:,.0f}/s)",
         f"<= {target:g} s",
         verdict(seconds <= target),
     )
-    table.add(
-        "  of which a bare boto3 listing of the bucket", f"{fmt_time(bare)} ({n / bare:,.0f}/s)", "-", "info"
-    )
+    if bare is not None:
+        listing = f"{fmt_time(bare)} ({n / bare:,.0f}/s)"
+        table.add("  of which a bare boto3 listing of the bucket", listing, "-", "info")
     table.add("  block store growth (range files only)", f"{grown / 1e6:.1f} MB", "no data", "info")
-    table.add("  first read of an imported object (GET with If-Match)", fmt_time(read), "-", "info")
+    first_read = "  first read of an imported object" + (" (GET with If-Match)" if bare is not None else "")
+    table.add(first_read, fmt_time(read), "-", "info")
 
 
 def fill_gateway_source(home: str, n: int) -> None:
@@ -155,7 +156,7 @@ def bench_s3_gateway(n: int, base: str | None, table: Table) -> None:
             bare = time.perf_counter() - t0
             assert listed == n, listed
             seconds, read, grown = import_once(os.path.join(work, "lake"), "s3://src/main/", n, first=0)
-        report(table, "s3 gateway", "lakectl's S3 gateway", n, seconds, bare, read, grown)
+        report(table, "s3 gateway", "S3 (lakectl's S3 gateway)", TARGET_S3, n, seconds, read, grown, bare)
 
 
 def bench_s3(n: int, base: str | None, table: Table) -> None:
@@ -200,7 +201,7 @@ def bench_s3(n: int, base: str | None, table: Table) -> None:
     try:
         with temp_dir("lakectl-bench-import-s3-", base) as work:
             seconds, read, grown = import_once(os.path.join(work, "lake"), "s3://src/", n)
-        report(table, "s3", "moto", n, seconds, bare, read, grown)
+        report(table, "s3", "S3 (moto)", TARGET_S3, n, seconds, read, grown, bare)
     finally:
         server.stop()
 
