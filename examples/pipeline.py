@@ -7,7 +7,8 @@ Raw orders live on ``main`` under ``raw/orders/day=<n>/``. The step builds ``mar
 (one row per day) on a branch of its own. If the output passes validation (row count, schema,
 no negative revenue), the branch is committed and merged into ``main``; if not, the branch is
 deleted and ``main`` never saw a byte of it. Works on the embedded lake ($LAKECTL_HOME) or a
-lakectl server (``server.endpoint_url`` configured), like the CLI. Needs PySpark (``pip install -e '.[spark]'``).
+lakectl server (``server.endpoint_url`` configured), like the CLI. Needs PySpark
+(``pip install -e '.[spark]'``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ from lakectl.cli.common import JsonFlag, YesFlag, backend, confirm, noun, parse_
 from lakectl.errors import InvalidArgument
 
 app = noun("Sync local directories with lakeFS paths: clone, status, commit, pull, checkout.")
+monitor_app = noun(
+    "A daemon watching a local directory (inotify), so that status and commit stat only what changed."
+)
+app.add_typer(monitor_app, name="monitor")
 
 Directory = Annotated[
     str, typer.Argument(help="The local directory (default: the current one).", show_default=False)
@@ -281,3 +285,61 @@ def checkout(
         confirm("Uncommitted changes exist, the operation will revert all changes on local directory", yes)
     out = workcopy.checkout(backend(), directory, ref, parallelism)
     render.emit(out.to_dict(), json_, _summary)
+
+
+def _monitor_human(data: dict[str, Any]) -> None:
+    if not data.get("running"):
+        render.line(f"No monitor runs for {data['directory']}")
+        return
+    state = "started" if data.get("started") else "running"
+    watched = data["watched_directories"]
+    render.line(f"Monitor {state} for {data['directory']} (pid {data['pid']}, {watched} directories)")
+    if data.get("degraded"):
+        render.note(f"degraded, every scan walks the whole directory: {data['degraded']}")
+
+
+def _monitored(directory: str) -> str:
+    from lakectl.client import workcopy
+
+    return workcopy.find_root(directory)
+
+
+@monitor_app.command("start")
+def monitor_start(directory: Directory = ".", json_: JsonFlag = False) -> None:
+    """Start watching the working copy: status, commit, pull and checkout then stat only the
+    paths changed since their last scan, instead of every file.
+
+    The daemon runs until `local monitor stop` or until the directory is removed; without it,
+    every command works as before. Linux only (inotify).
+    """
+    from lakectl.client.workcopy import monitor
+
+    root = _monitored(directory)
+    out = {"directory": root, "running": True, **monitor.start(root)}
+    render.emit(out, json_, _monitor_human)
+
+
+@monitor_app.command("status")
+def monitor_status(directory: Directory = ".", json_: JsonFlag = False) -> None:
+    """Show whether a monitor watches the working copy, and how many directories."""
+    from lakectl.client.workcopy import monitor
+
+    root = _monitored(directory)
+    running = monitor.info(root)
+    out = {"directory": root, "running": running is not None, **(running or {})}
+    render.emit(out, json_, _monitor_human)
+
+
+@monitor_app.command("stop")
+def monitor_stop(directory: Directory = ".", json_: JsonFlag = False) -> None:
+    """Stop the working copy's monitor (a no-op when none runs)."""
+    from lakectl.client.workcopy import monitor
+
+    root = _monitored(directory)
+    stopped = monitor.stop(root)
+    out = {"directory": root, "running": False, "stopped": stopped}
+    render.emit(
+        out,
+        json_,
+        lambda d: render.line(("Monitor stopped for " if stopped else "No monitor ran for ") + root),
+    )

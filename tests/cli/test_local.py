@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -374,3 +375,39 @@ def test_a_racily_clean_entry_is_read_again(both: Lakectl) -> None:
         before.st_ino,
     )
     assert changes(cli, wc) == [("local", "changed", "x.csv")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the monitor needs Linux (inotify)")
+def test_a_monitored_directory_commits_and_reports_like_a_walked_one(both: Lakectl) -> None:
+    cli = both
+    seed(cli)
+    wc = cli.work / "wc"
+    cli("local", "clone", f"lakefs://{cli.repo}/main/", str(wc))
+    assert cli.js("local", "monitor", "status", str(wc))["running"] is False
+    started = cli.js("local", "monitor", "start", str(wc))
+    try:
+        assert (started["running"], started["started"], started["watched_directories"]) == (True, True, 5)
+        assert "Monitor running for" in cli("local", "monitor", "start", str(wc)).stdout  # once
+        assert changes(cli, wc) == []
+        (wc / "a" / "x.csv").write_bytes(b"changed\n")
+        (wc / "b" / "w.csv").unlink()
+        (wc / "c" / "d").mkdir(parents=True)
+        (wc / "c" / "d" / "new.csv").write_bytes(b"new\n")
+        want = [
+            ("local", "changed", "a/x.csv"),
+            ("local", "removed", "b/w.csv"),
+            ("local", "added", "c/d/new.csv"),
+        ]
+        assert sorted(changes(cli, wc), key=lambda c: c[2]) == want
+        done = cli.js("local", "commit", str(wc), "-m", "monitored")
+        assert (done["uploaded"], done["removed"]) == (2, 1)
+        assert changes(cli, wc) == []
+        assert cli("fs", "cat", f"lakefs://{cli.repo}/main/c/d/new.csv").stdout == "new\n"
+        (wc / "c" / "d" / "new.csv").write_bytes(b"again\n")  # in a directory made while watched
+        assert changes(cli, wc) == [("local", "changed", "c/d/new.csv")]
+        assert cli.js("local", "monitor", "status", str(wc))["watched_directories"] == 7  # c and c/d too
+    finally:
+        stopped = cli.js("local", "monitor", "stop", str(wc))
+    assert stopped == {"directory": str(wc), "running": False, "stopped": True}
+    assert changes(cli, wc) == [("local", "changed", "c/d/new.csv")]  # walked again, same answer
+    assert "No monitor ran for" in cli("local", "monitor", "stop", str(wc)).stdout

@@ -213,6 +213,9 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl local commit": ["local", "commit", str(work / "wc"), "-m", "message", "--meta", "k=v"],
         "lakectl local pull": ["local", "pull", str(work / "wc")],
         "lakectl local checkout": ["local", "checkout", str(work / "wc"), "--ref", "main"],
+        "lakectl local monitor start": ["local", "monitor", "start", str(work / "wc")],
+        "lakectl local monitor status": ["local", "monitor", "status", str(work / "wc")],
+        "lakectl local monitor stop": ["local", "monitor", "stop", str(work / "wc")],
     }
 
 

@@ -33,19 +33,29 @@ def as_dict(index: Index) -> dict[str, Entry]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(entries, entries, st.sets(names))
+@given(entries, entries, st.sets(names), st.lists(names, unique=True), names)
 def test_updates_and_round_trip(
-    tmp_path_factory: object, base: dict[str, Entry], updates: dict[str, Entry], removed: set[str]
+    tmp_path_factory: object,
+    base: dict[str, Entry],
+    updates: dict[str, Entry],
+    removed: set[str],
+    pending: list[str],
+    token: str,
 ) -> None:
     root = Path(tmp_path_factory.mktemp("ix"))  # type: ignore[attr-defined]
     index = Index.build((p, *v) for p, v in base.items())
+    index.token, index.pending = token, pending
     fresh = index.updated(updates, removed)
     want = {p: v for p, v in base.items() if p not in removed or p in updates}
     want.update(updates)
     assert as_dict(fresh) == want
+    # the monitor's token stays; a path set or removed is no longer pending
+    assert fresh.token == token
+    assert fresh.pending == [p for p in pending if p not in updates and p not in removed]
     fresh.save(str(root))
     loaded = Index.load(str(root))
     assert loaded is not None and as_dict(loaded) == want
+    assert (loaded.token, loaded.pending) == (fresh.token, fresh.pending)
 
 
 def test_an_index_of_the_first_format_is_read_and_saved_in_the_current_one(tmp_path: Path) -> None:
@@ -58,9 +68,22 @@ def test_an_index_of_the_first_format_is_read_and_saved_in_the_current_one(tmp_p
     old = Index.load(str(tmp_path))
     assert old is not None and as_dict(old) == want
     old.save(str(tmp_path))
-    assert (tmp_path / ".lakectl" / "index").read_bytes().startswith(b"LKIX2\n")
+    assert (tmp_path / ".lakectl" / "index").read_bytes().startswith(b"LKIX3\n")
     again = Index.load(str(tmp_path))
     assert again is not None and as_dict(again) == want
+
+
+def test_an_index_of_the_second_format_is_read_without_a_token(tmp_path: Path) -> None:
+    # LKIX2: the stats, the paths (their size first), then the checksums, NUL after each
+    want = {"a/b.csv": (3, 10, 20, "a" * 32), "é": (0, -1, -1, "b" * 32 + "-2")}
+    stats = b"".join(struct.pack("<qqq", *v[:3]) for v in want.values())
+    paths = "".join(p + "\0" for p in want).encode()
+    sums = "".join(v[3] + "\0" for v in want.values()).encode()
+    (tmp_path / ".lakectl").mkdir()
+    blob = b"LKIX2\n" + struct.pack("<Q", 2) + stats + struct.pack("<Q", len(paths)) + paths + sums
+    (tmp_path / ".lakectl" / "index").write_bytes(blob)
+    old = Index.load(str(tmp_path))
+    assert old is not None and as_dict(old) == want and (old.token, old.pending) == ("", [])
 
 
 def test_a_damaged_index_is_not_read(tmp_path: Path) -> None:

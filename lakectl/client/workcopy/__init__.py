@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lakectl.client.workcopy.index import META_DIR, REF_FILE, Index, Scan, scan
+from lakectl.client.workcopy import monitor
+from lakectl.client.workcopy.index import META_DIR, REF_FILE, Index, Scan, scan, scan_paths
 from lakectl.client.workcopy.reffile import Ref, find_root, read_ref, write_ref
 from lakectl.errors import (
     AlreadyExists,
@@ -282,16 +283,31 @@ def _listed_index(b: Backend, src: Source, commit_id: str, root: str) -> Index:
 
 
 def _scan(root: str, index: Index) -> tuple[Scan, Index]:
-    """Scan, and refresh the index's stats of files read and found unchanged, so that the next
-    scan does not read them again (git's index refresh)."""
+    """Scan (only the paths the monitor saw change, when one runs), and refresh the index's
+    stats of files read and found unchanged, so that the next scan does not read them again
+    (git's index refresh). The index then carries the monitor's token and the paths found
+    changed; it is written when it learned enough to save the next scan work."""
+    changes = monitor.query(root, index.token)
     try:
-        found = scan(root, index)
+        if changes is None or changes.full:
+            found = scan(root, index)
+        else:
+            found = scan_paths(root, index, changes.files, changes.dirs)
     except OSError as exc:  # an unreadable directory or file: one error line, not a traceback
         raise InvalidArgument(f"cannot read {exc.filename!r}: {exc.strerror or exc}") from exc
+    index.token = "" if changes is None else changes.token
+    index.pending = sorted(found.local_paths()) if changes is not None else []
     stale = {p: v for p, v in found.hashed.items() if p not in found.stats}
     if stale:
         index = _rewrite(root, index, stale, ())
+    elif changes is not None and (changes.full or len(changes.files) + len(changes.dirs) > SAVE_AFTER):
+        index.save(root)
     return found, index
+
+
+SAVE_AFTER = 1000
+"""Paths the monitor reported from which a status writes the index (and its new token): below,
+writing 100k entries costs more than the next scan saves."""
 
 
 def _rewrite(

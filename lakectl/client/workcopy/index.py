@@ -6,14 +6,20 @@ A file whose size, mtime and inode are those of its entry is unchanged; only the
 hashed. The format is packed binary (docs/decisions/0011-local-index.md: 100k entries load in
 20-45 ms with their lookup table, where SQLite takes ~125 ms and JSON ~115 ms):
 
-    b"LKIX2\\n"  count: u64
+    b"LKIX3\\n"  count: u64
+    watch_size: u64, then the monitor's token and the pending paths, each followed by NUL
     count x (size, mtime_ns, inode): 3 x i64
     paths_size: u64, then the paths, UTF-8 (surrogateescape), each followed by NUL
     the checksums, each followed by NUL
 
 The checksums are decoded only when asked for (a status with nothing changed never does): half
-the strings of a load. An index of the first format (``LKIX1``: paths and checksums
-interleaved) is read too, and written again in this one.
+the strings of a load. Indexes of the earlier formats (``LKIX1``: paths and checksums
+interleaved; ``LKIX2``: no watch section) are read too, and written again in this one.
+
+The watch section serves the monitor (:mod:`lakectl.client.workcopy.monitor`): ``token`` is the
+daemon's count of changes when the scan that this index follows began, ``pending`` the paths
+that scan found differing from their entries (a status records no change in the index). A scan
+with the monitor stats the paths changed since the token, and the pending ones.
 
 The index file's own mtime, from the same file-system clock as the files', is later than every
 stat it holds. An entry whose mtime is within :data:`RACY_NS` of it may have been written again
@@ -27,20 +33,22 @@ import contextlib
 import os
 import pickle
 import signal
+import stat
 import struct
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["META_DIR", "REF_FILE", "Index", "Scan", "scan"]
+__all__ = ["META_DIR", "REF_FILE", "Index", "Scan", "scan", "scan_paths"]
 
 REF_FILE = ".lakefs_ref.yaml"
 """lakeFS's file naming the source URI and head commit of a directory."""
 META_DIR = ".lakectl"
 """Our additions, at the root of the working copy: the index, and temporary files of downloads."""
 INDEX_NAME = "index"
-_MAGIC = b"LKIX2\n"
+_MAGIC = b"LKIX3\n"
+_MAGIC_V2 = b"LKIX2\n"
 _MAGIC_V1 = b"LKIX1\n"
 _HEADER = struct.Struct("<Q")
 RACY_NS = 20_000_000
@@ -50,7 +58,7 @@ RACY_NS = 20_000_000
 class Index:
     """Entries by path relative to the working copy's root."""
 
-    __slots__ = ("_checksums", "_pos", "_sums_blob", "paths", "stamp_ns", "stats")
+    __slots__ = ("_checksums", "_pos", "_sums_blob", "paths", "pending", "stamp_ns", "stats", "token")
 
     def __init__(
         self,
@@ -60,8 +68,12 @@ class Index:
         stamp_ns: int = 0,
         *,
         sums_blob: bytes = b"",
+        token: str = "",
+        pending: list[str] | None = None,
     ) -> None:
         self.paths = [] if paths is None else paths
+        self.token = token
+        self.pending = [] if pending is None else pending
         self.stats = array("q") if stats is None else stats
         self.stamp_ns = stamp_ns
         self._pos: dict[str, int] | None = None
@@ -112,12 +124,22 @@ class Index:
         except FileNotFoundError:
             return None
         magic = data[: len(_MAGIC)]
-        if magic not in (_MAGIC, _MAGIC_V1) or len(data) < len(_MAGIC) + _HEADER.size:
+        if magic not in (_MAGIC, _MAGIC_V2, _MAGIC_V1) or len(data) < len(_MAGIC) + _HEADER.size:
             return None
         (count,) = _HEADER.unpack_from(data, len(_MAGIC))
         start = len(_MAGIC) + _HEADER.size
+        token, pending = "", []
+        if magic == _MAGIC:
+            if len(data) < start + _HEADER.size:
+                return None
+            (size,) = _HEADER.unpack_from(data, start)
+            watch = data[start + _HEADER.size : start + _HEADER.size + size]
+            if len(watch) != size or watch[-1:] != b"\0":
+                return None
+            token, *pending = watch[:-1].decode("utf-8", "surrogateescape").split("\0")
+            start += _HEADER.size + size
         end = start + 24 * count
-        if len(data) < end + (_HEADER.size if magic == _MAGIC else 0):
+        if len(data) < end + (_HEADER.size if magic != _MAGIC_V1 else 0):
             return None
         stats = array("q")
         stats.frombytes(data[start:end])
@@ -132,15 +154,16 @@ class Index:
         if paths_blob.count(0) != count or sums_blob.count(0) != count or sums_blob[-1:] not in (b"\0", b""):
             return None
         if count == 0:
-            return Index(stamp_ns=stamp_ns)
+            return Index(stamp_ns=stamp_ns, token=token, pending=pending)
         paths = paths_blob[:-1].decode("utf-8", "surrogateescape").split("\0")
-        return Index(paths, None, stats, stamp_ns, sums_blob=sums_blob)
+        return Index(paths, None, stats, stamp_ns, sums_blob=sums_blob, token=token, pending=pending)
 
     def updated(self, updates: Mapping[str, tuple[int, int, int, str]], removed: Iterable[str]) -> Index:
         """A new index with ``updates`` (path -> size, mtime_ns, inode, checksum) set and the
         ``removed`` paths gone; in time proportional to the changes, not to the index (the
-        order of entries does not matter)."""
-        pos = self.pos
+        order of entries does not matter). The token stays; the paths set or removed are no
+        longer pending."""
+        pos, removed = self.pos, set(removed)
         paths, sums, stats = list(self.paths), list(self.checksums), array("q", self.stats)
         for path, (size, mtime, ino, checksum) in updates.items():
             i = pos.get(path)
@@ -163,7 +186,8 @@ class Index:
             for i in keep:
                 stats.extend(old[3 * i : 3 * i + 3])
             paths, sums = [paths[i] for i in keep], [sums[i] for i in keep]
-        return Index(paths, sums, stats)
+        pending = [p for p in self.pending if p not in updates and p not in removed]
+        return Index(paths, sums, stats, token=self.token, pending=pending)
 
     def save(self, root: str) -> None:
         """Write atomically (temporary file, rename): a crash leaves the old index or the new."""
@@ -171,11 +195,14 @@ class Index:
         os.makedirs(meta, exist_ok=True)
         paths = "".join(p + "\0" for p in self.paths).encode("utf-8", "surrogateescape")
         sums = self._sums_blob or "".join(c + "\0" for c in self.checksums).encode("utf-8", "surrogateescape")
+        watch = "".join(p + "\0" for p in (self.token, *self.pending)).encode("utf-8", "surrogateescape")
         target = os.path.join(meta, INDEX_NAME)
         tmp = target + ".tmp"
         with open(tmp, "wb") as f:
             f.write(_MAGIC)
             f.write(_HEADER.pack(len(self.paths)))
+            f.write(_HEADER.pack(len(watch)))
+            f.write(watch)
             f.write(self.stats.tobytes())
             f.write(_HEADER.pack(len(paths)))
             f.write(paths)
@@ -243,6 +270,78 @@ def scan(root: str, index: Index) -> Scan:
     return walk.finish(root, index)
 
 
+def scan_paths(root: str, index: Index, files: Iterable[str], dirs: Iterable[str]) -> Scan:
+    """The scan of :func:`scan` restricted to what may have changed: the ``files`` (relative
+    paths), the ``dirs`` (relative, ending with ``/``: walked whole) and the index's pending
+    paths. The answer is the full scan's when every change since the index's token is among
+    them (the monitor's promise)."""
+    walk_dirs: set[str] = set()
+    check: set[str] = set(index.pending)
+    for d in dirs:
+        walk_dirs.add(d)
+    for f in files:
+        head, _, name = f.rpartition("/")
+        if name == REF_FILE and head:  # a nested working copy appeared or went: walk its directory
+            walk_dirs.add(head + "/")
+        else:
+            check.add(f)
+    tops = [d for d in sorted(walk_dirs) if d]
+    if len(tops) < len(walk_dirs):
+        return scan(root, index)
+    kept: list[str] = []
+    for d in tops:  # sorted: a directory comes before those below it
+        if not (kept and d.startswith(kept[-1])):
+            kept.append(d)
+    eligible = _Eligible(root)
+    units = [(os.path.join(root, d[:-1]), d) for d in kept if eligible(d)]
+    under = tuple(kept)
+    walk = _Walk(index)
+    pos = index.pos
+    candidates = [i for i, p in enumerate(index.paths) if p.startswith(under)] if under else []
+    for rel in sorted(check):
+        if under and rel.startswith(under):
+            continue
+        i = pos.get(rel)
+        if i is not None:
+            candidates.append(i)
+        head, _, _ = rel.rpartition("/")
+        if rel == REF_FILE or not eligible(head + "/" if head else ""):
+            continue
+        try:
+            st = os.lstat(os.path.join(root, rel))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            walk.compare(rel, st, i)
+    walk.walk(units)
+    return walk.finish(root, index, candidates)
+
+
+class _Eligible:
+    """Whether the files of a directory (relative, ``""`` or ending with ``/``) belong to the
+    working copy as its walk finds them: a real directory all the way down, not the meta
+    directory, not in a nested working copy."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.known: dict[str, bool] = {"": True}
+
+    def __call__(self, rel: str) -> bool:
+        known = self.known.get(rel)
+        if known is not None:
+            return known
+        parent, _, name = rel[:-1].rpartition("/")
+        ok = (bool(parent) or name != META_DIR) and self(parent + "/" if parent else "")
+        if ok:
+            path = os.path.join(self.root, rel[:-1])
+            try:
+                ok = stat.S_ISDIR(os.lstat(path).st_mode) and not os.path.lexists(path + "/" + REF_FILE)
+            except OSError:
+                ok = False
+        self.known[rel] = ok
+        return ok
+
+
 @dataclass(slots=True)
 class _Found:
     """What a walk found, as a forked walker sends it back."""
@@ -308,6 +407,19 @@ class _Walk:
             finally:
                 os.close(fd)
 
+    def compare(self, rel: str, st: os.stat_result, i: int | None) -> None:
+        """The walk's comparison, for one file found otherwise (the monitor's paths)."""
+        found, size, mtime = self.found, st.st_size, st.st_mtime_ns
+        if i is None:
+            found.added.append((rel, size, mtime, st.st_ino))
+            return
+        found.seen[i] = 1
+        j = 3 * i
+        if self.stats[j] != size:
+            found.changed.append((rel, size, mtime, st.st_ino))
+        elif self.stats[j + 1] != mtime or self.stats[j + 2] != st.st_ino or mtime >= self.racy_from:
+            found.suspects.append((rel, i, size, mtime, st.st_ino))
+
     def merge(self, other: _Found) -> None:
         mine = self.found
         mine.added += other.added
@@ -317,8 +429,9 @@ class _Walk:
         both = int.from_bytes(mine.seen, "little") | int.from_bytes(other.seen, "little")
         mine.seen = bytearray(both.to_bytes(n, "little"))
 
-    def finish(self, root: str, index: Index) -> Scan:
-        """The scan: suspects read and compared, entries not seen removed, lists sorted."""
+    def finish(self, root: str, index: Index, candidates: list[int] | None = None) -> Scan:
+        """The scan: suspects read and compared, entries not seen removed (of ``candidates``
+        only, when given: the entries a partial scan looked for), lists sorted."""
         found, out = self.found, Scan()
         for rel, size, mtime, ino in found.added:
             out.added.append(rel)
@@ -336,10 +449,13 @@ class _Walk:
                     out.changed.append(rel)
                     out.stats[rel] = (size, mtime, ino)
         seen = found.seen
-        start = seen.find(0)
-        while start != -1:
-            out.removed.append(index.paths[start])
-            start = seen.find(0, start + 1)
+        if candidates is not None:
+            out.removed.extend(sorted({index.paths[i] for i in candidates if not seen[i]}))
+        else:
+            start = seen.find(0)
+            while start != -1:
+                out.removed.append(index.paths[start])
+                start = seen.find(0, start + 1)
         out.added.sort()
         out.changed.sort()
         return out
