@@ -10,7 +10,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
-from lakectl.core import actionruns, annotate, gc, manifests, protection, refsdump
+
+# gc, manifests and refsdump are imported by the verbs that use them: every command opens the
+# lake through this module, and they cost a local commit ~10 ms it does not need.
+from lakectl.core import actionruns, annotate, protection
 from lakectl.core import porcelain as p
 from lakectl.core.actionruns import ActionRun, HookRun
 from lakectl.core.porcelain import Lake, MergeResult
@@ -256,11 +259,15 @@ class LocalBackend:
     # -- manifests -------------------------------------------------------------------------
 
     def export_manifest(self, repo: str, ref: str, prefix: str = "", signed: bool = False) -> str:
+        from lakectl.core import manifests
+
         return manifests.export_manifest(self.lake, repo, ref, prefix)
 
     def import_manifest(
         self, repo: str, branch: str, prefix: str, text: str, replace: bool = False
     ) -> list[str]:
+        from lakectl.core import manifests
+
         return manifests.import_manifest(self.lake, repo, branch, prefix, text, replace)
 
     def import_start(
@@ -294,18 +301,28 @@ class LocalBackend:
         return owning.copy_imported(self.lake, repo, branch, prefix)
 
     def dump_refs(self, repo: str) -> dict[str, str]:
+        from lakectl.core import refsdump
+
         return refsdump.dump(self.lake, repo).to_dict()
 
     def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
+        from lakectl.core import refsdump
+
         refsdump.restore(self.lake, repo, refsdump.RefsManifest.from_dict(manifest))
 
     def set_gc_rules(self, repo: str, rules: GCRules) -> None:
+        from lakectl.core import gc
+
         gc.set_rules(self.lake, repo, rules)
 
     def get_gc_rules(self, repo: str) -> GCRules:
+        from lakectl.core import gc
+
         return gc.get_rules(self.lake, repo)
 
     def delete_gc_rules(self, repo: str) -> None:
+        from lakectl.core import gc
+
         gc.delete_rules(self.lake, repo)
 
     def gc_run(
@@ -316,6 +333,8 @@ class LocalBackend:
         spark_master: str | None = None,
         allow_preexisting_blocks: bool = False,
     ) -> dict[str, Any]:
+        from lakectl.core import gc
+
         allow = allow_preexisting_blocks
         if spark_master is not None:
             from lakectl.spark import gc as spark_gc

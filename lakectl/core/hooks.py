@@ -8,9 +8,6 @@ import os
 import re
 import shlex
 import subprocess
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +63,10 @@ def run(hook: Hook, event: Mapping[str, Any], commands: bool, env: Mapping[str, 
 
 
 def _webhook(hook: Hook, event: Mapping[str, Any]) -> Outcome:
+    import urllib.error  # here: http.client and ssl cost a commit 12 ms, and most have no webhook
+    import urllib.parse
+    import urllib.request
+
     props = hook.properties
     url = str(props["url"])
     params: list[tuple[str, str]] = []

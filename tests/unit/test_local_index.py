@@ -49,6 +49,8 @@ def test_updates_and_round_trip(
     want = {p: v for p, v in base.items() if p not in removed or p in updates}
     want.update(updates)
     assert as_dict(fresh) == want
+    assert fresh.paths == sorted(want)  # kept sorted: lookups and directories by bisection
+    assert all(fresh.find(p) == i for i, p in enumerate(fresh.paths))
     # the monitor's token stays; a path set or removed is no longer pending
     assert fresh.token == token
     assert fresh.pending == [p for p in pending if p not in updates and p not in removed]
@@ -74,16 +76,19 @@ def test_an_index_of_the_first_format_is_read_and_saved_in_the_current_one(tmp_p
 
 
 def test_an_index_of_the_second_format_is_read_without_a_token(tmp_path: Path) -> None:
-    # LKIX2: the stats, the paths (their size first), then the checksums, NUL after each
-    want = {"a/b.csv": (3, 10, 20, "a" * 32), "é": (0, -1, -1, "b" * 32 + "-2")}
+    # LKIX2: the stats, the paths (their size first), then the checksums, NUL after each; new
+    # paths were appended, so the entries may be out of order
+    want = {"a/b.csv": (3, 10, 20, "a" * 32), "é": (0, -1, -1, "b" * 32 + "-2"), "a/a": (1, 2, 3, "c" * 32)}
     stats = b"".join(struct.pack("<qqq", *v[:3]) for v in want.values())
     paths = "".join(p + "\0" for p in want).encode()
     sums = "".join(v[3] + "\0" for v in want.values()).encode()
     (tmp_path / ".lakectl").mkdir()
-    blob = b"LKIX2\n" + struct.pack("<Q", 2) + stats + struct.pack("<Q", len(paths)) + paths + sums
+    blob = b"LKIX2\n" + struct.pack("<Q", 3) + stats + struct.pack("<Q", len(paths)) + paths + sums
     (tmp_path / ".lakectl" / "index").write_bytes(blob)
     old = Index.load(str(tmp_path))
     assert old is not None and as_dict(old) == want and (old.token, old.pending) == ("", [])
+    assert old.paths == ["a/a", "a/b.csv", "é"] and old.find("a/b.csv") == 1
+    assert list(old.under("a/")) == [0, 1]
 
 
 def test_a_damaged_index_is_not_read(tmp_path: Path) -> None:
@@ -208,3 +213,16 @@ def test_a_scan_whose_own_share_fails_leaves_no_forked_walker_behind(
     assert len(children) == 1
     with pytest.raises(ChildProcessError):  # reaped: no child of this process is left
         os.waitpid(children[0], os.WNOHANG)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sets(st.tuples(*[st.sampled_from(["a", "a.b", "a0", "b", "é", "a-"])] * 3)),
+    st.lists(st.sampled_from(["a", "a.b", "a0", "é"]), min_size=1, max_size=2),
+)
+def test_the_entries_below_a_directory_are_one_slice(
+    paths: set[tuple[str, ...]], directory: list[str]
+) -> None:
+    index = Index.build(("/".join(p), 1, 1, 1, "0" * 32) for p in paths)
+    prefix = "/".join(directory) + "/"
+    assert [index.paths[i] for i in index.under(prefix)] == [p for p in index.paths if p.startswith(prefix)]
