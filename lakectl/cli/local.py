@@ -289,7 +289,8 @@ def checkout(
 
 def _monitor_human(data: dict[str, Any]) -> None:
     if not data.get("running"):
-        render.line(f"No monitor runs for {data['directory']}")
+        again = " (the next command here starts it again)" if data.get("wanted") else ""
+        render.line(f"No monitor runs for {data['directory']}{again}")
         return
     state = "started" if data.get("started") else "running"
     watched = data["watched_directories"]
@@ -309,8 +310,9 @@ def monitor_start(directory: Directory = ".", json_: JsonFlag = False) -> None:
     """Start watching the working copy: status, commit, pull and checkout then stat only the
     paths changed since their last scan, instead of every file.
 
-    The daemon runs until `local monitor stop` or until the directory is removed; without it,
-    every command works as before. Linux only (inotify).
+    The daemon runs until `local monitor stop` or until the directory is removed; a command that
+    finds it gone (after a reboot) starts it again. Without it, every command works as before,
+    walking the whole directory. Linux only (inotify).
     """
     from lakectl.client.workcopy import monitor
 
@@ -321,18 +323,24 @@ def monitor_start(directory: Directory = ".", json_: JsonFlag = False) -> None:
 
 @monitor_app.command("status")
 def monitor_status(directory: Directory = ".", json_: JsonFlag = False) -> None:
-    """Show whether a monitor watches the working copy, and how many directories."""
+    """Show whether a monitor watches the working copy (and how many directories), and whether
+    it is wanted: started and not stopped since."""
     from lakectl.client.workcopy import monitor
 
     root = _monitored(directory)
     running = monitor.info(root)
-    out = {"directory": root, "running": running is not None, **(running or {})}
+    out = {
+        "directory": root,
+        "running": running is not None,
+        "wanted": monitor.wanted(root),
+        **(running or {}),
+    }
     render.emit(out, json_, _monitor_human)
 
 
 @monitor_app.command("stop")
 def monitor_stop(directory: Directory = ".", json_: JsonFlag = False) -> None:
-    """Stop the working copy's monitor (a no-op when none runs)."""
+    """Stop the working copy's monitor; commands no longer start it (a no-op when none runs)."""
     from lakectl.client.workcopy import monitor
 
     root = _monitored(directory)

@@ -405,7 +405,8 @@ def test_a_monitored_directory_commits_and_reports_like_a_walked_one(both: Lakec
         assert cli("fs", "cat", f"lakefs://{cli.repo}/main/c/d/new.csv").stdout == "new\n"
         (wc / "c" / "d" / "new.csv").write_bytes(b"again\n")  # in a directory made while watched
         assert changes(cli, wc) == [("local", "changed", "c/d/new.csv")]
-        assert cli.js("local", "monitor", "status", str(wc))["watched_directories"] == 7  # c and c/d too
+        shown = cli.js("local", "monitor", "status", str(wc))
+        assert (shown["running"], shown["wanted"], shown["watched_directories"]) == (True, True, 7)  # c, c/d
     finally:
         stopped = cli.js("local", "monitor", "stop", str(wc))
     assert stopped == {"directory": str(wc), "running": False, "stopped": True}

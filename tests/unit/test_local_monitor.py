@@ -8,7 +8,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -184,25 +184,39 @@ def test_only_the_changed_paths_are_stated(watched: Path, monkeypatch: pytest.Mo
     assert (again.added, again.changed) == (["n/new.csv"], ["b/f1.csv"])
 
 
-def test_without_a_daemon_the_scan_walks_and_drops_the_token(watched: Path) -> None:
+def test_a_dead_daemon_is_walked_around_and_started_again(
+    watched: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     index = build(watched)
-    monitor.start(str(watched))
+    first = monitor.start(str(watched))
     index = workcopy._scan(str(watched), index)[1]
     assert index.token
-    pid = monitor.info(str(watched))["pid"]  # type: ignore[index]
-    os.kill(pid, signal.SIGKILL)  # dies leaving its socket behind
-    deadline = time.monotonic() + 10
-    while monitor.info(str(watched)) is not None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    os.kill(first["pid"], signal.SIGKILL)  # dies leaving its socket behind (a crash, a reboot)
+    _until(lambda: monitor.info(str(watched)) is None)
     (watched / "a" / "f0.csv").write_bytes(b"unseen by any daemon\n")
-    found, index = workcopy._scan(str(watched), index)
+    found, index = workcopy._scan(str(watched), index)  # no answer: the whole walk
     assert found.changed == ["a/f0.csv"] and index.token == ""
-    # a new daemon does not vouch for the old one's token: the first scan walks everything
-    monitor.start(str(watched))
+    # ... and a daemon started again for the next command, since the monitor is still wanted
+    _until(lambda: monitor.info(str(watched)) is not None)
+    assert monitor.info(str(watched))["pid"] != first["pid"]  # type: ignore[index]
+    # a new daemon does not vouch for what happened before it: its first scan walks everything
     (watched / "b" / "f2.csv").unlink()
     found, index = workcopy._scan(str(watched), index)
     assert (found.changed, found.removed) == (["a/f0.csv"], ["b/f2.csv"])
-    assert index.token
+    assert index.token and not monitor.query(str(watched), index.token).full  # type: ignore[union-attr]
+    # stopped, it is no longer wanted: a scan starts none
+    assert monitor.stop(str(watched)) is True and not monitor.wanted(str(watched))
+    spawned: list[str] = []
+    monkeypatch.setattr(monitor, "spawn", spawned.append)
+    assert workcopy._scan(str(watched), index)[0].changed == ["a/f0.csv"]
+    assert spawned == []
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.02)
 
 
 def test_the_daemon_ends_with_its_directory(watched: Path) -> None:

@@ -288,6 +288,9 @@ def _scan(root: str, index: Index) -> tuple[Scan, Index]:
     (git's index refresh). The index then carries the monitor's token and the paths found
     changed; it is written when it learned enough to save the next scan work."""
     changes = monitor.query(root, index.token)
+    if changes is None and monitor.wanted(root):
+        with contextlib.suppress(OSError):
+            monitor.spawn(root)  # gone since (a reboot, a crash): back for the next command
     try:
         if changes is None or changes.full:
             found = scan(root, index)

@@ -37,6 +37,7 @@ __all__ = ["Changes", "info", "query", "start", "stop"]
 
 SOCKET = "monitor.sock"
 LOG = "monitor.log"
+WANTED = "monitor.wanted"
 _COOKIE = "monitor-cookie-"
 QUERY_TIMEOUT = 2.0
 """Seconds a scan waits for the daemon's answer before walking the tree itself."""
@@ -139,22 +140,22 @@ def info(root: str) -> dict[str, Any] | None:
     return _ask(root, {"op": "info"})
 
 
-def start(root: str, wait: float = 30.0) -> dict[str, Any]:
-    """Start the daemon of ``root`` (detached, in its own session); its info once it answers.
-    A daemon already running is left as it is."""
+def wanted(root: str) -> bool:
+    """Whether ``local monitor start`` was run here and not stopped since: a scan that finds
+    no daemon then starts one (after a reboot, or a crash), as git does with
+    ``core.fsmonitor``."""
+    return os.path.exists(os.path.join(root, META_DIR, WANTED))
+
+
+def spawn(root: str) -> Any:
+    """Start a daemon for ``root``, detached in its own session, without waiting for it (its
+    ``subprocess.Popen``). A second daemon finding the first one answering exits."""
     import subprocess
 
-    if not sys.platform.startswith("linux"):
-        raise PreconditionFailed("the monitor needs Linux (inotify)")
-    running = info(root)
-    if running is not None:
-        return {**running, "started": False}
     meta = os.path.join(root, META_DIR)
     os.makedirs(meta, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(meta, SOCKET))  # a dead daemon's
     with open(os.path.join(meta, LOG), "ab") as log:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-c",
@@ -167,6 +168,21 @@ def start(root: str, wait: float = 30.0) -> dict[str, Any]:
             start_new_session=True,
             close_fds=True,
         )
+
+
+def start(root: str, wait: float = 30.0) -> dict[str, Any]:
+    """Start the daemon of ``root`` and keep it wanted (:func:`wanted`); its info once it
+    answers. A daemon already running is left as it is."""
+    if not sys.platform.startswith("linux"):
+        raise PreconditionFailed("the monitor needs Linux (inotify)")
+    meta = os.path.join(root, META_DIR)
+    os.makedirs(meta, exist_ok=True)
+    with open(os.path.join(meta, WANTED), "w") as f:
+        f.write("local monitor start: a scan that finds no monitor starts one\n")
+    running = info(root)
+    if running is not None:
+        return {**running, "started": False}
+    proc = spawn(root)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         running = info(root)
@@ -182,7 +198,9 @@ def start(root: str, wait: float = 30.0) -> dict[str, Any]:
 
 
 def stop(root: str) -> bool:
-    """Stop the daemon of ``root``; False when none ran."""
+    """Stop the daemon of ``root`` (no longer wanted); False when none ran."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(root, META_DIR, WANTED))
     answer = _ask(root, {"op": "stop"})
     if answer is None:
         with contextlib.suppress(FileNotFoundError):
@@ -234,6 +252,7 @@ class _Daemon:
         if self.fd < 0:
             raise OSError(self.get_errno(), "inotify_init1: " + os.strerror(self.get_errno()))
         self.root_wd = -1
+        self.socket_ino = -1
 
     # watches
 
@@ -341,8 +360,7 @@ class _Daemon:
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
-        if op == "stop":
-            self.stopping = True
+        if op == "stop":  # the caller exits once the answer is sent, not before
             return {"pid": os.getpid()}
         if op == "info":
             with self.cond:
@@ -390,8 +408,8 @@ class _Daemon:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
-                if not os.path.exists(os.path.join(self.root, META_DIR, SOCKET)):
-                    self.stopping = True  # removed (its directory deleted): nobody can ask any more
+                if not self.owns_socket():
+                    self.stopping = True  # removed (or taken over): nobody can ask any more
                 continue
             threading.Thread(target=self.client, args=(conn,), daemon=True).start()
 
@@ -405,16 +423,26 @@ class _Daemon:
                     if not chunk:
                         return
                     line += chunk
-                out = self.answer(json.loads(line))
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    return
+                out = self.answer(request)
                 conn.sendall(json.dumps(out).encode())
             except (OSError, ValueError):
                 return
-        if self.stopping:
+        if request.get("op") == "stop":
             self.shutdown()
 
+    def owns_socket(self) -> bool:
+        try:
+            return os.stat(os.path.join(self.root, META_DIR, SOCKET)).st_ino == self.socket_ino
+        except OSError:
+            return False
+
     def shutdown(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(self.root, META_DIR, SOCKET))
+        if self.owns_socket():
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.root, META_DIR, SOCKET))
         os._exit(0)
 
 
@@ -426,10 +454,19 @@ def run(root: str) -> None:
     if daemon.root_wd < 0:
         raise PreconditionFailed(f"cannot watch {daemon.root}: {daemon.degraded}")
     meta_fd = os.open(os.path.join(daemon.root, META_DIR), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    address = f"/proc/self/fd/{meta_fd}/{SOCKET}"
     os.umask(0o077)  # the socket answers with paths: its owner's alone
-    server.bind(f"/proc/self/fd/{meta_fd}/{SOCKET}")
-    os.chmod(f"/proc/self/fd/{meta_fd}/{SOCKET}", 0o600)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(address)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        if _ask(daemon.root, {"op": "info"}) is not None:
+            os._exit(0)  # another daemon answers for this directory
+        os.unlink(address)  # a dead daemon's
+        server.bind(address)
+    daemon.socket_ino = os.stat(address).st_ino
     server.listen(64)
     threading.Thread(target=daemon.read_events, daemon=True).start()
     daemon.serve(server)
