@@ -136,8 +136,6 @@ def main() -> None:
             f"{ratio:.2f} ({fmt_time(t_clone)} vs {fmt_time(t_dl)})",
             "n/a", "n/a", "n/a", ">= 0.80", verdict(ratio >= 0.8),
         )  # fmt: skip
-        t_status = median_of([exe, "local", "status", wc])
-
         # git over the same tree, committed once (not timed).
         gitdir = os.path.join(work, "git")
         shutil.copytree(tree, gitdir)
@@ -145,26 +143,8 @@ def main() -> None:
         run(["git", *GIT_CFG, "add", "-A"], gitdir)
         run(["git", *GIT_CFG, "commit", "-q", "-m", "tree"], gitdir)
         g_status = median_of(["git", "status", "--porcelain"], gitdir)
-        rows.add(
-            "status, nothing changed",
-            fmt_time(t_status), fmt_time(g_status), _absent("dvc"), _absent("oxen"),
-            "<= 0.3 s at 100k", verdict(t_status <= 0.3) if scale >= 1 else "n/a (scaled)",
-        )  # fmt: skip
-        edit(wc)
-        edit(gitdir)
-        # Each commit starts on a disk with nothing left to write: git's copy and add of the
-        # tree (800 MB) would otherwise still be in writeback, and the first to sync pays it.
-        os.sync()
-        t_commit = run([exe, "local", "commit", wc, "-m", "edit"])
-        os.sync()
-        g_commit = run(["git", *GIT_CFG, "add", "-A"], gitdir) + run(
-            ["git", *GIT_CFG, "commit", "-q", "-m", "edit"], gitdir
-        )
-        rows.add(
-            f"commit {EDITS} changed + {EDITS} new",
-            fmt_time(t_commit), fmt_time(g_commit), _absent("dvc"), _absent("oxen"),
-            "<= 0.5 s at 100k", verdict(t_commit <= 0.5) if scale >= 1 else "n/a (scaled)",
-        )  # fmt: skip
+        judged = scale >= 1
+        status_and_commit(rows, exe, wc, gitdir, g_status, "", "edit", judged)
         after = subprocess.run(
             [exe, "local", "status", wc, "--json"], env=ENV, capture_output=True, check=True
         )
@@ -176,28 +156,38 @@ def main() -> None:
         run([exe, "local", "monitor", "start", wc])
         try:
             run([exe, "local", "status", wc])  # the first monitored scan walks, and takes a token
-            m_status = median_of([exe, "local", "status", wc])
-            rows.add(
-                "status, nothing changed, monitored",
-                fmt_time(m_status), fmt_time(g_status), _absent("dvc"), _absent("oxen"),
-                "<= 0.3 s at 100k", verdict(m_status <= 0.3) if scale >= 1 else "n/a (scaled)",
-            )  # fmt: skip
-            edit(wc)
-            edit(gitdir)
-            os.sync()
-            m_commit = run([exe, "local", "commit", wc, "-m", "edit again"])
-            os.sync()
-            g_commit = run(["git", *GIT_CFG, "add", "-A"], gitdir) + run(
-                ["git", *GIT_CFG, "commit", "-q", "-m", "edit again"], gitdir
-            )
-            rows.add(
-                f"commit {EDITS} changed + {EDITS} new, monitored",
-                fmt_time(m_commit), fmt_time(g_commit), _absent("dvc"), _absent("oxen"),
-                "<= 0.5 s at 100k", verdict(m_commit <= 0.5) if scale >= 1 else "n/a (scaled)",
-            )  # fmt: skip
+            status_and_commit(rows, exe, wc, gitdir, g_status, ", monitored", "edit again", judged)
         finally:
             run([exe, "local", "monitor", "stop", wc])
     rows.print(f"lakectl local, {args.files} files of 4 KiB")
+
+
+def status_and_commit(
+    rows: Table, exe: str, wc: str, gitdir: str, g_status: float, label: str, message: str, judged: bool
+) -> None:
+    """The two judged rows: status with nothing changed (median), then a commit of
+    :func:`edit` in both the working copy and git's tree, each after an ``os.sync()`` so that
+    neither waits for the other's (or the set-up's) writeback."""
+    os.sync()
+    t_status = median_of([exe, "local", "status", wc])
+    rows.add(
+        f"status, nothing changed{label}",
+        fmt_time(t_status), fmt_time(g_status), _absent("dvc"), _absent("oxen"),
+        "<= 0.3 s at 100k", verdict(t_status <= 0.3) if judged else "n/a (scaled)",
+    )  # fmt: skip
+    edit(wc)
+    edit(gitdir)
+    os.sync()
+    t_commit = run([exe, "local", "commit", wc, "-m", message])
+    os.sync()
+    g_commit = run(["git", *GIT_CFG, "add", "-A"], gitdir) + run(
+        ["git", *GIT_CFG, "commit", "-q", "-m", message], gitdir
+    )
+    rows.add(
+        f"commit {EDITS} changed + {EDITS} new{label}",
+        fmt_time(t_commit), fmt_time(g_commit), _absent("dvc"), _absent("oxen"),
+        "<= 0.5 s at 100k", verdict(t_commit <= 0.5) if judged else "n/a (scaled)",
+    )  # fmt: skip
 
 
 def _absent(tool: str) -> str:

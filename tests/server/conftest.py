@@ -176,12 +176,16 @@ def snapshot(data_dir: Path) -> Snapshot:
     database's own), to show that a refused request stored nothing."""
     with closing(sqlite3.connect(f"file:{data_dir / 'lake.db'}?mode=ro", uri=True)) as db:
         rows = db.execute("SELECT partition, key, value FROM kv ORDER BY partition, key").fetchall()
-    files = sorted(
+    return rows, data_files(data_dir)
+
+
+def data_files(data_dir: Path) -> list[tuple[str, int]]:
+    """Every file of a server's data directory (but the database's own) with its size."""
+    return sorted(
         (str(f.relative_to(data_dir)), f.stat().st_size)
         for f in data_dir.rglob("*")
         if f.is_file() and not f.name.startswith("lake.db")
     )
-    return rows, files
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -27,7 +26,7 @@ from lakectl.core.importing import tasks
 from server.app import create_app
 from server.auth import TOKEN_TTL, Auth, Role, User
 from server.config import load_settings
-from tests.server.conftest import START_TIMEOUT_S, free_port
+from tests.server.conftest import START_TIMEOUT_S, Snapshot, data_files, free_port
 
 REPO = "matrix"
 R = f"/api/v1/repositories/{REPO}"
@@ -201,7 +200,7 @@ def _callers(w: World) -> dict[str, Caller]:
     return out
 
 
-def snapshot(w: World) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, int]]]:
+def snapshot(w: World) -> Snapshot:
     """Every KV row and every file of the data directory (but the database's own files), once
     the journal sealed what earlier requests did (else its keeper would, within a second, in the
     middle of the next request); the journal's writer records are left out (their heartbeat is
@@ -214,15 +213,4 @@ def snapshot(w: World) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, in
             " ORDER BY partition, key",
             (keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX + "%"),
         ).fetchall()
-    files = sorted(
-        (str(f.relative_to(w.data_dir)), f.stat().st_size)
-        for f in w.data_dir.rglob("*")
-        if f.is_file() and not f.name.startswith("lake.db")
-    )
-    return rows, files
-
-
-def changes(before: Any, after: Any) -> str:
-    rows = {r[:2] for r in set(before[0]) ^ set(after[0])}
-    files = set(before[1]) ^ set(after[1])
-    return f"KV rows changed: {sorted(rows)[:5]}; files changed: {sorted(files)[:5]}"
+    return rows, data_files(w.data_dir)

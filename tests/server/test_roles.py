@@ -24,6 +24,7 @@ from lakectl.core import blockaccess, manifests, presign, protection
 from lakectl.core.importing import tasks
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.auth import ROLE_PERMISSIONS, Permission, Role
+from tests.server.conftest import changes
 from tests.server.roles_world import (
     OBJ,
     REPO,
@@ -33,7 +34,6 @@ from tests.server.roles_world import (
     Caller,
     R,
     World,
-    changes,
     snapshot,
     unique,
     world_fixture,  # noqa: F401 - the fixture `world`

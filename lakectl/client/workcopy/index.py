@@ -327,10 +327,8 @@ def scan_paths(root: str, index: Index, files: Iterable[str], dirs: Iterable[str
     paths), the ``dirs`` (relative, ending with ``/``: walked whole) and the index's pending
     paths. The answer is the full scan's when every change since the index's token is among
     them (the monitor's promise)."""
-    walk_dirs: set[str] = set()
-    check: set[str] = set(index.pending)
-    for d in dirs:
-        walk_dirs.add(d)
+    walk_dirs = set(dirs)
+    check = set(index.pending)
     for f in files:
         head, _, name = f.rpartition("/")
         if name == REF_FILE and head:  # a nested working copy appeared or went: walk its directory
