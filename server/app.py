@@ -80,6 +80,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import branches, commits, config, dumps, fsck, imports, objects, refs, repositories, tags
     from server.api import journal as journal_api
     from server.api import protection as branch_protection
+    from server.api import pulls as pulls_api
     from server.api import settings as repository_settings
 
     lake = lake if lake is not None else open_lake(settings)
@@ -140,6 +141,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(annotate_api.router, prefix=API_PREFIX)
     app.include_router(actions_api.router, prefix=API_PREFIX)
     app.include_router(journal_api.router, prefix=API_PREFIX)
+    app.include_router(pulls_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)

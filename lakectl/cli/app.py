@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "branch": ("lakectl.cli.branch:app", "Create, list, show, delete, reset and revert branches."),
     "tag": ("lakectl.cli.tag:app", "Create, list, show and delete tags."),
     "branch-protect": ("lakectl.cli.protect:app", "Create and manage branch protection rules."),
+    "pr": ("lakectl.cli.pr:app", "Open, review and merge pull requests."),
     "actions": ("lakectl.cli.actions:app", "Runs of action hooks (list, describe); validate action files."),
     "cat-hook-output": ("lakectl.cli.actions:cat_hook_output", "Print the output of one hook run."),
     "fs": ("lakectl.cli.fs:app", "Upload, download, list, inspect and remove objects."),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,20 +22,45 @@ PatternArg = Annotated[
 
 
 @app.command("add")
-def add(repository: RepoArg, pattern: PatternArg, json_: JsonFlag = False) -> None:
+def add(
+    repository: RepoArg,
+    pattern: PatternArg,
+    required_approvals: Annotated[
+        int,
+        typer.Option(
+            "--required-approvals",
+            min=0,
+            help="Approvals a pull request into these branches needs (by others than its author, "
+            "on the source's current head). Not 0: merges come only through pull requests.",
+        ),
+    ] = 0,
+    required_checks: Annotated[
+        bool,
+        typer.Option(
+            "--required-checks",
+            help="A pull request into these branches merges only when the actions runs of its "
+            "source's head all passed (at least one). Merges come only through pull requests.",
+        ),
+    ] = False,
+    json_: JsonFlag = False,
+) -> None:
     """Add a rule protecting every branch whose name matches the pattern (admins only on a server)."""
     repo = repo_uri(repository)
-    backend().add_branch_protection(repo, pattern)
-    render.emit(
-        {"pattern": pattern}, json_, lambda d: render.note(f"Branches {pattern!r} of {repo!r} protected")
-    )
+    backend().add_branch_protection(repo, pattern, required_approvals, required_checks)
+    rule: dict[str, Any] = {"pattern": pattern}
+    if required_approvals:
+        rule["required_approvals"] = required_approvals
+    if required_checks:
+        rule["required_checks"] = True
+    render.emit(rule, json_, lambda d: render.note(f"Branches {pattern!r} of {repo!r} protected"))
 
 
 @app.command("list")
 def list_(repository: RepoArg, json_: JsonFlag = False) -> None:
-    """List the rules as lakeFS's BranchProtectionRule list: [{"pattern": ...}]."""
-    patterns = backend().list_branch_protection(repo_uri(repository))
-    render.emit([{"pattern": p} for p in patterns], json_, _rules)
+    """List the rules as lakeFS's BranchProtectionRule list: [{"pattern": ...}] (with
+    required_approvals and required_checks where set)."""
+    rules = backend().list_branch_protection(repo_uri(repository))
+    render.emit(rules, json_, _rules)
 
 
 @app.command("delete")
@@ -47,5 +72,9 @@ def delete(repository: RepoArg, pattern: PatternArg, json_: JsonFlag = False) ->
     render.emit(render.deletion("branch_protection", [pattern], text), json_, render.message)
 
 
-def _rules(data: list[dict[str, str]]) -> None:
-    render.table(["Branch Name Pattern"], [[d["pattern"]] for d in data])
+def _rules(data: list[dict[str, Any]]) -> None:
+    rows = [
+        [d["pattern"], d.get("required_approvals", 0), "yes" if d.get("required_checks") else "no"]
+        for d in data
+    ]
+    render.table(["Branch Name Pattern", "Required Approvals", "Required Checks"], rows)

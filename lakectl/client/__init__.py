@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
     from lakectl.core.porcelain import MergeResult
+    from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
 
 __all__ = ["Backend", "Progress", "get_backend"]
 
@@ -315,12 +316,16 @@ class Backend(Protocol):
 
     # -- branch protection -----------------------------------------------------------------
 
-    def list_branch_protection(self, repo: str) -> list[str]:
-        """The glob patterns of branches that refuse direct writes (lakeFS branch protection)."""
+    def list_branch_protection(self, repo: str) -> list[dict[str, Any]]:
+        """The rules (lakeFS's ``BranchProtectionRule``: ``pattern``, and ``required_approvals``
+        and ``required_checks`` when set) of branches that refuse direct writes."""
         ...
 
-    def add_branch_protection(self, repo: str, pattern: str) -> None:
-        """Protect the branches matching ``pattern``; ``AlreadyExists`` if it has a rule."""
+    def add_branch_protection(
+        self, repo: str, pattern: str, required_approvals: int = 0, required_checks: bool = False
+    ) -> None:
+        """Protect the branches matching ``pattern``, with what a pull request into them needs;
+        ``AlreadyExists`` if it has a rule."""
         ...
 
     def delete_branch_protection(self, repo: str, pattern: str) -> None:
@@ -349,6 +354,51 @@ class Backend(Protocol):
         ...
 
     # -- integrity -------------------------------------------------------------------------
+
+    # -- pull requests -------------------------------------------------------------------
+
+    def create_pull(
+        self, repo: str, title: str, source: str, dest: str, description: str = ""
+    ) -> PullRequest:
+        """Open a pull request from ``source`` into ``dest``; its author is the caller."""
+        ...
+
+    def list_pulls(
+        self, repo: str, status: StatusFilter, after: str = "", amount: int | None = None
+    ) -> list[PullRequest]: ...
+
+    def get_pull(self, repo: str, pull_id: str) -> PullRequest: ...
+
+    def update_pull(
+        self,
+        repo: str,
+        pull_id: str,
+        title: str | None = None,
+        description: str | None = None,
+        status: PullStatus | None = None,
+    ) -> PullRequest:
+        """Retitle, redescribe, close or reopen."""
+        ...
+
+    def merge_pull(
+        self, repo: str, pull_id: str, strategies: Sequence[str] = (), message: str | None = None
+    ) -> PullRequest:
+        """Merge when the destination's rule finds nothing missing (``PreconditionFailed``)."""
+        ...
+
+    def comment_pull(self, repo: str, pull_id: str, body: str) -> Comment: ...
+
+    def list_pull_comments(self, repo: str, pull_id: str) -> list[Comment]: ...
+
+    def review_pull(self, repo: str, pull_id: str, verdict: Verdict, body: str = "") -> Review:
+        """The caller's verdict on the source's current head."""
+        ...
+
+    def list_pull_reviews(self, repo: str, pull_id: str) -> list[Review]: ...
+
+    def pull_gate(self, repo: str, pull_id: str) -> Gate:
+        """What merging needs now: approvals, checks, and the reasons it is refused."""
+        ...
 
     def fsck(
         self,

@@ -13,10 +13,11 @@ from lakectl.client import ByteProgress, Progress
 
 # gc, manifests and refsdump are imported by the verbs that use them: every command opens the
 # lake through this module, and they cost a local commit ~10 ms it does not need.
-from lakectl.core import actionruns, annotate, protection
+from lakectl.core import actionruns, annotate, protection, pulls
 from lakectl.core import porcelain as p
 from lakectl.core.actionruns import ActionRun, HookRun
 from lakectl.core.porcelain import Lake, MergeResult
+from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
 from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -344,11 +345,15 @@ class LocalBackend:
             ).to_dict()
         return gc.run(self.lake, repo, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()
 
-    def list_branch_protection(self, repo: str) -> list[str]:
-        return list(protection.get_rules(self.lake, repo).patterns)
+    def list_branch_protection(self, repo: str) -> list[dict[str, Any]]:
+        return protection.get_rules(self.lake, repo).to_list()
 
-    def add_branch_protection(self, repo: str, pattern: str) -> None:
-        protection.add_rule(self.lake, repo, pattern)
+    def add_branch_protection(
+        self, repo: str, pattern: str, required_approvals: int = 0, required_checks: bool = False
+    ) -> None:
+        protection.add_rule(
+            self.lake, repo, protection.make_rule(pattern, required_approvals, required_checks)
+        )
 
     def delete_branch_protection(self, repo: str, pattern: str) -> None:
         protection.delete_rule(self.lake, repo, pattern)
@@ -368,6 +373,51 @@ class LocalBackend:
 
     def get_hook_output(self, repo: str, run_id: str, hook_run_id: str) -> bytes:
         return actionruns.hook_output(self.lake, repo, run_id, hook_run_id)
+
+    # -- pull requests -------------------------------------------------------------------
+
+    def create_pull(
+        self, repo: str, title: str, source: str, dest: str, description: str = ""
+    ) -> PullRequest:
+        return pulls.create_pull(self.lake, repo, title, source, dest, description)
+
+    def list_pulls(
+        self, repo: str, status: StatusFilter, after: str = "", amount: int | None = None
+    ) -> list[PullRequest]:
+        return pulls.list_pulls(self.lake, repo, status, "", after, amount)[0]
+
+    def get_pull(self, repo: str, pull_id: str) -> PullRequest:
+        return pulls.get_pull(self.lake, repo, pull_id)
+
+    def update_pull(
+        self,
+        repo: str,
+        pull_id: str,
+        title: str | None = None,
+        description: str | None = None,
+        status: PullStatus | None = None,
+    ) -> PullRequest:
+        return pulls.update_pull(self.lake, repo, pull_id, title, description, status)
+
+    def merge_pull(
+        self, repo: str, pull_id: str, strategies: Sequence[str] = (), message: str | None = None
+    ) -> PullRequest:
+        return pulls.merge_pull(self.lake, repo, pull_id, "", strategies, message)
+
+    def comment_pull(self, repo: str, pull_id: str, body: str) -> Comment:
+        return pulls.add_comment(self.lake, repo, pull_id, body)
+
+    def list_pull_comments(self, repo: str, pull_id: str) -> list[Comment]:
+        return pulls.list_comments(self.lake, repo, pull_id)
+
+    def review_pull(self, repo: str, pull_id: str, verdict: Verdict, body: str = "") -> Review:
+        return pulls.review(self.lake, repo, pull_id, p.default_committer(), verdict, body)
+
+    def list_pull_reviews(self, repo: str, pull_id: str) -> list[Review]:
+        return pulls.list_reviews(self.lake, repo, pull_id)
+
+    def pull_gate(self, repo: str, pull_id: str) -> Gate:
+        return pulls.gate(self.lake, repo, pull_id)
 
     def fsck(
         self,

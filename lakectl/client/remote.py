@@ -23,6 +23,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from lakectl.client import ByteProgress, Progress
+from lakectl.client.remote_pulls import PullsOverHttp
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import (
     BlockNotFound,
@@ -83,7 +84,7 @@ def _endpoint(text: str) -> str:
     return endpoint
 
 
-class RemoteBackend:
+class RemoteBackend(PullsOverHttp):
     """A :class:`~lakectl.client.Backend` talking to a lakectl server at ``endpoint``."""
 
     def __init__(
@@ -764,12 +765,17 @@ class RemoteBackend:
             params["allow_preexisting_blocks"] = "true"
         return dict(self._json("POST", f"{self._repo(repo)}/gc/run", params=params, idempotent=dry_run))
 
-    def list_branch_protection(self, repo: str) -> list[str]:
-        rules = self._json("GET", f"{self._repo(repo)}/settings/branch_protection")
-        return [r["pattern"] for r in rules]
+    def list_branch_protection(self, repo: str) -> list[dict[str, Any]]:
+        return list(self._json("GET", f"{self._repo(repo)}/settings/branch_protection"))
 
-    def add_branch_protection(self, repo: str, pattern: str) -> None:
-        body = {"pattern": pattern}
+    def add_branch_protection(
+        self, repo: str, pattern: str, required_approvals: int = 0, required_checks: bool = False
+    ) -> None:
+        body: dict[str, Any] = {"pattern": pattern}
+        if required_approvals:
+            body["required_approvals"] = required_approvals
+        if required_checks:
+            body["required_checks"] = True
         self._call("POST", f"{self._repo(repo)}/branch_protection", json=body, idempotent=False)
 
     def delete_branch_protection(self, repo: str, pattern: str) -> None:

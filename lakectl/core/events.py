@@ -43,6 +43,8 @@ class Verb(enum.Enum):
     SETTINGS = "settings"
     GARBAGE_COLLECTION = "garbage-collection"
     RESTORE_REFS = "restore-refs"
+    PULL_REQUEST = "pull-request"
+    """A pull request opened, changed, commented, reviewed or merged (``lakectl.core.pulls``)."""
     READ_OBJECT = "read-object"
     """Not a mutation: an audited read (``before`` only; see the module's docstring)."""
 

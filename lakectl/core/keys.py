@@ -122,6 +122,33 @@ def commit_runs_prefix(commit_id: str) -> str:
     return f"actions/commit/{commit_id}/"
 
 
+PULL_SEQUENCE = "pulls/sequence"
+"""Key, in the repository's partition, of the last pull request number given (a decimal)."""
+
+PULL_PREFIX = "pulls/pr/"
+"""Prefix of the repository's pull requests: ``pulls/pr/<number, 10 digits>`` → the record, so
+they list in number order."""
+
+
+def pull_key(number: int) -> str:
+    return f"{PULL_PREFIX}{number:010d}"
+
+
+def pull_comment_sequence_key(number: int) -> str:
+    """Key of the last comment number given on one pull request."""
+    return f"pulls/comment-sequence/{number:010d}"
+
+
+def pull_comment_prefix(number: int) -> str:
+    """Prefix of one pull request's comments: ``pulls/comment/<pr>/<comment, 10 digits>``."""
+    return f"pulls/comment/{number:010d}/"
+
+
+def pull_review_prefix(number: int) -> str:
+    """Prefix of one pull request's reviews, one per reviewer: ``pulls/review/<pr>/<user id>``."""
+    return f"pulls/review/{number:010d}/"
+
+
 JOURNAL = "journal"
 """Partition of the journal's shared records (``lakectl.core.journal``, docs/decisions/0009):
 ``cursor`` (the next logical timestamp, the last sealed batch, the generation),

@@ -1004,10 +1004,15 @@ def merge(
     committer: str | None = None,
     metadata: Mapping[str, str] | None = None,
     squash: bool = False,
+    through_pull: bool = False,
 ) -> MergeResult:
     """Three-way merge of ``source`` into the destination branch, as a merge commit; with
-    ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's."""
+    ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
+    A destination whose protection rule gates pull requests takes only merges made
+    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate)."""
     rid, bid = _branch_target(lake, repo, dest)
+    if not through_pull:
+        protection.check_direct_merge(lake.kv, rid, bid)
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
     branch = lake.refs.get_branch(rid, bid)

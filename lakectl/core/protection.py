@@ -5,6 +5,12 @@ manifest and multipart imports), commits and resets; merges, reverts and cherry-
 are allowed, as in lakeFS (changes reach a protected branch as commits made elsewhere). The
 rules are one KV value next to the garbage-collection rules, so :func:`check` on the write
 path costs a single ``get``.
+
+A rule may also gate pull requests into its branches (the shape lakeFS's upstream proposal
+gives approvals): ``required_approvals`` (approvals on the source's current head, by others
+than the author) and ``required_checks`` (the actions runs of the source's head all passed,
+and there is at least one). A branch under such a rule takes merges only through a pull
+request (:func:`check_direct_merge`), so the gate cannot be walked around.
 """
 
 from __future__ import annotations
@@ -37,6 +43,31 @@ if TYPE_CHECKING:
 
 MAX_RULES = 1000
 MAX_PATTERN_BYTES = 256
+MAX_APPROVALS = 100
+FIELDS = frozenset({"pattern", "required_approvals", "required_checks"})
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule: the branches it protects, and what a pull request into them needs."""
+
+    pattern: str
+    required_approvals: int = 0
+    required_checks: bool = False
+
+    @property
+    def gates_pulls(self) -> bool:
+        return self.required_approvals > 0 or self.required_checks
+
+    def to_dict(self) -> dict[str, Any]:
+        """lakeFS ``BranchProtectionRule``; the pull-request fields only when set, so a plain
+        rule keeps lakeFS's one-field shape."""
+        out: dict[str, Any] = {"pattern": self.pattern}
+        if self.required_approvals:
+            out["required_approvals"] = self.required_approvals
+        if self.required_checks:
+            out["required_checks"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,16 +75,20 @@ class Rules:
     """A repository's protection rules, in the order they were added, and their ETag (what a
     ``PUT`` with ``If-Match`` must name to replace them)."""
 
-    patterns: tuple[str, ...]
+    rules: tuple[Rule, ...]
     etag: str
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(r.pattern for r in self.rules)
 
     def to_list(self) -> list[dict[str, Any]]:
         """lakeFS ``BranchProtectionRule`` list."""
-        return [{"pattern": p} for p in self.patterns]
+        return [r.to_dict() for r in self.rules]
 
-    def matching(self, branch: str) -> str | None:
-        """The first pattern that protects ``branch``, None when none does."""
-        return next((p for p in self.patterns if fnmatchcase(branch, p)), None)
+    def matching(self, branch: str) -> Rule | None:
+        """The first rule that protects ``branch``, None when none does."""
+        return next((r for r in self.rules if fnmatchcase(branch, r.pattern)), None)
 
 
 def check_pattern(pattern: object) -> str:
@@ -63,30 +98,52 @@ def check_pattern(pattern: object) -> str:
     return check_name(pattern, "branch protection pattern", MAX_PATTERN_BYTES)
 
 
-def parse_rules(body: object) -> tuple[str, ...]:
-    """Patterns of a lakeFS rule list ``[{"pattern": ...}, ...]``; anything else is refused."""
+def make_rule(pattern: object, required_approvals: object = 0, required_checks: object = False) -> Rule:
+    """A checked rule: a pattern, 0 to :data:`MAX_APPROVALS` approvals, checks on or off."""
+    if (
+        not isinstance(required_approvals, int)
+        or isinstance(required_approvals, bool)
+        or not 0 <= required_approvals <= MAX_APPROVALS
+    ):
+        raise InvalidArgument(f"required_approvals is a whole number from 0 to {MAX_APPROVALS}")
+    if not isinstance(required_checks, bool):
+        raise InvalidArgument("required_checks is true or false")
+    return Rule(check_pattern(pattern), required_approvals, required_checks)
+
+
+def parse_rule(row: object) -> Rule:
+    """One rule of lakeFS's JSON: ``{"pattern": <glob>}``, optionally with the pull-request
+    fields ``required_approvals`` and ``required_checks``."""
+    if not isinstance(row, Mapping) or "pattern" not in row or not set(row) <= FIELDS:
+        raise InvalidArgument(
+            'each branch protection rule is {"pattern": <glob>} (optionally with '
+            "required_approvals and required_checks)"
+        )
+    return make_rule(row["pattern"], row.get("required_approvals", 0), row.get("required_checks", False))
+
+
+def parse_rules(body: object) -> tuple[Rule, ...]:
+    """The rules of a lakeFS rule list ``[{"pattern": ...}, ...]``; anything else is refused."""
     if not isinstance(body, list):
         raise InvalidArgument("branch protection rules must be a JSON list of {pattern}")
     if len(body) > MAX_RULES:
         raise InvalidArgument(f"at most {MAX_RULES} branch protection rules, got {len(body)}")
-    out: list[str] = []
+    out: list[Rule] = []
     for row in body:
-        if not isinstance(row, Mapping) or set(row) != {"pattern"}:
-            raise InvalidArgument('each branch protection rule is {"pattern": <glob>}')
-        pattern = check_pattern(row["pattern"])
-        if pattern in out:
-            raise InvalidArgument(f"branch protection pattern {pattern!r} is given twice")
-        out.append(pattern)
+        rule = parse_rule(row)
+        if any(r.pattern == rule.pattern for r in out):
+            raise InvalidArgument(f"branch protection pattern {rule.pattern!r} is given twice")
+        out.append(rule)
     return tuple(out)
 
 
-def _encode(patterns: Sequence[str]) -> bytes:
-    return json.dumps([{"pattern": p} for p in patterns]).encode()
+def _encode(rules: Sequence[Rule]) -> bytes:
+    return json.dumps([r.to_dict() for r in rules]).encode()
 
 
 def _decode(raw: bytes | None) -> Rules:
-    patterns = parse_rules(json.loads(raw)) if raw is not None else ()
-    return Rules(patterns, hashlib.md5(_encode(patterns)).hexdigest())
+    rules = parse_rules(json.loads(raw)) if raw is not None else ()
+    return Rules(rules, hashlib.md5(_encode(rules)).hexdigest())
 
 
 def _raw(kv: KVStore, rid: RepositoryId) -> bytes | None:
@@ -109,6 +166,22 @@ def check(kv: KVStore, rid: RepositoryId, branch: BranchId) -> None:
             f"branch {branch!r} of {rid!r} is protected (rule {pattern!r}): only merges may change it",
             branch=branch,
             pattern=pattern,
+        )
+
+
+def rule_for(kv: KVStore, rid: RepositoryId, branch: str) -> Rule | None:
+    """The first rule of ``rid`` that protects ``branch`` (one KV get)."""
+    return _decode(_raw(kv, rid)).matching(branch)
+
+
+def check_direct_merge(kv: KVStore, rid: RepositoryId, branch: BranchId) -> None:
+    """``ProtectedBranch`` when a rule makes pull requests the only way into ``branch``."""
+    rule = rule_for(kv, rid, branch)
+    if rule is not None and rule.gates_pulls:
+        raise ProtectedBranch(
+            f"branch {branch!r} of {rid!r} takes merges only through a pull request (rule {rule.pattern!r})",
+            branch=branch,
+            pattern=rule.pattern,
         )
 
 
@@ -135,17 +208,18 @@ def _update(lake: Lake, repo: str, change: Any) -> Rules:
     event = Event(Verb.SETTINGS, rid, payload={"key": keys.BRANCH_PROTECTION})
     with announced(lake.events, event):
         rules = _decode(update_with_retries(lake.kv, keys.repo_partition(rid), keys.BRANCH_PROTECTION, apply))
-    lake.events.after(event.done(payload={"key": keys.BRANCH_PROTECTION, "value": list(rules.patterns)}))
+    lake.events.after(event.done(payload={"key": keys.BRANCH_PROTECTION, "value": rules.to_list()}))
     return rules
 
 
-def set_rules(lake: Lake, repo: str, patterns: Sequence[str], if_match: str | None = None) -> Rules:
-    """Replace the rules; with ``if_match``, only while the current ETag is that one
-    (``PreconditionFailed`` otherwise), so two admins editing the list never lose an edit."""
-    wanted = parse_rules([{"pattern": p} for p in patterns])
+def set_rules(lake: Lake, repo: str, rules: Sequence[Rule | str], if_match: str | None = None) -> Rules:
+    """Replace the rules (a bare pattern is a plain rule); with ``if_match``, only while the
+    current ETag is that one (``PreconditionFailed`` otherwise), so two admins editing the list
+    never lose an edit."""
+    wanted = parse_rules([r.to_dict() if isinstance(r, Rule) else {"pattern": r} for r in rules])
     expected = if_match.strip().strip('"') if if_match is not None else None
 
-    def change(current: Rules) -> tuple[str, ...]:
+    def change(current: Rules) -> tuple[Rule, ...]:
         if expected is not None and expected != current.etag:
             raise PreconditionFailed("the branch protection rules changed since they were read (ETag)")
         return wanted
@@ -153,15 +227,15 @@ def set_rules(lake: Lake, repo: str, patterns: Sequence[str], if_match: str | No
     return _update(lake, repo, change)
 
 
-def add_rule(lake: Lake, repo: str, pattern: str) -> Rules:
-    pattern = check_pattern(pattern)
+def add_rule(lake: Lake, repo: str, rule: Rule | str) -> Rules:
+    rule = parse_rule(rule.to_dict() if isinstance(rule, Rule) else {"pattern": rule})
 
-    def change(current: Rules) -> tuple[str, ...]:
-        if pattern in current.patterns:
-            raise AlreadyExists(f"a branch protection rule for {pattern!r} already exists")
-        if len(current.patterns) >= MAX_RULES:
+    def change(current: Rules) -> tuple[Rule, ...]:
+        if rule.pattern in current.patterns:
+            raise AlreadyExists(f"a branch protection rule for {rule.pattern!r} already exists")
+        if len(current.rules) >= MAX_RULES:
             raise InvalidArgument(f"at most {MAX_RULES} branch protection rules")
-        return (*current.patterns, pattern)
+        return (*current.rules, rule)
 
     return _update(lake, repo, change)
 
@@ -169,9 +243,9 @@ def add_rule(lake: Lake, repo: str, pattern: str) -> Rules:
 def delete_rule(lake: Lake, repo: str, pattern: str) -> Rules:
     pattern = check_pattern(pattern)
 
-    def change(current: Rules) -> tuple[str, ...]:
+    def change(current: Rules) -> tuple[Rule, ...]:
         if pattern not in current.patterns:
             raise NotFound(f"no branch protection rule for {pattern!r} in {repo!r}", pattern=pattern)
-        return tuple(p for p in current.patterns if p != pattern)
+        return tuple(r for r in current.rules if r.pattern != pattern)
 
     return _update(lake, repo, change)

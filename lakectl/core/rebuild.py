@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, journalform, keys, protection, replayorder
+from lakectl.core import gc, journal, journalform, keys, protection, pulls, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.events import Verb
 from lakectl.core.graph.refs import new_staging_token, token_time
@@ -257,6 +257,8 @@ class Replay:
             lake.refs.delete_tag(rid, TagId(p["tag"]))
         elif verb is Verb.SETTINGS:
             _setting(lake, rid, p)
+        elif verb is Verb.PULL_REQUEST:
+            pulls.replay(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
         # READ_OBJECT: an audited read changed nothing.
 
@@ -414,7 +416,9 @@ def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:
         else:
             gc.set_rules(lake, rid, gc.GCRules.from_dict(value))
     elif key == keys.BRANCH_PROTECTION:
-        protection.set_rules(lake, rid, value or [])
+        # Older journals list bare patterns; newer ones lakeFS's rule objects.
+        rules = [protection.parse_rule(v) if isinstance(v, dict) else v for v in value or []]
+        protection.set_rules(lake, rid, rules)
 
 
 def rebuild_embedded(home: str) -> dict[str, Any]:

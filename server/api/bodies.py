@@ -113,3 +113,35 @@ class Setup(Body):
     country: str | None = None
     featureUpdates: bool | None = None
     securityUpdates: bool | None = None
+
+
+class PullRequestCreation(Body):
+    title: str
+    description: str = ""
+    source_branch: str
+    destination_branch: str
+
+
+class PullRequestBasic(Body):
+    status: str | None = None
+    title: str | None = None
+    description: str | None = None
+
+
+class PullRequestMerge(Body):
+    """lakectl's extension of lakeFS's body-less merge: a strategy and a message."""
+
+    strategy: str | None = None
+    strategies: list[str] | None = None
+    message: str | None = None
+
+
+class PullRequestReview(Body):
+    """lakectl's extension: a verdict (``approved`` or ``changes_requested``) and a comment."""
+
+    verdict: str
+    body: str = ""
+
+
+class PullRequestComment(Body):
+    body: str

@@ -55,7 +55,7 @@ async def list_rules(repository: str, lake: LakeDep) -> list[dict[str, Any]]:
 @router.post(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 async def create_rule(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
     """Add one rule (409 when the pattern already has one)."""
-    protection.add_rule(lake, repository, _pattern(body))
+    protection.add_rule(lake, repository, protection.parse_rule(body))
     return Response(status_code=204)
 
 

@@ -200,6 +200,15 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl branch-protect add": ["branch-protect", "add", d, "stable_*"],
         "lakectl branch-protect list": ["branch-protect", "list", d],
         "lakectl branch-protect delete": ["branch-protect", "delete", d, "stable_*"],
+        "lakectl pr create": ["pr", "create", f"{d}/feat", f"{d}/main", "--title", "title", "-d", "text"],
+        "lakectl pr list": ["pr", "list", d, "--status", "all", "--after", "1"],
+        "lakectl pr show": ["pr", "show", d, "1"],
+        "lakectl pr comment": ["pr", "comment", d, "1", "-m", "hello"],
+        "lakectl pr approve": ["pr", "approve", d, "1", "-m", "fine"],
+        "lakectl pr request-changes": ["pr", "request-changes", d, "1", "-m", "fix it"],
+        "lakectl pr merge": ["pr", "merge", d, "1", "--strategy", "dest-wins", "-m", "message"],
+        "lakectl pr close": ["pr", "close", d, "1"],
+        "lakectl pr reopen": ["pr", "reopen", d, "1"],
         "lakectl actions runs list": ["actions", "runs", "list", d, "--branch", "main", "--commit", "main"],
         "lakectl actions runs describe": ["actions", "runs", "describe", d, "ffff0000"],
         "lakectl actions validate": ["actions", "validate", str(action)],
@@ -253,7 +262,8 @@ def run(env: dict[str, str], *argv: str, input: bytes | None = None) -> tuple[in
 
 
 def populate(env: dict[str, str], d: str) -> None:
-    """``d``: main with a/x.csv, a tag v1, a branch feat with one more commit (merges cleanly)."""
+    """``d``: main with a/x.csv, a tag v1, a branch feat with one more commit (merges cleanly),
+    and pull request 1 of feat into main."""
     steps: list[tuple[list[str], bytes | None]] = [
         (["repo", "create", d], None),
         (["fs", "upload", f"{d}/main/a/x.csv", "--source", "-"], b"1,2\n"),
@@ -262,6 +272,7 @@ def populate(env: dict[str, str], d: str) -> None:
         (["branch", "create", f"{d}/feat", "--source", f"{d}/main"], None),
         (["fs", "upload", f"{d}/feat/b.csv", "--source", "-"], b"3,4\n"),
         (["commit", f"{d}/feat", "-m", "feat"], None),
+        (["pr", "create", f"{d}/feat", f"{d}/main", "--title", "pull request"], None),
     ]
     for argv, data in steps:
         code, _, err = run(env, *argv, input=data)

@@ -20,7 +20,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from lakectl.core import blockaccess, manifests, presign, protection
+from lakectl.core import blockaccess, manifests, presign, protection, pulls
 from lakectl.core.importing import tasks
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.auth import ROLE_PERMISSIONS, Permission, Role
@@ -205,6 +205,54 @@ route(
     fixed(R + "/actions/runs/ffff/hooks/0000_0000/output"),
     (404,),
 )
+# pull requests: reading them is ReadRepo, everything else WriteRepo (each call on a fresh one)
+PULLS = RP + "/pulls"
+
+
+def _pull(w: World) -> str:
+    """An open pull request from a fresh branch one commit ahead into main, by another user."""
+    return pulls.create_pull(w.lake, REPO, "t", w.side_branch(), "main", author="someone-else").id
+
+
+route("GET", PULLS, READ, fixed(R + "/pulls"))
+route(
+    "POST",
+    PULLS,
+    WRITE,
+    lambda w, c: Call(
+        R + "/pulls", json={"title": "t", "source_branch": w.branch(), "destination_branch": "main"}
+    ),
+)
+route("GET", PULLS + "/{pull_request}", READ, lambda w, c: Call(f"{R}/pulls/{_pull(w)}"))
+route(
+    "PATCH", PULLS + "/{pull_request}", WRITE, lambda w, c: Call(f"{R}/pulls/{_pull(w)}", json={"title": "u"})
+)
+route("PUT", PULLS + "/{pull_request}/merge", WRITE, lambda w, c: Call(f"{R}/pulls/{_pull(w)}/merge"))
+route(
+    "POST", PULLS + "/{pull_request}/approvals", WRITE, lambda w, c: Call(f"{R}/pulls/{_pull(w)}/approvals")
+)
+route(
+    "DELETE",
+    PULLS + "/{pull_request}/approvals",
+    WRITE,
+    lambda w, c: Call(f"{R}/pulls/{_pull(w)}/approvals"),
+    (404,),  # no approval of the caller's to withdraw, past the role check
+)
+route("GET", PULLS + "/{pull_request}/reviews", READ, lambda w, c: Call(f"{R}/pulls/{_pull(w)}/reviews"))
+route(
+    "POST",
+    PULLS + "/{pull_request}/reviews",
+    WRITE,
+    lambda w, c: Call(f"{R}/pulls/{_pull(w)}/reviews", json={"verdict": "changes_requested", "body": "no"}),
+)
+route("GET", PULLS + "/{pull_request}/comments", READ, lambda w, c: Call(f"{R}/pulls/{_pull(w)}/comments"))
+route(
+    "POST",
+    PULLS + "/{pull_request}/comments",
+    WRITE,
+    lambda w, c: Call(f"{R}/pulls/{_pull(w)}/comments", json={"body": "hello"}),
+)
+route("GET", PULLS + "/{pull_request}/status", READ, lambda w, c: Call(f"{R}/pulls/{_pull(w)}/status"))
 # branch protection: rules only admins set (patterns that match no branch of the matrix)
 route("GET", RP + "/settings/branch_protection", READ, fixed(R + "/settings/branch_protection"))
 route(

@@ -296,9 +296,21 @@ def test_settings_and_collections_are_entries_with_their_values(lake: p.Lake) ->
     found = journal.tail(lake.kv, lake.blocks, repo="setts")[1:]
     assert [e.event_type for e in found] == ["settings"] * 3 + ["garbage-collection"]
     assert found[0].event_payload["value"]["default_retention_days"] == 7
-    assert found[1].event_payload == {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]}
+    assert found[1].event_payload == {"key": keys.BRANCH_PROTECTION, "value": [{"pattern": "stable_*"}]}
     assert found[2].event_payload == {"key": keys.GC_RULES, "value": None}
     assert found[3].event_payload["aborted_uploads"] == []
+
+
+def test_protection_settings_of_either_journal_form_replay(lake: p.Lake) -> None:
+    """Older journals list bare patterns; newer ones the rule objects, with pull-request fields."""
+    from lakectl.core import protection, rebuild
+
+    p.create_repo(lake, "forms")
+    rebuild._setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]})
+    assert protection.get_rules(lake, "forms").to_list() == [{"pattern": "stable_*"}]
+    rule = {"pattern": "main", "required_approvals": 2, "required_checks": True}
+    rebuild._setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": [rule]})
+    assert protection.get_rules(lake, "forms").to_list() == [rule]
 
 
 def test_group_writer_stores_every_write_of_many_threads_in_fewer_transactions(tmp_path: Path) -> None:
