@@ -36,6 +36,7 @@ lint: $(VENV)/.installed-test
 test: lint
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-java.sh
+	bash scripts/ensure-chromium.sh
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
 	$(MAKE) smoke
 

@@ -1,6 +1,6 @@
-"""The ASGI applications: ``create_app(settings)`` opens the lake once and mounts the REST API;
-``create_gateway(app)`` is the S3 gateway over the same lake; ``Dispatch`` serves both from one
-uvicorn server, each on its own listening socket."""
+"""The ASGI applications: ``create_app(settings)`` opens the lake once and mounts the REST API
+and the web UI (``/ui``); ``create_gateway(app)`` is the S3 gateway over the same lake;
+``Dispatch`` serves both from one uvicorn server, each on its own listening socket."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
     from lakectl.core import journal
-    from server import blocks, presigned
+    from server import blocks, presigned, ui
     from server.api import actions as actions_api
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
@@ -147,6 +147,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(auth_api.router, prefix=API_PREFIX)
     app.include_router(blocks.blocks)
     app.include_router(presigned.router)
+    ui.mount(app)
     return app
 
 

@@ -75,6 +75,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "gc": ("lakectl.cli.gc:app", "Garbage collection: retention rules, and collecting blocks nothing needs."),
     "server": ("lakectl.cli.server:app", "Set up and run the lakectl server (lakeFS-compatible REST API)."),
+    "ui": ("lakectl.cli.ui:ui", "Serve the web UI over the embedded lake, with a one-time sign-in link."),
     "auth": ("lakectl.cli.auth:app", "Manage a lakectl server's users, access keys, groups and policies."),
     "admin": ("lakectl.cli.admin:app", "Operations on the lake as a whole: rebuild its metadata."),
     "journal": ("lakectl.cli.journal:app", "The lake's journal: every mutation, who made it, in order."),

@@ -39,6 +39,7 @@ NOT_FUZZED = {
     "lakectl admin rebuild": "no text arguments",
     "lakectl server setup": "writes a server's data directory, not a lake (tests/server/test_cli.py)",
     "lakectl server run": "serves until stopped (tests/server/test_cli.py)",
+    "lakectl ui": "serves until stopped (tests/ui/)",
 }
 
 

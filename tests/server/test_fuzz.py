@@ -173,6 +173,9 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "task_id": "dump-" + "0" * 32,
             "run_id": "ffff0000",  # no such action run: the routes answer 404, bad ids 400
             "hook_run_id": "0000_0000",
+            "pull_request": "999999",  # no such pull request: 404, bad ids 400
+            "verdict": "approved",
+            "body": "b",
         }
         yield Fuzz(server, http, head["id"], values, raw)
 

@@ -1,0 +1,139 @@
+"""The screenshots of docs/ui.md: a small demo lake served as `lakectl server run` serves it, each
+page of the web UI shot by headless Chromium (Debian's, /usr/bin/chromium; see
+scripts/ensure-chromium.sh) at 1200x800 into docs/ui/<page>.png.
+
+    .venv/bin/python scripts/ui-screenshots.py [--out docs/ui]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+from lakectl.core import porcelain as p
+from server.app import create_app
+from server.config import load_settings
+from server.ui import links
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+REPO = "sales"
+
+
+def demo(lake: p.Lake) -> str:
+    """A repository with history, a tag, a branch with uncommitted changes; the id of one commit."""
+    p.create_repo(lake, REPO, "main", f"local://{REPO}")
+    for month in ("01", "02", "03"):
+        rows = "".join(f"2026-{month}-{d:02d},store-{d % 4},{d * 13.5:.2f}\n" for d in range(1, 29))
+        p.upload(
+            lake,
+            REPO,
+            "main",
+            f"orders/2026-{month}.csv",
+            ("date,store,amount\n" + rows).encode(),
+            "text/csv",
+        )
+        p.commit(lake, REPO, "main", f"Orders of 2026-{month}", {"source": "pos-export"}, "ada")
+    p.upload(
+        lake,
+        REPO,
+        "main",
+        "README.md",
+        b"# Sales\n\nMonthly order exports, one CSV a month.\n",
+        "text/markdown",
+    )
+    p.upload(
+        lake, REPO, "main", "stores.json", b'{"store-0": "Lyon", "store-1": "Porto"}\n', "application/json"
+    )
+    head = p.commit(lake, REPO, "main", "Describe the data set", {"ticket": "DATA-42"}, "grace")
+    p.create_tag(lake, REPO, "v2026.q1", "main")
+    p.create_branch(lake, REPO, "cleanup", "main")
+    p.upload(
+        lake,
+        REPO,
+        "cleanup",
+        "orders/2026-03.csv",
+        b"date,store,amount\n2026-03-01,store-1,13.50\n",
+        "text/csv",
+    )
+    p.delete_objects(lake, REPO, "cleanup", ["stores.json"])
+    p.upload(lake, REPO, "cleanup", "orders/2026-04.csv", b"date,store,amount\n", "text/csv")
+    p.create_branch(lake, REPO, "experiment", "main")
+    p.create_repo(lake, "marketing", "main", "local://marketing")
+    return head.id
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "ui"))
+    out = Path(parser.parse_args().out)
+    out.mkdir(parents=True, exist_ok=True)
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        app = create_app(load_settings(None, data_dir, environ={}))
+        auth = app.state.auth
+        auth.setup("admin")
+        commit_id = demo(app.state.lake)
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.02)
+        base = f"http://127.0.0.1:{port}"
+        shots = {
+            "login": "/ui/login",
+            "repositories": "/ui/",
+            "repository": f"/ui/repos/{REPO}",
+            "objects": f"/ui/repos/{REPO}/refs/main/objects?prefix=orders%2F",
+            "object": f"/ui/repos/{REPO}/refs/main/object?path=orders%2F2026-01.csv",
+            "branches": f"/ui/repos/{REPO}/branches",
+            "commits": f"/ui/repos/{REPO}/refs/main/log",
+            "commit": f"/ui/repos/{REPO}/commits/{commit_id}",
+            "changes": f"/ui/repos/{REPO}/branches/cleanup/changes",
+            "compare": f"/ui/repos/{REPO}/compare?left=main&right=cleanup%24&two_way=1",
+        }
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                context = browser.new_context(viewport={"width": 1200, "height": 800})
+                page = context.new_page()
+                page.goto(base + shots.pop("login"))
+                page.screenshot(path=str(out / "login.png"))
+                page.goto(f"{base}/ui/login?token={links.issue(auth, auth.get_user('admin'))}")
+                for name, path in shots.items():
+                    page.goto(base + path)
+                    page.screenshot(path=str(out / f"{name}.png"))
+                browser.close()
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+    for png in sorted(out.glob("*.png")):
+        print(f"{png.relative_to(ROOT)}: {png.stat().st_size // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Changes: a branch's uncommitted changes with the form that commits them, and the diff between
+two refs; each path with its change type and size."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import islice
+from typing import Annotated, Any
+
+from fastapi import Form, Request, Response
+
+from lakectl.core import porcelain as p
+from lakectl.core.model import Change, DiffType
+from lakectl.errors import InvalidArgument
+from server.api.deps import LakeDep
+from server.auth import Permission
+from server.ui.refs import ref_names
+from server.ui.render import page, redirect, url
+from server.ui.session import SignedIn, can, ui_router
+
+router = ui_router()
+PAGE = 100
+READ, WRITE = can(Permission.READ_REPO), can(Permission.WRITE_REPO)
+
+
+def _rows(changes: Iterable[Change], after: str, left: str, right: str) -> tuple[list[dict[str, Any]], str]:
+    """One page of changes after the path ``after`` as table rows (a removed path links to the
+    object at ``left``, any other to ``right``), and the offset of the next page ("" if none)."""
+    page_ = list(islice((c for c in changes if c.path > after), PAGE + 1))
+    rows = []
+    for c in page_[:PAGE]:
+        row = c.new if c.new is not None else c.old
+        removed = c.type is DiffType.REMOVED
+        rows.append(
+            {
+                "type": c.type.value,
+                "path": c.path,
+                "size": row[0] if row is not None else None,
+                "ref": left if removed else right,
+            }
+        )
+    return rows, page_[PAGE - 1].path if len(page_) > PAGE else ""
+
+
+@router.get("/repos/{repo}/branches/{branch}/changes", dependencies=[READ])
+def uncommitted(request: Request, repo: str, branch: str, lake: LakeDep, after: str = "") -> Response:
+    r = p.get_repo(lake, repo)
+    changes = p.diff_uncommitted(lake, repo, branch)
+    rows, next_after = _rows(changes, after, f"{branch}@", branch)
+    return page(
+        request,
+        "changes.html",
+        repo=r,
+        branch=branch,
+        changes=rows,
+        total=len(changes),
+        after=after,
+        next_after=next_after,
+        area="changes",
+    )
+
+
+def _metadata(text: str) -> dict[str, str]:
+    """``key=value`` lines (blank lines skipped) as commit metadata."""
+    metadata = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgument(f"metadata line {line!r} is not key=value")
+        metadata[key.strip()] = value.strip()
+    return metadata
+
+
+@router.post("/repos/{repo}/branches/{branch}/commit", dependencies=[WRITE])
+def commit(
+    repo: str,
+    branch: str,
+    lake: LakeDep,
+    user: SignedIn,
+    message: Annotated[str, Form()] = "",
+    metadata: Annotated[str, Form()] = "",
+) -> Response:
+    """Commit the branch's staged changes; the committer is the signed-in user, as in the API."""
+    done = p.commit(lake, repo, branch, message.strip(), _metadata(metadata), user.id)
+    return redirect(url("repos", repo, "commits", done.id))
+
+
+@router.get("/repos/{repo}/compare", dependencies=[READ])
+def compare(
+    request: Request,
+    repo: str,
+    lake: LakeDep,
+    left: str = "",
+    right: str = "",
+    two_way: bool = False,
+    after: str = "",
+) -> Response:
+    """Changes from ``left`` to ``right``: since their merge base (three-dot, as the API's
+    default) or, with ``two_way``, between the two trees."""
+    r = p.get_repo(lake, repo)
+    compared = bool(left and right)
+    rows: list[dict[str, Any]] = []
+    next_after = ""
+    if compared:
+        changes = p.diff_refs(lake, repo, left, right, two_way)
+        rows, next_after = _rows(changes, after, left, right)
+    return page(
+        request,
+        "compare.html",
+        repo=r,
+        left=left or r.default_branch,
+        right=right,
+        two_way=two_way,
+        compared=compared,
+        changes=rows,
+        after=after,
+        next_after=next_after,
+        ref_names=ref_names(lake, repo),
+        area="compare",
+    )

@@ -1,0 +1,53 @@
+"""History: the log of any ref a page at a time, and a commit's page."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from fastapi import Request, Response
+
+from lakectl.core import porcelain as p
+from server.api.deps import LakeDep
+from server.auth import Permission
+from server.ui.refs import branch_of, ref_names
+from server.ui.render import page, url
+from server.ui.session import can, ui_router
+
+router = ui_router()
+PAGE = 50
+READ = can(Permission.READ_REPO)
+
+
+@router.get("/repos/{repo}/refs/{ref}/log", dependencies=[READ])
+def log(request: Request, repo: str, ref: str, lake: LakeDep, after: str = "") -> Response:
+    """Commits reachable from ``ref``, newest first; ``after``: the last commit of the page before."""
+    r = p.get_repo(lake, repo)
+    commits = list(islice(p.log(lake, repo, ref, after=after), PAGE + 1))
+    return page(
+        request,
+        "log.html",
+        repo=r,
+        ref=ref,
+        branch=branch_of(lake, repo, ref),
+        commits=commits[:PAGE],
+        next_after=commits[PAGE - 1].id if len(commits) > PAGE else "",
+        ref_names=ref_names(lake, repo),
+        switch_action=url("repos", repo, "goto"),
+        switch_keep=[("to", "log")],
+        area="commits",
+    )
+
+
+@router.get("/repos/{repo}/commits/{commit_id}", dependencies=[READ])
+def commit(request: Request, repo: str, commit_id: str, lake: LakeDep) -> Response:
+    r = p.get_repo(lake, repo)
+    c = p.get_commit(lake, repo, commit_id)
+    return page(
+        request,
+        "commit.html",
+        repo=r,
+        commit=c,
+        ref=c.id,
+        branch_names=[b.name for b in p.list_branches(lake, repo)],
+        area="commits",
+    )
