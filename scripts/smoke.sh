@@ -84,6 +84,23 @@ assert [(c["path"], c["type"]) for c in changes] == [("t/a.csv", "changed")], ch
 lakectl merge lakefs://smoke/dev lakefs://smoke/main >/dev/null || fail "remote merge"
 [ "$(lakectl fs cat lakefs://smoke/main/t/a.csv)" = "$(cat "$WORK/b.csv")" ] || fail "merged content"
 
+step "the web UI: sign in with the access key, then a pull request's page"
+lakectl pr create lakefs://smoke/dev lakefs://smoke/main --title "smoke pull request" >/dev/null || fail "pr create"
+python - "$API_PORT" "$KEY_ID" "$SECRET" <<'EOF' || fail "web UI"
+import re, sys
+import httpx
+port, key, secret = sys.argv[1:]
+with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True) as ui:
+    form = ui.get("/ui/login")
+    assert form.status_code == 200 and "text/html" in form.headers["content-type"], form
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+    home = ui.post("/ui/login", data={"access_key_id": key, "secret_access_key": secret, "csrf": csrf})
+    assert home.status_code == 200 and "smoke" in home.text, home.text[:300]
+    pull = ui.get("/ui/repos/smoke/pulls/1")
+    assert pull.status_code == 200 and "smoke pull request" in pull.text, pull.text[:300]
+    assert ui.get("/ui/static/ui.css").status_code == 200
+EOF
+
 step "S3 put and get through the gateway (boto3)"
 python - "$S3_PORT" "$KEY_ID" "$SECRET" <<'EOF' || fail "S3 gateway"
 import sys

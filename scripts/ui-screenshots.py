@@ -17,6 +17,7 @@ from pathlib import Path
 import uvicorn
 
 from lakectl.core import porcelain as p
+from lakectl.core import protection, pulls
 from server.app import create_app
 from server.config import load_settings
 from server.ui import links
@@ -75,6 +76,29 @@ def demo(lake: p.Lake) -> str:
     p.delete_objects(lake, REPO, "cleanup", ["stores.json"])
     p.upload(lake, REPO, "cleanup", "orders/2026-04.csv", b"date,store,amount\n", "text/csv")
     p.create_branch(lake, REPO, "experiment", "main")
+    p.create_branch(lake, REPO, "fix-march", "main")
+    p.upload(
+        lake,
+        REPO,
+        "fix-march",
+        "orders/2026-03.csv",
+        b"date,store,amount\n2026-03-01,store-1,13.50\n2026-03-02,store-2,27.00\n",
+        "text/csv",
+    )
+    p.commit(lake, REPO, "fix-march", "orders: re-export March without the test rows", {}, "ada")
+    protection.add_rule(lake, REPO, protection.Rule("main", required_approvals=1))
+    pulls.create_pull(
+        lake,
+        REPO,
+        "Re-export March without the test rows",
+        "fix-march",
+        "main",
+        "The March export held **test rows** from store-9.\n\n- re-exported from the POS\n- totals checked",
+        "ada",
+    )
+    pulls.add_comment(lake, REPO, "1", "Totals match the *finance* report for March.", "grace")
+    p.create_branch(lake, REPO, "q2-stores", "main")
+    pulls.create_pull(lake, REPO, "Add the Q2 stores", "q2-stores", "main", "", "grace")
     p.create_repo(lake, "marketing", "main", "local://marketing")
     return head.id
 
@@ -115,6 +139,8 @@ def main() -> None:
             "commit": f"/ui/repos/{REPO}/commits/{commit_id}",
             "changes": f"/ui/repos/{REPO}/branches/cleanup/changes",
             "compare": f"/ui/repos/{REPO}/compare?left=main&right=cleanup%24&two_way=1",
+            "pulls": f"/ui/repos/{REPO}/pulls",
+            "pull": f"/ui/repos/{REPO}/pulls/1",
         }
         try:
             with sync_playwright() as pw:

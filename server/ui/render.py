@@ -53,6 +53,7 @@ AREAS: list[Area] = [
     Area("commits", "Commits", "refs/{ref}/log"),
     Area("changes", "Uncommitted changes", "branches/{branch}/changes"),
     Area("compare", "Compare", "compare"),
+    Area("pulls", "Pull requests", "pulls"),
 ]
 """A repository's areas, in navigation order; a new area is one route module, its templates
 and one entry here."""
