@@ -11,7 +11,7 @@ from fastapi import Form, Request, Response
 
 from lakectl.core import porcelain as p
 from lakectl.core.model import Change, DiffType
-from lakectl.errors import InvalidArgument
+from lakectl.errors import InvalidArgument, MergeConflict, NotFound
 from server.api.deps import LakeDep
 from server.auth import Permission
 from server.ui.refs import ref_names
@@ -99,6 +99,46 @@ def compare(
 ) -> Response:
     """Changes from ``left`` to ``right``: since their merge base (three-dot, as the API's
     default) or, with ``two_way``, between the two trees."""
+    return _compare(request, repo, lake, left, right, two_way, after)
+
+
+STRATEGIES = ("", "dest-wins", "source-wins")
+
+
+@router.post("/repos/{repo}/merge", dependencies=[WRITE])
+def merge(
+    request: Request,
+    repo: str,
+    lake: LakeDep,
+    user: SignedIn,
+    source: Annotated[str, Form()],
+    destination: Annotated[str, Form()],
+    strategy: Annotated[str, Form()] = "",
+    message: Annotated[str, Form()] = "",
+) -> Response:
+    """Merge ``source`` into the branch ``destination`` (the committer is the signed-in user); a
+    conflict shows the comparison again with the conflicting paths, and nothing changed."""
+    if strategy not in STRATEGIES:
+        raise InvalidArgument(f"strategy {strategy!r} is not one of dest-wins, source-wins")
+    try:
+        done = p.merge(
+            lake, repo, source, destination, [strategy] if strategy else [], message.strip() or None, user.id
+        )
+    except MergeConflict as conflict:
+        return _compare(request, repo, lake, destination, source, conflicts=conflict.paths)
+    return redirect(url("repos", repo, "commits", done.commit.id))
+
+
+def _compare(
+    request: Request,
+    repo: str,
+    lake: LakeDep,
+    left: str,
+    right: str,
+    two_way: bool = False,
+    after: str = "",
+    conflicts: list[str] | None = None,
+) -> Response:
     r = p.get_repo(lake, repo)
     compared = bool(left and right)
     rows: list[dict[str, Any]] = []
@@ -118,5 +158,17 @@ def compare(
         after=after,
         next_after=next_after,
         ref_names=ref_names(lake, repo),
+        mergeable_into=_is_branch(lake, repo, left) if compared and not two_way else False,
+        conflicts=conflicts or [],
         area="compare",
+        status=409 if conflicts else 200,
     )
+
+
+def _is_branch(lake: LakeDep, repo: str, ref: str) -> bool:
+    """Whether ``ref`` names a branch (a merge's destination must be one)."""
+    try:
+        p.get_branch(lake, repo, ref)
+    except (NotFound, InvalidArgument):
+        return False
+    return True
