@@ -134,6 +134,12 @@ def pull_key(number: int) -> str:
     return f"{PULL_PREFIX}{number:010d}"
 
 
+def pull_open_key(source: str, destination: str) -> str:
+    """Key of the open pull request between two branches (its number), so that two are never open
+    at once: ``pulls/open/<source>/<destination>`` (branch names hold no ``/``)."""
+    return f"pulls/open/{source}/{destination}"
+
+
 def pull_comment_sequence_key(number: int) -> str:
     """Key of the last comment number given on one pull request."""
     return f"pulls/comment-sequence/{number:010d}"

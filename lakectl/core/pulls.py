@@ -41,6 +41,8 @@ from lakectl.errors import (
     KeyNotFound,
     NotFound,
     PreconditionFailed,
+    PredicateFailed,
+    TooManyRetries,
 )
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ MAX_TITLE_BYTES = 1024
 MAX_TEXT_BYTES = 64 * 1024
 MAX_AMOUNT = 1000
 DEFAULT_AMOUNT = 100
+CAS_ATTEMPTS = 20
 
 
 class PullStatus(enum.Enum):
@@ -337,21 +340,54 @@ def create_pull(
         raise InvalidArgument(f"a pull request merges one branch into another, not {src!r} into itself")
     for branch in (src, dst):
         lake.refs.get_branch(rid, branch)  # BranchNotFound
-    for other in _scan(lake, part):
-        if other.status is PullStatus.OPEN and (other.source_branch, other.destination_branch) == (src, dst):
-            raise AlreadyExists(
-                f"pull request {other.id} from {src!r} into {dst!r} is already open", pull_request=other.id
-            )
     author = check_name(author or default_committer(), "author")
     event = _announce(lake, rid, "create", "", [])
     with announced(lake.events, event):
         number = _next_number(lake, part, keys.PULL_SEQUENCE)
         pull = PullRequest(str(number), PullStatus.OPEN, title, description, author, src, dst, now())
         record = pull.to_dict()
-        lake.kv.set_if(part, keys.pull_key(number), _encode(record), None)
-    writes = [(keys.PULL_SEQUENCE, str(number)), (keys.pull_key(number), record)]
+        key = keys.pull_key(number)
+        lake.kv.set_if(part, key, _encode(record), None)
+        try:
+            claimed = _claim(lake, part, repo, pull)
+        except BaseException:
+            lake.kv.delete(part, key)  # another one is open between the branches: this one never was
+            raise
+    writes = [(keys.PULL_SEQUENCE, str(number)), (key, record), claimed]
     lake.events.after(event.done(payload={**event.payload, "pull_request": pull.id, "writes": writes}))
     return pull
+
+
+def _claim(lake: Lake, part: str, repo: str, pull: PullRequest) -> tuple[str, str]:
+    """Mark ``pull`` (already stored as open) as the open pull request between its branches;
+    ``AlreadyExists`` while another one is. A mark naming a pull request that is no longer open,
+    or was never stored, is stale and taken over. Returns the write, for the journal.
+
+    The record is open before it is marked, and undone by the caller when the mark is refused:
+    of two racing openers, the second to mark finds the first open and gives way."""
+    key = keys.pull_open_key(pull.source_branch, pull.destination_branch)
+    for _ in range(CAS_ATTEMPTS):
+        try:
+            held: bytes | None = lake.kv.get(part, key)
+        except KeyNotFound:
+            held = None
+        if held is not None and held.decode() != pull.id:
+            try:
+                other: PullRequest | None = _load(lake, part, int(held), repo)[0]
+            except NotFound:
+                other = None
+            if other is not None and other.status is PullStatus.OPEN:
+                raise AlreadyExists(
+                    f"pull request {other.id} from {other.source_branch!r} into "
+                    f"{other.destination_branch!r} is already open",
+                    pull_request=other.id,
+                )
+        try:
+            lake.kv.set_if(part, key, pull.id.encode(), held)
+            return key, pull.id
+        except PredicateFailed:
+            continue
+    raise TooManyRetries(f"could not mark pull request {pull.id} open: too many concurrent changes")
 
 
 def _scan(lake: Lake, part: str, after: int = 0) -> Iterator[PullRequest]:
@@ -402,7 +438,8 @@ def update_pull(
     status: PullStatus | None = None,
 ) -> PullRequest:
     """Change the title, the description, or close or reopen (``status`` open/closed); a merged
-    pull request keeps its status (``PreconditionFailed``)."""
+    pull request keeps its status (``PreconditionFailed``), and one is reopened only while no
+    other is open between the same branches (``AlreadyExists``)."""
     from lakectl.core.porcelain import now
 
     rid, part = _partition(lake, repo)
@@ -411,18 +448,22 @@ def update_pull(
     new_text = _check_body(description, "pull request description") if description is not None else None
     if status is PullStatus.MERGED:
         raise InvalidArgument("a pull request is merged by merging it, not by setting its status")
+    reopened = False
 
     def change(old: bytes | None) -> bytes:
+        nonlocal reopened
         if old is None:
             raise NotFound(f"no pull request {number} in repository {repo!r}", pull_request=str(number))
         pull = PullRequest.from_dict(json.loads(old))
+        reopened = status is PullStatus.OPEN and pull.status is PullStatus.CLOSED
         if status is not None and status is not pull.status:
             if pull.status is PullStatus.MERGED:
                 raise PreconditionFailed(
                     f"pull request {pull.id} is merged: it can no longer be closed or reopened"
                 )
             if status is PullStatus.OPEN:
-                _check_reopen(lake, rid, part, pull)
+                for branch in (pull.source_branch, pull.destination_branch):
+                    lake.refs.get_branch(rid, check_branch_name(branch))  # a deleted branch cannot merge
             closed = now() if status is PullStatus.CLOSED else None
             pull = replace(pull, status=status, closed_date=closed)
         pull = replace(
@@ -436,23 +477,17 @@ def update_pull(
     event = _announce(lake, rid, "update", str(number), [])
     with announced(lake.events, event):
         raw = update_with_retries(lake.kv, part, key, change)
-    record = json.loads(raw)
-    lake.events.after(event.done(payload={**event.payload, "writes": [(key, record)]}))
+        record = json.loads(raw)
+        writes: list[tuple[str, Any]] = [(key, record)]
+        if reopened:
+            try:
+                writes.append(_claim(lake, part, repo, PullRequest.from_dict(record)))
+            except BaseException:
+                closed = replace(PullRequest.from_dict(record), status=PullStatus.CLOSED, closed_date=now())
+                lake.kv.set_if(part, key, _encode(closed.to_dict()), raw)  # undone: still closed
+                raise
+    lake.events.after(event.done(payload={**event.payload, "writes": writes}))
     return PullRequest.from_dict(record)
-
-
-def _check_reopen(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> None:
-    for branch in (pull.source_branch, pull.destination_branch):
-        lake.refs.get_branch(rid, check_branch_name(branch))  # a deleted branch cannot be merged
-    for other in _scan(lake, part):
-        same = (other.source_branch, other.destination_branch) == (
-            pull.source_branch,
-            pull.destination_branch,
-        )
-        if other.id != pull.id and other.status is PullStatus.OPEN and same:
-            raise AlreadyExists(
-                f"pull request {other.id} between the same branches is open", pull_request=other.id
-            )
 
 
 def add_comment(lake: Lake, repo: str, pull_id: str, body: str, author: str = "") -> Comment:

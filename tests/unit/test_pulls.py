@@ -246,4 +246,38 @@ def test_the_journal_rebuilds_pull_requests(lake: p.Lake, tmp_path: Path) -> Non
     fresh = MemoryStore()
     rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
     assert records(fresh) == records(lake.kv)
-    assert len(records(fresh)) == 5  # two pull requests, their sequence, one comment and its sequence
+    assert (
+        len(records(fresh)) == 7
+    )  # two pull requests, their marks, the sequence, a comment and its sequence
+
+
+def test_racing_openers_leave_one_open_pull_request(lake: p.Lake) -> None:
+    """Eight threads open a pull request between the same branches, and eight reopen closed ones:
+    each time exactly one wins; the others get AlreadyExists and leave nothing open."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(call: object) -> str:
+        try:
+            return str(call())  # type: ignore[operator]
+        except AlreadyExists:
+            return "refused"
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(
+            pool.map(attempt, [lambda: pulls.create_pull(lake, "rep", "t", "feature", "main")] * 8)
+        )
+    assert sum(o != "refused" for o in outcomes) == 1
+    open_now = pulls.list_pulls(lake, "rep", StatusFilter.OPEN)[0]
+    assert len(open_now) == 1 and pulls.list_pulls(lake, "rep")[0] == open_now  # the losers left no record
+
+    pulls.update_pull(lake, "rep", open_now[0].id, status=PullStatus.CLOSED)
+    closed = [open_now[0].id]
+    for _ in range(7):
+        made = pulls.create_pull(lake, "rep", "t", "feature", "main")
+        pulls.update_pull(lake, "rep", made.id, status=PullStatus.CLOSED)
+        closed.append(made.id)
+    reopen = [lambda i=i: pulls.update_pull(lake, "rep", i, status=PullStatus.OPEN) for i in closed]
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(attempt, reopen))
+    assert sum(o != "refused" for o in outcomes) == 1
+    assert len(pulls.list_pulls(lake, "rep", StatusFilter.OPEN)[0]) == 1
