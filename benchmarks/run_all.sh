@@ -56,6 +56,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_journal_reads.py --seconds 2 --bursts 2
     bench 300 bench_local.py --files 5000
     bench 300 bench_import.py --objects 20000 --s3-objects 2000
+    bench 300 bench_ui.py --entries 100000 --commits 60 --parquet-mib 256 --requests 10
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -74,6 +75,7 @@ else
     bench 600 bench_journal_reads.py
     bench 1800 bench_local.py
     bench 1800 bench_import.py
+    bench 900 bench_ui.py
 fi
 
 echo

@@ -8,17 +8,23 @@ scripts/ensure-chromium.sh) at 1200x800 into docs/ui/<page>.png.
 from __future__ import annotations
 
 import argparse
+import io
 import socket
+import struct
 import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import uvicorn
 
+from lakectl.core import gc, protection, pulls
 from lakectl.core import porcelain as p
-from lakectl.core import protection, pulls
 from server.app import create_app
+from server.auth import Role
 from server.config import load_settings
 from server.ui import links
 
@@ -63,6 +69,7 @@ def demo(lake: p.Lake) -> str:
         lake, REPO, "main", "stores.json", b'{"store-0": "Lyon", "store-1": "Porto"}\n', "application/json"
     )
     head = p.commit(lake, REPO, "main", "Describe the data set", {"ticket": "DATA-42"}, "grace")
+    previewed(lake)
     p.create_tag(lake, REPO, "v2026.q1", "main")
     p.create_branch(lake, REPO, "cleanup", "main")
     p.upload(
@@ -87,6 +94,7 @@ def demo(lake: p.Lake) -> str:
     )
     p.commit(lake, REPO, "fix-march", "orders: re-export March without the test rows", {}, "ada")
     protection.add_rule(lake, REPO, protection.Rule("main", required_approvals=1))
+    gc.set_rules(lake, REPO, gc.GCRules(21, (gc.BranchRetention("main", 90),)))
     pulls.create_pull(
         lake,
         REPO,
@@ -103,6 +111,44 @@ def demo(lake: p.Lake) -> str:
     return head.id
 
 
+def previewed(lake: p.Lake) -> None:
+    """Uncommitted on main: a Parquet summary of the orders and a chart of it, for the previews."""
+    days = [f"2026-{m:02d}-{d:02d}" for m in (1, 2, 3) for d in range(1, 29)]
+    table = pa.table(
+        {
+            "date": pa.array(days).cast(pa.date32()),
+            "store": [f"store-{i % 4}" for i in range(len(days))],
+            "amount": [round((i % 28 + 1) * 13.5, 2) for i in range(len(days))],
+            "note": [None if i % 5 else "promotion" for i in range(len(days))],
+        }
+    )
+    out = io.BytesIO()
+    pq.write_table(table, out, row_group_size=28)
+    parquet = "application/vnd.apache.parquet"
+    p.upload(lake, REPO, "main", "reports/orders-q1.parquet", out.getvalue(), parquet)
+    p.upload(lake, REPO, "main", "reports/orders-by-month.png", _bars([392, 414, 405]), "image/png")
+
+
+def _bars(values: list[int], width: int = 360, height: int = 180) -> bytes:
+    """A bar chart as a PNG (drawn here: no imaging library needed)."""
+    top = max(values)
+    rows = []
+    for y in range(height):
+        row = bytearray(b"\xff\xff\xff" * width)
+        for i, value in enumerate(values):
+            if height - y <= value * (height - 20) // top:
+                for x in range(40 + i * 110, 40 + i * 110 + 70):
+                    row[3 * x : 3 * x + 3] = b"\x0b\x5c\xad"
+        rows.append(b"\0" + bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"".join(rows), 9)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,7 +158,9 @@ def free_port() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "ui"))
-    out = Path(parser.parse_args().out)
+    parser.add_argument("--only", nargs="*", help="shoot only these pages (e.g. object parquet)")
+    args = parser.parse_args()
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from playwright.sync_api import sync_playwright
 
@@ -121,6 +169,8 @@ def main() -> None:
         auth = app.state.auth
         auth.setup("admin")
         commit_id = demo(app.state.lake)
+        for user, role in (("ada", Role.DEVELOPER), ("grace", Role.ANALYST)):  # the admin page's
+            auth.create_user(user, role)
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
@@ -133,7 +183,8 @@ def main() -> None:
             "repositories": "/ui/",
             "repository": f"/ui/repos/{REPO}",
             "objects": f"/ui/repos/{REPO}/refs/main/objects?prefix=orders%2F",
-            "object": f"/ui/repos/{REPO}/refs/main/object?path=orders%2F2026-01.csv",
+            "object": f"/ui/repos/{REPO}/refs/main/object?path=orders%2F2026-01.csv&presign=1",
+            "parquet": f"/ui/repos/{REPO}/refs/main/object?path=reports%2Forders-q1.parquet",
             "branches": f"/ui/repos/{REPO}/branches",
             "commits": f"/ui/repos/{REPO}/refs/main/log",
             "commit": f"/ui/repos/{REPO}/commits/{commit_id}",
@@ -141,17 +192,26 @@ def main() -> None:
             "compare": f"/ui/repos/{REPO}/compare?left=main&right=cleanup%24&two_way=1",
             "pulls": f"/ui/repos/{REPO}/pulls",
             "pull": f"/ui/repos/{REPO}/pulls/1",
+            "settings": f"/ui/repos/{REPO}/settings",
+            "feed": "/ui/feed",
+            "admin": "/ui/admin/users",
         }
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
                 context = browser.new_context(viewport={"width": 1200, "height": 800})
                 page = context.new_page()
-                page.goto(base + shots.pop("login"))
-                page.screenshot(path=str(out / "login.png"))
+                login = shots.pop("login")
+                if args.only is None or "login" in args.only:
+                    page.goto(base + login)
+                    page.screenshot(path=str(out / "login.png"))
                 page.goto(f"{base}/ui/login?token={links.issue(auth, auth.get_user('admin'))}")
                 for name, path in shots.items():
+                    if args.only is not None and name not in args.only:
+                        continue
                     page.goto(base + path)
+                    if name == "parquet":  # the preview, below the object's facts
+                        page.get_by_role("heading", name="Preview").evaluate("h => h.scrollIntoView()")
                     page.screenshot(path=str(out / f"{name}.png"))
                 browser.close()
         finally:

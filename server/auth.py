@@ -315,9 +315,12 @@ class Auth:
             raise AlreadyExists(f"user {user_id!r} already exists", user=user_id) from None
         return self._resolve(user)
 
-    def delete_user(self, user_id: str) -> None:
+    def delete_user(self, user_id: str, by: str | None = None) -> None:
         """Delete the user and then its access keys (which stop working with the user already:
-        they name its incarnation); raise ``NotFound`` when there is no such user."""
+        they name its incarnation); raise ``NotFound`` when there is no such user. ``by``: the
+        user asking, who may not delete itself (an admin would lock itself, perhaps everyone, out)."""
+        if by is not None and user_id == by:
+            raise InvalidArgument("you cannot delete your own user: ask another admin")
         user = self.get_user(user_id)
         self.kv.delete(USERS, user_id)
         for key_id, raw in self.kv.scan(CREDENTIALS):
@@ -339,11 +342,14 @@ class Auth:
             return self._resolve(updated)
         raise TooManyRetries(f"user {user_id!r} kept changing")
 
-    def set_role(self, user_id: str, role: Role | None) -> User:
-        """Make the user a member of ``role``'s group and of no other role's (None: of none)."""
+    def set_role(self, user_id: str, role: Role | None, by: str | None = None) -> User:
+        """Make the user a member of ``role``'s group and of no other role's (None: of none).
+        ``by``: the user asking, who may not take itself out of the Admins group."""
         role_groups = {r.group for r in Role}
 
         def change(user: User) -> User:
+            if role is not Role.ADMIN and Role.ADMIN.group in dict(user.groups):
+                _check_not_leaving_admins(Role.ADMIN.group, user_id, by)
             kept = {g: inc for g, inc in user.groups if g not in role_groups}
             if role is not None:
                 kept[role.group] = BUILTIN
@@ -359,8 +365,10 @@ class Auth:
             user_id, lambda u: replace(u, groups=links({**dict(u.groups), group.id: group.incarnation}))
         )
 
-    def remove_member(self, group_id: str, user_id: str) -> User:
-        """Take the user out of the group; ``NotFound`` when it is not a member."""
+    def remove_member(self, group_id: str, user_id: str, by: str | None = None) -> User:
+        """Take the user out of the group; ``NotFound`` when it is not a member. ``by``: the user
+        asking, who may not take itself out of the Admins group."""
+        _check_not_leaving_admins(group_id, user_id, by)
         group = self.directory.get_group(group_id)
 
         def change(user: User) -> User:
@@ -565,6 +573,12 @@ def _verify_token(key: bytes, token: str) -> dict[str, Any]:
     ):
         raise invalid
     return claims
+
+
+def _check_not_leaving_admins(group_id: str, user_id: str, by: str | None) -> None:
+    """An admin leaving the Admins group itself could leave the server without one."""
+    if by is not None and user_id == by and group_id == Role.ADMIN.group:
+        raise InvalidArgument("you cannot leave the Admins group yourself: ask another admin")
 
 
 def _check_user_id(user_id: str) -> None:

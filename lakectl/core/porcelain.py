@@ -551,8 +551,17 @@ def _list_view(
     lake: Lake, res: Resolved, rid: RepositoryId, prefix: str, delimiter: str, after: str
 ) -> Iterator[ObjectInfo]:
     """Every listing entry after ``after`` in one state of the ref; a common prefix is listed
-    once and then skipped by seeking past it, so listing a huge directory reads one row."""
+    once and then skipped by seeking past it, so listing a huge directory reads one row.
+
+    Where nothing is staged under the prefix, the directories that follow one another are
+    stepped over by their paths alone (:meth:`Trees.next_key`), never decoding their rows: a
+    page of 100 directories that each start in another range costs 100 path reads, not 100
+    range decodes."""
     start = after + "\x00" if after else ""
+    committed_only = (
+        res.branch is None
+        or next(lake.staging.iter_staged(rid, res.branch.tokens, prefix=prefix), None) is None
+    )
     while True:
         seek = None
         for path, row in _iter_view(lake, res, rid, start, prefix):
@@ -565,6 +574,17 @@ def _list_view(
                     seek = prefix_end(common)
                     break
             yield ObjectInfo(path, PathType.OBJECT, Entry.from_row(row))
+        while seek is not None and committed_only:
+            key = lake.trees.next_key(res.commit.meta_range_id, seek, prefix)
+            if key is None:
+                return
+            cut = key.find(delimiter, len(prefix))
+            if cut < 0:
+                break  # an object: its row is read by the view from here
+            common = key[: cut + len(delimiter)]
+            if common > after:
+                yield ObjectInfo(common, PathType.COMMON_PREFIX)
+            seek = prefix_end(common)
         if seek is None:
             return
         start = seek

@@ -4,7 +4,9 @@ the lake's events when the lake audits reads (``journal.reads``, docs/decisions/
 Every surface that serves an object's bytes (``fs cat``/``fs download`` embedded, the REST read
 and its signed-locator form, the S3 gateway's GET, presigned URLs) reads through
 :func:`lakectl.core.porcelain.read_opened`, which calls :func:`announce` once per request: never
-per block or chunk. With reads not audited, an announcement is one look at a cached flag.
+per block or chunk. A reader that seeks (a Parquet preview) opens the object as a file with
+:func:`lakectl.core.objectfile.open_read`, which announces it once likewise. With reads not
+audited, an announcement is one look at a cached flag.
 """
 
 from __future__ import annotations

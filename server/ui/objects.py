@@ -1,5 +1,6 @@
 """Objects at any ref: the browser (a prefix at a time, paged with ``after``), an object's page
-with a preview of small text, its download, and uploads to a branch."""
+with its preview (:mod:`server.ui.previews`) and, on request, a presigned link, its download, and
+uploads to a branch."""
 
 from __future__ import annotations
 
@@ -12,18 +13,18 @@ from fastapi.concurrency import run_in_threadpool
 
 from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument
+from server import presigned
 from server.api.deps import LakeDep
 from server.auth import Permission
 from server.headers import as_header
 from server.reads import object_body
+from server.ui import previews
 from server.ui.refs import branch_of, ref_names
 from server.ui.render import basename, page, redirect, url
-from server.ui.session import can, ui_router
+from server.ui.session import SignedIn, can, ui_router
 
 router = ui_router()
 PAGE = 100
-PREVIEW_BYTES = 64 * 1024
-"""Objects up to this size that are UTF-8 text are shown on their page."""
 READ, WRITE = can(Permission.READ_REPO), can(Permission.WRITE_REPO)
 
 
@@ -52,54 +53,56 @@ def browse(
     )
 
 
-def _preview(lake: p.Lake, repo: str, ref: str, path: str, size: int) -> tuple[str | None, str]:
-    """The object's text, or None and why it is not shown."""
-    if size > PREVIEW_BYTES:
-        return None, f"Not shown: larger than {PREVIEW_BYTES // 1024} KiB."
-    data = b"".join(p.read(lake, repo, ref, path))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, "Not shown: not UTF-8 text."
-    if any(ord(c) < 0x20 and c not in "\t\n\r" for c in text):
-        return None, "Not shown: binary data."
-    return text, ""
-
-
 @router.get("/repos/{repo}/refs/{ref}/object", dependencies=[READ])
-def show(request: Request, repo: str, ref: str, path: str, lake: LakeDep) -> Response:
+def show(
+    request: Request, repo: str, ref: str, path: str, lake: LakeDep, user: SignedIn, presign: bool = False
+) -> Response:
+    """The object's facts and preview; with ``presign``, a presigned link to it as well (made
+    only when asked: whoever holds one reads the object, without signing in, until it expires)."""
     r = p.get_repo(lake, repo)
-    info = p.stat(lake, repo, ref, path)
-    assert info.entry is not None
-    preview, no_preview = _preview(lake, repo, ref, path, info.entry.size)
+    found = p.open_object(lake, repo, ref, path)
+    link, expiry, no_link = "", 0, ""
+    if presign:
+        try:
+            link, expiry = presigned.url_for(request, lake, user, repo, ref, found.path, None)
+        except InvalidArgument as e:
+            no_link = e.message
     return page(
         request,
         "object.html",
         repo=r,
         ref=ref,
         branch=branch_of(lake, repo, ref),
-        info=info,
-        preview=preview,
-        no_preview=no_preview,
+        info=found,
+        preview=previews.preview(lake, found),
+        presigned=link,
+        presigned_expiry=expiry,
+        no_presigned=no_link,
         area="objects",
     )
 
 
 @router.get("/repos/{repo}/refs/{ref}/download", dependencies=[READ])
-async def download(request: Request, repo: str, ref: str, path: str, lake: LakeDep) -> Response:
+async def download(
+    request: Request, repo: str, ref: str, path: str, lake: LakeDep, inline: bool = False
+) -> Response:
     """The object's bytes as a file to save, never rendered in the UI's origin (an uploaded HTML
-    page would otherwise run its scripts as the signed-in user)."""
+    page would otherwise run its scripts as the signed-in user). With ``inline``, an image of
+    :data:`previews.IMAGE_TYPES` is sent to be shown (an object page's ``<img>``), with that
+    image type whatever the type stored: anything else is still a file to save."""
     found = await run_in_threadpool(p.open_object, lake, repo, ref, path)
     entry = found.entry
+    image = previews.image_type(found.path, entry.content_type) if inline else None
+    name = quote(basename(path).rstrip("/"), safe="")
     headers = {
-        "Content-Type": as_header(entry.content_type),
-        "Content-Disposition": f"attachment; filename*=UTF-8''{quote(basename(path).rstrip('/'), safe='')}",
+        "Content-Type": image or as_header(entry.content_type),
+        "Content-Disposition": f"{'inline' if image else 'attachment'}; filename*=UTF-8''{name}",
         "Content-Security-Policy": "sandbox",
         "X-Content-Type-Options": "nosniff",
         "ETag": f'"{entry.checksum}"',
     }
-    inline = request.app.state.inline_reads
-    return await object_body(lake, found, 0, entry.size, 200, headers, inline_reads=inline)
+    in_loop = request.app.state.inline_reads
+    return await object_body(lake, found, 0, entry.size, 200, headers, inline_reads=in_loop)
 
 
 @router.post("/repos/{repo}/branches/{branch}/upload", dependencies=[WRITE])

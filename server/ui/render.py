@@ -54,6 +54,8 @@ AREAS: list[Area] = [
     Area("changes", "Uncommitted changes", "branches/{branch}/changes"),
     Area("compare", "Compare", "compare"),
     Area("pulls", "Pull requests", "pulls"),
+    Area("activity", "Activity", "activity"),
+    Area("settings", "Settings", "settings"),
 ]
 """A repository's areas, in navigation order; a new area is one route module, its templates
 and one entry here."""
@@ -151,6 +153,11 @@ class May:
     @property
     def delete_repo(self) -> bool:
         return self._allows(Permission.DELETE_REPO)
+
+    @property
+    def manage_auth(self) -> bool:
+        """Users, groups and others' access keys: not a permission on a repository."""
+        return self.user is not None and self.user.allows(Permission.MANAGE_AUTH)
 
 
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:

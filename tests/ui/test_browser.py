@@ -75,7 +75,9 @@ def test_a_session_from_sign_in_to_sign_out(
     path.fill("tables/people.csv")
     page.get_by_role("button", name="Upload", exact=True).click()
     page.wait_for_url("**/object?path=tables%2Fpeople.csv")
-    expect(page.locator("pre.preview")).to_have_text(CSV.decode())
+    preview = page.locator("table.preview-rows")
+    expect(preview.locator("thead")).to_have_text("idname")
+    expect(preview.locator("tbody tr")).to_have_text(["1ada", "2grace"])
 
     # an uncommitted change, committed
     page.get_by_role("link", name="Uncommitted changes", exact=True).click()

@@ -121,11 +121,13 @@ class RangeData:
 class RangeStore:
     """Reads and writes range and metarange files in a block adapter, with an LRU of decoded ranges."""
 
-    def __init__(self, blocks: BlockAdapter, cache_size: int = 64) -> None:
+    def __init__(self, blocks: BlockAdapter, cache_size: int = 64, paths_cache_size: int = 256) -> None:
         self.blocks = blocks
         self._cache: OrderedDict[str, RangeData] = OrderedDict()
         self._meta_cache: OrderedDict[str, list[RangeInfo]] = OrderedDict()
+        self._paths_cache: OrderedDict[str, list[str]] = OrderedDict()
         self._cache_size = cache_size
+        self._paths_cache_size = paths_cache_size
 
     # -- ranges -----------------------------------------------------------------------------
 
@@ -175,6 +177,23 @@ class RangeStore:
         data = RangeData(d["path"], rows)
         self._remember(self._cache, rid, data)
         return data
+
+    def read_paths(self, rid: RangeId) -> list[str]:
+        """The paths of a range, read alone (a fifth of decoding its rows) and kept in an LRU of
+        their own, larger than the rows': what a listing reads to step over directories."""
+        cached = self._cache.get(rid)
+        if cached is not None:
+            return cached.paths
+        paths = self._paths_cache.get(rid)
+        if paths is not None:
+            self._paths_cache.move_to_end(rid)
+            return paths
+        column = _from_parquet(self.blocks.get(rid), rid, columns=["path"]).column("path")
+        paths = [str(v) for v in column.to_pylist()]
+        self._paths_cache[rid] = paths
+        while len(self._paths_cache) > self._paths_cache_size:
+            self._paths_cache.popitem(last=False)
+        return paths
 
     def read_locators(self, rid: RangeId) -> list[str]:
         """The ``locators`` column of a range (space-separated segment tokens per entry), read

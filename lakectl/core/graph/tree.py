@@ -49,6 +49,22 @@ def lookup(store: RangeStore, ranges: Sequence[RangeInfo], path: str) -> Row | N
     return None
 
 
+def next_key(store: RangeStore, ranges: Sequence[RangeInfo], start: str, prefix: str = "") -> str | None:
+    """The first path ``>= start`` that starts with ``prefix``, or None; reads paths only, of
+    at most one range (none when the path is a range's first)."""
+    start = max(start, prefix)
+    i = bisect.bisect_left([r.max_key for r in ranges], start)
+    if i == len(ranges):
+        return None
+    info = ranges[i]
+    if info.min_key >= start:
+        key = info.min_key
+    else:
+        paths = store.read_paths(info.id)
+        key = paths[bisect.bisect_left(paths, start)]  # max_key >= start: one is there
+    return key if key.startswith(prefix) else None
+
+
 def iter_tree(
     store: RangeStore, ranges: Sequence[RangeInfo], start: str = "", prefix: str = ""
 ) -> Iterator[tuple[str, Row]]:
@@ -161,6 +177,9 @@ class Trees:
 
     def lookup(self, mid: MetaRangeId, path: str) -> Row | None:
         return lookup(self.store, self.ranges(mid), path)
+
+    def next_key(self, mid: MetaRangeId, start: str, prefix: str = "") -> str | None:
+        return next_key(self.store, self.ranges(mid), start, prefix)
 
     def iter(self, mid: MetaRangeId, start: str = "", prefix: str = "") -> Iterator[tuple[str, Row]]:
         return iter_tree(self.store, self.ranges(mid), start, prefix)
