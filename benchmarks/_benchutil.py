@@ -58,6 +58,19 @@ def synthetic_row(path: str, version: int = 0, size: int = 4096, mtime: int = 1_
     return (size, md5, f"{md5}+{size}", mtime + version, "application/octet-stream", "")
 
 
+def make_rows(n: int) -> list[tuple[str, Row]]:
+    """``n`` synthetic entries with data-lake shaped paths: 100 tables x 20 days x 500 parts per
+    1M (``tables/t<T>/date=2026-01-<DD>/part-<NNNNNN>.parquet``), sorted."""
+    per_table = 20 * 500
+    out = []
+    for i in range(n):
+        t, rest = divmod(i, per_table)
+        d, part = divmod(rest, 500)
+        path = f"tables/t{t}/date=2026-01-{d + 1:02d}/part-{part:06d}.parquet"
+        out.append((path, synthetic_row(path)))
+    return out
+
+
 def fmt_time(seconds: float) -> str:
     if seconds != seconds:  # NaN
         return "n/a"

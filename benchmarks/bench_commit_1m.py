@@ -14,25 +14,13 @@ import gc
 import io
 import pstats
 
-from _benchutil import Table, fmt_time, median, print_context, synthetic_row, temp_dir, timed, verdict
+from _benchutil import Table, fmt_time, make_rows, median, print_context, temp_dir, timed, verdict
 
 from lakectl.core import porcelain
 
 REPO = "bench"
 TARGET_STAGE = 30.0
 TARGET_COMMIT = 10.0
-
-
-def make_rows(n: int) -> list[tuple[str, tuple[int, str, str, int, str, str]]]:
-    # Data-lake shaped paths: 100 tables x 20 days x 500 parts per 1M.
-    per_table = 20 * 500
-    out = []
-    for i in range(n):
-        t, rest = divmod(i, per_table)
-        d, p = divmod(rest, 500)
-        path = f"tables/t{t}/date=2026-01-{d + 1:02d}/part-{p:06d}.parquet"
-        out.append((path, synthetic_row(path)))
-    return out
 
 
 def one_run(n: int, base_dir: str | None, profile: bool) -> tuple[float, float, float]:

@@ -35,7 +35,7 @@ from urllib.parse import quote
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _benchutil import Table, fmt_time, print_context, synthetic_row, temp_dir, timed, verdict
+from _benchutil import Table, fmt_time, make_rows, print_context, temp_dir, timed, verdict
 from _liveserver import live_server
 
 from lakectl.core import porcelain
@@ -47,18 +47,6 @@ PARQUET = "data/events-1gib.parquet"
 TARGET_PAGE = 0.050
 TARGET_PARQUET = 0.300
 WARMUP = 3
-
-
-def make_rows(n: int) -> list[tuple[str, tuple[int, str, str, int, str, str]]]:
-    """Data-lake shaped paths: 100 tables x 20 days x 500 parts per 1M (bench_commit_1m.py)."""
-    per_table = 20 * 500
-    out = []
-    for i in range(n):
-        t, rest = divmod(i, per_table)
-        d, part = divmod(rest, 500)
-        path = f"tables/t{t}/date=2026-01-{d + 1:02d}/part-{part:06d}.parquet"
-        out.append((path, synthetic_row(path)))
-    return out
 
 
 def _random(kind: pa.DataType, n: int) -> pa.Array:

@@ -103,6 +103,14 @@ def compare(
 
 
 STRATEGIES = ("", "dest-wins", "source-wins")
+"""What a merge form offers on conflicts: stop and list them, or one side wins every path."""
+
+
+def strategies(chosen: str) -> list[str]:
+    """The merge strategies of a form's choice (``InvalidArgument`` for any other value)."""
+    if chosen not in STRATEGIES:
+        raise InvalidArgument(f"strategy {chosen!r} is not one of dest-wins, source-wins")
+    return [chosen] if chosen else []
 
 
 @router.post("/repos/{repo}/merge", dependencies=[WRITE])
@@ -118,12 +126,9 @@ def merge(
 ) -> Response:
     """Merge ``source`` into the branch ``destination`` (the committer is the signed-in user); a
     conflict shows the comparison again with the conflicting paths, and nothing changed."""
-    if strategy not in STRATEGIES:
-        raise InvalidArgument(f"strategy {strategy!r} is not one of dest-wins, source-wins")
+    chosen = strategies(strategy)
     try:
-        done = p.merge(
-            lake, repo, source, destination, [strategy] if strategy else [], message.strip() or None, user.id
-        )
+        done = p.merge(lake, repo, source, destination, chosen, message.strip() or None, user.id)
     except MergeConflict as conflict:
         return _compare(request, repo, lake, destination, source, conflicts=conflict.paths)
     return redirect(url("repos", repo, "commits", done.commit.id))

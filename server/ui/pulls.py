@@ -18,14 +18,13 @@ from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import InvalidArgument, MergeConflict
 from server.api.deps import LakeDep
 from server.auth import Permission
-from server.ui.diff import _rows
+from server.ui.diff import _rows, strategies
 from server.ui.render import env, page, redirect, url
 from server.ui.session import SignedIn, can, ui_router
 
 router = ui_router()
 READ, WRITE = can(Permission.READ_REPO), can(Permission.WRITE_REPO)
 PAGE = 50
-STRATEGIES = ("", "dest-wins", "source-wins")
 
 # Markdown as CommonMark with raw HTML off: a description's <script> is text, and markdown-it's
 # link check drops javascript: and data: targets.
@@ -122,7 +121,6 @@ def _pull_page(
         changes=changes,
         more_changes=bool(more),
         conflicts=conflicts or [],
-        strategies=STRATEGIES,
         is_author=getattr(request.state, "user", None) is not None and request.state.user.id == pull.author,
         after="",
         area="pulls",
@@ -165,12 +163,9 @@ def merge(
     message: Annotated[str, Form()] = "",
 ) -> Response:
     """Merge; a conflict shows the pull request's page again with the conflicting paths."""
-    if strategy not in STRATEGIES:
-        raise InvalidArgument(f"strategy {strategy!r} is not one of dest-wins, source-wins")
+    chosen = strategies(strategy)
     try:
-        pulls.merge_pull(
-            lake, repo, pull_id, user.id, [strategy] if strategy else [], message.strip() or None
-        )
+        pulls.merge_pull(lake, repo, pull_id, user.id, chosen, message.strip() or None)
     except MergeConflict as conflict:
         return _pull_page(request, repo, pull_id, lake, 409, conflict.paths)
     return redirect(url("repos", repo, "pulls", pull_id))
