@@ -107,6 +107,9 @@ def test_a_reviewer_merges_a_pull_request_in_the_browser(
     # The merge is in main's history, and the data is on main.
     page.get_by_role("navigation", name="Repository").get_by_role("link", name="Commits").click()
     expect(page.get_by_role("row").nth(1)).to_contain_text("Merge pull request #1 from fix")
+    page.get_by_role("link", name="Activity", exact=True).first.click()
+    feed = page.get_by_role("row").filter(has_text=repo)
+    expect(feed.filter(has_text="Merge pull request #1 from fix")).to_have_count(1)
     with server.client((server.key_id, server.secret)) as api:
         got = api.get(f"/repositories/{repo}/refs/main/objects", params={"path": "tables/orders.csv"})
         assert got.content == ORDERS
