@@ -82,6 +82,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import protection as branch_protection
     from server.api import pulls as pulls_api
     from server.api import settings as repository_settings
+    from server.api import tables as tables_api
 
     lake = lake if lake is not None else open_lake(settings)
     if settings.actions.enabled:
@@ -142,6 +143,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(actions_api.router, prefix=API_PREFIX)
     app.include_router(journal_api.router, prefix=API_PREFIX)
     app.include_router(pulls_api.router, prefix=API_PREFIX)
+    app.include_router(tables_api.router, prefix=API_PREFIX)
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)

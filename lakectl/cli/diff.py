@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lakectl.cli import render
 from lakectl.cli.common import JsonFlag, backend, ref_uri, same_repo
+
+if TYPE_CHECKING:
+    from lakectl.core.uri import URI
 
 
 def diff(
@@ -24,7 +27,34 @@ def diff(
             "--two-way", help="Compare the two trees directly, not the right side since their merge base."
         ),
     ] = False,
+    path: Annotated[
+        str | None,
+        typer.Argument(
+            help="With --table: the table (a Parquet or CSV object, or a prefix)", show_default=False
+        ),
+    ] = None,
     prefix: Annotated[str, typer.Option("--prefix", help="Only paths under this prefix.")] = "",
+    table: Annotated[
+        bool,
+        typer.Option(
+            "--table",
+            help="Compare the table at PATH row by row (LEFT's tree against RIGHT's): schema changes, "
+            "row counts, rows added, removed and changed, per partition.",
+        ),
+    ] = False,
+    key: Annotated[
+        str,
+        typer.Option(
+            "--key", help="With --table: key columns, comma-separated (none: a multiset diff of whole rows)."
+        ),
+    ] = "",
+    amount: Annotated[
+        int, typer.Option("--amount", min=1, max=1000, help="With --table: row changes to show.")
+    ] = 100,
+    after: Annotated[
+        str,
+        typer.Option("--after", help="With --table: the row changes after this offset (next_offset)."),
+    ] = "",
     json_: JsonFlag = False,
 ) -> None:
     """Show uncommitted changes, or the changes between two refs.
@@ -33,10 +63,16 @@ def diff(
     in git: the changes on RIGHT since its merge base with LEFT (--two-way: LEFT's tree against
     RIGHT's). A branch there is its last commit (main, or main@); main$ is its staging area,
     uncommitted changes included, as in lakeFS. Lines read "+ added", "- removed", "~ changed".
+
+    With --table LEFT RIGHT PATH: what changed inside the table at PATH, from LEFT's tree to
+    RIGHT's. Only objects whose data differs are read.
     """
     lu = ref_uri(left)
     assert lu.ref is not None
     b = backend()
+    if table or path is not None:
+        _table(lu, right, path, table, key, amount, after, json_)
+        return
     if right is None:
         if two_way:
             from lakectl.errors import InvalidArgument
@@ -48,3 +84,21 @@ def diff(
         assert ru.ref is not None
         changes = list(b.diff_refs(same_repo(lu, ru), lu.ref, ru.ref, two_way, prefix))
     render.emit([c.to_dict() for c in changes], json_, render.changes)
+
+
+def _table(
+    lu: URI, right: str | None, path: str | None, table: bool, key: str, amount: int, after: str, json_: bool
+) -> None:
+    from lakectl.errors import InvalidArgument
+
+    if not table:
+        raise InvalidArgument("a third argument names a table: add --table")
+    if right is None or path is None:
+        raise InvalidArgument(
+            "--table compares a table between two refs: give LEFT, RIGHT and the table's PATH"
+        )
+    ru = ref_uri(right)
+    assert lu.ref is not None and ru.ref is not None
+    columns = [c.strip() for c in key.split(",") if c.strip()]
+    found = backend().diff_table(same_repo(lu, ru), lu.ref, ru.ref, path, columns, amount, after)
+    render.emit(found, json_, render.table_diff)

@@ -257,6 +257,31 @@ def changes(data: list[Data]) -> None:
         line(f"{_DIFF_MARK[c['type']]} {c['path']}")
 
 
+def table_diff(data: Data) -> None:
+    """``lakectl diff --table``: the summary line, schema changes, partitions, then the rows."""
+    line(data["summary"])
+    for c in data["schema"]:
+        was = f" (was {c['old_name']})" if c.get("old_name") else ""
+        types = " → ".join(t for t in (c.get("old_type"), c.get("new_type")) if t)
+        line(f"schema: {c['type']} {c['name']}{was} {types}".rstrip())
+    if data["partitions"] and any(p["partition"] for p in data["partitions"]):
+        table(
+            ["Partition", "Rows left", "Rows right", "Added", "Removed", "Changed"],
+            [
+                [p["partition"], p["rows_left"], p["rows_right"], p["added"], p["removed"], p["changed"]]
+                for p in data["partitions"]
+            ],
+        )
+    marks = {"added": "+", "removed": "-", "changed": "~"}
+    for r in data["rows"]:
+        shown = r["key"] or (r["new"] if r["new"] is not None else r["old"])
+        what = f" ({', '.join(r['columns'])})" if r["columns"] else ""
+        copies = f" x{r['count']}" if r.get("count", 1) != 1 else ""
+        line(f"{marks[r['type']]} {json.dumps(shown, sort_keys=True, ensure_ascii=False)}{what}{copies}")
+    if data["next_offset"]:
+        note(f"more row changes: run again with --after '{data['next_offset']}'")
+
+
 def message(data: Data) -> None:
     """Commands whose result is a sentence: the ``message`` field of their JSON."""
     line(data["message"])

@@ -206,6 +206,20 @@ class Backend(Protocol):
         self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
     ) -> Iterator[Change]: ...
 
+    def diff_table(
+        self,
+        repo: str,
+        left: str,
+        right: str,
+        path: str,
+        key: Sequence[str] = (),
+        amount: int = 100,
+        after: str = "",
+    ) -> dict[str, Any]:
+        """The data-aware diff of the table at ``path`` from ``left``'s tree to ``right``'s, as
+        :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes)."""
+        ...
+
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 
     def merge(

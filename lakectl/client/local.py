@@ -237,6 +237,20 @@ class LocalBackend:
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 
+    def diff_table(
+        self,
+        repo: str,
+        left: str,
+        right: str,
+        path: str,
+        key: Sequence[str] = (),
+        amount: int = 100,
+        after: str = "",
+    ) -> dict[str, Any]:
+        from lakectl.core import tablediff
+
+        return tablediff.diff_table(self.lake, repo, left, right, path, key, amount, after).to_dict()
+
     def merge(
         self,
         repo: str,

@@ -618,6 +618,20 @@ class RemoteBackend(PullsOverHttp):
         params = {"type": "two_dot" if two_way else "three_dot", "prefix": prefix}
         return (_change(d) for d in self._pages(url, params))
 
+    def diff_table(
+        self,
+        repo: str,
+        left: str,
+        right: str,
+        path: str,
+        key: Sequence[str] = (),
+        amount: int = 100,
+        after: str = "",
+    ) -> dict[str, Any]:
+        url = f"{self._repo(repo)}/refs/{_q(left)}/diff/{_q(right)}/table"
+        params = {"path": path, "key": ",".join(key), "amount": amount, "after": after}
+        return dict(self._json("GET", url, params=params))
+
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 
     def merge(

@@ -379,6 +379,12 @@ route(
 )
 # diff and merge
 route("GET", RP + "/refs/{left_ref}/diff/{right_ref}", READ, fixed(R + "/refs/main/diff/v1"))
+route(
+    "GET",
+    RP + "/refs/{left_ref}/diff/{right_ref}/table",
+    READ,
+    fixed(R + "/refs/main/diff/v1/table?path=data/a.txt"),  # an object, the same on both sides
+)
 route("GET", RP + "/branches/{branch}/diff", READ, fixed(R + "/branches/main/diff"))
 route(
     "POST",

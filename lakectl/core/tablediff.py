@@ -1,0 +1,156 @@
+"""Data-aware diff of tables between two refs: schema changes, row counts, and row changes by key
+(or as a multiset of whole rows), per partition; only objects whose locators differ are read.
+
+The design and its measurements: docs/decisions/0014-table-diff.md. The parts live in
+:mod:`lakectl.core.tables`: which objects to read (``parts``), schema changes (``schema``), row
+changes (``rows``) and the records returned (``records``, re-exported here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from lakectl.core.porcelain import Lake
+from lakectl.core.tables import parts
+from lakectl.core.tables.records import (
+    ColumnChange,
+    ColumnChangeType,
+    PartitionSummary,
+    RowChange,
+    RowChangeType,
+    TableDiff,
+)
+from lakectl.core.tables.rows import Compared, compare_keyed, compare_multiset
+from lakectl.core.tables.schema import compare_schemas
+from lakectl.errors import InvalidArgument
+
+__all__ = [
+    "ColumnChange",
+    "ColumnChangeType",
+    "PartitionSummary",
+    "RowChange",
+    "RowChangeType",
+    "TableDiff",
+    "diff_table",
+]
+
+MAX_AMOUNT = 10_000
+"""The most row changes one page holds."""
+
+
+def _check(key: tuple[str, ...], amount: int) -> None:
+    if amount < 0 or amount > MAX_AMOUNT:
+        raise InvalidArgument(f"amount must be between 0 and {MAX_AMOUNT}, not {amount}")
+    if any(not k for k in key):
+        raise InvalidArgument("an empty key column name")
+    if len(set(key)) != len(key):
+        raise InvalidArgument(f"a key column is named twice: {', '.join(key)}")
+
+
+def _unique_names(schema: pa.Schema, side: str) -> None:
+    seen: set[str] = set()
+    for name in schema.names:
+        if name in seen:
+            raise InvalidArgument(f"the table has two columns named {name!r} at {side}")
+        seen.add(name)
+
+
+def diff_table(
+    lake: Lake,
+    repo: str,
+    left: str,
+    right: str,
+    path: str,
+    key: Sequence[str] = (),
+    amount: int = 100,
+    after: str = "",
+) -> TableDiff:
+    """The diff of the table at ``path`` from ``left`` to ``right`` (refs, two-way: left's tree
+    against right's). With ``key``, rows are matched by it (unique on each side) and reported
+    added, removed or changed; without, whole rows are compared as multisets. ``rows`` holds at
+    most ``amount`` row changes after ``after`` (a ``next_offset``); every count covers the
+    whole diff. Raise ``NotFound`` when neither side has a table at ``path``, and
+    ``InvalidArgument`` for a key column missing on a side, a key that is not unique, or an
+    object that is not readable as its format."""
+    key = tuple(key)
+    _check(key, amount)
+    located = parts.locate(lake, repo, left, right, path)
+    lside = parts.open_side(lake, repo, left, located.left)
+    try:
+        rside = parts.open_side(lake, repo, right, located.right)
+        try:
+            return _diff(located, lside, rside, key, amount, after)
+        finally:
+            rside.close()
+    finally:
+        lside.close()
+
+
+def _diff(
+    located: parts.Located,
+    lside: parts.Side,
+    rside: parts.Side,
+    key: tuple[str, ...],
+    amount: int,
+    after: str,
+) -> TableDiff:
+    empty = pa.schema([])
+    lread, rread = lside.schema(), rside.schema()
+    for schema_read, side in ((lread, lside), (rread, rside)):
+        if schema_read is not None:
+            _unique_names(schema_read, side.ref)
+    # A side with nothing read has no table there (no columns), or only parts equal to the
+    # other side's by locator: its schema is then reported as the other side's, unread.
+    lreport = lread if lread is not None else (rread if located.left_exists and rread is not None else empty)
+    rreport = rread if rread is not None else (lread if located.right_exists and lread is not None else empty)
+    schema = compare_schemas(lreport, rreport)
+    if lread is not None and rread is not None:
+        lbase, rbase, pairs = lread, rread, schema.pairs
+    else:  # rows only added or only removed: the side with nothing read is empty, in the other's columns
+        lbase = rbase = lread or rread or empty
+        pairs = tuple((n, n) for n in lbase.names)
+    compared_names = [rn for _, rn in pairs]
+    for k in key if lread is not None or rread is not None else ():
+        if k not in compared_names:
+            ref = lside.ref if k in rbase.names else rside.ref
+            raise InvalidArgument(f"key column {k!r} is not in the table {located.path} at {ref}", column=k)
+    if lread is None and rread is None:
+        compared = Compared()
+    elif key:  # whole rows are shown: every column is read
+        ltable, rtable = lside.read(None, lbase), rside.read(None, rbase)
+        compared = compare_keyed(ltable, rtable, key, pairs, (lside.ref, rside.ref), amount, after)
+    else:  # only the columns on both sides take part
+        ltable = lside.read([ln for ln, _ in pairs], lbase)
+        rtable = rside.read(compared_names, rbase)
+        compared = compare_multiset(ltable, rtable, pairs, amount, after)
+    lrows, rrows = lside.rows(), rside.rows()
+    summaries = tuple(
+        PartitionSummary(
+            partition,
+            lrows.get(partition, 0),
+            rrows.get(partition, 0),
+            counts[RowChangeType.ADDED],
+            counts[RowChangeType.REMOVED],
+            counts[RowChangeType.CHANGED],
+        )
+        for partition, counts in sorted(compared.partitions.items())
+        if sum(counts.values())
+    )
+    return TableDiff(
+        path=located.path,
+        key=key,
+        schema=schema.changes,
+        rows_left=sum(lrows.values()),
+        rows_right=sum(rrows.values()),
+        added=compared.added,
+        removed=compared.removed,
+        changed=compared.changed,
+        changed_columns=compared.changed_columns,
+        partitions=summaries,
+        rows=compared.rows,
+        next_offset=compared.next_offset,
+        files_read=lside.files + rside.files,
+        files_unchanged=located.unchanged,
+    )
