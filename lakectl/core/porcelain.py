@@ -972,6 +972,12 @@ def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> li
     raise TooManyRetries(f"could not diff branch {branch!r}: it kept changing")
 
 
+def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:
+    """The best common ancestor of two refs' commits (None when their histories never meet)."""
+    rid = get_repo(lake, repo).name
+    return merge_base(lake.refs, rid, resolve(lake, repo, left).commit, resolve(lake, repo, right).commit)
+
+
 def diff_refs(
     lake: Lake, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
 ) -> Iterator[Change]:

@@ -3,6 +3,7 @@ two refs; each path with its change type and size."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from itertools import islice
 from typing import Annotated, Any
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import Form, Request, Response
 
 from lakectl.core import porcelain as p
+from lakectl.core import tablediff
 from lakectl.core.model import Change, DiffType
 from lakectl.errors import InvalidArgument, MergeConflict, NotFound
 from server.api.deps import LakeDep
@@ -37,9 +39,54 @@ def _rows(changes: Iterable[Change], after: str, left: str, right: str) -> tuple
                 "path": c.path,
                 "size": row[0] if row is not None else None,
                 "ref": left if removed else right,
+                "table": table_of(c.path),
             }
         )
     return rows, page_[PAGE - 1].path if len(page_) > PAGE else ""
+
+
+TABLE_SUFFIXES = (".parquet", ".csv", ".tsv")
+_PARTITION = re.compile(r"[^/=]+=[^/]*/")
+
+
+def table_of(path: str) -> str:
+    """The table a changed object belongs to: the prefix above its first hive-style partition
+    directory (``tables/orders/`` of ``tables/orders/date=1/part-0.parquet``), the object itself
+    when it is a table file outside partitions, or "" when it is no table file."""
+    if not path.endswith(TABLE_SUFFIXES):
+        return ""
+    found = _PARTITION.search(path)
+    return path[: found.start()] if found is not None and found.start() > 0 else path
+
+
+@router.get("/repos/{repo}/tablediff", dependencies=[READ])
+def table_diff(
+    request: Request,
+    repo: str,
+    lake: LakeDep,
+    left: str,
+    right: str,
+    path: str,
+    key: str = "",
+    after: str = "",
+) -> Response:
+    """What changed inside the table at ``path`` from ``left``'s tree to ``right``'s (the core's
+    :func:`lakectl.core.tablediff.diff_table`, as ``lakectl diff --table`` shows it)."""
+    r = p.get_repo(lake, repo)
+    columns = [c.strip() for c in key.split(",") if c.strip()]
+    found = tablediff.diff_table(lake, repo, left, right, path, columns, PAGE, after)
+    return page(
+        request,
+        "tablediff.html",
+        repo=r,
+        left=left,
+        right=right,
+        table=path,
+        key=key,
+        after=after,
+        diff=found.to_dict(),
+        area="compare",
+    )
 
 
 @router.get("/repos/{repo}/branches/{branch}/changes", dependencies=[READ])
@@ -52,6 +99,7 @@ def uncommitted(request: Request, repo: str, branch: str, lake: LakeDep, after: 
         "changes.html",
         repo=r,
         branch=branch,
+        table_sides=(branch, branch + "$"),
         changes=rows,
         total=len(changes),
         after=after,
@@ -148,12 +196,15 @@ def _compare(
     compared = bool(left and right)
     rows: list[dict[str, Any]] = []
     next_after = ""
+    sides: tuple[str, str] | None = None
     if compared:
         changes = p.diff_refs(lake, repo, left, right, two_way)
         rows, next_after = _rows(changes, after, left, right)
+        sides = (left, right) if two_way else table_sides(lake, repo, left, right)
     return page(
         request,
         "compare.html",
+        table_sides=sides,
         repo=r,
         left=left or r.default_branch,
         right=right,
@@ -168,6 +219,13 @@ def _compare(
         area="compare",
         status=409 if conflicts else 200,
     )
+
+
+def table_sides(lake: LakeDep, repo: str, left: str, right: str) -> tuple[str, str]:
+    """The refs a table's row diff compares for a three-dot comparison: the merge base (as a
+    commit id; ``left`` when there is none) and ``right``."""
+    base = p.find_merge_base(lake, repo, left, right)
+    return (base.id if base is not None else left), right
 
 
 def _is_branch(lake: LakeDep, repo: str, ref: str) -> bool:

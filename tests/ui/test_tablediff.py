@@ -1,0 +1,64 @@
+"""The row diff of a table in the web UI: linked from the changes of a comparison and of a pull
+request, showing the summary, schema changes, partitions and rows (values as text)."""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.server.conftest import commit, upload
+from tests.ui.conftest import new_repo
+
+
+def _parquet(table: pa.Table) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def _two_versions(api: httpx.Client) -> str:
+    repo = new_repo(api)
+    before = pa.table({"id": [1, 2, 3], "note": ["a", "b", "c"]})
+    for day in ("01", "02"):
+        upload(api, repo, "main", f"tables/t/day={day}/part-0.parquet", _parquet(before))
+    commit(api, repo, "main", "t")
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "fix", "source": "main"}).status_code == 201
+    )
+    after = pa.table({"id": [1, 3, 4], "note": ["a", "<script>alert(1)</script>", "d"]})
+    upload(api, repo, "fix", "tables/t/day=02/part-0.parquet", _parquet(after))
+    commit(api, repo, "fix", "fix day 2")
+    return repo
+
+
+def test_a_comparison_links_to_the_row_diff(api: httpx.Client, admin: httpx.Client) -> None:
+    repo = _two_versions(api)
+    compare = admin.get(f"/ui/repos/{repo}/compare", params={"left": "main", "right": "fix"})
+    links = re.findall(r'<a class="rowdiff" href="([^"]+)"', compare.text)
+    assert len(links) == 1 and "path=tables%2Ft%2F" in links[0]
+    shown = admin.get(html.unescape(links[0]) + "&key=id")
+    assert shown.status_code == 200
+    assert "+1 rows, \u22121, 1 changed (note)" in shown.text
+    assert "day=02" in shown.text and "day=01" not in shown.text  # the unchanged day was not read
+    assert "<script>alert(1)</script>" not in shown.text and "\\u003cscript\\u003e" in shown.text
+    assert "1 read" not in shown.text and "2 read, 1 unchanged" in shown.text
+    refused = admin.get(html.unescape(links[0]) + "&key=nope")
+    assert refused.status_code == 400
+
+
+def test_a_pull_request_links_to_the_row_diff(api: httpx.Client, admin: httpx.Client) -> None:
+    repo = _two_versions(api)
+    pid = api.post(
+        f"/repositories/{repo}/pulls",
+        json={"title": "t", "source_branch": "fix", "destination_branch": "main"},
+    ).json()["id"]
+    page = admin.get(f"/ui/repos/{repo}/pulls/{pid}")
+    (link,) = re.findall(r'<a class="rowdiff" href="([^"]+)"', page.text)
+    shown = admin.get(html.unescape(link))
+    assert shown.status_code == 200 and "changed" in shown.text  # keyless: whole rows
+    assert "Rows of" in shown.text
