@@ -62,3 +62,14 @@ def test_a_pull_request_links_to_the_row_diff(api: httpx.Client, admin: httpx.Cl
     shown = admin.get(html.unescape(link))
     assert shown.status_code == 200 and "changed" in shown.text  # keyless: whole rows
     assert "Rows of" in shown.text
+
+
+def test_uncommitted_changes_link_to_the_row_diff(api: httpx.Client, admin: httpx.Client) -> None:
+    repo = _two_versions(api)
+    upload(api, repo, "fix", "tables/t/day=01/part-0.parquet", _parquet(pa.table({"id": [1], "note": ["z"]})))
+    page = admin.get(f"/ui/repos/{repo}/branches/fix/changes")
+    (link,) = re.findall(r'<a class="rowdiff" href="([^"]+)"', page.text)
+    shown = admin.get(html.unescape(link) + "&key=id")
+    assert shown.status_code == 200
+    assert "day=01" in shown.text and "day=02" not in shown.text  # staged against committed
+    assert "\u22122, 1 changed (note)" in shown.text
