@@ -120,9 +120,29 @@ def show(repository: RepoArg, pull_id: IdArg, json_: JsonFlag = False) -> None:
     data["reviews"] = [r.to_dict() for r in b.list_pull_reviews(repo, pull_id)]
     data["comments"] = [c.to_dict() for c in b.list_pull_comments(repo, pull_id)]
     if pull.status.value == "open":
-        changes = b.diff_refs(repo, pull.destination_branch, pull.source_branch)
-        data["changes"] = [c.to_dict() for c in changes]
+        changes = [c.to_dict() for c in b.diff_refs(repo, pull.destination_branch, pull.source_branch)]
+        data["changes"] = changes
+        data["tables"] = _tables(repo, pull.destination_branch, pull.source_branch, changes)
     render.emit(data, json_, _show)
+
+
+MAX_TABLES = 5
+
+
+def _tables(repo: str, dest: str, source: str, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The row summary (no key) of each table the pull request changes, at most
+    :data:`MAX_TABLES`: from the merge base to the source, as the diff above."""
+    from lakectl.core.tables.naming import table_of
+
+    tables = list(dict.fromkeys(t for t in (table_of(c["path"]) for c in changes) if t))[:MAX_TABLES]
+    if not tables:
+        return []
+    b = backend()
+    base = b.find_merge_base(repo, source, dest) or dest
+    return [
+        {"table": table, "summary": b.diff_table(repo, base, source, table, (), 0)["summary"]}
+        for table in tables
+    ]
 
 
 def _show(data: dict[str, Any]) -> None:
@@ -148,6 +168,10 @@ def _show(data: dict[str, Any]) -> None:
         render.line()
         render.line(f"{c['author']} commented at {c['creation_date']}:")
         render.line(c["body"])
+    if data.get("tables"):
+        render.line()
+        for t in data["tables"]:
+            render.line(f"table {t['summary']}")
     if "changes" in data:
         render.line()
         render.changes(data["changes"])

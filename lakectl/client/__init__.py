@@ -206,6 +206,10 @@ class Backend(Protocol):
         self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
     ) -> Iterator[Change]: ...
 
+    def find_merge_base(self, repo: str, source: str, dest: str) -> str:
+        """The id of the best common ancestor of two refs' commits ("" when there is none)."""
+        ...
+
     def diff_table(
         self,
         repo: str,

@@ -237,6 +237,10 @@ class LocalBackend:
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 
+    def find_merge_base(self, repo: str, source: str, dest: str) -> str:
+        found = p.find_merge_base(self.lake, repo, source, dest)
+        return found.id if found is not None else ""
+
     def diff_table(
         self,
         repo: str,

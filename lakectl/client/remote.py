@@ -618,6 +618,15 @@ class RemoteBackend(PullsOverHttp):
         params = {"type": "two_dot" if two_way else "three_dot", "prefix": prefix}
         return (_change(d) for d in self._pages(url, params))
 
+    def find_merge_base(self, repo: str, source: str, dest: str) -> str:
+        try:
+            found = self._json("GET", f"{self._repo(repo)}/refs/{_q(source)}/merge/{_q(dest)}")
+        except NotFound as missing:
+            if type(missing) is not NotFound:  # the repository or a ref is missing
+                raise
+            return ""  # the two histories never meet
+        return str(found["base_commit_id"])
+
     def diff_table(
         self,
         repo: str,

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Query
 
 from lakectl.core import porcelain as p
 from lakectl.core.model import Change
+from lakectl.errors import NotFound
 from server.api import shapes
 from server.api.bodies import Merge, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
@@ -86,6 +87,25 @@ def diff_branch(
     """The branch's uncommitted changes."""
     changes = p.diff_uncommitted(lake, repository, branch, prefix)
     return _page(changes, prefix, delimiter, after, amount)
+
+
+@router.get(
+    "/repositories/{repository}/refs/{source_ref}/merge/{destination_branch}",
+    dependencies=[require(Permission.READ_REPO)],
+)
+def find_merge_base(
+    repository: str, source_ref: str, destination_branch: str, lake: LakeDep
+) -> dict[str, Any]:
+    """lakeFS's FindMergeBaseResult: the two commits and their best common ancestor (404 when
+    their histories never meet)."""
+    source = p.get_commit(lake, repository, source_ref)
+    dest = p.get_commit(lake, repository, destination_branch)
+    base = p.find_merge_base(lake, repository, source.id, dest.id)
+    if base is None:
+        raise NotFound(
+            f"{source_ref!r} and {destination_branch!r} have no merge base: their histories never meet"
+        )
+    return {"source_commit_id": source.id, "destination_commit_id": dest.id, "base_commit_id": base.id}
 
 
 @router.post(

@@ -3,7 +3,6 @@ two refs; each path with its change type and size."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from itertools import islice
 from typing import Annotated, Any
@@ -13,7 +12,8 @@ from fastapi import Form, Request, Response
 from lakectl.core import porcelain as p
 from lakectl.core import tablediff
 from lakectl.core.model import Change, DiffType
-from lakectl.errors import InvalidArgument, MergeConflict, NotFound
+from lakectl.core.tables.naming import table_of
+from lakectl.errors import InvalidArgument, LakectlError, MergeConflict, NotFound
 from server.api.deps import LakeDep
 from server.auth import Permission
 from server.ui.refs import ref_names
@@ -45,18 +45,25 @@ def _rows(changes: Iterable[Change], after: str, left: str, right: str) -> tuple
     return rows, page_[PAGE - 1].path if len(page_) > PAGE else ""
 
 
-TABLE_SUFFIXES = (".parquet", ".csv", ".tsv")
-_PARTITION = re.compile(r"[^/=]+=[^/]*/")
+MAX_SUMMARIES = 5
+"""Tables a page summarizes at most (each summary reads the table's changed objects)."""
 
 
-def table_of(path: str) -> str:
-    """The table a changed object belongs to: the prefix above its first hive-style partition
-    directory (``tables/orders/`` of ``tables/orders/date=1/part-0.parquet``), the object itself
-    when it is a table file outside partitions, or "" when it is no table file."""
-    if not path.endswith(TABLE_SUFFIXES):
-        return ""
-    found = _PARTITION.search(path)
-    return path[: found.start()] if found is not None and found.start() > 0 else path
+def table_summaries(
+    lake: LakeDep, repo: str, sides: tuple[str, str], rows: Iterable[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """The one-line row summary of each table among ``rows`` (changes from :func:`_rows`), at
+    most :data:`MAX_SUMMARIES`, as the table diff gives it without a key; a table that cannot
+    be read says why instead."""
+    tables = list(dict.fromkeys(r["table"] for r in rows if r.get("table")))[:MAX_SUMMARIES]
+    out = []
+    for table in tables:
+        try:
+            text = tablediff.diff_table(lake, repo, sides[0], sides[1], table, (), 0).summary()
+        except LakectlError as e:
+            text = f"{table}: cannot compare its rows: {e.message}"
+        out.append({"table": table, "summary": text})
+    return out
 
 
 @router.get("/repos/{repo}/tablediff", dependencies=[READ])

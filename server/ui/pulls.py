@@ -18,7 +18,7 @@ from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import InvalidArgument, MergeConflict
 from server.api.deps import LakeDep
 from server.auth import Permission
-from server.ui.diff import _rows, strategies, table_sides
+from server.ui.diff import _rows, strategies, table_sides, table_summaries
 from server.ui.render import env, page, redirect, url
 from server.ui.session import SignedIn, can, ui_router
 
@@ -107,10 +107,12 @@ def _pull_page(
     changes: list[dict[str, object]] = []
     more = ""
     sides: tuple[str, str] | None = None
+    summaries: list[dict[str, str]] = []
     if pull.status is PullStatus.OPEN and gate.source_commit_id:
         found = p.diff_refs(lake, repo, pull.destination_branch, gate.source_commit_id)
         changes, more = _rows(found, "", pull.destination_branch, pull.source_branch)
         sides = table_sides(lake, repo, pull.destination_branch, gate.source_commit_id)
+        summaries = table_summaries(lake, repo, sides, changes)
     return page(
         request,
         "pull.html",
@@ -123,6 +125,7 @@ def _pull_page(
         changes=changes,
         more_changes=bool(more),
         table_sides=sides,
+        table_summaries=summaries,
         conflicts=conflicts or [],
         is_author=getattr(request.state, "user", None) is not None and request.state.user.id == pull.author,
         after="",

@@ -86,3 +86,29 @@ def test_required_approvals_hold_the_merge(cli: Cli) -> None:
         cli("branch", "show", "lakefs://R/main")["commit_id"]
         != cli("branch", "show", "lakefs://R/fix")["commit_id"]
     )
+
+
+def test_show_summarizes_the_tables_a_pull_request_changes(cli: Cli) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def parquet(ids: list[int]) -> bytes:
+        out = io.BytesIO()
+        pq.write_table(pa.table({"id": ids}), out)
+        return out.getvalue()
+
+    cli("repo", "create", "lakefs://R")
+    cli("fs", "upload", "lakefs://R/main/t/day=1/p.parquet", "--source", "-", input=parquet([1, 2]))
+    cli("commit", "lakefs://R/main", "-m", "t")
+    cli("branch", "create", "lakefs://R/fix", "--source", "lakefs://R/main")
+    cli("fs", "upload", "lakefs://R/fix/t/day=1/p.parquet", "--source", "-", input=parquet([1, 2, 3]))
+    cli("commit", "lakefs://R/fix", "-m", "one more row")
+    # main moves on with an unrelated change: the summary is from the merge base, not main's head
+    cli("fs", "upload", "lakefs://R/main/t/day=2/p.parquet", "--source", "-", input=parquet([9]))
+    cli("commit", "lakefs://R/main", "-m", "day 2")
+    cli("pr", "create", "lakefs://R/fix", "lakefs://R/main", "--title", "t")
+    shown = cli("pr", "show", "lakefs://R", "1")
+    assert shown["tables"] == [{"table": "t/", "summary": "t: +1 rows, \u22120"}]
+    assert "table t: +1 rows" in cli("pr", "show", "lakefs://R", "1", human=True)

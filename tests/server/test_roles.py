@@ -392,6 +392,7 @@ route(
     WRITE,
     lambda w, c: Call(f"{R}/refs/{w.side_branch()}/merge/{w.branch()}", json={"message": "merge"}),
 )
+route("GET", RP + "/refs/{source_ref}/merge/{destination_branch}", READ, fixed(R + "/refs/v1/merge/main"))
 # the block API
 route("POST", RP + "/branches/{branch}/objects/link", WRITE, _link)
 route("GET", RP + "/refs/{ref}/objects/signed", READ, fixed(R + "/refs/main/objects/signed", params=OBJ))

@@ -50,6 +50,9 @@ def test_a_pull_request_through_the_sdk(server: Live) -> None:
         lakefs_sdk.Configuration(host=server.url, username=server.key_id, password=server.secret)
     )
     api = lakefs_sdk.PullsApi(sdk)
+    base = lakefs_sdk.RefsApi(sdk).find_merge_base(repo, "fix", "main")
+    main_head = admin.get(f"/repositories/{repo}/branches/main").json()["commit_id"]
+    assert base.base_commit_id == base.destination_commit_id == main_head != base.source_commit_id
     creation = lakefs_sdk.PullRequestCreation(
         title="Fix orders",
         description="amounts were *negative*",

@@ -73,3 +73,14 @@ def test_uncommitted_changes_link_to_the_row_diff(api: httpx.Client, admin: http
     assert shown.status_code == 200
     assert "day=01" in shown.text and "day=02" not in shown.text  # staged against committed
     assert "\u22122, 1 changed (note)" in shown.text
+
+
+def test_a_pull_request_summarizes_its_tables(api: httpx.Client, admin: httpx.Client) -> None:
+    repo = _two_versions(api)
+    pid = api.post(
+        f"/repositories/{repo}/pulls",
+        json={"title": "t", "source_branch": "fix", "destination_branch": "main"},
+    ).json()["id"]
+    page = admin.get(f"/ui/repos/{repo}/pulls/{pid}")
+    summaries = re.findall(r'<ul class="table-summaries">\s*<li><a href="[^"]+">([^<]+)</a>', page.text)
+    assert summaries == ["t: +2 rows, \u22122"], page.text[page.text.find("table-summaries") - 50 :][:400]
