@@ -35,7 +35,8 @@ def merge(
             "--strategy",
             help="How to resolve conflicts: dest-wins or source-wins for every path, or "
             "GLOB=STRATEGY for the paths a glob matches (`**` spans directories). Repeatable; "
-            "the first matching glob wins.",
+            "the first matching glob wins. GLOB=rows:key=COL[,COL][;winner=source|dest] merges "
+            "the Parquet objects both sides changed row by row by key.",
         ),
     ] = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Merge commit message.")] = None,

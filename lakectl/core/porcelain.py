@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from lakectl.core import history, journal, keys, protection, reads, refdiff, replayorder
 from lakectl.core.blocks import BlockAdapter
@@ -98,6 +98,9 @@ from lakectl.errors import (
     TagNotFound,
     TooManyRetries,
 )
+
+if TYPE_CHECKING:
+    from lakectl.core import tablemerge
 
 Progress = Callable[[int], None]
 """Called with a number of bytes (or files) just done."""
@@ -1039,6 +1042,11 @@ def merge(
     rid, bid = _branch_target(lake, repo, dest)
     if not through_pull:
         protection.check_direct_merge(lake.kv, rid, bid)
+    row_rules: list[tablemerge.RowRule] = []
+    if any("=rows:" in s for s in strategies):
+        from lakectl.core import tablemerge
+
+        row_rules, strategies = tablemerge.split_strategies(strategies)
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
     branch = lake.refs.get_branch(rid, bid)
@@ -1050,15 +1058,38 @@ def merge(
         return MergeResult(dst, changed=False)
     base_mid = base.meta_range_id if base is not None else lake.trees.empty()
     plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
+    merged_by_rows: list[str] = []
+    if plan.conflicts and row_rules:
+        from lakectl.core import tablemerge
+
+        found = tablemerge.resolve(
+            lake, base_mid, src.meta_range_id, dst.meta_range_id, plan.conflicts, row_rules
+        )
+        if found.conflicts:
+            rows = f", {len(found.row_conflicts)} with conflicting rows" if found.row_conflicts else ""
+            raise MergeConflict(
+                f"merge of {source!r} into {dest!r} has {len(found.conflicts)} conflicting path(s){rows}",
+                paths=found.conflicts,
+                rows=found.row_conflicts,
+            )
+        plan.updates.extend(found.updates)
+        plan.updates.sort(key=lambda u: u[0])
+        plan.conflicts = []
+        merged_by_rows = found.merged
     if plan.conflicts:
         raise MergeConflict(
             f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
             paths=plan.conflicts,
         )
+    noted = dict(metadata or {})
+    if merged_by_rows:
+        from lakectl.core import tablemerge
+
+        noted[tablemerge.NOTE] = tablemerge.record(merged_by_rows)
     req = CommitRequest(
         message=check_message(message or f"Merge '{source}' into '{dest}'"),
         committer=check_name(committer or default_committer(), "committer"),
-        metadata=check_metadata(metadata or {}, "commit metadata"),
+        metadata=check_metadata(noted, "commit metadata"),
         creation_date=now(),
     )
     parents = [dst] if squash else [dst, src]

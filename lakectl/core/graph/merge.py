@@ -59,6 +59,11 @@ def _strategy(name: str) -> MergeStrategy:
         raise InvalidArgument(f"unknown merge strategy {name!r} (choose from {choices})") from None
 
 
+def glob_matches(pattern: str, path: str) -> bool:
+    """Whether ``path`` matches a strategy's glob (``**`` spans directories)."""
+    return _glob(pattern).match(path) is not None
+
+
 @lru_cache(maxsize=256)
 def _glob(pattern: str) -> re.Pattern[str]:
     """``**`` spans directories, ``*`` and ``?`` stay within one path segment."""

@@ -1,0 +1,100 @@
+"""The ``rows`` merge strategy on a lake: two branches that changed different rows of the same
+Parquet object merge without a conflict, the objects only one side changed keep their blocks,
+conflicting rows come back as data with nothing changed, a winner resolves them, and the merged
+object is written like the destination's (compression, row groups)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lakectl.core import porcelain as p
+from lakectl.core import tablemerge
+from lakectl.errors import InvalidArgument, MergeConflict
+
+RULE = "t/**=rows:key=id"
+
+
+def parquet(ids: list[int], amounts: list[float], compression: str = "zstd") -> bytes:
+    out = io.BytesIO()
+    pq.write_table(pa.table({"id": ids, "amount": amounts}), out, compression=compression, row_group_size=2)
+    return out.getvalue()
+
+
+def read(lake: p.Lake, ref: str, path: str) -> dict[int, float]:
+    data = b"".join(p.read(lake, "rep", ref, path))
+    table = pq.read_table(io.BytesIO(data))
+    return dict(zip(table["id"].to_pylist(), table["amount"].to_pylist(), strict=True))
+
+
+def put(lake: p.Lake, branch: str, path: str, data: bytes) -> None:
+    p.upload(lake, "rep", branch, path, io.BytesIO(data))
+
+
+@pytest.fixture
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+    monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
+    opened = p.open_lake(str(tmp_path / "lake"))
+    p.create_repo(opened, "rep")
+    put(opened, "main", "t/day=1/p.parquet", parquet([1, 2, 3, 4], [1.0, 2.0, 3.0, 4.0]))
+    put(opened, "main", "t/day=2/p.parquet", parquet([5, 6], [5.0, 6.0]))
+    put(opened, "main", "t/day=3/p.parquet", parquet([7, 8], [7.0, 8.0]))
+    p.commit(opened, "rep", "main", "three days")
+    p.create_branch(opened, "rep", "fix", "main")
+    yield opened
+    opened.close()
+
+
+def test_different_rows_of_one_object_merge(lake: p.Lake) -> None:
+    put(lake, "fix", "t/day=1/p.parquet", parquet([1, 2, 3, 4, 9], [10.0, 2.0, 3.0, 4.0, 9.0]))
+    put(lake, "fix", "t/day=2/p.parquet", parquet([5, 6], [5.0, 60.0]))  # only the source: taken whole
+    p.commit(lake, "rep", "fix", "fix row 1, add 9; fix day 2")
+    put(lake, "main", "t/day=1/p.parquet", parquet([1, 2, 3], [1.0, 20.0, 3.0]))  # row 2 changed, 4 deleted
+    p.commit(lake, "rep", "main", "fix row 2, drop 4")
+    day3 = p.stat(lake, "rep", "main", "t/day=3/p.parquet").entry
+    fix_day2 = p.stat(lake, "rep", "fix", "t/day=2/p.parquet").entry
+
+    with pytest.raises(MergeConflict) as refused:  # as whole objects, they conflict
+        p.merge(lake, "rep", "fix", "main")
+    assert refused.value.paths == ["t/day=1/p.parquet"]
+
+    merged = p.merge(lake, "rep", "fix", "main", [RULE])
+    assert read(lake, "main", "t/day=1/p.parquet") == {1: 10.0, 2: 20.0, 3: 3.0, 9: 9.0}
+    assert merged.commit.metadata[tablemerge.NOTE] == "t/day=1/p.parquet"
+    assert p.stat(lake, "rep", "main", "t/day=3/p.parquet").entry == day3  # the same blocks
+    assert p.stat(lake, "rep", "main", "t/day=2/p.parquet").entry.locators == fix_day2.locators
+    data = b"".join(p.read(lake, "rep", "main", "t/day=1/p.parquet"))
+    meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD" and meta.row_group(0).num_rows == 2
+
+
+def test_conflicting_rows_are_data_and_change_nothing(lake: p.Lake) -> None:
+    put(lake, "fix", "t/day=1/p.parquet", parquet([1, 2, 3, 4], [1.0, 2.0, 30.0, 4.0]))
+    p.commit(lake, "rep", "fix", "row 3 to 30")
+    put(lake, "main", "t/day=1/p.parquet", parquet([1, 2, 3, 4], [1.0, 2.0, 33.0, 4.0]))
+    head = p.commit(lake, "rep", "main", "row 3 to 33").id
+    with pytest.raises(MergeConflict) as refused:
+        p.merge(lake, "rep", "fix", "main", [RULE])
+    details = refused.value.details["rows"]["t/day=1/p.parquet"]
+    assert details["count"] == 1
+    (row,) = details["rows"]
+    assert (row["key"], row["columns"], row["kind"]) == ({"id": 3}, ["amount"], "both-changed")
+    assert p.get_commit(lake, "rep", "main").id == head
+
+    p.merge(lake, "rep", "fix", "main", ["t/**=rows:key=id;winner=source"])
+    assert read(lake, "main", "t/day=1/p.parquet")[3] == 30.0
+
+
+def test_bad_strategies_are_refused(lake: p.Lake) -> None:
+    for bad in ("=rows:key=id", "t/**=rows:", "t/**=rows:key=", "t/**=rows:key=id;winner=me", "t/**=rows:id"):
+        with pytest.raises(InvalidArgument):
+            p.merge(lake, "rep", "fix", "main", [bad])
+    assert tablemerge.split_strategies(["dest-wins", "a/**=rows:key=x,y;winner=dest"]) == (
+        [tablemerge.RowRule("a/**", ("x", "y"), "dest")],
+        ["dest-wins"],
+    )
