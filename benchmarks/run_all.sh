@@ -58,6 +58,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_import.py --objects 20000 --s3-objects 2000
     bench 300 bench_ui.py --entries 100000 --commits 60 --parquet-mib 256 --requests 10
     bench 300 bench_table_diff.py --rows 1000000 --runs 1
+    bench 300 bench_table_diff_engines.py --rows 1000000 --runs 1
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -78,6 +79,7 @@ else
     bench 1800 bench_import.py
     bench 900 bench_ui.py
     bench 600 bench_table_diff.py
+    bench 900 bench_table_diff_engines.py
 fi
 
 echo
