@@ -55,6 +55,17 @@ def diff(
         str,
         typer.Option("--after", help="With --table: the row changes after this offset (next_offset)."),
     ] = "",
+    spark: Annotated[
+        str | None,
+        typer.Option(
+            "--spark",
+            metavar="MASTER",
+            help="With --table and --key: compute the diff in a Spark job on this master (local[2], "
+            "spark://host:7077): the same answer, for tables one process cannot hold. Needs pyspark "
+            "and Java, and an embedded lake with its blocks in one local block directory.",
+            show_default=False,
+        ),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Show uncommitted changes, or the changes between two refs.
@@ -71,8 +82,12 @@ def diff(
     assert lu.ref is not None
     b = backend()
     if table or path is not None:
-        _table(lu, right, path, table, key, amount, after, json_)
+        _table(lu, right, path, table, key, amount, after, spark, json_)
         return
+    if spark is not None:
+        from lakectl.errors import InvalidArgument
+
+        raise InvalidArgument("--spark computes a table diff: add --table")
     if right is None:
         if two_way:
             from lakectl.errors import InvalidArgument
@@ -87,7 +102,15 @@ def diff(
 
 
 def _table(
-    lu: URI, right: str | None, path: str | None, table: bool, key: str, amount: int, after: str, json_: bool
+    lu: URI,
+    right: str | None,
+    path: str | None,
+    table: bool,
+    key: str,
+    amount: int,
+    after: str,
+    spark: str | None,
+    json_: bool,
 ) -> None:
     from lakectl.errors import InvalidArgument
 
@@ -100,5 +123,5 @@ def _table(
     ru = ref_uri(right)
     assert lu.ref is not None and ru.ref is not None
     columns = [c.strip() for c in key.split(",") if c.strip()]
-    found = backend().diff_table(same_repo(lu, ru), lu.ref, ru.ref, path, columns, amount, after)
+    found = backend().diff_table(same_repo(lu, ru), lu.ref, ru.ref, path, columns, amount, after, spark)
     render.emit(found, json_, render.table_diff)

@@ -219,9 +219,12 @@ class Backend(Protocol):
         key: Sequence[str] = (),
         amount: int = 100,
         after: str = "",
+        spark_master: str | None = None,
     ) -> dict[str, Any]:
         """The data-aware diff of the table at ``path`` from ``left``'s tree to ``right``'s, as
-        :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes)."""
+        :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes).
+        With ``spark_master`` (a keyed diff), the same diff runs as a Spark job on that master
+        (:func:`lakectl.spark.tablediff.diff_table`), against an embedded lake only."""
         ...
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------

@@ -250,7 +250,15 @@ class LocalBackend:
         key: Sequence[str] = (),
         amount: int = 100,
         after: str = "",
+        spark_master: str | None = None,
     ) -> dict[str, Any]:
+        if spark_master is not None:
+            from lakectl.spark import tablediff as spark_tablediff
+
+            found = spark_tablediff.diff_table(
+                self.lake, repo, left, right, path, key, amount, after, master=spark_master
+            )
+            return found.to_dict()
         from lakectl.core import tablediff
 
         return tablediff.diff_table(self.lake, repo, left, right, path, key, amount, after).to_dict()

@@ -636,7 +636,10 @@ class RemoteBackend(PullsOverHttp):
         key: Sequence[str] = (),
         amount: int = 100,
         after: str = "",
+        spark_master: str | None = None,
     ) -> dict[str, Any]:
+        if spark_master is not None:
+            raise InvalidArgument("--spark runs against an embedded lake: diff the table without --spark")
         url = f"{self._repo(repo)}/refs/{_q(left)}/diff/{_q(right)}/table"
         params = {"path": path, "key": ",".join(key), "amount": amount, "after": after}
         return dict(self._json("GET", url, params=params))

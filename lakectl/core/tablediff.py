@@ -9,6 +9,7 @@ changes (``rows``) and the records returned (``records``, re-exported here).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -57,6 +58,38 @@ def _unique_names(schema: pa.Schema, side: str) -> None:
         seen.add(name)
 
 
+class KeyedCompare(Protocol):
+    """What compares the two sides' rows by key, given the objects to read, each side's base
+    schema, the compared column pairs and the page wanted: in-process by default
+    (:func:`~lakectl.core.tables.rows.compare_keyed`), or as a Spark job
+    (:mod:`lakectl.spark.tablediff`)."""
+
+    def __call__(
+        self,
+        located: parts.Located,
+        sides: tuple[parts.Side, parts.Side],
+        bases: tuple[pa.Schema, pa.Schema],
+        pairs: Sequence[tuple[str, str]],
+        key: tuple[str, ...],
+        amount: int,
+        after: str,
+    ) -> Compared: ...
+
+
+def _in_process(
+    located: parts.Located,
+    sides: tuple[parts.Side, parts.Side],
+    bases: tuple[pa.Schema, pa.Schema],
+    pairs: Sequence[tuple[str, str]],
+    key: tuple[str, ...],
+    amount: int,
+    after: str,
+) -> Compared:
+    lside, rside = sides
+    ltable, rtable = lside.read(None, bases[0]), rside.read(None, bases[1])  # whole rows are shown
+    return compare_keyed(ltable, rtable, key, tuple(pairs), (lside.ref, rside.ref), amount, after)
+
+
 def diff_table(
     lake: Lake,
     repo: str,
@@ -66,6 +99,7 @@ def diff_table(
     key: Sequence[str] = (),
     amount: int = 100,
     after: str = "",
+    keyed: KeyedCompare = _in_process,
 ) -> TableDiff:
     """The diff of the table at ``path`` from ``left`` to ``right`` (refs, two-way: left's tree
     against right's). With ``key``, rows are matched by it (unique on each side) and reported
@@ -73,7 +107,8 @@ def diff_table(
     most ``amount`` row changes after ``after`` (a ``next_offset``); every count covers the
     whole diff. Raise ``NotFound`` when neither side has a table at ``path``, and
     ``InvalidArgument`` for a key column missing on a side, a key that is not unique, or an
-    object that is not readable as its format."""
+    object that is not readable as its format. ``keyed`` compares the rows of a keyed diff
+    (another engine gives the same answer)."""
     key = tuple(key)
     _check(key, amount)
     located = parts.locate(lake, repo, left, right, path)
@@ -81,7 +116,7 @@ def diff_table(
     try:
         rside = parts.open_side(lake, repo, right, located.right)
         try:
-            return _diff(located, lside, rside, key, amount, after)
+            return _diff(located, lside, rside, key, amount, after, keyed)
         finally:
             rside.close()
     finally:
@@ -95,6 +130,7 @@ def _diff(
     key: tuple[str, ...],
     amount: int,
     after: str,
+    keyed: KeyedCompare = _in_process,
 ) -> TableDiff:
     empty = pa.schema([])
     lread, rread = lside.schema(), rside.schema()
@@ -118,9 +154,8 @@ def _diff(
             raise InvalidArgument(f"key column {k!r} is not in the table {located.path} at {ref}", column=k)
     if lread is None and rread is None:
         compared = Compared()
-    elif key:  # whole rows are shown: every column is read
-        ltable, rtable = lside.read(None, lbase), rside.read(None, rbase)
-        compared = compare_keyed(ltable, rtable, key, pairs, (lside.ref, rside.ref), amount, after)
+    elif key:
+        compared = keyed(located, (lside, rside), (lbase, rbase), pairs, key, amount, after)
     else:  # only the columns on both sides take part
         ltable = lside.read([ln for ln, _ in pairs], lbase)
         rtable = rside.read(compared_names, rbase)
