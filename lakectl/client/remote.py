@@ -17,12 +17,12 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import quote, urlsplit
 
 import httpx
 
-from lakectl.client import ByteProgress, Progress
+from lakectl.client import ByteProgress, Progress, blockio, wire
 from lakectl.client.remote_pulls import PullsOverHttp
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import (
@@ -56,7 +56,6 @@ BLOCKS_IN_FLIGHT = 3
 """Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
 hashing on both sides busy. More contend for the CPUs and hold more 64 MiB buffers: 1 GiB over
 loopback on 2 cores went from ~255 MB/s with 4 to ~285 MB/s with 2 or 3."""
-SEND_SLICE = 1024 * 1024
 
 
 def _q(part: str) -> str:
@@ -150,14 +149,14 @@ class RemoteBackend(PullsOverHttp):
         safe = method in ("GET", "HEAD", "PUT", "DELETE") if idempotent is None else idempotent
         whole: bytes | None = None
         sliced: bytes | memoryview | None = None
-        if isinstance(content, bytes) and len(content) <= SEND_SLICE:
+        if isinstance(content, bytes) and len(content) <= blockio.SEND_SLICE:
             whole = content
         elif content is not None:
             sliced = content  # large, or a view of a reused buffer: sent as slices, no copies
             headers = {**(headers or {}), "Content-Length": str(len(content))}
         for attempt in range(ATTEMPTS):
             try:
-                body = whole if sliced is None else _slices(sliced)  # a fresh iterator per attempt
+                body = whole if sliced is None else blockio.slices(sliced)  # a fresh iterator per attempt
                 response = self._http.request(
                     method,
                     path,
@@ -222,13 +221,13 @@ class RemoteBackend(PullsOverHttp):
         namespace = storage_namespace or f"local://{name}"
         body = {"name": name, "default_branch": default_branch, "storage_namespace": namespace}
         params = {"bare": "true"} if bare else None
-        return _repository(self._json("POST", "/api/v1/repositories", json=body, params=params))
+        return wire.repository(self._json("POST", "/api/v1/repositories", json=body, params=params))
 
     def get_repo(self, name: str) -> Repository:
-        return _repository(self._json("GET", self._repo(name)))
+        return wire.repository(self._json("GET", self._repo(name)))
 
     def list_repos(self, after: str = "", amount: int | None = None) -> list[Repository]:
-        return [_repository(r) for r in self._pages("/api/v1/repositories", after=after, amount=amount)]
+        return [wire.repository(r) for r in self._pages("/api/v1/repositories", after=after, amount=amount)]
 
     def delete_repo(self, name: str) -> None:
         self._call("DELETE", self._repo(name))
@@ -242,23 +241,25 @@ class RemoteBackend(PullsOverHttp):
         return self.get_branch(repo, name)
 
     def get_branch(self, repo: str, name: str) -> Branch:
-        return _branch(self._json("GET", f"{self._repo(repo)}/branches/{_q(name)}"))
+        return wire.branch(self._json("GET", f"{self._repo(repo)}/branches/{_q(name)}"))
 
     def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
-        return [_branch(r) for r in self._pages(f"{self._repo(repo)}/branches", after=after, amount=amount)]
+        return [
+            wire.branch(r) for r in self._pages(f"{self._repo(repo)}/branches", after=after, amount=amount)
+        ]
 
     def delete_branch(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/branches/{_q(name)}")
 
     def create_tag(self, repo: str, name: str, ref: str, force: bool = False) -> Tag:
         body = {"id": name, "ref": ref, "force": force}
-        return _tag(self._json("POST", f"{self._repo(repo)}/tags", json=body))
+        return wire.tag(self._json("POST", f"{self._repo(repo)}/tags", json=body))
 
     def get_tag(self, repo: str, name: str) -> Tag:
-        return _tag(self._json("GET", f"{self._repo(repo)}/tags/{_q(name)}"))
+        return wire.tag(self._json("GET", f"{self._repo(repo)}/tags/{_q(name)}"))
 
     def list_tags(self, repo: str, after: str = "", amount: int | None = None) -> list[Tag]:
-        return [_tag(r) for r in self._pages(f"{self._repo(repo)}/tags", after=after, amount=amount)]
+        return [wire.tag(r) for r in self._pages(f"{self._repo(repo)}/tags", after=after, amount=amount)]
 
     def delete_tag(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/tags/{_q(name)}")
@@ -267,7 +268,7 @@ class RemoteBackend(PullsOverHttp):
 
     def stat(self, repo: str, ref: str, path: str) -> ObjectInfo:
         body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params={"path": path})
-        return _object(body)
+        return wire.object_info(body)
 
     def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
         """Blocks fetched in parallel by signed locator (a few in flight), yielded in order."""
@@ -332,7 +333,7 @@ class RemoteBackend(PullsOverHttp):
             signed, _, rng = segment.partition(":")
             offset, _, length = rng.partition(":")
             part = (int(offset), int(length)) if rng else None
-            if runs and _bare(runs[-1][0]) == _bare(signed):
+            if runs and blockio.bare(runs[-1][0]) == blockio.bare(signed):
                 runs[-1][1].append(part)
             else:
                 runs.append((signed, [part]))
@@ -350,7 +351,7 @@ class RemoteBackend(PullsOverHttp):
         try:
             return self.get_block(signed)
         except BlockNotFound as exc:
-            bare = _bare(signed)
+            bare = blockio.bare(signed)
             raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
 
     def list_objects(
@@ -364,7 +365,7 @@ class RemoteBackend(PullsOverHttp):
     ) -> Iterator[ObjectInfo]:
         params: dict[str, Any] = {"prefix": prefix, "delimiter": delimiter}
         url = f"{self._repo(repo)}/refs/{_q(ref)}/objects/ls"
-        return (_object(item) for item in self._pages(url, params, after, amount))
+        return (wire.object_info(item) for item in self._pages(url, params, after, amount))
 
     def upload(
         self,
@@ -398,7 +399,7 @@ class RemoteBackend(PullsOverHttp):
         for path, _ in ordered:
             _check_object(path, content_type, None)
         self._stage_allowed(repo, branch)
-        packs = _MemoryBlocks()
+        packs = blockio.MemoryBlocks()
         packer = Packer(packs)
         large: list[tuple[str, str]] = []
         for path, local in ordered:
@@ -446,7 +447,7 @@ class RemoteBackend(PullsOverHttp):
         proven), so the network and the server are busy from the first block on. Blocks are
         read into ``BLOCKS_IN_FLIGHT + 1`` buffers used over and over: memory stays bounded and
         no block pays for fresh pages."""
-        first = _read_block(stream)
+        first = blockio.read_block(stream, BLOCK_SIZE)
         if len(first) < BLOCK_SIZE:
             return [self._send_one(first)]
         free: queue.Queue[bytearray] = queue.Queue()
@@ -465,7 +466,7 @@ class RemoteBackend(PullsOverHttp):
                     buffer, allocated = bytearray(BLOCK_SIZE), allocated + 1
                 else:
                     buffer = free.get()
-                block = memoryview(buffer)[: _read_into(stream, buffer)]
+                block = memoryview(buffer)[: blockio.read_into(stream, buffer)]
             return [f.result() for f in pending]
 
     def _send_one(self, block: bytes | memoryview) -> str:
@@ -527,7 +528,7 @@ class RemoteBackend(PullsOverHttp):
             "metadata": dict(metadata or {}),
         }
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
-        return _object(self._json("POST", url, json=body, idempotent=True))
+        return wire.object_info(self._json("POST", url, json=body, idempotent=True))
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/delete"
@@ -560,10 +561,10 @@ class RemoteBackend(PullsOverHttp):
             body["prefixes"] = list(prefixes)  # lakectl's extension: a partial commit
         url = f"{self._repo(repo)}/branches/{_q(branch)}/commits"
         params = {"allow_empty_message": "true"} if allow_empty_message else None
-        return _commit(self._json("POST", url, json=body, params=params, idempotent=False))
+        return wire.commit(self._json("POST", url, json=body, params=params, idempotent=False))
 
     def get_commit(self, repo: str, ref: str) -> Commit:
-        return _commit(self._json("GET", f"{self._repo(repo)}/commits/{_q(ref)}"))
+        return wire.commit(self._json("GET", f"{self._repo(repo)}/commits/{_q(ref)}"))
 
     def log(
         self,
@@ -594,7 +595,7 @@ class RemoteBackend(PullsOverHttp):
         if stop_at:
             params["stop_at"] = stop_at
         url = f"{self._repo(repo)}/refs/{_q(ref)}/commits"
-        return (_commit(item) for item in self._pages(url, params, after, amount))
+        return (wire.commit(item) for item in self._pages(url, params, after, amount))
 
     def annotate(
         self, repo: str, ref: str, prefix: str = "", recursive: bool = False
@@ -604,19 +605,19 @@ class RemoteBackend(PullsOverHttp):
 
         params = {"prefix": prefix, "recursive": recursive}
         for d in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/annotate", params):
-            commit = _commit(d["commit"]) if d.get("commit") else None
+            commit = wire.commit(d["commit"]) if d.get("commit") else None
             yield Annotation(d["path"], PathType(d["path_type"]), commit)
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/diff"
-        return [_change(d) for d in self._pages(url, {"prefix": prefix})]
+        return [wire.change(d) for d in self._pages(url, {"prefix": prefix})]
 
     def diff_refs(
         self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
     ) -> Iterator[Change]:
         url = f"{self._repo(repo)}/refs/{_q(left)}/diff/{_q(right)}"
         params = {"type": "two_dot" if two_way else "three_dot", "prefix": prefix}
-        return (_change(d) for d in self._pages(url, params))
+        return (wire.change(d) for d in self._pages(url, params))
 
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:
         try:
@@ -668,7 +669,7 @@ class RemoteBackend(PullsOverHttp):
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/cherry-pick"
         body = {"ref": ref, "parent_number": parent_number}
-        return _commit(self._json("POST", url, json=body, idempotent=False))
+        return wire.commit(self._json("POST", url, json=body, idempotent=False))
 
     def revert(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/revert"
@@ -903,87 +904,6 @@ def _check_object(path: str, content_type: str | None, metadata: Mapping[str, st
     check_metadata(metadata or {})
 
 
-def _bare(signed: str) -> str:
-    """The bare locator ``<md5>+<size>`` of a signed one."""
-    return signed.split("+A", 1)[0]
-
-
-def _read_block(stream: BinaryIO) -> bytes:
-    """The next block of the stream: ``BLOCK_SIZE`` bytes, fewer only at its end (a pipe or a
-    socket may return short reads before that)."""
-    first = stream.read(BLOCK_SIZE)
-    if not first or len(first) == BLOCK_SIZE:
-        return first
-    buffer = bytearray(BLOCK_SIZE)
-    buffer[: len(first)] = first
-    size = len(first) + _read_into(stream, memoryview(buffer)[len(first) :])
-    return bytes(buffer[:size])
-
-
-def _read_into(stream: BinaryIO, buffer: bytearray | memoryview) -> int:
-    """Fill ``buffer`` from the stream; fewer bytes only at its end."""
-    view = memoryview(buffer)
-    size = 0
-    while size < len(view):
-        n = stream.readinto(view[size:])  # type: ignore[attr-defined]
-        if not n:
-            break
-        size += n
-    return size
-
-
-def _slices(content: bytes | memoryview) -> Iterator[bytes]:
-    """A large body as ``SEND_SLICE`` views, sent without copies: httpcore's sync writer copies the
-    unsent rest of a ``bytes`` body after every ``send``, quadratic in the body's size."""
-    view = memoryview(content)
-    for start in range(0, len(view), SEND_SLICE):
-        # httpx hands each chunk to socket.sendall, which takes any buffer; it is typed as bytes
-        yield cast(bytes, view[start : start + SEND_SLICE])
-
-
-class _MemoryBlocks:
-    """Collects the packs a client-side Packer writes, in the order it writes them."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[str, bytes] = {}
-        self.times: dict[str, float] = {}
-
-    def put(self, locator: str, data: bytes | memoryview) -> None:
-        self.blocks[locator] = bytes(data)
-        self.times[locator] = time.time()
-
-    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
-        data = self.blocks[locator]
-        return data[offset:] if length is None else data[offset : offset + length]
-
-    def exists(self, locator: str) -> bool:
-        return locator in self.blocks
-
-    def touch(self, locator: str) -> bool:
-        if locator not in self.blocks:
-            return False
-        self.times[locator] = time.time()
-        return True
-
-    def modified(self, locator: str) -> float:
-        if locator not in self.times:
-            raise BlockNotFound(f"no pack {locator}", locator=locator)
-        return self.times[locator]
-
-    def delete(self, locator: str) -> None:
-        self.blocks.pop(locator, None)
-        self.times.pop(locator, None)
-
-    def list(self) -> Iterator[str]:
-        return iter(list(self.blocks))
-
-    def sync(self) -> None:
-        pass
-
-
-# -- wire format → records -------------------------------------------------------------------
-
-
 def _error(response: httpx.Response) -> LakectlError:
     try:
         body = response.json()
@@ -1007,67 +927,3 @@ def _error(response: httpx.Response) -> LakectlError:
     if 400 <= status < 500:
         return InvalidArgument(message)
     return StorageError(message)
-
-
-def _repository(d: Mapping[str, Any]) -> Repository:
-    from lakectl.core.model import BranchId, Repository, RepositoryId
-
-    return Repository(
-        name=RepositoryId(d["id"]),
-        default_branch=BranchId(d["default_branch"]),
-        creation_date=int(d["creation_date"]),
-        storage_namespace=d.get("storage_namespace", ""),
-    )
-
-
-def _branch(d: Mapping[str, Any]) -> Branch:
-    from lakectl.core.model import Branch, BranchId, CommitId, StagingToken
-
-    return Branch(BranchId(d["id"]), CommitId(d["commit_id"]), StagingToken(""))
-
-
-def _tag(d: Mapping[str, Any]) -> Tag:
-    from lakectl.core.model import CommitId, Tag, TagId
-
-    return Tag(TagId(d["id"]), CommitId(d["commit_id"]))
-
-
-def _commit(d: Mapping[str, Any]) -> Commit:
-    from lakectl.core.model import Commit, CommitId, MetaRangeId
-
-    return Commit(
-        id=CommitId(d["id"]),
-        parents=tuple(CommitId(p) for p in d["parents"]),
-        committer=d["committer"],
-        message=d["message"],
-        creation_date=int(d["creation_date"]),
-        meta_range_id=MetaRangeId(d.get("meta_range_id", "")),
-        metadata=dict(d.get("metadata") or {}),
-        generation=int(d.get("generation", 0)),
-    )
-
-
-def _object(d: Mapping[str, Any]) -> ObjectInfo:
-    from lakectl.core.model import Entry, ObjectInfo, PathType
-
-    if d.get("path_type") == "common_prefix":
-        return ObjectInfo(d["path"], PathType.COMMON_PREFIX)
-    entry = Entry(
-        size=int(d.get("size_bytes") or 0),
-        checksum=d.get("checksum", ""),
-        locators=(),
-        mtime=int(d.get("mtime") or 0),
-        content_type=d.get("content_type") or "application/octet-stream",
-        metadata=dict(d.get("metadata") or {}),
-    )
-    return ObjectInfo(d["path"], PathType.OBJECT, entry, d.get("physical_address"))
-
-
-def _change(d: Mapping[str, Any]) -> Change:
-    from lakectl.core.model import Change, DiffType
-
-    kind = DiffType(d["type"])
-    row = (int(d.get("size_bytes") or 0), "", "", 0, "", "")
-    if kind is DiffType.REMOVED:
-        return Change(d["path"], kind, None, row)
-    return Change(d["path"], kind, row, row if kind is DiffType.CHANGED else None)

@@ -584,8 +584,15 @@ def list_reviews(lake: Lake, repo: str, pull_id: str) -> list[Review]:
     return _reviews(lake, rid, part, pull)
 
 
-def _reviews(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> list[Review]:
-    head = _source_head(lake, rid, pull) if pull.status is PullStatus.OPEN else ""
+def _reviews(
+    lake: Lake, rid: RepositoryId, part: str, pull: PullRequest, head: str | None = None
+) -> list[Review]:
+    """The reviews, marked stale against the source's ``head`` (read when not given; none for
+    a pull request no longer open)."""
+    if pull.status is not PullStatus.OPEN:
+        head = ""
+    elif head is None:
+        head = _source_head(lake, rid, pull)
     prefix = keys.pull_review_prefix(pull.number)
     out = []
     for key, raw in lake.kv.scan(part, prefix):
@@ -618,16 +625,11 @@ def _gate(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> Gate:
     rule = protection.rule_for(lake.kv, rid, pull.destination_branch)
     required = rule.required_approvals if rule is not None else 0
     need_checks = rule.required_checks if rule is not None else False
+    fresh = [r for r in _reviews(lake, rid, part, pull, head) if not r.stale]
     approvals = tuple(
-        r.reviewer
-        for r in _reviews(lake, rid, part, pull)
-        if r.verdict is Verdict.APPROVED and not r.stale and r.reviewer != pull.author
+        r.reviewer for r in fresh if r.verdict is Verdict.APPROVED and r.reviewer != pull.author
     )
-    changes_requested = [
-        r.reviewer
-        for r in _reviews(lake, rid, part, pull)
-        if r.verdict is Verdict.CHANGES_REQUESTED and not r.stale
-    ]
+    changes_requested = [r.reviewer for r in fresh if r.verdict is Verdict.CHANGES_REQUESTED]
     found = tuple(checks(lake, rid, head))
     reasons: list[str] = []
     if pull.status is not PullStatus.OPEN:
