@@ -20,6 +20,31 @@ from typing import Any
 
 from lakectl.core.model import Row
 
+CHILD_PEAKS = """
+import os
+
+def peak(pid="self"):
+    try:  # a process may have exited meanwhile, or be a zombie (no VmHWM)
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmHWM")), 0) / 1024
+    except OSError:
+        return 0.0
+
+def descendants(pid):
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                for child in f.read().split():
+                    found += [int(child), *descendants(int(child))]
+    except OSError:
+        pass
+    return found
+"""
+"""Source for a benchmark's child process (``python -c``): ``peak(pid)``, a process's peak
+resident memory in MiB (``VmHWM``; ``ru_maxrss`` survives exec, so a child would report its
+parent's), and ``descendants(pid)``, the processes under it (a Spark JVM's Python workers)."""
+
 
 def print_context(what: str) -> None:
     """One line saying what runs and how busy the machine is (figures are only comparable

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from _benchutil import Table, print_context, temp_dir, verdict
+from _benchutil import CHILD_PEAKS, Table, print_context, temp_dir, verdict
 
 REPO = "gcbench"
 TARGET_SECONDS = 60
@@ -52,30 +52,16 @@ with open("/proc/self/status") as f:
 print(json.dumps({"seconds": seconds, "peak_mib": peak, "report": report.to_dict()}))
 """
 
-_SPARK_CHILD = """
+_SPARK_CHILD = (
+    """
 import json, os, sys, time
 from lakectl.core import porcelain
 from lakectl.spark import gc
 from lakectl.spark.session import session
 
-def peak(pid):
-    try:  # a process may have exited meanwhile, or be a zombie (no VmHWM)
-        with open(f"/proc/{pid}/status") as f:
-            return next((int(line.split()[1]) for line in f if line.startswith("VmHWM")), 0) / 1024
-    except OSError:
-        return 0.0
-
-def descendants(pid):
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                for child in f.read().split():
-                    found += [int(child), *descendants(int(child))]
-    except OSError:
-        pass
-    return found
-
+"""
+    + CHILD_PEAKS
+    + """
 t0 = time.perf_counter()
 spark = session(sys.argv[3], "bench-gc", **{"spark.ui.showConsoleProgress": "false"})
 spark.range(1).count()
@@ -92,6 +78,7 @@ print(json.dumps({
 }))
 spark.stop()
 """
+)
 
 
 def build(home: str, blocks: int, garbage_share: float) -> tuple[list[str], list[str]]:

@@ -60,7 +60,7 @@ def diff(
         typer.Option(
             "--spark",
             metavar="MASTER",
-            help="With --table and --key: compute the diff in a Spark job on this master (local[2], "
+            help="With --table: compute the diff in a Spark job on this master (local[2], "
             "spark://host:7077): the same answer, for tables one process cannot hold. Needs pyspark "
             "and Java, and an embedded lake with its blocks in one local block directory.",
             show_default=False,

@@ -36,7 +36,7 @@ def merge(
             help="How to resolve conflicts: dest-wins or source-wins for every path, or "
             "GLOB=STRATEGY for the paths a glob matches (`**` spans directories). Repeatable; "
             "the first matching glob wins. GLOB=rows:key=COL[,COL][;winner=source|dest] merges "
-            "the Parquet objects both sides changed row by row by key.",
+            "the Parquet tables both sides changed row by row by key, a partition directory at a time.",
         ),
     ] = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Merge commit message.")] = None,
@@ -48,6 +48,18 @@ def merge(
             "parent is the destination's last commit (no merge commit).",
         ),
     ] = False,
+    spark: Annotated[
+        str | None,
+        typer.Option(
+            "--spark",
+            metavar="MASTER",
+            help="With a GLOB=rows:key=... strategy: merge the tables by rows in a Spark job on this "
+            "master (local[2], spark://host:7077), a partition per task: the same result, for tables "
+            "one process cannot hold. Needs pyspark and Java, and an embedded lake with its blocks "
+            "in one local block directory.",
+            show_default=False,
+        ),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
     """Merge a ref into a branch (three-way), creating a merge commit.
@@ -58,7 +70,11 @@ def merge(
     src, dst = ref_uri(source), ref_uri(destination)
     repo = same_repo(src, dst)
     assert src.ref is not None and dst.ref is not None
-    result = backend().merge(repo, src.ref, dst.ref, strategy or [], message, squash=squash)
+    if spark is not None and not any("=rows:" in s for s in strategy or []):
+        raise InvalidArgument("--spark merges tables by rows: add a --strategy 'GLOB=rows:key=COL'")
+    result = backend().merge(
+        repo, src.ref, dst.ref, strategy or [], message, squash=squash, spark_master=spark
+    )
     c = result.commit
     if result.changed:
         how = "Squash-merged" if squash else "Merged"

@@ -223,7 +223,7 @@ class Backend(Protocol):
     ) -> dict[str, Any]:
         """The data-aware diff of the table at ``path`` from ``left``'s tree to ``right``'s, as
         :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes).
-        With ``spark_master`` (a keyed diff), the same diff runs as a Spark job on that master
+        With ``spark_master``, the same diff runs as a Spark job on that master
         (:func:`lakectl.spark.tablediff.diff_table`), against an embedded lake only."""
         ...
 
@@ -237,9 +237,12 @@ class Backend(Protocol):
         strategies: Sequence[str] = (),
         message: str | None = None,
         squash: bool = False,
+        spark_master: str | None = None,
     ) -> MergeResult:
         """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree.
-        ``squash``: the result has the destination as its one parent (lakeFS's squash_merge)."""
+        ``squash``: the result has the destination as its one parent (lakeFS's squash_merge).
+        With ``spark_master``, a ``rows`` strategy's merges run as a Spark job on that master
+        (:func:`lakectl.spark.tablemerge.runner`), against an embedded lake only."""
         ...
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit: ...

@@ -271,8 +271,14 @@ class LocalBackend:
         strategies: Sequence[str] = (),
         message: str | None = None,
         squash: bool = False,
+        spark_master: str | None = None,
     ) -> MergeResult:
-        return p.merge(self.lake, repo, source, dest, strategies, message, squash=squash)
+        runner = None
+        if spark_master is not None:
+            from lakectl.spark import tablemerge as spark_tablemerge
+
+            runner = spark_tablemerge.runner(spark_master)
+        return p.merge(self.lake, repo, source, dest, strategies, message, squash=squash, rows_runner=runner)
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
         return p.cherry_pick(self.lake, repo, branch, ref, parent_number)

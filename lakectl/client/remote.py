@@ -655,9 +655,12 @@ class RemoteBackend(PullsOverHttp):
         strategies: Sequence[str] = (),
         message: str | None = None,
         squash: bool = False,
+        spark_master: str | None = None,
     ) -> MergeResult:
         from lakectl.core.porcelain import MergeResult
 
+        if spark_master is not None:
+            raise InvalidArgument("--spark runs against an embedded lake: merge without --spark")
         body: dict[str, Any] = {"message": message or "", "strategies": list(strategies)}
         if squash:
             body["squash_merge"] = True

@@ -1034,11 +1034,14 @@ def merge(
     metadata: Mapping[str, str] | None = None,
     squash: bool = False,
     through_pull: bool = False,
+    rows_runner: tablemerge.UnitRunner | None = None,
 ) -> MergeResult:
     """Three-way merge of ``source`` into the destination branch, as a merge commit; with
     ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
     A destination whose protection rule gates pull requests takes only merges made
-    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate)."""
+    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate).
+    ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
+    :func:`lakectl.spark.tablemerge.runner`)."""
     rid, bid = _branch_target(lake, repo, dest)
     if not through_pull:
         protection.check_direct_merge(lake.kv, rid, bid)
@@ -1059,11 +1062,11 @@ def merge(
     base_mid = base.meta_range_id if base is not None else lake.trees.empty()
     plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
     merged_by_rows: list[str] = []
-    if plan.conflicts and row_rules:
+    if row_rules:
         from lakectl.core import tablemerge
 
         found = tablemerge.resolve(
-            lake, base_mid, src.meta_range_id, dst.meta_range_id, plan.conflicts, row_rules
+            lake, base_mid, src.meta_range_id, dst.meta_range_id, plan, row_rules, rows_runner
         )
         if found.conflicts:
             rows = f", {len(found.row_conflicts)} with conflicting rows" if found.row_conflicts else ""
@@ -1072,9 +1075,7 @@ def merge(
                 paths=found.conflicts,
                 rows=found.row_conflicts,
             )
-        plan.updates.extend(found.updates)
-        plan.updates.sort(key=lambda u: u[0])
-        plan.conflicts = []
+        plan.updates, plan.conflicts = found.updates, []
         merged_by_rows = found.merged
     if plan.conflicts:
         raise MergeConflict(

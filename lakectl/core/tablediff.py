@@ -90,6 +90,37 @@ def _in_process(
     return compare_keyed(ltable, rtable, key, tuple(pairs), (lside.ref, rside.ref), amount, after)
 
 
+class MultisetCompare(Protocol):
+    """What compares the two sides' whole rows (on the columns of ``pairs``) as multisets, given
+    the objects to read, each side's base schema and the page wanted: in-process by default
+    (:func:`~lakectl.core.tables.rows.compare_multiset`), or as a Spark job
+    (:mod:`lakectl.spark.tablediff`)."""
+
+    def __call__(
+        self,
+        located: parts.Located,
+        sides: tuple[parts.Side, parts.Side],
+        bases: tuple[pa.Schema, pa.Schema],
+        pairs: Sequence[tuple[str, str]],
+        amount: int,
+        after: str,
+    ) -> Compared: ...
+
+
+def _multiset_in_process(
+    located: parts.Located,
+    sides: tuple[parts.Side, parts.Side],
+    bases: tuple[pa.Schema, pa.Schema],
+    pairs: Sequence[tuple[str, str]],
+    amount: int,
+    after: str,
+) -> Compared:
+    lside, rside = sides  # only the columns on both sides take part
+    ltable = lside.read([ln for ln, _ in pairs], bases[0])
+    rtable = rside.read([rn for _, rn in pairs], bases[1])
+    return compare_multiset(ltable, rtable, pairs, amount, after)
+
+
 def diff_table(
     lake: Lake,
     repo: str,
@@ -100,6 +131,7 @@ def diff_table(
     amount: int = 100,
     after: str = "",
     keyed: KeyedCompare = _in_process,
+    multiset: MultisetCompare = _multiset_in_process,
 ) -> TableDiff:
     """The diff of the table at ``path`` from ``left`` to ``right`` (refs, two-way: left's tree
     against right's). With ``key``, rows are matched by it (unique on each side) and reported
@@ -107,8 +139,8 @@ def diff_table(
     most ``amount`` row changes after ``after`` (a ``next_offset``); every count covers the
     whole diff. Raise ``NotFound`` when neither side has a table at ``path``, and
     ``InvalidArgument`` for a key column missing on a side, a key that is not unique, or an
-    object that is not readable as its format. ``keyed`` compares the rows of a keyed diff
-    (another engine gives the same answer)."""
+    object that is not readable as its format. ``keyed`` compares the rows of a keyed diff,
+    ``multiset`` those of a diff without a key (another engine gives the same answer)."""
     key = tuple(key)
     _check(key, amount)
     located = parts.locate(lake, repo, left, right, path)
@@ -116,7 +148,7 @@ def diff_table(
     try:
         rside = parts.open_side(lake, repo, right, located.right)
         try:
-            return _diff(located, lside, rside, key, amount, after, keyed)
+            return _diff(located, lside, rside, key, amount, after, keyed, multiset)
         finally:
             rside.close()
     finally:
@@ -131,6 +163,7 @@ def _diff(
     amount: int,
     after: str,
     keyed: KeyedCompare = _in_process,
+    multiset: MultisetCompare = _multiset_in_process,
 ) -> TableDiff:
     empty = pa.schema([])
     lread, rread = lside.schema(), rside.schema()
@@ -156,10 +189,8 @@ def _diff(
         compared = Compared()
     elif key:
         compared = keyed(located, (lside, rside), (lbase, rbase), pairs, key, amount, after)
-    else:  # only the columns on both sides take part
-        ltable = lside.read([ln for ln, _ in pairs], lbase)
-        rtable = rside.read(compared_names, rbase)
-        compared = compare_multiset(ltable, rtable, pairs, amount, after)
+    else:
+        compared = multiset(located, (lside, rside), (lbase, rbase), pairs, amount, after)
     lrows, rrows = lside.rows(), rside.rows()
     summaries = tuple(
         PartitionSummary(

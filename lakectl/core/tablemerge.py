@@ -1,13 +1,16 @@
-"""The ``rows`` merge strategy: Parquet objects that both sides of a merge changed, under a glob
-the strategy names, are merged row by row by key instead of conflicting as whole objects.
+"""The ``rows`` merge strategy: the Parquet objects of a table that both sides of a merge changed,
+under a glob the strategy names, are merged row by row by key instead of as whole objects.
 
 ``--strategy 'tables/orders/**=rows:key=order_id'`` (``key=a,b`` for a composite key, and
-``;winner=source`` or ``;winner=dest`` to resolve the row conflicts too). Only the objects the
-tree merge found in conflict are read (base, source and destination versions, through the block
-layer); every other object of the table keeps its locators, as the tree merge left it. Each
-merged object is written as a new Parquet object with the destination version's compression and
-row-group size (:func:`lakectl.core.tables.merge.merge_rows` does the rows). Row and schema
-conflicts are returned as data, per object, for :class:`~lakectl.errors.MergeConflict`.
+``;winner=source`` or ``;winner=dest`` to resolve the row conflicts too). The unit of the merge
+is the partition directory (:func:`plan_units`): one both sides changed is read (base, source and
+destination versions of its objects, through the block layer) and merged by rows into one object
+(:func:`lakectl.core.tables.merge.merge_rows`), written with the destination version's content
+type, compression and row-group size; when both sides only changed objects in place, each object
+they both changed is merged on its own, under its name. Every directory one side changed keeps
+that side's objects, and every untouched one its locators. Row and schema conflicts are returned
+as data, per object or directory, for :class:`~lakectl.errors.MergeConflict`. The units run
+in-process, or on Spark (:mod:`lakectl.spark.tablemerge`), with the same result.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from lakectl.core.graph.merge import glob_matches
+from lakectl.core.graph.merge import MergePlan, glob_matches, join_changes
 from lakectl.core.model import Entry, MetaRangeId, Row
 from lakectl.errors import InvalidArgument
 
@@ -25,7 +28,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lakectl.core.porcelain import Lake
-    from lakectl.core.tables.merge import RowWinner
 
 MARK = "=rows:"
 NOTE = "lakectl_merged_by_rows"
@@ -73,17 +75,106 @@ def split_strategies(values: Sequence[str]) -> tuple[list[RowRule], list[str]]:
     return rules, rest
 
 
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Rows merged as one table: a partition directory's Parquet objects (``whole``), or one
+    object both sides changed in place. ``sides`` holds the base's, the source's and the
+    destination's objects in it, ``(path, row)`` by path; the merged rows go to ``output``."""
+
+    directory: str
+    key: tuple[str, ...]
+    winner: str
+    sides: tuple[tuple[tuple[str, Row], ...], tuple[tuple[str, Row], ...], tuple[tuple[str, Row], ...]]
+    output: str
+    whole: bool
+
+    @property
+    def paths(self) -> set[str]:
+        return {path for side in self.sides for path, _ in side}
+
+
+Outcome = Row | None | dict[str, Any]
+"""A unit's merged object (None: no object, the merge left no rows where a side has none), or
+its conflicts as data (``{"rows": [...], "schema": [...], "count": N}``)."""
+
+
+class UnitRunner(Protocol):
+    """What merges the units by rows: in-process by default (:func:`run_in_process`), or on
+    Spark's executors (:mod:`lakectl.spark.tablemerge`); each outcome as :func:`merge_unit`'s."""
+
+    def __call__(self, lake: Lake, units: Sequence[Unit]) -> list[Outcome]: ...
+
+
 @dataclass
 class Resolution:
-    """What the rows strategy made of the tree merge's conflicts."""
+    """The merge's updates once the rows strategy has run, and what stops it."""
 
     updates: list[tuple[str, Row | None]] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     """Paths still in conflict (no rule, no Parquet, or conflicting rows)."""
     row_conflicts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per path: ``{"rows": [...], "schema": [...], "count": N}``."""
+    """Per path (a merged object, or a partition directory): ``{"rows", "schema", "count"}``."""
     merged: list[str] = field(default_factory=list)
-    """Paths merged by rows."""
+    """What was merged by rows: objects, and partition directories as ``dir/``."""
+
+
+def _rule_for(rules: Sequence[RowRule], path: str) -> int | None:
+    if not path.endswith(".parquet"):
+        return None
+    return next((i for i, r in enumerate(rules) if glob_matches(r.pattern, path)), None)
+
+
+def plan_units(
+    lake: Lake,
+    base: MetaRangeId,
+    source: MetaRangeId,
+    dest: MetaRangeId,
+    conflicts: Sequence[str],
+    rules: Sequence[RowRule],
+) -> list[Unit]:
+    """The units to merge by rows, from the two sides' changes since ``base`` (cost follows the
+    changes). A directory (under one rule) both sides changed is a unit of its own when a side
+    added or removed an object in it (a rewrite, as Spark's writers make: their object names
+    change each time); when both only changed objects in place, each object in ``conflicts`` is
+    one. A directory one side changed keeps that side's objects, as the tree merge left them."""
+    changed: dict[tuple[str, int], list[tuple[bool, bool, bool]]] = {}
+    for path, src, dst in join_changes(lake.trees.diff(base, source), lake.trees.diff(base, dest)):
+        index = _rule_for(rules, path)
+        if index is None:
+            continue
+        in_place = all(c is None or (c.old is not None and c.new is not None) for c in (src, dst))
+        changed.setdefault((path.rpartition("/")[0], index), []).append(
+            (src is not None, dst is not None, in_place)
+        )
+    units: list[Unit] = []
+    wanted = set(conflicts)
+    for (directory, index), marks in sorted(changed.items()):
+        if not (any(m[0] for m in marks) and any(m[1] for m in marks)):
+            continue
+        rule = rules[index]
+        if all(m[2] for m in marks):
+            for path in sorted(p for p in wanted if p.rpartition("/")[0] == directory):
+                if _rule_for(rules, path) == index:
+                    rows = [lake.trees.lookup(mid, path) for mid in (base, source, dest)]
+                    one = tuple(((path, r),) if r is not None else () for r in rows)
+                    units.append(Unit(directory, rule.key, rule.winner, one, path, False))  # type: ignore[arg-type]
+            continue
+        sides = tuple(tuple(_objects(lake, mid, directory, rules, index)) for mid in (base, source, dest))
+        named = sides[2] or sides[1] or sides[0]
+        units.append(Unit(directory, rule.key, rule.winner, sides, named[0][0], True))  # type: ignore[arg-type]
+    return units
+
+
+def _objects(
+    lake: Lake, mid: MetaRangeId, directory: str, rules: Sequence[RowRule], index: int
+) -> list[tuple[str, Row]]:
+    """The objects directly in ``directory`` the rule ``index`` merges (first rule wins)."""
+    prefix = f"{directory}/" if directory else ""
+    return [
+        (path, row)
+        for path, row in lake.trees.iter(mid, prefix=prefix)
+        if "/" not in path[len(prefix) :] and _rule_for(rules, path) == index
+    ]
 
 
 def resolve(
@@ -91,67 +182,103 @@ def resolve(
     base: MetaRangeId,
     source: MetaRangeId,
     dest: MetaRangeId,
-    conflicts: Sequence[str],
+    plan: MergePlan,
     rules: Sequence[RowRule],
+    runner: UnitRunner | None = None,
 ) -> Resolution:
-    """Merge by rows each conflicting path a rule's glob matches (first rule wins)."""
-    from lakectl.core.tables.merge import RowWinner
-
+    """The tree merge's ``plan`` with the units merged by rows (:func:`plan_units`): a
+    whole-directory unit's objects on the destination are replaced by its merged object, and
+    what the tree merge took from the source in it is dropped; an in-place unit's merged object
+    takes its path. Blocks written are synced before this returns."""
+    units = plan_units(lake, base, source, dest, plan.conflicts, rules)
+    outcomes = (runner or run_in_process)(lake, units) if units else []
+    if units:
+        lake.blocks.sync()  # the merged objects' blocks, before the commit names them
     out = Resolution()
-    for path in conflicts:
-        rule = next((r for r in rules if glob_matches(r.pattern, path)), None)
-        if rule is None or not path.endswith(".parquet"):
-            out.conflicts.append(path)
+    covered: set[str] = set()
+    replaced: dict[str, Row | None] = {}
+    for unit, outcome in zip(units, outcomes, strict=True):
+        covered |= unit.paths | {unit.output}
+        name = f"{unit.directory}/" if unit.whole else unit.output
+        if isinstance(outcome, dict):
+            out.row_conflicts[name] = outcome
+            out.conflicts.append(name)
             continue
-        rows = [lake.trees.lookup(mid, path) for mid in (base, source, dest)]
-        merged = _merge(lake, path, rows, rule.key, RowWinner(rule.winner))
-        if isinstance(merged, dict):
-            out.conflicts.append(path)
-            out.row_conflicts[path] = merged
-        else:
-            out.updates.append((path, merged))
-            out.merged.append(path)
+        out.merged.append(name)
+        for path, _ in unit.sides[2]:
+            replaced[path] = None
+        if outcome is not None:
+            replaced[unit.output] = outcome
+    out.conflicts = sorted({*out.conflicts, *(p for p in plan.conflicts if p not in covered)})
+    out.updates = sorted(
+        [(p, r) for p, r in plan.updates if p not in covered] + list(replaced.items()), key=lambda u: u[0]
+    )
     return out
 
 
-def _read(lake: Lake, path: str, row: Row | None) -> tuple[pa.Table, Any] | None:
-    """The object's rows and Parquet metadata (None when the side has no such object)."""
-    import pyarrow.parquet as pq
-
-    from lakectl.core.porcelain import read_entry
-
-    if row is None:
-        return None
-    data = b"".join(read_entry(lake, Entry.from_row(row)))
-    try:
-        f = pq.ParquetFile(io.BytesIO(data))
-        return f.read(), f.metadata
-    except Exception as e:  # pyarrow raises several kinds for a file that is no Parquet
-        raise InvalidArgument(f"cannot merge {path} by rows: it is not readable as Parquet: {e}") from e
+def run_in_process(lake: Lake, units: Sequence[Unit]) -> list[Outcome]:
+    return [merge_unit(lake.blocks, unit) for unit in units]
 
 
-def _merge(
-    lake: Lake, path: str, rows: list[Row | None], key: tuple[str, ...], winner: RowWinner
-) -> Row | dict[str, Any]:
-    """The merged object's row, or its conflicts as data."""
-    from lakectl.core.tables.merge import merge_rows
+def merge_unit(blocks: Any, unit: Unit) -> Outcome:
+    """One unit merged by rows (:func:`lakectl.core.tables.merge.merge_rows`) with the blocks of
+    ``blocks``; the merged object written like the destination's version (else the source's):
+    its content type, compression and row-group size. Nothing is synced here."""
+    from lakectl.core.tables.merge import RowWinner, merge_rows
 
-    base, source, dest = (_read(lake, path, r) for r in rows)
-    tables = [v[0] if v is not None else None for v in (base, source, dest)]
-    result = merge_rows(tables[0], tables[1], tables[2], key, winner)
+    read = [_read(blocks, path, side) for path, side in zip((unit.output,) * 3, unit.sides, strict=True)]
+    result = merge_rows(read[0][0], read[1][0], read[2][0], unit.key, RowWinner(unit.winner))
     if result.table is None:
         return {
             "rows": [c.to_dict() for c in result.conflicts[:MAX_REPORTED]],
             "schema": [c.to_dict() for c in result.schema_conflicts],
             "count": len(result.conflicts) + len(result.schema_conflicts),
         }
-    like, meta = (rows[2], dest[1]) if dest is not None else (rows[1], source[1] if source else None)
-    return _write(lake, result.table, like, meta)
+    if unit.whole and result.table.num_rows == 0 and not (unit.sides[1] and unit.sides[2]):
+        return None  # a side removed the partition's objects, and no row is left to keep
+    like = unit.sides[2] or unit.sides[1]
+    meta = read[2][1] if unit.sides[2] else read[1][1]
+    return _write(blocks, result.table, like[0][1] if like else None, meta)
 
 
-def _write(lake: Lake, table: pa.Table, like: Row | None, meta: Any) -> Row:
-    """``table`` as a new Parquet object written like ``like`` (the destination's version, else
-    the source's): its content type, compression and row-group size."""
+def _read(blocks: Any, where: str, objects: Sequence[tuple[str, Row]]) -> tuple[pa.Table | None, Any]:
+    """A side's rows in the unit (None when it has no object there) and its first object's
+    Parquet metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lakectl.core.blocks.data import read_object
+    from lakectl.core.importing.sources import read_external
+
+    tables, meta = [], None
+    for path, row in objects:
+        entry = Entry.from_row(row)
+        chunks = (
+            read_external(entry, 0, None, blocks)
+            if entry.external is not None
+            else read_object(blocks, entry.locators)
+        )
+        try:
+            f = pq.ParquetFile(io.BytesIO(b"".join(chunks)))
+            tables.append(f.read())
+        except Exception as e:  # pyarrow raises several kinds for a file that is no Parquet
+            raise InvalidArgument(
+                f"cannot merge {path} by rows: it is not readable as Parquet: {e}", path=path
+            ) from e
+        meta = meta if meta is not None else f.metadata
+    if not tables:
+        return None, None
+    try:
+        return pa.concat_tables(tables, promote_options="default"), meta
+    except (pa.ArrowException, ValueError) as e:
+        raise InvalidArgument(
+            f"cannot merge {where} by rows: its objects' schemas differ: {e}", path=where
+        ) from e
+
+
+def _write(blocks: Any, table: pa.Table, like: Row | None, meta: Any) -> Row:
+    """``table`` as a new Parquet object written like ``like``, with ``meta``'s compression and
+    row-group size."""
     import pyarrow.parquet as pq
 
     from lakectl.core.blocks.data import write_object
@@ -165,7 +292,7 @@ def _write(lake: Lake, table: pa.Table, like: Row | None, meta: Any) -> Row:
     out = io.BytesIO()
     pq.write_table(table, out, compression=compression, row_group_size=group_rows)
     out.seek(0)
-    written = write_object(lake.blocks, out)
+    written = write_object(blocks, out)
     return entry_for(written.size, written.checksum, written.locators, content_type or None, None).to_row()
 
 

@@ -22,17 +22,17 @@ every executor sees at the same path (a volume set is checked in-process, copy b
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from lakectl.core import fsck, porcelain
 from lakectl.core.blocks import Temporary
-from lakectl.core.blocks.local import PREFIXES, LocalAdapter
+from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
-from lakectl.errors import BlockNotFound, CorruptBlock, InvalidArgument
+from lakectl.errors import BlockNotFound, CorruptBlock
 from lakectl.spark import gc as spark_gc
+from lakectl.spark.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -52,9 +52,9 @@ def check(
     directory there is no other copy to repair from: ``repair`` reports damage as unrepaired.
 
     ``InvalidArgument`` when the lake's blocks are not in a local block directory."""
-    root = _local_root(lake)
+    root = local_root(lake, "fsck --spark verifies blocks", "run fsck without --spark")
     begin = fsck.start(lake, repo)  # an unknown repository fails before Spark starts
-    with spark_gc._spark(master) as spark:
+    with shared(master) as spark:
         rows, temporaries = _verify(spark, root, begin, lake_wide=repo is None)
     findings: list[fsck.Finding] = []
     orphaned: list[str] = []
@@ -76,16 +76,6 @@ def check(
         temporaries if repo is None else None,
         repair,
     )
-
-
-def _local_root(lake: porcelain.Lake) -> str:
-    if not isinstance(lake.blocks, LocalAdapter):
-        raise InvalidArgument(
-            "fsck --spark verifies blocks in a local block directory (the embedded lake's, or a "
-            f"server's with one local path); this lake keeps them in {lake.blocks!r}: "
-            "run fsck without --spark"
-        )
-    return os.path.abspath(lake.blocks.root)
 
 
 def _verify(
@@ -137,7 +127,7 @@ def _verify(
         rows = [tuple(row) for row in results.collect()]
         temporaries = [Temporary(r.name, r.size, r.modified) for r in listed.collect()] if lake_wide else []
     except (PySparkException, Py4JError) as exc:
-        raise spark_gc._translate(exc) from exc
+        raise translate(exc, "the Spark fsck job") from exc
     finally:
         spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     return rows, temporaries
@@ -161,7 +151,7 @@ def _links(rows: list[tuple[str, str, str]]) -> pa.RecordBatch:
 
 def _ranges_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``(range, metarange, metarange)`` for each range of each readable metarange."""
-    store = RangeStore(spark_gc._adapter(root), cache_size=0)
+    store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for mid in batch.column(0).to_pylist():
             try:
@@ -175,7 +165,7 @@ def _entries_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator
     """``(block, range, the range's root)`` for each entry's block of each readable range."""
     from lakectl.core.gc import bare_locators
 
-    store = RangeStore(spark_gc._adapter(root), cache_size=0)
+    store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         rids, roots = batch.column(0).to_pylist(), batch.column(1).to_pylist()
         for rid, link_root in zip(rids, roots, strict=True):
@@ -191,7 +181,7 @@ def _verify_blocks(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.
     counts (blocks verified, their bytes)."""
     import pyarrow as pa
 
-    adapter = spark_gc._adapter(root)
+    adapter = executor_blocks(root)
     rows: list[tuple[str, str, str | None, str | None, int, int]] = []
     blocks = size = 0
     for batch in batches:
@@ -217,7 +207,7 @@ def _list_temporaries(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[
     """The temporary files of the prefix directories numbered in the batches."""
     import pyarrow as pa
 
-    adapter = spark_gc._adapter(root)
+    adapter = executor_blocks(root)
     found: list[Temporary] = []
     for batch in batches:
         for number in batch.column(0).to_pylist():

@@ -22,28 +22,22 @@ run this interpreter).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import os
-import re
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from lakectl import errors
 from lakectl.core import gc, identity, porcelain
-from lakectl.core.blocks.local import PREFIXES, LocalAdapter
+from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
-from lakectl.errors import InvalidArgument, LakectlError, StorageError
+from lakectl.spark.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-APP_NAME = "lakectl-gc"
 TASKS_PER_CORE = 4
 """Tasks per core of the cluster for listing and sweeping: small enough tasks to balance load."""
 
@@ -70,11 +64,11 @@ def run(
     ``PreconditionFailed`` for a lake created over existing blocks, unless
     ``allow_preexisting_blocks`` (:func:`lakectl.core.gc.check_preexisting`, as in-process).
     """
-    root = _local_root(lake)
+    root = local_root(lake, "gc run --spark collects blocks", "run gc without --spark")
     gc.check_grace(grace_seconds)
     gc.check_preexisting(lake, dry_run, allow_preexisting_blocks)
     porcelain.get_repo(lake, repo)  # an unknown repository fails before Spark starts
-    with _spark(master) as spark:
+    with shared(master) as spark:
         began = time.time()
         stale = gc.expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
         orphans = gc.drop_orphan_staging(lake, repo, dry_run)
@@ -83,80 +77,6 @@ def run(
     if allow_preexisting_blocks and not dry_run:
         identity.clear_preexisting(lake.kv)
     return tally.report(dry_run, start.retained, start.expired, len(stale), orphans)
-
-
-def _local_root(lake: porcelain.Lake) -> str:
-    if not isinstance(lake.blocks, LocalAdapter):
-        raise InvalidArgument(
-            "gc run --spark collects blocks in a local block directory (the embedded lake's, or a "
-            f"server's with one local path); this lake keeps them in {lake.blocks!r}: "
-            "run gc without --spark"
-        )
-    return os.path.abspath(lake.blocks.root)
-
-
-class _Started:
-    """The session collections started here, and how many are using it: the last one out stops
-    it. Concurrent collections (threads of a server) share it instead of stopping it under each
-    other."""
-
-    lock = threading.Lock()
-    session: SparkSession | None = None
-    users = 0
-
-
-@contextlib.contextmanager
-def _spark(master: str) -> Iterator[SparkSession]:
-    """The active session (a notebook's, a test's: left running), else the one collections
-    started, else a new one on ``master``."""
-    with _Started.lock:
-        if _Started.session is None:
-            active = _active()
-            if active is not None:
-                ours = False
-            else:
-                _Started.session = _start(master)
-                ours = True
-        else:
-            ours = True
-        if ours:
-            _Started.users += 1
-        spark = _Started.session if ours else active
-    assert spark is not None
-    try:
-        yield spark
-    finally:
-        if ours:
-            with _Started.lock:
-                _Started.users -= 1
-                if _Started.users == 0 and _Started.session is not None:
-                    _Started.session.stop()
-                    _Started.session = None
-
-
-def _active() -> SparkSession | None:
-    try:
-        from pyspark.errors import PySparkException
-        from pyspark.sql import SparkSession
-    except ImportError:
-        return None
-    try:
-        return SparkSession.active()
-    except PySparkException:
-        return None
-
-
-def _start(master: str) -> SparkSession:
-    from lakectl.spark.session import session
-
-    try:
-        from pyspark.errors import PySparkException
-    except ImportError:
-        return session(master, APP_NAME)  # raises InvalidArgument: install pyspark
-    try:
-        return session(master, APP_NAME)
-    except PySparkException as exc:
-        raise InvalidArgument(f"cannot start Spark on {master!r} (Java 17+ on PATH?): {exc}") from exc
 
 
 def _mark_and_sweep(
@@ -200,7 +120,7 @@ def _mark_and_sweep(
     try:
         rows = swept.collect()
     except (PySparkException, Py4JError) as exc:
-        raise _translate(exc) from exc
+        raise translate(exc, "the Spark garbage-collection job") from exc
     finally:
         spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     total = gc.Tally()
@@ -215,34 +135,7 @@ def _frame(spark: SparkSession, locators: Sequence[str], tasks: int) -> DataFram
     return spark.createDataFrame(rows, _LOCATOR_SCHEMA)
 
 
-_WORKER_ERROR = re.compile(r"lakectl\.errors\.(\w+): (.*)")
-
-
-def _translate(exc: Exception) -> LakectlError:
-    """A failed job as the lakectl error an executor raised (``BlockNotFound`` for a missing
-    range, ``CorruptBlock``, ``StorageError``...), else as a ``StorageError``."""
-    found = _WORKER_ERROR.findall(str(exc))
-    if found:
-        name, message = found[-1]
-        cls = getattr(errors, name, None)
-        if isinstance(cls, type) and issubclass(cls, LakectlError):
-            try:
-                return cls(message)
-            except TypeError:
-                pass
-    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-    return StorageError(f"the Spark garbage-collection job failed: {first}")
-
-
 # -- on the executors --------------------------------------------------------------------------
-
-
-def _adapter(root: str) -> LocalAdapter:
-    # LocalAdapter would create a missing directory: an executor that does not see the block
-    # directory must fail, not list an empty one.
-    if not os.path.isdir(root):
-        raise StorageError(f"the block directory {root} is not visible on this executor")
-    return LocalAdapter(root)
 
 
 def _column(values: list[str]) -> pa.RecordBatch:
@@ -253,7 +146,7 @@ def _column(values: list[str]) -> pa.RecordBatch:
 
 def _ranges_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The range ids of each metarange."""
-    store = RangeStore(_adapter(root), cache_size=0)
+    store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for mid in batch.column(0).to_pylist():
             yield _column([info.id for info in store.read_metarange(MetaRangeId(mid))])
@@ -261,7 +154,7 @@ def _ranges_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Itera
 
 def _blocks_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Each range's own block, and the bare locators of its entries (one batch per range)."""
-    store = RangeStore(_adapter(root), cache_size=0)
+    store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for rid in batch.column(0).to_pylist():
             found = [rid]
@@ -272,7 +165,7 @@ def _blocks_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[
 
 def _list_blocks(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The stored blocks of the prefix directories numbered in the batches."""
-    adapter = _adapter(root)
+    adapter = executor_blocks(root)
     for batch in batches:
         for number in batch.column(0).to_pylist():
             found = adapter.list_prefix(PREFIXES[number])
@@ -286,7 +179,7 @@ def _sweep_blocks(
     """The in-process sweep of this task's blocks; one row of counts."""
     import pyarrow as pa
 
-    adapter = _adapter(root)
+    adapter = executor_blocks(root)
     tally = gc.Tally()
     for batch in batches:
         locators, live = batch.column(0).to_pylist(), batch.column(1).to_pylist()
@@ -302,7 +195,7 @@ def _sweep_temporaries(
     batches; one row of counts."""
     import pyarrow as pa
 
-    adapter = _adapter(root)
+    adapter = executor_blocks(root)
     tally = gc.Tally()
     for batch in batches:
         for number in batch.column(0).to_pylist():

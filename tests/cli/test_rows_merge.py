@@ -39,3 +39,26 @@ def test_rows_merge_and_row_conflicts(cli: Cli) -> None:
     assert done["commit"]["metadata"]["lakectl_merged_by_rows"] == "t/p.parquet"
     diff = cli("diff", "--table", "--key", "id", f"lakefs://R/{head}", "lakefs://R/main", "t/p.parquet")
     assert (diff["changed"], diff["changed_columns"]) == (1, {"amount": 1})  # row 1 from fix; 2 and 3 kept
+
+
+def test_spark_needs_a_rows_strategy_and_an_embedded_lake(cli: Cli) -> None:
+    cli("repo", "create", "lakefs://R")
+    _put(cli, "lakefs://R/main/t/p.parquet", [1.0, 2.0, 3.0])
+    cli("commit", "lakefs://R/main", "-m", "base")
+    cli("branch", "create", "lakefs://R/fix", "--source", "lakefs://R/main")
+    head = cli("branch", "show", "lakefs://R/main")["commit_id"]
+    plain = cli("merge", "lakefs://R/fix", "lakefs://R/main", "--spark", "local[2]", code=2)
+    assert "GLOB=rows" in plain["message"]
+    if cli.mode == "remote":  # a server's blocks are not the client's to read
+        refused = cli(
+            "merge",
+            "lakefs://R/fix",
+            "lakefs://R/main",
+            "--strategy",
+            "t/**=rows:key=id",
+            "--spark",
+            "x",
+            code=2,
+        )
+        assert "embedded lake" in refused["message"]
+    assert cli("branch", "show", "lakefs://R/main")["commit_id"] == head

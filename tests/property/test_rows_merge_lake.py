@@ -1,16 +1,17 @@
 """The ``rows`` merge strategy on a lake against a model of dicts: a random partitioned table
 (``t/day=<d>/p.parquet``, rows ``id -> (a, b)`` with nulls) committed on main, random row edits on
 a branch and on main after it (cells updated, rows deleted, rows added, an added id sometimes
-colliding with the other side's in the same partition), then the branch merged into main by rows
-(with no winner, or either). The model predicts, per partition object, from the rows alone: kept
-by locators (changed on one side or alike on both), or merged by rows, or the conflicts (key,
-kind, columns) that refuse the merge and leave main's head where it was."""
+colliding with the other side's in the same partition; a partition's object sometimes deleted,
+or rewritten under a new name as Spark's writers do), then the branch merged into main by rows
+(with no winner, or either). The model predicts, per partition directory, from the rows and names
+alone: kept by locators (changed on one side or alike on both), or merged by rows (the directory
+as a whole when a side renamed or deleted its object, else the object in place), or the
+conflicts (key, kind, columns) that refuse the merge and leave main's head where it was."""
 
 from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 from lakectl.core import porcelain as p
 from lakectl.core import tablemerge
-from lakectl.errors import MergeConflict, ObjectNotFound
+from lakectl.errors import MergeConflict
 
 REPO = "rep"
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.string())])
@@ -42,8 +43,12 @@ cells = (st.one_of(st.none(), st.integers(0, 2)), st.one_of(st.none(), st.sample
 rows_of = st.tuples(*cells)
 
 
-def path(day: int) -> str:
-    return f"t/day={day}/p.parquet"
+def path(day: int, name: str = "p") -> str:
+    return f"t/day={day}/{name}.parquet"
+
+
+def directory(day: int) -> str:
+    return f"t/day={day}/"
 
 
 def base_ids(day: int) -> list[int]:
@@ -111,6 +116,14 @@ class Scenario:
     """``main`` after the branch."""
     winner: str
     mode: str
+    renamed: tuple[tuple[bool, bool], ...]
+    """Per partition, whether the source and dest write their edit under a new name."""
+
+    def name(self, day: int, side: int) -> str:
+        """The object name a side leaves the partition with (when it has one)."""
+        after = (self.source, self.dest)[side][day]
+        changed = after != self.base[day]
+        return f"r{side}" if changed and self.renamed[day][side] else "p"
 
 
 @st.composite
@@ -123,7 +136,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     mode = draw(st.sampled_from(Mode.ALL))
     source = tuple(draw(edited(base[d], d, 0, mode)) for d in range(days))
     dest = tuple(draw(edited(base[d], d, 1, mode)) for d in range(days))
-    return Scenario(base, source, dest, draw(st.sampled_from(WINNERS)), mode)
+    renamed = tuple((draw(st.booleans()), draw(st.booleans())) for _ in range(days))
+    return Scenario(base, source, dest, draw(st.sampled_from(WINNERS)), mode, renamed)
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -176,38 +190,44 @@ def merge_model(base: Rows, source: Part, dest: Part, winner: str) -> tuple[Rows
 
 @dataclass(frozen=True)
 class Expected:
-    """Per partition: which version main ends with (``source``, ``dest`` by locators, or
-    ``rows`` merged, an object written even when it has no rows), the rows (None: no object),
-    and the row conflicts of the partitions that have some."""
+    """Per partition directory: which version main ends with (``source``, ``dest`` by locators,
+    or ``rows`` merged), the object it holds then (name and rows; None: no object), the row
+    conflicts of the units that have some (keyed by object path, or by the directory when the
+    directory is the unit), and the units merged by rows."""
 
-    kept: dict[str, str]
-    rows: dict[str, Part]
+    kept: dict[int, str]
+    objects: dict[int, tuple[str, Rows] | None]
     conflicts: dict[str, list[Conflict]]
-
-    @property
-    def by_rows(self) -> list[str]:
-        return sorted(q for q, how in self.kept.items() if how == "rows")
+    by_rows: list[str]
 
 
 def expect(sc: Scenario) -> Expected:
-    kept: dict[str, str] = {}
-    rows: dict[str, Part] = {}
+    kept: dict[int, str] = {}
+    objects: dict[int, tuple[str, Rows] | None] = {}
     conflicts: dict[str, list[Conflict]] = {}
+    by_rows: list[str] = []
     for day, (b, s, d) in enumerate(zip(sc.base, sc.source, sc.dest, strict=True)):
-        q = path(day)
+        sname, dname = sc.name(day, 0), sc.name(day, 1)
         # equal rows are equal bytes (sorted, one schema, one writer): the tree merge sees no
         # change on a side that left the rows as the base had them, and the same change on two
-        # sides that wrote the same rows
-        if s in (b, d):
-            kept[q], rows[q] = "dest", d
-        elif d == b:
-            kept[q], rows[q] = "source", s
-        else:
-            kept[q] = "rows"
-            rows[q], found = merge_model(b, s, d, sc.winner)
-            if found:
-                conflicts[q] = found
-    return Expected(kept, rows, conflicts)
+        # sides that wrote the same rows under the same name
+        if s == b or (s == d and sname == dname):
+            kept[day], objects[day] = "dest", None if d is None else (dname, d)
+            continue
+        if d == b:
+            kept[day], objects[day] = "source", None if s is None else (sname, s)
+            continue
+        kept[day] = "rows"
+        whole = s is None or d is None or sname != "p" or dname != "p"
+        unit = directory(day) if whole else path(day)
+        by_rows.append(unit)
+        rows, found = merge_model(b, s, d, sc.winner)
+        if found:
+            conflicts[unit] = found
+        name = dname if d is not None else sname if s is not None else "p"
+        # a whole partition with no rows left keeps no object when a side removed its object
+        objects[day] = None if whole and not rows and (s is None or d is None) else (name, rows)
+    return Expected(kept, objects, conflicts, sorted(by_rows))
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -226,31 +246,31 @@ def read(lake: p.Lake, ref: str, q: str) -> tuple[list[int], Rows]:
     return [r["id"] for r in got], {r["id"]: (r["a"], r["b"]) for r in got}
 
 
-def write_side(lake: p.Lake, branch: str, before: tuple[Rows, ...], after: tuple[Part, ...]) -> bool:
-    """Upload the partitions whose rows changed and commit them; whether there was a commit.
-    Unchanged partitions are not re-uploaded: a staged entry equal to the committed one is a
-    known core hazard (tests/property/test_graph_model.py), not what this test is about."""
-    changed = [d for d in range(len(after)) if after[d] != before[d]]
+def write_side(lake: p.Lake, branch: str, sc: Scenario, side: int) -> bool:
+    """Upload the partitions whose rows changed (under the side's name, the old object deleted
+    when renamed) and commit them; whether there was a commit. Unchanged partitions are not
+    re-uploaded: a staged entry equal to the committed one is a known core hazard
+    (tests/property/test_graph_model.py), not what this test is about."""
+    after = (sc.source, sc.dest)[side]
+    changed = [d for d in range(len(after)) if after[d] != sc.base[d]]
     for d in changed:
-        rows = after[d]
-        if rows is None:
+        rows, name = after[d], sc.name(d, side)
+        if rows is None or name != "p":
             p.delete_objects(lake, REPO, branch, [path(d)])
-        else:
-            p.upload(lake, REPO, branch, path(d), parquet(rows))
+        if rows is not None:
+            p.upload(lake, REPO, branch, path(d, name), parquet(rows))
     if changed:
         p.commit(lake, REPO, branch, f"edit {len(changed)} partition(s) on {branch}")
     return bool(changed)
 
 
-def locators_of(lake: p.Lake, ref: str, paths: Iterable[str]) -> dict[str, tuple[str, ...] | None]:
-    """Each object's locators (None: no such object)."""
-    out: dict[str, tuple[str, ...] | None] = {}
-    for q in paths:
-        try:
-            out[q] = p.stat(lake, REPO, ref, q).entry.locators
-        except ObjectNotFound:
-            out[q] = None
-    return out
+def listing(lake: p.Lake, ref: str, day: int) -> dict[str, tuple[str, ...]]:
+    """The partition directory's objects and their locators."""
+    return {
+        o.path: o.entry.locators
+        for o in p.list_objects(lake, REPO, ref, directory(day))
+        if o.entry is not None
+    }
 
 
 def full(k: int, row: Row | None) -> dict[str, Any] | None:
@@ -274,10 +294,10 @@ def test_rows_merge_on_a_lake_matches_the_model(
             p.upload(lake, REPO, "main", path(d), parquet(rows))
         p.commit(lake, REPO, "main", "base")
         p.create_branch(lake, REPO, "fix", "main")
-        fix_moved = write_side(lake, "fix", sc.base, sc.source)
-        write_side(lake, "main", sc.base, sc.dest)
-        locators = {
-            side: locators_of(lake, branch, want.kept)
+        fix_moved = write_side(lake, "fix", sc, 0)
+        write_side(lake, "main", sc, 1)
+        listings = {
+            side: {day: listing(lake, branch, day) for day in want.kept}
             for side, branch in (("source", "fix"), ("dest", "main"))
         }
         head = p.get_commit(lake, REPO, "main").id
@@ -305,18 +325,21 @@ def test_rows_merge_on_a_lake_matches_the_model(
 
         merged = p.merge(lake, REPO, "fix", "main", [rule])
         assert merged.changed == fix_moved
-        event(f"merged, {len(want.by_rows)} object(s) by rows, winner {sc.winner}, {sc.mode} edits")
-        now = locators_of(lake, "main", want.kept)
-        for q, how in want.kept.items():
+        renames = sum(n != "p" for day in range(len(sc.base)) for n in (sc.name(day, 0), sc.name(day, 1)))
+        event(f"merged, {len(want.by_rows)} unit(s) by rows, {renames} renamed, winner {sc.winner}")
+        for day, how in want.kept.items():
+            now = listing(lake, "main", day)
             if how != "rows":
-                assert now[q] == locators[how][q], q
-            if want.rows[q] is None:
-                assert now[q] is None, q
+                assert now == listings[how][day], day
+            found = want.objects[day]
+            if found is None:
+                assert now == {}, day
                 continue
-            assert now[q] is not None, q
-            ids, rows = read(lake, "main", q)
-            assert ids == sorted(ids), q
-            assert rows == want.rows[q], q
+            name, rows_wanted = found
+            assert list(now) == [path(day, name)], day
+            ids, rows = read(lake, "main", path(day, name))
+            assert ids == sorted(ids), day
+            assert rows == rows_wanted, day
         if not fix_moved:
             assert p.get_commit(lake, REPO, "main").id == head
             return

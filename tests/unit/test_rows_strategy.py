@@ -98,3 +98,70 @@ def test_bad_strategies_are_refused(lake: p.Lake) -> None:
         [tablemerge.RowRule("a/**", ("x", "y"), "dest")],
         ["dest-wins"],
     )
+
+
+def listing(lake: p.Lake, ref: str, prefix: str) -> list[str]:
+    return [o.path for o in p.list_objects(lake, "rep", ref, prefix)]
+
+
+def rows_under(lake: p.Lake, ref: str, prefix: str) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for path in listing(lake, ref, prefix):
+        for k, v in read(lake, ref, path).items():
+            assert k not in out, f"row {k} twice under {prefix}"
+            out[k] = v
+    return out
+
+
+def test_partitions_both_sides_rewrote_merge_as_wholes(lake: p.Lake) -> None:
+    """Spark's writers name their objects anew on each write: the directory is the unit, not the
+    object, or two rewrites of one partition would merge into duplicated rows."""
+    day3 = p.stat(lake, "rep", "main", "t/day=3/p.parquet").entry
+    p.delete_objects(lake, "rep", "fix", ["t/day=1/p.parquet"])
+    put(lake, "fix", "t/day=1/part-00000-aaa.parquet", parquet([1, 2], [10.0, 2.0]))
+    put(lake, "fix", "t/day=1/part-00001-aaa.parquet", parquet([3, 4], [3.0, 4.0]))
+    p.commit(lake, "rep", "fix", "a job rewrote day 1: row 1 fixed")
+    p.delete_objects(lake, "rep", "main", ["t/day=1/p.parquet"])
+    put(lake, "main", "t/day=1/part-00000-bbb.parquet", parquet([1, 2, 3, 4, 9], [1.0, 2.0, 30.0, 4.0, 9.0]))
+    p.commit(lake, "rep", "main", "another job rewrote day 1: row 3 fixed, row 9 added")
+
+    merged = p.merge(lake, "rep", "fix", "main", [RULE])
+    assert rows_under(lake, "main", "t/day=1/") == {1: 10.0, 2: 2.0, 3: 30.0, 4: 4.0, 9: 9.0}
+    assert listing(lake, "main", "t/day=1/") == ["t/day=1/part-00000-bbb.parquet"]  # dest's name
+    assert merged.commit.metadata[tablemerge.NOTE] == "t/day=1/"
+    assert p.stat(lake, "rep", "main", "t/day=3/p.parquet").entry == day3
+
+
+def test_a_rewrite_against_an_append_merges_every_row_once(lake: p.Lake) -> None:
+    put(lake, "fix", "t/day=2/p.parquet", parquet([5, 6], [50.0, 6.0]))  # in place
+    p.commit(lake, "rep", "fix", "row 5 fixed")
+    put(lake, "main", "t/day=2/more.parquet", parquet([7, 10], [7.5, 10.0]))  # an append
+    p.commit(lake, "rep", "main", "rows appended")
+    p.merge(lake, "rep", "fix", "main", [RULE])
+    assert rows_under(lake, "main", "t/day=2/") == {5: 50.0, 6: 6.0, 7: 7.5, 10: 10.0}
+
+
+def test_a_partition_one_side_emptied_goes_when_no_row_is_left(lake: p.Lake) -> None:
+    p.delete_objects(lake, "rep", "fix", ["t/day=2/p.parquet"])
+    p.commit(lake, "rep", "fix", "day 2 dropped")
+    put(lake, "main", "t/day=2/p.parquet", parquet([5, 6], [5.0, 66.0]))
+    p.commit(lake, "rep", "main", "row 6 fixed")
+    with pytest.raises(MergeConflict) as refused:
+        p.merge(lake, "rep", "fix", "main", [RULE])
+    details = refused.value.details["rows"]["t/day=2/"]
+    assert [(r["key"], r["kind"]) for r in details["rows"]] == [({"id": 6}, "deleted-and-changed")]
+    p.merge(lake, "rep", "fix", "main", ["t/**=rows:key=id;winner=source"])
+    assert listing(lake, "main", "t/day=2/") == []
+
+
+def test_objects_of_one_partition_with_other_schemas_are_refused(lake: p.Lake) -> None:
+    p.delete_objects(lake, "rep", "fix", ["t/day=2/p.parquet"])
+    put(lake, "fix", "t/day=2/a.parquet", parquet([5, 6], [5.0, 6.5]))
+    p.commit(lake, "rep", "fix", "day 2 rewritten")
+    odd = io.BytesIO()
+    pq.write_table(pa.table({"id": [11], "amount": ["eleven"]}), odd)
+    put(lake, "main", "t/day=2/odd.parquet", odd.getvalue())
+    head = p.commit(lake, "rep", "main", "an object of another schema").id
+    with pytest.raises(InvalidArgument, match=r"t/day=2.*schemas differ"):
+        p.merge(lake, "rep", "fix", "main", [RULE])
+    assert p.get_commit(lake, "rep", "main").id == head

@@ -401,6 +401,51 @@ def test_paging_by_string_and_date_keys(lake: Lake) -> None:
     assert [r.key["s"] for r in pages] == [f"k{i}" for i in range(1, 8)]
 
 
+def test_keyless_paging_keeps_equal_rows_of_two_partitions(lake: Lake) -> None:
+    """The same row added in two partitions is two changes: a page boundary between them loses
+    neither."""
+    for day in ("1", "2"):
+        put(lake, "main", f"t/day={day}/p.parquet", parquet([{"v": 0}]))
+    commit(lake, "main")
+    branch_off(lake)
+    for day in ("1", "2"):
+        put(lake, "dev", f"t/day={day}/p.parquet", parquet([{"v": 0}, {"v": 1}, {"v": 2}]))
+    commit(lake, "dev")
+    whole = diff_table(lake, REPO, "main", "dev", "t/")
+    assert whole.added == 4 and len(whole.rows) == 4
+    assert _all_pages(lake, "t/", (), 1) == list(whole.rows)
+    first = diff_table(lake, REPO, "main", "dev", "t/", amount=1)
+    assert json.loads(first.next_offset) == [1, "1", "day=1"]  # v, day, then the partition
+
+
+def test_paging_by_nanosecond_timestamps_ends(lake: Lake) -> None:
+    """Offsets keep nanoseconds (pandas writes them): a page never starts again at its own row."""
+    stamps = pa.array([1_767_225_600_000_000_000 + i for i in range(5)], pa.timestamp("ns", tz="UTC"))
+    put(lake, "main", "t.parquet", parquet(pa.table({"at": stamps, "v": pa.array([0] * 5)})))
+    commit(lake, "main")
+    branch_off(lake)
+    put(lake, "dev", "t.parquet", parquet(pa.table({"at": stamps, "v": pa.array([1] * 5)})))
+    commit(lake, "dev")
+    pages = _all_pages(lake, "t.parquet", ("at",), 2)
+    assert len(pages) == 5 and len({str(r.key["at"]) for r in pages}) == 5
+
+
+def test_dictionary_columns_compare_by_their_values(lake: Lake) -> None:
+    """pandas categoricals are stored dictionary-encoded, with each object's own dictionary."""
+    left = pa.table({"id": [1, 2], "c": pa.array(["a", "b"]).dictionary_encode()})
+    right = pa.table({"id": [1, 2, 3], "c": pa.array(["z", "b", "a"]).dictionary_encode()})
+    put(lake, "main", "t.parquet", parquet(left))
+    commit(lake, "main")
+    branch_off(lake)
+    put(lake, "dev", "t.parquet", parquet(right))
+    commit(lake, "dev")
+    keyed = diff_table(lake, REPO, "main", "dev", "t.parquet", key=["id"])
+    assert (keyed.added, keyed.changed, keyed.schema) == (1, 1, ())
+    assert keyed.rows[0].old == {"id": 1, "c": "a"} and keyed.rows[0].new == {"id": 1, "c": "z"}
+    whole = diff_table(lake, REPO, "main", "dev", "t.parquet")
+    assert (whole.added, whole.removed) == (2, 1)
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 

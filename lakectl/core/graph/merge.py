@@ -110,7 +110,7 @@ def plan_merge(
 ) -> MergePlan:
     """Label every path changed since ``base`` on either side; cost follows the changes."""
     plan = MergePlan()
-    for path, src, dst in _join(trees.diff(base, source), trees.diff(base, dest)):
+    for path, src, dst in join_changes(trees.diff(base, source), trees.diff(base, dest)):
         outcome = classify(src, dst)
         if outcome is Outcome.CONFLICT:
             chosen = strategy.for_path(path)
@@ -126,7 +126,10 @@ def plan_merge(
     return plan
 
 
-def _join(a: Iterator[Change], b: Iterator[Change]) -> Iterator[tuple[str, Change | None, Change | None]]:
+def join_changes(
+    a: Iterator[Change], b: Iterator[Change]
+) -> Iterator[tuple[str, Change | None, Change | None]]:
+    """Two diffs in path order, joined by path: each path with its change on either side."""
     x = next(a, None)
     y = next(b, None)
     while x is not None or y is not None:

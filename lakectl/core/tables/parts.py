@@ -259,6 +259,7 @@ def _open(part: Part, f: objectfile.ObjectFile) -> Opened:
         raise
     except _ARROW_ERRORS as e:
         raise InvalidArgument(f"cannot read {part.path} as {part.format.value}: {e}", path=part.path) from e
+    opened.schema = _decoded(opened.schema)
     for name, _ in part.columns:
         if name not in opened.schema.names:
             opened.schema = opened.schema.append(pa.field(name, pa.string()))
@@ -278,8 +279,21 @@ def _read(o: Opened, columns: Sequence[str]) -> pa.Table:
         raise InvalidArgument(
             f"cannot read {o.part.path} as {o.part.format.value}: {e}", path=o.part.path
         ) from e
+    table = table.cast(_decoded(table.schema)) if table.schema != _decoded(table.schema) else table
     n = table.num_rows
     for name, value in o.part.columns:
         if name in columns and name not in table.column_names:
             table = table.append_column(name, pa.repeat(pa.scalar(value, pa.string()), n))
     return table.append_column(PART_COLUMN, pa.repeat(pa.scalar(o.part.partition, pa.string()), n))
+
+
+def _decoded(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with dictionary-encoded columns (pandas categoricals) as their values' type:
+    the encoding is how an object stores a column, not what the column holds, and two objects'
+    dictionaries differ."""
+    if not any(pa.types.is_dictionary(f.type) for f in schema):
+        return schema
+    return pa.schema(
+        [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema],
+        metadata=schema.metadata,
+    )

@@ -113,8 +113,8 @@ def _from_json(value: Any, kind: pa.DataType) -> Any:
     try:
         if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
             return bytes.fromhex(value)
-        if pa.types.is_timestamp(kind):
-            return datetime.datetime.fromisoformat(value)
+        if pa.types.is_timestamp(kind):  # Arrow's parser keeps nanoseconds, which datetime drops
+            return pa.array([value], pa.string()).cast(kind)[0].as_py()
         if pa.types.is_date(kind):
             return datetime.date.fromisoformat(value)
         if pa.types.is_time(kind):
@@ -125,7 +125,7 @@ def _from_json(value: Any, kind: pa.DataType) -> Any:
             return datetime.timedelta(seconds=value)
         if pa.types.is_floating(kind):
             return float(value)
-    except (TypeError, ValueError, decimal.InvalidOperation) as e:
+    except (TypeError, ValueError, decimal.InvalidOperation, pa.ArrowException) as e:
         raise InvalidArgument(f"bad offset: {value!r} is not a {kind} value") from e
     return value
 
@@ -138,9 +138,8 @@ def _parse_after(after: str, names: Sequence[str], types: Sequence[pa.DataType])
     except ValueError as e:
         raise InvalidArgument(f"bad offset {after!r}: not JSON") from e
     if not isinstance(values, list) or len(values) != len(names):
-        raise InvalidArgument(
-            f"bad offset {after!r}: not a list of {len(names)} value(s) ({', '.join(names)})"
-        )
+        shown = ", ".join("partition" if n == PART_COLUMN else n for n in names)
+        raise InvalidArgument(f"bad offset {after!r}: not a list of {len(names)} value(s) ({shown})")
     return tuple(_from_json(v, t) for v, t in zip(values, types, strict=True))
 
 
@@ -358,7 +357,9 @@ def compare_multiset(
     negative = pc.sum(pc.max_element_wise(pc.negate(diff[DELTA]), 0)).as_py() or 0
     out.added, out.removed = positive, negative
     _count_partitions(out, diff, left, right, COUNT)
-    page, out.next_offset = _page(diff, names, amount, after)
+    # Equal rows in two partitions are two changes: the page's order, and its offset, end with
+    # the partition.
+    page, out.next_offset = _page(diff, [*names, PART_COLUMN], amount, after)
     if not page:
         return out
     rows = diff.take(pa.array(page, pa.int64())).to_pylist()
