@@ -12,10 +12,10 @@ on ``main``. Then, per repetition, on fresh branches made from the base commit:
 Every timed operation runs on a freshly opened ``Lake`` (empty in-process range cache), as a CLI
 call would; the OS page cache stays warm. Figures are medians of ``--reps`` repetitions.
 
-Primary figure: the 100 changes clustered in one partition, as a data job rewriting a partition
-would make them. Secondary, informational: 100 changes spread uniformly at random over the tree
-(each change lands in a different range, so the work grows with the number of ranges touched).
-Target: time(1M) / time(10k) <= 2 for commit, both diffs and merge (clustered changes).
+The 100 changes clustered in one partition, as a data job rewriting a partition would make them:
+time(1M) / time(10k) <= 2 for commit, both diffs and merge. The same 100 changes spread uniformly
+at random over the tree (each change lands in a different range, so the work grows with the
+number of ranges touched): time(1M) / time(10k) <= 3 for each.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ DAYS = 20
 PARTS = 500
 PER_TABLE = DAYS * PARTS
 TARGET_RATIO = 2.0
+"""Clustered changes: time(1M) / time(10k), at most."""
+TARGET_SPREAD_RATIO = 3.0
+"""Changes spread uniformly over the tree: time(1M) / time(10k), at most."""
 OPS = ("commit", "diff uncommitted", "diff refs", "merge")
 
 
@@ -175,7 +178,7 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=100, help="changed objects (multiple of 10)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--no-uniform", action="store_true", help="skip the uniform (secondary) case")
+    parser.add_argument("--no-uniform", action="store_true", help="skip the uniform (spread) case")
     parser.add_argument("--dir", default=None, help="where to put temp data (default: system temp)")
     args = parser.parse_args()
     print_context("cost follows the changes")
@@ -188,25 +191,18 @@ def main() -> None:
 
     s, lg = f"{args.small:,}", f"{args.large:,}"
     for mode in modes:
-        primary = mode == "clustered"
+        target = TARGET_RATIO if mode == "clustered" else TARGET_SPREAD_RATIO
         table = Table("operation", s, lg, "ratio", "target", "result")
         for op in OPS:
             a, b = small[mode][op], large[mode][op]
             ratio = b / a if a > 0 else float("inf")
             table.add(
-                op,
-                fmt_time(a),
-                fmt_time(b),
-                f"{ratio:.2f}",
-                f"<= {TARGET_RATIO:g}" if primary else "(none)",
-                verdict(ratio <= TARGET_RATIO) if primary else "info",
+                op, fmt_time(a), fmt_time(b), f"{ratio:.2f}", f"<= {target:g}", verdict(ratio <= target)
             )
         title = (
-            f"PRIMARY: {args.changes} changes clustered in one partition "
-            f"(median of {args.reps}, fresh lake per op)"
-            if primary
-            else f"SECONDARY (informational, no target): {args.changes} changes spread uniformly "
-            f"at random over the tree (median of {args.reps})"
+            f"{args.changes} changes clustered in one partition (median of {args.reps}, fresh lake per op)"
+            if mode == "clustered"
+            else f"{args.changes} changes spread uniformly at random over the tree (median of {args.reps})"
         )
         table.print(title)
 

@@ -45,6 +45,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_cli_latency.py --runs 5 --commits 200
     bench 120 bench_actions.py --commits 10
     bench 300 bench_upload_1gib.py --size-mib 128 --runs 1
+    bench 300 bench_big_file.py --size-mib 128 --runs 1
     bench 300 bench_server_load.py --seconds 3 --warmup 1 --single-seconds 1
     bench 300 bench_remote_upload.py --size-mib 256 --runs 1
     bench 300 bench_gateway.py --size-mib 256 --runs 1 --seconds 3
@@ -66,6 +67,7 @@ else
     bench 600 bench_cli_latency.py
     bench 300 bench_actions.py
     bench 900 bench_upload_1gib.py
+    bench 900 bench_big_file.py
     bench 600 bench_server_load.py
     bench 900 bench_remote_upload.py
     bench 900 bench_gateway.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from typing import Any
 
@@ -41,8 +42,20 @@ def require() -> None:
     load()
 
 
+_parsed: tuple[str, str, dict[str, Any]] | None = None
+"""The last file parsed: its path, its text and what it holds. One command asks for several
+keys (the server's endpoint and credentials, the committer): the file is parsed (and PyYAML
+imported) once, yet read each time, so that a file rewritten meanwhile is never stale (a
+timestamp may not change between two quick writes)."""
+
+
 def load() -> dict[str, Any]:
     """The parsed file; an absent file is an empty configuration, a malformed one an error."""
+    return copy.deepcopy(_load())
+
+
+def _load() -> dict[str, Any]:
+    global _parsed
     path = config_path()
     try:
         with open(path, encoding="utf-8") as f:
@@ -52,6 +65,14 @@ def load() -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) else "it is not UTF-8 text"
         raise InvalidArgument(f"cannot read configuration {path}: {reason}") from e
+    if _parsed is not None and _parsed[:2] == (path, text):
+        return _parsed[2]
+    data = _parse(path, text)
+    _parsed = (path, text, data)
+    return data
+
+
+def _parse(path: str, text: str) -> dict[str, Any]:
     import yaml
 
     try:
@@ -67,12 +88,12 @@ def load() -> dict[str, Any]:
 
 def get(dotted: str) -> Any:
     """A value by dotted key (``user.name``), or None."""
-    node: Any = load()
+    node: Any = _load()
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
             return None
         node = node[part]
-    return node
+    return copy.deepcopy(node) if isinstance(node, (dict, list)) else node
 
 
 def write(values: dict[str, str]) -> str:

@@ -6,25 +6,28 @@ pulls in pyarrow and sqlite, which ``lakectl --help`` must not pay for.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
 
-# gc, manifests and refsdump are imported by the verbs that use them: every command opens the
-# lake through this module, and they cost a local commit ~10 ms it does not need.
-from lakectl.core import actionruns, annotate, protection, pulls
+# Every command opens the lake through this module, so it imports porcelain alone: the modules
+# of fewer verbs (gc, manifests, refsdump, annotate, protection, actions' runs, pull requests)
+# are imported by the verbs that use them. A stat or a `branch list` pays nothing for them
+# (tests/cli/test_startup_imports.py).
 from lakectl.core import porcelain as p
-from lakectl.core.actionruns import ActionRun, HookRun
-from lakectl.core.porcelain import Lake, MergeResult
-from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
+from lakectl.core.porcelain import Lake
 from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
+    from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
     from lakectl.core.gc import GCRules
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+    from lakectl.core.porcelain import MergeResult
+    from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
 
 
 class LocalBackend:
@@ -55,9 +58,11 @@ class LocalBackend:
 
     def close(self) -> None:
         if self._lake is not None:
-            from lakectl.core.importing import tasks
-
-            tasks.stop_all(self._lake)  # an import still running must not outlive its lake
+            # An import still running must not outlive its lake. Only a process that imported
+            # the tasks module can have started one: a read-only command does not pay for it.
+            tasks = sys.modules.get("lakectl.core.importing.tasks")
+            if tasks is not None:
+                tasks.stop_all(self._lake)
             self._lake.close()
             self._lake = None
 
@@ -219,6 +224,8 @@ class LocalBackend:
     def annotate(
         self, repo: str, ref: str, prefix: str = "", recursive: bool = False
     ) -> Iterator[Annotation]:
+        from lakectl.core import annotate
+
         after = ""
         while True:
             found = annotate.annotate(self.lake, repo, ref, prefix, recursive, after, annotate.PAGE)
@@ -378,32 +385,46 @@ class LocalBackend:
         return gc.run(self.lake, repo, dry_run, grace_seconds, allow_preexisting_blocks=allow).to_dict()
 
     def list_branch_protection(self, repo: str) -> list[dict[str, Any]]:
+        from lakectl.core import protection
+
         return protection.get_rules(self.lake, repo).to_list()
 
     def add_branch_protection(
         self, repo: str, pattern: str, required_approvals: int = 0, required_checks: bool = False
     ) -> None:
+        from lakectl.core import protection
+
         protection.add_rule(
             self.lake, repo, protection.make_rule(pattern, required_approvals, required_checks)
         )
 
     def delete_branch_protection(self, repo: str, pattern: str) -> None:
+        from lakectl.core import protection
+
         protection.delete_rule(self.lake, repo, pattern)
 
     def list_action_runs(
         self, repo: str, branch: str = "", commit: str = "", after: str = "", amount: int | None = None
     ) -> list[ActionRun]:
+        from lakectl.core import actionruns
+
         return actionruns.list_runs(self.lake, repo, branch, commit, after, amount)
 
     def get_action_run(self, repo: str, run_id: str) -> ActionRun:
+        from lakectl.core import actionruns
+
         return actionruns.get_run(self.lake, repo, run_id)
 
     def list_run_hooks(
         self, repo: str, run_id: str, after: str = "", amount: int | None = None
     ) -> list[HookRun]:
+        from lakectl.core import actionruns
+
         return actionruns.list_hooks(self.lake, repo, run_id, after, amount)
 
     def get_hook_output(self, repo: str, run_id: str, hook_run_id: str) -> bytes:
+        from lakectl.core import actionruns
+
         return actionruns.hook_output(self.lake, repo, run_id, hook_run_id)
 
     # -- pull requests -------------------------------------------------------------------
@@ -411,14 +432,20 @@ class LocalBackend:
     def create_pull(
         self, repo: str, title: str, source: str, dest: str, description: str = ""
     ) -> PullRequest:
+        from lakectl.core import pulls
+
         return pulls.create_pull(self.lake, repo, title, source, dest, description)
 
     def list_pulls(
         self, repo: str, status: StatusFilter, after: str = "", amount: int | None = None
     ) -> list[PullRequest]:
+        from lakectl.core import pulls
+
         return pulls.list_pulls(self.lake, repo, status, "", after, amount)[0]
 
     def get_pull(self, repo: str, pull_id: str) -> PullRequest:
+        from lakectl.core import pulls
+
         return pulls.get_pull(self.lake, repo, pull_id)
 
     def update_pull(
@@ -429,26 +456,40 @@ class LocalBackend:
         description: str | None = None,
         status: PullStatus | None = None,
     ) -> PullRequest:
+        from lakectl.core import pulls
+
         return pulls.update_pull(self.lake, repo, pull_id, title, description, status)
 
     def merge_pull(
         self, repo: str, pull_id: str, strategies: Sequence[str] = (), message: str | None = None
     ) -> PullRequest:
+        from lakectl.core import pulls
+
         return pulls.merge_pull(self.lake, repo, pull_id, "", strategies, message)
 
     def comment_pull(self, repo: str, pull_id: str, body: str) -> Comment:
+        from lakectl.core import pulls
+
         return pulls.add_comment(self.lake, repo, pull_id, body)
 
     def list_pull_comments(self, repo: str, pull_id: str) -> list[Comment]:
+        from lakectl.core import pulls
+
         return pulls.list_comments(self.lake, repo, pull_id)
 
     def review_pull(self, repo: str, pull_id: str, verdict: Verdict, body: str = "") -> Review:
+        from lakectl.core import pulls
+
         return pulls.review(self.lake, repo, pull_id, p.default_committer(), verdict, body)
 
     def list_pull_reviews(self, repo: str, pull_id: str) -> list[Review]:
+        from lakectl.core import pulls
+
         return pulls.list_reviews(self.lake, repo, pull_id)
 
     def pull_gate(self, repo: str, pull_id: str) -> Gate:
+        from lakectl.core import pulls
+
         return pulls.gate(self.lake, repo, pull_id)
 
     def fsck(

@@ -15,14 +15,18 @@ from datetime import UTC, datetime
 from itertools import islice, takewhile
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import actions, hooks, keys
+from lakectl.core import keys
 from lakectl.core.events import Event, Verb
 from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.core.model import RepositoryId
 from lakectl.errors import HookFailed, InvalidArgument, KeyNotFound, NotFound
 
 if TYPE_CHECKING:
+    from lakectl.core import actions
     from lakectl.core.porcelain import Lake
+
+# actions (the action files' parser) and hooks (their runner) are imported when a hooked verb
+# runs: every command of the embedded lake installs this sink, and a read never calls it.
 
 log = logging.getLogger(__name__)
 
@@ -295,6 +299,8 @@ class ActionHooks:
         )
 
     def _run(self, when: str, event: Event) -> tuple[ActionRun, list[_Done], list[tuple[str, str]]] | None:
+        from lakectl.core import actions
+
         etype = event_type(when, event)
         loaded = actions.load(self.lake, event.repository, _ref_of(when, event))
         chosen = actions.matching(loaded.actions, etype, event.branch)
@@ -341,6 +347,8 @@ class ActionHooks:
         action: actions.Action,
         env: Mapping[str, str],
     ) -> list[_Done]:
+        from lakectl.core import hooks
+
         done = []
         for number, hook in enumerate(action.hooks):
             start = now_text()

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import io
 import json
 import os
-import socket
 import threading
 import time
 import uuid
@@ -82,7 +82,6 @@ HEARTBEAT = 10.0
 """Seconds between two heartbeats of a writer in its registration record."""
 LEASE = 60.0
 """A writer on another host whose heartbeat is older than this is taken for dead."""
-HOST = socket.gethostname()
 
 MARK = b"lakectl"
 BATCH = b"lakectl.journal.batch"
@@ -456,9 +455,23 @@ def _process_start(pid: int) -> int | None:
     return int(stat[stat.rindex(b")") + 2 :].split()[19])
 
 
+@functools.cache
+def _host() -> str:
+    """This machine's name, as writer records give it (asked once; socket is imported here,
+    not by every command that opens a lake)."""
+    import socket
+
+    return socket.gethostname()
+
+
 def writer_record() -> dict[str, Any]:
     """What a writer's registration says: where it runs and when it last showed it lives."""
-    return {"host": HOST, "pid": os.getpid(), "start": _process_start(os.getpid()), "heartbeat": time.time()}
+    return {
+        "host": _host(),
+        "pid": os.getpid(),
+        "start": _process_start(os.getpid()),
+        "heartbeat": time.time(),
+    }
 
 
 def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
@@ -466,7 +479,7 @@ def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
     (and is the same process: its start time agrees); elsewhere, its heartbeat is recent."""
     if "pid" not in record:
         return True  # a record that cannot say is never taken for dead
-    if record.get("host") != HOST:
+    if record.get("host") != _host():
         return (now if now is not None else time.time()) - float(record.get("heartbeat", 0)) < LEASE
     pid = int(record["pid"])
     started = _process_start(pid)

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, BinaryIO
 
-from lakectl.core import history, journal, keys, protection, reads, refdiff, replayorder
+# protection, refdiff and graph.merge are imported by the verbs that write, diff or merge:
+# a read (`fs stat`, `show commit`, `branch list`) is done before they would have loaded.
+from lakectl.core import history, journal, keys, reads, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
@@ -31,7 +33,6 @@ from lakectl.core.graph.commits import (
     merge_base,
     walk_log,
 )
-from lakectl.core.graph.merge import StrategyRules, plan_merge
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import (
     RefStore,
@@ -159,13 +160,41 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
         raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
     blocks = LocalAdapter(os.path.join(home, "blocks"))
     kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
-    from lakectl.core.actionruns import ActionHooks
-
     lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
     # lakeFS actions; command hooks run too (the user's own machine), and find this lake.
-    lake.events = ActionHooks(lake, env={"LAKECTL_HOME": home})
+    lake.events = _Actions(lake, {"LAKECTL_HOME": home})
     journal.install(lake)  # after the actions: its intent is written once they let the verb go
     return lake
+
+
+class _Actions:
+    """The embedded lake's actions, :class:`lakectl.core.actionruns.ActionHooks`, made on the
+    first verb that has hooks, the only events it acts on: a command that only reads never
+    imports the actions' modules (~3 ms of its start-up)."""
+
+    def __init__(self, lake: Lake, env: Mapping[str, str]) -> None:
+        self._lake = lake
+        self._env = env
+        self._hooks: EventSink | None = None
+
+    def _made(self) -> EventSink:
+        if self._hooks is None:
+            from lakectl.core.actionruns import ActionHooks
+
+            self._hooks = ActionHooks(self._lake, env=self._env)
+        return self._hooks
+
+    def before(self, event: Event) -> None:
+        if event.verb.has_hooks:
+            self._made().before(event)
+
+    def after(self, event: Event) -> None:
+        if event.verb.has_hooks:
+            self._made().after(event)
+
+    def failed(self, event: Event, error: BaseException) -> None:
+        if self._hooks is not None:
+            self._hooks.failed(event, error)
 
 
 def default_committer() -> str:
@@ -447,9 +476,11 @@ def read(
     lake: Lake, repo: str, ref: str, path: str, offset: int = 0, length: int | None = None
 ) -> Iterator[bytes]:
     """The object's bytes (or a range of them), block by block, md5-verified. A block gone
-    from under a commit past its retention is ``Gone``, from anywhere else ``MissingData``."""
+    from under a commit past its retention is ``Gone``, from anywhere else ``MissingData``.
+    For a reader of whole files (a download): the next blocks are read and verified on two
+    threads while the caller writes one (:func:`read_object`'s ``ahead``)."""
     found, res = _open_at(lake, repo, ref, path)
-    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length))
+    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length, ahead=_READ_AHEAD))
 
 
 def open_object(lake: Lake, repo: str, ref: str, path: str) -> reads.ObjectRead:
@@ -467,12 +498,12 @@ def _open_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[reads.ObjectRe
 
 
 def read_opened(
-    lake: Lake, found: reads.ObjectRead, offset: int = 0, length: int | None = None
+    lake: Lake, found: reads.ObjectRead, offset: int = 0, length: int | None = None, ahead: int = 0
 ) -> Iterator[bytes]:
     """The bytes of an object :func:`open_object` found: every read of an object's bytes comes
     here, once per request, and is announced to the journal when the lake audits reads."""
     reads.announce(lake, found, offset, length)
-    return read_entry(lake, found.entry, offset, length)
+    return read_entry(lake, found.entry, offset, length, ahead)
 
 
 def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
@@ -495,7 +526,9 @@ def _explained(lake: Lake, rid: RepositoryId, res: Resolved, chunks: Iterator[by
         raise explain_missing(lake, rid, res, exc) from exc
 
 
-def read_entry(lake: Lake, entry: Entry, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
+def read_entry(
+    lake: Lake, entry: Entry, offset: int = 0, length: int | None = None, ahead: int = 0
+) -> Iterator[bytes]:
     """The bytes of an entry :func:`stat` returned: a reader that sends the stat (size, ETag)
     before the bytes gets the same version of an object that is being overwritten meanwhile.
     An imported entry is read from its source, through its guard (``SourceChanged``)."""
@@ -503,7 +536,11 @@ def read_entry(lake: Lake, entry: Entry, offset: int = 0, length: int | None = N
         from lakectl.core.importing.sources import read_external
 
         return read_external(entry, offset, length, lake.blocks)
-    return read_object(lake.blocks, entry.locators, offset, length)
+    return read_object(lake.blocks, entry.locators, offset, length, ahead)
+
+
+_READ_AHEAD = 2
+"""Blocks :func:`read` verifies ahead of its caller: one per core here (docs/decisions/0015)."""
 
 
 def _iter_view(
@@ -616,6 +653,8 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
 def _write_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
     """The branch a direct write (staging, commit, reset) goes to, refused with
     ``ProtectedBranch`` when a protection rule covers it (:mod:`lakectl.core.protection`)."""
+    from lakectl.core import protection
+
     rid, bid = _branch_target(lake, repo, branch)
     protection.check(lake.kv, rid, bid)
     return rid, bid
@@ -987,6 +1026,8 @@ def diff_refs(
     """Changes from ``left`` to ``right``: three-dot (since their merge base) by default, or
     two-dot with ``two_way``. A branch is its last commit (``main``, ``main@``); ``main$`` is
     its staging area, uncommitted changes included, as lakeFS's ref expressions say."""
+    from lakectl.core import refdiff
+
     check_path(prefix, allow_empty=True)
     rid = get_repo(lake, repo).name
     for _ in range(READ_ATTEMPTS):
@@ -1042,6 +1083,9 @@ def merge(
     ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate).
     ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
     :func:`lakectl.spark.tablemerge.runner`)."""
+    from lakectl.core import protection
+    from lakectl.core.graph.merge import StrategyRules, plan_merge
+
     rid, bid = _branch_target(lake, repo, dest)
     if not through_pull:
         protection.check_direct_merge(lake.kv, rid, bid)
@@ -1126,6 +1170,8 @@ def _apply_commit_change(
     revert: bool,
     committer: str | None,
 ) -> Commit:
+    from lakectl.core.graph.merge import StrategyRules, plan_merge
+
     rid, bid = _branch_target(lake, repo, branch)
     target = resolve(lake, repo, ref).commit
     if len(target.parents) > 1 and parent_number < 1:

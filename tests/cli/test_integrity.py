@@ -57,3 +57,30 @@ def test_cat_into_a_file_of_an_object_whose_second_block_is_damaged_leaves_none_
     assert done.returncode == 7, done.stderr
     assert target.read_bytes() == (b"kept\n" if append else b"")
     assert done.stderr.decode().startswith("error: block ")
+
+
+def test_download_of_an_object_whose_last_block_is_damaged_leaves_no_file(
+    run: Run, home: Path, tmp_path: Path
+) -> None:
+    """A download large enough to be written around the page cache, its blocks verified ahead
+    on threads: the same bytes when intact; when the last block fails its md5, exit 7 and
+    nothing written (the target as it was, no temporary file)."""
+    parts = [os.urandom(2 * 1024 * 1024 + 1001) for _ in range(3)]  # > directio.DIRECT_MIN, unaligned
+    run("repo", "create", "lakefs://big")
+    run(
+        "manifest",
+        "import",
+        "lakefs://big/main/",
+        "-",
+        input=manifest_of_blocks(home / "blocks", "big.bin", parts),
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    run("fs", "download", "lakefs://big/main/big.bin", str(out / "big.bin"))
+    assert (out / "big.bin").read_bytes() == b"".join(parts)
+    flip_byte(home / "blocks", parts[2], 100)
+    (out / "big.bin").write_bytes(b"kept\n")
+    result = run("fs", "download", "lakefs://big/main/big.bin", str(out / "big.bin"), code=7)
+    assert result.stderr.startswith("error: block ")
+    assert sorted(p.name for p in out.iterdir()) == ["big.bin"]
+    assert (out / "big.bin").read_bytes() == b"kept\n"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import hashlib
+import mmap
 import os
 import subprocess
 import sys
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import lakectl.core.blocks.local as local_module
-from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
+from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary, directio
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.errors import (
     BlockNotFound,
@@ -487,3 +489,99 @@ def test_temporary_files_are_listed_and_removed_but_never_listed_as_blocks(tmp_p
     assert store.remove_temporary(found) is True
     assert store.remove_temporary(found) is False, "gone already"
     assert list(store.temporaries()) == [] and store.get(locator) == data
+
+
+# -- large blocks: written around the page cache (docs/decisions/0015) -----------------------
+
+
+def aligned(data: bytes) -> memoryview:
+    """``data`` in page-aligned writable memory, as write_object's buffers hold blocks."""
+    memory = mmap.mmap(-1, len(data))
+    memory[:] = data
+    return memoryview(memory)
+
+
+def direct_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lengths of the writes made with O_DIRECT on (passed through)."""
+    seen: list[int] = []
+    real_write = os.write
+
+    def write(fd: int, data: bytes | memoryview) -> int:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0):
+            seen.append(len(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(directio.os, "write", write)
+    return seen
+
+
+def direct_io_here(path: Path) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / ".probe", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        return directio.enable(fd)
+    finally:
+        os.close(fd)
+        os.unlink(path / ".probe")
+
+
+@pytest.mark.parametrize("memory", ["aligned", "bytes"])
+def test_a_large_block_is_written_direct_and_durable_when_sync_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory: str
+) -> None:
+    root = tmp_path / "blocks"
+    if not direct_io_here(root):
+        pytest.skip("this filesystem refuses O_DIRECT")
+    adapter = LocalAdapter(root)
+    data = os.urandom(directio.DIRECT_MIN + 4096 + 17)  # an unaligned tail
+    locator = loc(data)
+    writes = direct_writes(monkeypatch)
+    adapter.put(locator, aligned(data) if memory == "aligned" else data)
+    assert sum(writes) == directio.DIRECT_MIN + 4096  # all but the tail, around the page cache
+    calls = SyncCalls(monkeypatch)
+    adapter.sync()
+    path = block_path(root, locator)
+    # A direct write is no barrier: the file (its size, its extents) and its name are fsynced.
+    assert str(path) in calls.fsynced and str(path.parent) in calls.fsynced
+    assert adapter.get(locator) == data
+    assert all_files(root) == [path]  # no temporary file left
+
+
+def test_small_blocks_stay_in_the_page_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    writes = direct_writes(monkeypatch)
+    data = os.urandom(directio.DIRECT_MIN - 1)
+    adapter.put(loc(data), aligned(data))
+    assert writes == []
+    assert adapter.get(loc(data)) == data
+
+
+def test_a_large_block_on_a_filesystem_without_direct_io_is_written_buffered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(directio, "enable", lambda fd: False)
+    adapter = LocalAdapter(tmp_path / "blocks")
+    writes = direct_writes(monkeypatch)
+    data = os.urandom(directio.DIRECT_MIN + 1)
+    adapter.put(loc(data), aligned(data))
+    adapter.sync()
+    assert writes == []
+    assert adapter.get(loc(data)) == data
+    assert all_files(tmp_path / "blocks") == [block_path(tmp_path / "blocks", loc(data))]
+
+
+def test_a_failed_direct_put_leaves_neither_block_nor_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = LocalAdapter(tmp_path / "blocks")
+    data = os.urandom(directio.DIRECT_MIN)
+
+    def disk_full(fd: int, data: bytes | memoryview) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(directio.os, "write", disk_full)
+    with pytest.raises(StorageError):
+        adapter.put(loc(data), aligned(data))
+    monkeypatch.undo()
+    assert all_files(tmp_path / "blocks") == []
+    assert not adapter.exists(loc(data))

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +26,14 @@ from lakectl.core.blocks.data import (
     write_object,
 )
 from lakectl.core.blocks.local import LocalAdapter
-from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData, StorageError
+from lakectl.errors import (
+    BlockNotFound,
+    CorruptBlock,
+    InvalidArgument,
+    InvalidLocator,
+    MissingData,
+    StorageError,
+)
 
 KIB = 1024
 
@@ -314,14 +322,22 @@ class CountingSource(io.BytesIO):
         self.blocks_read = 0
         self.max_in_memory = 0
 
-    def read(self, size: int | None = -1) -> bytes:
-        chunk = super().read(size)
-        if chunk:
+    def _count(self, n: int) -> None:
+        if n:
             self.blocks_read += 1
             with self.adapter.lock:
                 in_memory = self.blocks_read - self.adapter.stored
             self.max_in_memory = max(self.max_in_memory, in_memory)
+
+    def read(self, size: int | None = -1) -> bytes:
+        chunk = super().read(size)
+        self._count(len(chunk))
         return chunk
+
+    def readinto(self, buffer: Any) -> int:  # what the writer uses, where a stream has it
+        n = super().readinto(buffer)
+        self._count(n)
+        return n
 
 
 def test_pipeline_keeps_at_most_three_blocks_in_memory() -> None:
@@ -354,6 +370,11 @@ class FailingSource(io.BytesIO):
             raise OSError("connection reset")
         return super().read(size)
 
+    def readinto(self, buffer: Any) -> int:
+        if self.tell() >= 3 * KIB:
+            raise OSError("connection reset")
+        return super().readinto(buffer)
+
 
 def test_a_failing_source_fails_the_write() -> None:
     with pytest.raises(OSError, match="connection reset"):
@@ -380,3 +401,96 @@ def test_property_write_read_round_trip(
     end = None if length is None else offset + length
     got = b"".join(read_object(adapter, written.locators, offset=offset, length=length))
     assert got == data[offset:end]
+
+
+# -- reading ahead (a download's reads, docs/decisions/0015) ----------------------------------
+
+
+@pytest.mark.parametrize("ahead", [1, 2, 3])
+def test_reading_ahead_yields_the_same_bytes(adapter: BlockAdapter, ahead: int) -> None:
+    data = os.urandom(10 * KIB + 3)
+    written = write_object(adapter, io.BytesIO(data), block_size=KIB)
+    assert b"".join(read_object(adapter, written.locators, ahead=ahead)) == data
+    got = b"".join(read_object(adapter, written.locators, 1500, 5000, ahead=ahead))
+    assert got == data[1500:6500]
+
+
+class SlowReads(MemoryAdapter):
+    """Counts the gets started and how many run at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = 0
+        self.running = 0
+        self.max_running = 0
+
+    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
+        with self.lock:
+            self.started += 1
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        time.sleep(0.005)
+        try:
+            return super().get(locator, offset, length)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_reading_ahead_keeps_at_most_ahead_reads_in_flight_and_stops_with_its_reader() -> None:
+    adapter = SlowReads()
+    data = os.urandom(20 * KIB)
+    written = write_object(adapter, io.BytesIO(data), block_size=KIB)
+    chunks = read_object(adapter, written.locators, ahead=2)
+    assert adapter.started == 0  # nothing is read before the first chunk is asked for
+    got = [next(chunks) for _ in range(3)]
+    assert b"".join(got) == data[: 3 * KIB]
+    chunks.close()  # type: ignore[attr-defined]  # a reader that stops early (an error, Ctrl-C)
+    assert adapter.started <= 3 + 2 and adapter.running == 0
+    assert adapter.max_running <= 2
+
+
+def test_reading_ahead_verifies_every_block_and_fails_in_order(tmp_path: Path) -> None:
+    """A damaged third block: the first two are yielded, then CorruptBlock, nothing after."""
+    adapter = LocalAdapter(tmp_path / "blocks")
+    data = os.urandom(6 * KIB)
+    written = write_object(adapter, io.BytesIO(data), block_size=KIB)
+    md5 = written.locators[2].split("+")[0]
+    path = tmp_path / "blocks" / md5[:3] / md5
+    damaged = bytearray(path.read_bytes())
+    damaged[7] ^= 1
+    path.chmod(0o644)
+    path.write_bytes(bytes(damaged))
+    got: list[bytes] = []
+    with pytest.raises(CorruptBlock):
+        for chunk in read_object(adapter, written.locators, ahead=2):
+            got.append(chunk)
+    assert b"".join(got) == data[: 2 * KIB]
+
+
+def test_write_object_hands_the_block_store_page_aligned_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks are read into reused, page-aligned buffers: a local store writes full blocks
+    from them around the page cache, without copying them (docs/decisions/0015)."""
+    from lakectl.core.blocks import directio
+
+    root = tmp_path / "blocks"
+    adapter = LocalAdapter(root)
+    probe = os.open(tmp_path / "probe", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if not directio.enable(probe):
+            pytest.skip("this filesystem refuses O_DIRECT")
+    finally:
+        os.close(probe)
+    copies: list[int] = []
+    real_take = directio._take
+    monkeypatch.setattr(directio, "_take", lambda: copies.append(1) or real_take())
+    block = directio.DIRECT_MIN
+    data = os.urandom(3 * block + 5)
+    path = tmp_path / "source.bin"
+    path.write_bytes(data)
+    with path.open("rb") as f:
+        written = write_object(adapter, f, block_size=block)
+    assert copies == []  # no bounce buffer was needed: no block was copied
+    assert b"".join(read_object(adapter, written.locators)) == data

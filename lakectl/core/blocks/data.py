@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import itertools
+import mmap
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO, Final
@@ -82,23 +85,24 @@ def write_object(
     """Store ``source`` (read to its end) as blocks of ``block_size``, skipping existing ones.
 
     Reading, hashing and writing of consecutive blocks overlap on two worker threads, with at
-    most three blocks in memory. ``pool`` (default: two threads of our own) must not be one
-    whose workers themselves wait in ``write_object``, or they may wait for each other forever.
-    Nothing is made durable here: the caller calls ``adapter.sync()`` once per batch, before
-    publishing metadata that names these blocks.
+    most three blocks in memory: three buffers, read into (``readinto``, where the source has
+    it) and reused, since fresh pages cost more than the copy (docs/decisions/0015). ``pool``
+    (default: two threads of our own) must not be one whose workers themselves wait in
+    ``write_object``, or they may wait for each other forever. Nothing is made durable here:
+    the caller calls ``adapter.sync()`` once per batch, before publishing metadata that names
+    these blocks.
     """
     _check_block_size(block_size)
-    first = _read_block(source, block_size)
-    if len(first) < block_size:  # the whole object fits in one block: no threads needed
-        return _written([_store(adapter, first)])
-    # Handed over in a list that the pipeline empties: a name kept here would hold the first
-    # block in memory until the whole object is written.
-    head = [first]
-    del first
+    fill = _filler(source)
+    buffers = _Buffers(block_size)
+    first = buffers.take()
+    n = fill(first)
+    if n < block_size:  # the whole object fits in one block: no threads needed
+        return _written([_store(adapter, first[:n])])
     if pool is not None:
-        return _pipeline(adapter, source, block_size, pool, head)
+        return _pipeline(adapter, fill, buffers, pool, first)
     with ThreadPoolExecutor(_IN_FLIGHT, thread_name_prefix="lakectl-blocks") as own:
-        return _pipeline(adapter, source, block_size, own, head)
+        return _pipeline(adapter, fill, buffers, own, first)
 
 
 def parse_segment(token: str) -> tuple[str, int, int, int]:
@@ -122,24 +126,36 @@ def segment_token(locator: str, offset: int, length: int) -> str:
 
 
 def read_object(
-    adapter: BlockAdapter, locators: Sequence[str], offset: int = 0, length: int | None = None
+    adapter: BlockAdapter,
+    locators: Sequence[str],
+    offset: int = 0,
+    length: int | None = None,
+    ahead: int = 0,
 ) -> Iterator[bytes]:
     """Yield the object's bytes, or those of ``[offset, offset + length)``, one segment at a time.
 
     ``locators`` are segment tokens (whole blocks or parts of blocks). Arguments are checked
     here, before the first block is read; a range past the end is cut at the end of the object.
+    ``ahead``: read and verify up to that many of the next segments on threads of their own
+    while the caller consumes one (md5 releases the GIL: the cores verify blocks side by side
+    while the caller writes); for a whole-object consumer such as a download. Each yielded
+    segment is still verified before it is yielded, and the first failure is raised in order.
     """
     if offset < 0 or (length is not None and length < 0):
         raise InvalidArgument(f"bad range offset={offset} length={length}")
     segments = [parse_segment(token) for token in locators]
     total = sum(seg[3] for seg in segments)
     end = total if length is None else min(total, offset + length)
-    return _read_range(adapter, segments, offset, end)
+    reads = list(_reads(segments, offset, end))
+    if ahead > 0 and len(reads) > 1:
+        return _read_ahead(adapter, reads, ahead)
+    return (_get(adapter, *read) for read in reads)
 
 
-def _read_range(
-    adapter: BlockAdapter, segments: list[tuple[str, int, int, int]], offset: int, end: int
-) -> Iterator[bytes]:
+def _reads(
+    segments: list[tuple[str, int, int, int]], offset: int, end: int
+) -> Iterator[tuple[str, int, int | None]]:
+    """``(locator, offset, length or None for the whole block)`` of each block read."""
     position = 0
     for locator, size, seg_offset, seg_length in segments:
         seg_start, position = position, position + seg_length
@@ -150,9 +166,34 @@ def _read_range(
         start = max(offset - seg_start, 0)
         stop = min(end, position) - seg_start
         if seg_offset == 0 and start == 0 and stop == size:
-            yield _get(adapter, locator, 0, None)
+            yield locator, 0, None
         else:
-            yield _get(adapter, locator, seg_offset + start, stop - start)
+            yield locator, seg_offset + start, stop - start
+
+
+def _read_ahead(
+    adapter: BlockAdapter, reads: list[tuple[str, int, int | None]], ahead: int
+) -> Iterator[bytes]:
+    """The reads' bytes in order, ``ahead`` of them in flight on a pool of their own: at most
+    ``ahead`` + 1 segments in memory, the one the caller holds included."""
+    with ThreadPoolExecutor(ahead, thread_name_prefix="lakectl-read") as pool:
+        pending: deque[Future[bytes]] = deque()
+        following = iter(reads)
+        try:
+            for read in itertools.islice(following, ahead):
+                pending.append(pool.submit(_get, adapter, *read))
+            while pending:
+                data = pending.popleft().result()
+                after = next(following, None)
+                if after is not None:
+                    pending.append(pool.submit(_get, adapter, *after))
+                yield data
+                del data
+        finally:
+            # A failure, or a caller that stopped early: reads not started are dropped, those
+            # running finish (the pool's exit waits for them) and are discarded.
+            for future in pending:
+                future.cancel()
 
 
 def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -> bytes:
@@ -220,32 +261,54 @@ class Packer:
 
 
 def _pipeline(
-    adapter: BlockAdapter, source: BinaryIO, block_size: int, pool: Executor, head: list[bytes]
+    adapter: BlockAdapter,
+    fill: Callable[[memoryview], int],
+    buffers: _Buffers,
+    pool: Executor,
+    block: memoryview,
 ) -> WrittenObject:
+    """``block`` is full; the rest follows from ``fill``. A buffer is read into again only once
+    the put of what it held has returned (puts keep no reference to their data)."""
     stored: list[_Stored] = []
-    pending: deque[Future[_Stored]] = deque()
-    block = head.pop()
+    pending: deque[tuple[Future[_Stored], memoryview]] = deque()
+    n = len(block)
     try:
-        while block:
+        while n:
             if len(pending) >= _IN_FLIGHT:
-                stored.append(pending.popleft().result())
-            pending.append(pool.submit(_store, adapter, block))
-            if len(block) < block_size:
+                done, buffer = pending.popleft()
+                stored.append(done.result())
+                buffers.give_back(buffer)
+            pending.append((pool.submit(_store, adapter, block[:n]), block))
+            if n < len(block):
                 break
-            # Drop our reference first so that at most _IN_FLIGHT + 1 blocks are alive.
-            del block
-            block = _read_block(source, block_size)
+            block = buffers.take()
+            n = fill(block)
         while pending:
-            stored.append(pending.popleft().result())
+            stored.append(pending.popleft()[0].result())
     finally:
         # On failure, let the workers finish (or skip) before returning: nothing keeps
-        # writing into the adapter behind the caller's back.
-        for future in pending:
+        # writing into the adapter (or reading a buffer) behind the caller's back.
+        for future, _ in pending:
             future.cancel()
-        for future in pending:
+        for future, _ in pending:
             if not future.cancelled():
                 future.exception()
     return _written(stored)
+
+
+class _Buffers:
+    """The pipeline's block buffers: page-aligned anonymous memory (which lets a local block
+    store write them around the page cache), made as needed and reused."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._free: list[memoryview] = []
+
+    def take(self) -> memoryview:
+        return self._free.pop() if self._free else memoryview(mmap.mmap(-1, self._size))
+
+    def give_back(self, buffer: memoryview) -> None:
+        self._free.append(buffer)
 
 
 def _store(adapter: BlockAdapter, data: bytes | memoryview) -> _Stored:
@@ -307,21 +370,35 @@ def file_checksum(path: str, block_size: int = BLOCK_SIZE) -> str:
     return summer.hexdigest()
 
 
-def _read_block(source: BinaryIO, block_size: int) -> bytes:
-    """Exactly ``block_size`` bytes, fewer only at the end: block boundaries must not depend
-    on how the stream happens to chunk its reads, or equal data would not dedup."""
-    data = source.read(block_size)
-    if len(data) == block_size or not data:
-        return data
-    parts = [data]
-    missing = block_size - len(data)
-    while missing:
-        more = source.read(missing)
-        if not more:
-            break
-        parts.append(more)
-        missing -= len(more)
-    return b"".join(parts)
+def _filler(source: BinaryIO) -> Callable[[memoryview], int]:
+    """A function that fills a buffer from ``source`` and returns how many bytes it put there:
+    all of the buffer, fewer only at the end of the stream. Block boundaries must not depend
+    on how the stream happens to chunk its reads, or equal data would not dedup.
+
+    It reads with ``readinto`` (no copy, no fresh memory), or with ``read`` where the stream
+    has no working ``readinto`` (a raw stream that implements only ``read``)."""
+    readinto: Callable[[memoryview], int | None] | None = getattr(source, "readinto", None)
+
+    def fill(buffer: memoryview) -> int:
+        nonlocal readinto
+        got = 0
+        while got < len(buffer):
+            if readinto is not None:
+                try:
+                    n = readinto(buffer[got:]) or 0
+                except (NotImplementedError, io.UnsupportedOperation):
+                    readinto = None
+                    continue
+            else:
+                data = source.read(len(buffer) - got)
+                n = len(data)
+                buffer[got : got + n] = data
+            if not n:
+                break
+            got += n
+        return got
+
+    return fill
 
 
 def _size_of(locator: str) -> int:

@@ -260,14 +260,35 @@ def _to_parquet(table: pa.Table) -> bytes:
 
 def _from_parquet(data: bytes, what: str, columns: list[str] | None = None) -> pa.Table:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     try:
-        # ParquetFile, not read_table: read_table goes through pyarrow.dataset, whose import
-        # pulls in pandas (~0.25 s of every command that reads a range).
-        return pq.ParquetFile(pa.BufferReader(data)).read(columns=columns)
+        # The reader ParquetFile wraps, without pyarrow.parquet (see _parquet_reader), and not
+        # read_table: it goes through pyarrow.dataset, whose import pulls in pandas (~0.25 s of
+        # every command that reads a range). Neither threads nor pre-buffering: a range decodes
+        # as fast on one thread (~0.9 ms for 1,800 rows, to_pydict included), and the pools
+        # they start can abort the process as it exits ("terminate called without an active
+        # exception", apache/arrow#34314): 4 of 150 `fs stat` runs did, 0 of 300 without.
+        reader = _parquet_reader()()
+        reader.open(pa.BufferReader(data), pre_buffer=False)
+        indices = None if columns is None else [reader.column_name_idx(c) for c in columns]
+        table: pa.Table = reader.read_all(column_indices=indices, use_threads=False)
+        return table
     except (pa.ArrowInvalid, OSError, KeyError) as e:
         raise CorruptBlock(f"range file {what} is not valid Parquet: {e}") from e
+
+
+@cache
+def _parquet_reader() -> Any:
+    """pyarrow's Parquet file reader: the class ``pyarrow.parquet.ParquetFile`` wraps and
+    ``pyarrow.parquet`` exports as ``ParquetReader``, taken from its extension module. Importing
+    ``pyarrow.parquet`` itself costs every command that reads a range ~15 ms more, for
+    ``pyarrow.fs`` (the S3, GCS, Azure and HDFS filesystems) that a range in memory never uses.
+    tests/cli/test_startup_imports.py holds its tables to ParquetFile's."""
+    try:
+        from pyarrow._parquet import ParquetReader
+    except ImportError:  # pragma: no cover - a pyarrow that moved its extension module
+        from pyarrow.parquet import ParquetReader
+    return ParquetReader
 
 
 class RangeWriter:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import cast
@@ -111,6 +110,8 @@ def update_with_retries(
             return new
         except PredicateFailed:
             if attempt + 1 < attempts:
+                import random  # here: only a lost race needs it (with secrets, ~1.6 ms of start-up)
+
                 # Full jitter: contenders spread out instead of colliding again in lockstep.
                 time.sleep(random.uniform(0, min(max_delay, base_delay * 2**attempt)))
     raise TooManyRetries(
