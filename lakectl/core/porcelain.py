@@ -1105,32 +1105,18 @@ def merge(
         return MergeResult(dst, changed=False)
     base_mid = base.meta_range_id if base is not None else lake.trees.empty()
     plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
-    merged_by_rows: list[str] = []
+    noted = dict(metadata or {})
     if row_rules:
         from lakectl.core import tablemerge
 
-        found = tablemerge.resolve(
-            lake, base_mid, src.meta_range_id, dst.meta_range_id, plan, row_rules, rows_runner
-        )
-        if found.conflicts:
-            rows = f", {len(found.row_conflicts)} with conflicting rows" if found.row_conflicts else ""
-            raise MergeConflict(
-                f"merge of {source!r} into {dest!r} has {len(found.conflicts)} conflicting path(s){rows}",
-                paths=found.conflicts,
-                rows=found.row_conflicts,
-            )
-        plan.updates, plan.conflicts = found.updates, []
-        merged_by_rows = found.merged
+        what = f"merge of {source!r} into {dest!r}"
+        mids = (base_mid, src.meta_range_id, dst.meta_range_id)
+        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what))
     if plan.conflicts:
         raise MergeConflict(
             f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
             paths=plan.conflicts,
         )
-    noted = dict(metadata or {})
-    if merged_by_rows:
-        from lakectl.core import tablemerge
-
-        noted[tablemerge.NOTE] = tablemerge.record(merged_by_rows)
     req = CommitRequest(
         message=check_message(message or f"Merge '{source}' into '{dest}'"),
         committer=check_name(committer or default_committer(), "committer"),

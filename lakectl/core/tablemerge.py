@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lakectl.core.graph.merge import MergePlan, glob_matches, join_changes
-from lakectl.core.model import Entry, MetaRangeId, Row
-from lakectl.errors import InvalidArgument
+from lakectl.core.model import Entry, MetaRangeId, Row, same_row
+from lakectl.errors import InvalidArgument, MergeConflict
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -136,21 +136,23 @@ def plan_units(
     changes). A directory (under one rule) both sides changed is a unit of its own when a side
     added or removed an object in it (a rewrite, as Spark's writers make: their object names
     change each time); when both only changed objects in place, each object in ``conflicts`` is
-    one. A directory one side changed keeps that side's objects, as the tree merge left them."""
-    changed: dict[tuple[str, int], list[tuple[bool, bool, bool]]] = {}
+    one. A directory one side changed, or both alike, keeps those objects, as the tree merge
+    left them."""
+    changed: dict[tuple[str, int], list[tuple[bool, bool, bool, bool]]] = {}
     for path, src, dst in join_changes(lake.trees.diff(base, source), lake.trees.diff(base, dest)):
         index = _rule_for(rules, path)
         if index is None:
             continue
         in_place = all(c is None or (c.old is not None and c.new is not None) for c in (src, dst))
+        alike = src is not None and dst is not None and same_row(src.new, dst.new)
         changed.setdefault((path.rpartition("/")[0], index), []).append(
-            (src is not None, dst is not None, in_place)
+            (src is not None, dst is not None, in_place, alike)
         )
     units: list[Unit] = []
     wanted = set(conflicts)
     for (directory, index), marks in sorted(changed.items()):
-        if not (any(m[0] for m in marks) and any(m[1] for m in marks)):
-            continue
+        if not (any(m[0] for m in marks) and any(m[1] for m in marks)) or all(m[3] for m in marks):
+            continue  # one side's changes, or the same changes on both: the tree merge's
         rule = rules[index]
         if all(m[2] for m in marks):
             for path in sorted(p for p in wanted if p.rpartition("/")[0] == directory):
@@ -214,6 +216,32 @@ def resolve(
         [(p, r) for p, r in plan.updates if p not in covered] + list(replaced.items()), key=lambda u: u[0]
     )
     return out
+
+
+def settle(
+    lake: Lake,
+    base: MetaRangeId,
+    source: MetaRangeId,
+    dest: MetaRangeId,
+    plan: MergePlan,
+    rules: Sequence[RowRule],
+    runner: UnitRunner | None,
+    what: str,
+) -> dict[str, str]:
+    """The tree merge's ``plan`` settled by the rows ``rules`` (:func:`resolve`): its updates
+    replaced and its conflicts cleared, and the merge commit's metadata to add (:data:`NOTE`).
+    ``MergeConflict`` (the paths, and ``details.rows``) when conflicts remain: ``what`` names
+    the merge in its message."""
+    found = resolve(lake, base, source, dest, plan, rules, runner)
+    if found.conflicts:
+        rows = f", {len(found.row_conflicts)} with conflicting rows" if found.row_conflicts else ""
+        raise MergeConflict(
+            f"{what} has {len(found.conflicts)} conflicting path(s){rows}",
+            paths=found.conflicts,
+            rows=found.row_conflicts,
+        )
+    plan.updates, plan.conflicts = found.updates, []
+    return {NOTE: record(found.merged)} if found.merged else {}
 
 
 def run_in_process(lake: Lake, units: Sequence[Unit]) -> list[Outcome]:

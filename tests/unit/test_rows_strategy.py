@@ -165,3 +165,14 @@ def test_objects_of_one_partition_with_other_schemas_are_refused(lake: p.Lake) -
     with pytest.raises(InvalidArgument, match=r"t/day=2.*schemas differ"):
         p.merge(lake, "rep", "fix", "main", [RULE])
     assert p.get_commit(lake, "rep", "main").id == head
+
+
+def test_a_partition_both_sides_removed_alike_is_no_merge_by_rows(lake: p.Lake) -> None:
+    for branch in ("fix", "main"):
+        p.delete_objects(lake, "rep", branch, ["t/day=3/p.parquet"])
+    put(lake, "fix", "t/day=2/p.parquet", parquet([5, 6], [5.0, 60.0]))
+    p.commit(lake, "rep", "fix", "day 3 dropped, row 6 fixed")
+    p.commit(lake, "rep", "main", "day 3 dropped")
+    merged = p.merge(lake, "rep", "fix", "main", [RULE])
+    assert tablemerge.NOTE not in merged.commit.metadata
+    assert listing(lake, "main", "t/day=3/") == [] and read(lake, "main", "t/day=2/p.parquet")[6] == 60.0
