@@ -85,7 +85,9 @@ def synthetic_row(path: str, version: int = 0, size: int = 4096, mtime: int = 1_
 
 def make_rows(n: int) -> list[tuple[str, Row]]:
     """``n`` synthetic entries with data-lake shaped paths: 100 tables x 20 days x 500 parts per
-    1M (``tables/t<T>/date=2026-01-<DD>/part-<NNNNNN>.parquet``), sorted."""
+    1M (``tables/t<T>/date=2026-01-<DD>/part-<NNNNNN>.parquet``), in table order, which is not
+    path order past 10k (``t10`` sorts before ``t2``): staging sorts them, a tree needs them
+    sorted."""
     per_table = 20 * 500
     out = []
     for i in range(n):

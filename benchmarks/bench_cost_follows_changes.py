@@ -10,12 +10,15 @@ on ``main``. Then, per repetition, on fresh branches made from the base commit:
   including the merge-base walk) and the three-way ``merge`` of feature into dest.
 
 Every timed operation runs on a freshly opened ``Lake`` (empty in-process range cache), as a CLI
-call would; the OS page cache stays warm. Figures are medians of ``--reps`` repetitions.
+call would; the OS page cache stays warm. Both trees are built first; then the sizes take turns,
+a repetition of each at a time, so that a pair sees the same minutes of the machine. Times are
+medians of ``--reps`` repetitions; a ratio is the median of the repetitions' ratios.
 
 The 100 changes clustered in one partition, as a data job rewriting a partition would make them:
 time(1M) / time(10k) <= 2 for commit, both diffs and merge. The same 100 changes spread uniformly
 at random over the tree (each change lands in a different range, so the work grows with the
-number of ranges touched): time(1M) / time(10k) <= 3 for each.
+number of ranges touched, ~100 at 1M against ~40 of the 45 at 10k): time(1M) / time(10k) <= 3
+for each.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import gc
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from _benchutil import Table, fmt_time, median, print_context, synthetic_row, temp_dir, timed, verdict
@@ -108,65 +112,60 @@ def fresh(home: str, fn: Callable[[porcelain.Lake], Any]) -> tuple[float, Any]:
         lake.close()
 
 
-def measure_size(
-    n: int, modes: list[str], reps: int, seed: int, changes: int, base_dir: str | None
-) -> dict[str, dict[str, float]]:
-    """{mode: {op: median seconds}} for a tree of ``n`` objects."""
-    results: dict[str, dict[str, float]] = {}
-    with temp_dir(f"lakectl-bench-cost-{n}-", base_dir) as home:
-        lake = porcelain.open_lake(home)
-        porcelain.create_repo(lake, REPO)
-        t0 = time.perf_counter()
-        all_paths = base_paths(n)
-        rows = [(p, synthetic_row(p)) for p in all_paths]
-        t_prep = time.perf_counter() - t0
-        t_stage, _ = timed(porcelain.stage_rows, lake, REPO, "main", rows)
-        del rows
-        t_commit, base = timed(lambda: porcelain.commit(lake, REPO, "main", f"base of {n} objects"))
-        n_ranges = len(lake.trees.ranges(base.meta_range_id))
-        lake.close()
-        print(
-            f"\n{n:,} objects: rows prepared {fmt_time(t_prep)}, staged {fmt_time(t_stage)}, "
-            f"committed {fmt_time(t_commit)} ({n_ranges} ranges)",
-            flush=True,
-        )
-        rng = random.Random(seed)
-        dest_paths = {p for p, _ in dest_change(all_paths, 0)}
-        for mode in modes:
-            times: dict[str, list[float]] = {op: [] for op in OPS}
-            # Repetition -1 warms up (first Parquet write/read, lazy imports) and is not counted.
-            for rep in range(-1, reps):
-                pick = clustered_paths if mode == "clustered" else uniform_paths
-                updates = changes_from(pick(all_paths, rng, changes, dest_paths), rep + 2)
-                feature, dest = f"{mode}-feature-{rep}", f"{mode}-dest-{rep}"
-                lake = porcelain.open_lake(home)
-                porcelain.create_branch(lake, REPO, feature, base.id)
-                porcelain.create_branch(lake, REPO, dest, base.id)
-                porcelain.stage_rows(lake, REPO, dest, dest_change(all_paths, rep))
-                porcelain.commit(lake, REPO, dest, "unrelated change on the destination")
-                porcelain.stage_rows(lake, REPO, feature, updates)
-                lake.close()
+@dataclass
+class Base:
+    """A lake holding a committed base tree of ``n`` objects."""
 
-                t, diff = fresh(home, lambda lk, b=feature: porcelain.diff_uncommitted(lk, REPO, b))
-                assert len(diff) == changes, (len(diff), changes)
-                times["diff uncommitted"].append(t)
-                t, _ = fresh(home, lambda lk, b=feature: porcelain.commit(lk, REPO, b, "job output"))
-                times["commit"].append(t)
-                t, diff = fresh(home, lambda lk, d=dest, f=feature: list(porcelain.diff_refs(lk, REPO, d, f)))
-                assert len(diff) == changes, (len(diff), changes)
-                times["diff refs"].append(t)
-                t, res = fresh(home, lambda lk, d=dest, f=feature: porcelain.merge(lk, REPO, f, d))
-                assert res.changed and len(res.commit.parents) == 2
-                times["merge"].append(t)
-                if rep < 0:
-                    for v in times.values():
-                        v.clear()
-            results[mode] = {op: median(v) for op, v in times.items()}
-            print(
-                f"  {mode:9s} " + ", ".join(f"{op} {fmt_time(results[mode][op])}" for op in OPS),
-                flush=True,
-            )
-    return results
+    n: int
+    home: str
+    base_id: str
+    paths: list[str]
+    rng: random.Random
+
+
+def build(n: int, seed: int, home: str) -> Base:
+    lake = porcelain.open_lake(home)
+    porcelain.create_repo(lake, REPO)
+    t0 = time.perf_counter()
+    all_paths = base_paths(n)
+    rows = [(p, synthetic_row(p)) for p in all_paths]
+    t_prep = time.perf_counter() - t0
+    t_stage, _ = timed(porcelain.stage_rows, lake, REPO, "main", rows)
+    del rows
+    t_commit, base = timed(lambda: porcelain.commit(lake, REPO, "main", f"base of {n} objects"))
+    n_ranges = len(lake.trees.ranges(base.meta_range_id))
+    lake.close()
+    print(
+        f"{n:,} objects: rows prepared {fmt_time(t_prep)}, staged {fmt_time(t_stage)}, "
+        f"committed {fmt_time(t_commit)} ({n_ranges} ranges)",
+        flush=True,
+    )
+    return Base(n, home, base.id, all_paths, random.Random(seed))
+
+
+def one_rep(b: Base, mode: str, rep: int, changes: int) -> dict[str, float]:
+    """Seconds of each operation for one repetition on fresh branches of ``b``."""
+    dest_paths = {p for p, _ in dest_change(b.paths, 0)}
+    pick = clustered_paths if mode == "clustered" else uniform_paths
+    updates = changes_from(pick(b.paths, b.rng, changes, dest_paths), rep + 2)
+    feature, dest = f"{mode}-feature-{rep}", f"{mode}-dest-{rep}"
+    lake = porcelain.open_lake(b.home)
+    porcelain.create_branch(lake, REPO, feature, b.base_id)
+    porcelain.create_branch(lake, REPO, dest, b.base_id)
+    porcelain.stage_rows(lake, REPO, dest, dest_change(b.paths, rep))
+    porcelain.commit(lake, REPO, dest, "unrelated change on the destination")
+    porcelain.stage_rows(lake, REPO, feature, updates)
+    lake.close()
+
+    times: dict[str, float] = {}
+    times["diff uncommitted"], diff = fresh(b.home, lambda lk: porcelain.diff_uncommitted(lk, REPO, feature))
+    assert len(diff) == changes, (len(diff), changes)
+    times["commit"], _ = fresh(b.home, lambda lk: porcelain.commit(lk, REPO, feature, "job output"))
+    times["diff refs"], diff = fresh(b.home, lambda lk: list(porcelain.diff_refs(lk, REPO, dest, feature)))
+    assert len(diff) == changes, (len(diff), changes)
+    times["merge"], res = fresh(b.home, lambda lk: porcelain.merge(lk, REPO, feature, dest))
+    assert res.changed and len(res.commit.parents) == 2
+    return times
 
 
 def main() -> None:
@@ -176,7 +175,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10_000, help="objects in the small tree")
     parser.add_argument("--large", type=int, default=1_000_000, help="objects in the large tree")
     parser.add_argument("--changes", type=int, default=100, help="changed objects (multiple of 10)")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions (median reported)")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions (medians reported)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-uniform", action="store_true", help="skip the uniform (spread) case")
     parser.add_argument("--dir", default=None, help="where to put temp data (default: system temp)")
@@ -186,23 +185,43 @@ def main() -> None:
         parser.error(f"--changes must be a multiple of 10 and at most {PARTS}")
     modes = ["clustered"] if args.no_uniform else ["clustered", "uniform"]
 
-    small = measure_size(args.small, modes, args.reps, args.seed, args.changes, args.dir)
-    large = measure_size(args.large, modes, args.reps, args.seed, args.changes, args.dir)
+    with (
+        temp_dir(f"lakectl-bench-cost-{args.small}-", args.dir) as small_home,
+        temp_dir(f"lakectl-bench-cost-{args.large}-", args.dir) as large_home,
+    ):
+        print()
+        small = build(args.small, args.seed, small_home)
+        large = build(args.large, args.seed, large_home)
+        # The two sizes take turns, a repetition of each at a time: both see the same minutes of
+        # a shared machine, whose disk and CPU speed drift by tens of percent.
+        times: dict[tuple[str, int, str], list[float]] = {}
+        for mode in modes:
+            for rep in range(-1, args.reps):  # repetition -1 warms up (lazy imports) and is not counted
+                for b in (small, large):
+                    for op, seconds in one_rep(b, mode, rep, args.changes).items():
+                        if rep >= 0:
+                            times.setdefault((mode, b.n, op), []).append(seconds)
 
     s, lg = f"{args.small:,}", f"{args.large:,}"
     for mode in modes:
         target = TARGET_RATIO if mode == "clustered" else TARGET_SPREAD_RATIO
         table = Table("operation", s, lg, "ratio", "target", "result")
         for op in OPS:
-            a, b = small[mode][op], large[mode][op]
-            ratio = b / a if a > 0 else float("inf")
+            a_runs, b_runs = times[(mode, args.small, op)], times[(mode, args.large, op)]
+            # The median of each repetition's ratio: a pair measured in the same minutes.
+            ratio = median([y / x if x > 0 else float("inf") for x, y in zip(a_runs, b_runs, strict=True)])
             table.add(
-                op, fmt_time(a), fmt_time(b), f"{ratio:.2f}", f"<= {target:g}", verdict(ratio <= target)
+                op,
+                fmt_time(median(a_runs)),
+                fmt_time(median(b_runs)),
+                f"{ratio:.2f}",
+                f"<= {target:g}",
+                verdict(ratio <= target),
             )
         title = (
-            f"{args.changes} changes clustered in one partition (median of {args.reps}, fresh lake per op)"
+            f"{args.changes} changes clustered in one partition (medians of {args.reps}, fresh lake per op)"
             if mode == "clustered"
-            else f"{args.changes} changes spread uniformly at random over the tree (median of {args.reps})"
+            else f"{args.changes} changes spread uniformly at random over the tree (medians of {args.reps})"
         )
         table.print(title)
 

@@ -48,6 +48,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_big_file.py --size-mib 128 --runs 1
     bench 300 bench_server_load.py --seconds 3 --warmup 1 --single-seconds 1
     bench 300 bench_remote_upload.py --size-mib 256 --runs 1
+    bench 600 bench_remote_vs_embedded.py --size-mib 128 --files 5000 --runs 1
     bench 300 bench_gateway.py --size-mib 256 --runs 1 --seconds 3
     bench 300 bench_gc.py --blocks 50000
     bench 300 bench_fsck.py --size-mib 256 --small-files 10000 --runs 1
@@ -60,6 +61,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_ui.py --entries 100000 --commits 60 --parquet-mib 256 --requests 10
     bench 300 bench_table_diff.py --rows 1000000 --runs 1
     bench 300 bench_table_diff_engines.py --rows 1000000 --runs 1
+    bench 300 bench_rows_merge.py --rows 1000000 --runs 1
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -70,6 +72,7 @@ else
     bench 900 bench_big_file.py
     bench 600 bench_server_load.py
     bench 900 bench_remote_upload.py
+    bench 1800 bench_remote_vs_embedded.py
     bench 900 bench_gateway.py
     bench 1200 bench_gc.py
     bench 600 bench_fsck.py
@@ -82,6 +85,7 @@ else
     bench 900 bench_ui.py
     bench 600 bench_table_diff.py
     bench 900 bench_table_diff_engines.py
+    bench 900 bench_rows_merge.py
 fi
 
 echo

@@ -31,6 +31,10 @@ from server.errors import error_response
 
 MAX_BLOCK = BLOCK_SIZE
 MAX_LOCATORS = 10_000
+MAX_LINKS = 10_000
+"""Objects linked by one ``objects/links`` request (and their segments, at most ``MAX_LOCATORS``
+each, at most ``MAX_LINKED_SEGMENTS`` in all)."""
+MAX_LINKED_SEGMENTS = 100_000
 BLOCK_BUFFERS = 8
 """Block bodies received at once (64 MiB each): 512 MiB at most."""
 
@@ -57,6 +61,10 @@ class Link(_Strict):
     segments: list[str] = Field(max_length=MAX_LOCATORS)
     content_type: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class Links(_Strict):
+    objects: list[Link] = Field(max_length=MAX_LINKS)
 
 
 class BlockBuffers:
@@ -197,6 +205,23 @@ def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: U
         body.metadata,
     )
     return shapes.object_stats(info)
+
+
+@api.post(
+    "/repositories/{repository}/branches/{branch}/objects/links",
+    dependencies=[require(Permission.WRITE_REPO)],
+)
+def link_objects(repository: str, branch: str, body: Links, lake: LakeDep, user: UserDep) -> dict[str, Any]:
+    """Stage many objects made of signed blocks as one change, each checked as ``objects/link``
+    checks one (a client's small files, packed: one request per batch instead of per file)."""
+    if sum(len(link.segments) for link in body.objects) > MAX_LINKED_SEGMENTS:
+        raise InvalidArgument(f"more than {MAX_LINKED_SEGMENTS} segments in one request")
+    links = [
+        blockaccess.Link(link.path, tuple(link.segments), link.content_type, link.metadata)
+        for link in body.objects
+    ]
+    infos = blockaccess.link_objects(lake, repository, branch, links, user.signing_token)
+    return {"results": [shapes.object_stats(info) for info in infos]}
 
 
 @api.get("/repositories/{repository}/refs/{ref}/objects/signed", dependencies=[require(Permission.READ_REPO)])

@@ -82,6 +82,15 @@ def line(text: str = "") -> None:
     sys.stdout.write(_safe(text) + "\n")
 
 
+def lines(texts: Iterable[str]) -> None:
+    """:func:`line` of each text, in one write and one escape pass: per line, the write and the
+    escaping cost more than the text (100k uploaded files: ~0.4 s against ~0.05 s). Joining
+    first escapes the same characters, since the escaping looks at one character at a time."""
+    every = list(texts)
+    if every:
+        sys.stdout.write(_safe("\n".join(every)) + "\n")
+
+
 def note(text: str) -> None:
     """A remark for the person at the terminal, on stderr so that stdout stays data."""
     sys.stderr.write(_safe(text) + "\n")

@@ -52,6 +52,14 @@ PAGE = 1000
 ATTEMPTS = 5
 UPLOAD_THREADS = 4
 """Small requests in flight at once (linking objects, packs of small files)."""
+PACKS_IN_FLIGHT = 8
+"""Packs of small files (up to 1 MiB each) cut and not yet sent, at most."""
+LINK_BATCH = 5000
+"""Small files linked by one request (``objects/links``; the server takes at most 10,000)."""
+LINKS_IN_FLIGHT = 1
+"""Link requests at once: the server checks one batch while the next is on its way."""
+LINK_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+"""A batch of links reads its packs and stages thousands of rows: more than a small request."""
 BLOCKS_IN_FLIGHT = 3
 """Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
 hashing on both sides busy. More contend for the CPUs and hold more 64 MiB buffers: 1 GiB over
@@ -391,37 +399,40 @@ class RemoteBackend(PullsOverHttp):
         progress: Progress | None = None,
     ) -> list[ObjectInfo]:
         """Small files are packed here exactly as the embedded lake packs them (same blocks, so
-        dedup works across both), the packs sent as blocks, then each object linked to its
-        segment; large files are uploaded block by block."""
-        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, parse_segment
+        dedup works across both), each pack sent as soon as it is cut while the next files are
+        read, then the objects linked to their segments ``LINK_BATCH`` per request (each batch
+        one staged change); large files are uploaded block by block."""
+        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, parse_segment, read_small
 
         ordered = sorted(files)
         for path, _ in ordered:
             _check_object(path, content_type, None)
         self._stage_allowed(repo, branch)
-        packs = blockio.MemoryBlocks()
-        packer = Packer(packs)
         large: list[tuple[str, str]] = []
-        for path, local in ordered:
-            with open(local, "rb") as f:
-                data = f.read(SMALL_OBJECT + 1)
-            if len(data) > SMALL_OBJECT:
-                large.append((path, local))
-            else:
-                packer.add(path, data)
-        packed = packer.close()
-        signed = dict(zip(packs.blocks, self._send(list(packs.blocks.values())), strict=True))
+        with _PackSender(self) as packs:
+            packer = Packer(packs)  # type: ignore[arg-type]  # it only puts
+            for path, local in ordered:
+                data = read_small(local, SMALL_OBJECT)
+                if data is None:
+                    large.append((path, local))
+                else:
+                    packer.add(path, data)
+            packed = packer.close()
+        signed = packs.signed
 
-        def link_small(path: str) -> ObjectInfo:
+        def segments_of(path: str) -> list[str]:
             tokens = []
             for token in packed[path].locators:
                 bare, _, offset, length = parse_segment(token)
                 if length:
                     tokens.append(signed[bare] if token == bare else f"{signed[bare]}:{offset}:{length}")
-            info = self._link(repo, branch, path, tokens, content_type, None)
+            return tokens
+
+        def link_batch(paths: list[str]) -> list[ObjectInfo]:
+            infos = self._link_many(repo, branch, [(p, segments_of(p)) for p in paths], content_type)
             if progress is not None:
-                progress(1)
-            return info
+                progress(len(paths))
+            return infos
 
         def upload_large(item: tuple[str, str]) -> ObjectInfo:
             path, local = item
@@ -431,9 +442,11 @@ class RemoteBackend(PullsOverHttp):
                 progress(1)
             return info
 
-        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-            infos = {i.path: i for i in pool.map(link_small, sorted(packed))}
-            infos.update((i.path, i) for i in map(upload_large, large))
+        small = sorted(packed)
+        batches = [small[i : i + LINK_BATCH] for i in range(0, len(small), LINK_BATCH)]
+        with ThreadPoolExecutor(LINKS_IN_FLIGHT) as pool:
+            infos = {i.path: i for batch in pool.map(link_batch, batches) for i in batch}
+        infos.update((i.path, i) for i in map(upload_large, large))
         return [infos[path] for path, _ in ordered]
 
     def _stage_allowed(self, repo: str, branch: str) -> None:
@@ -469,9 +482,10 @@ class RemoteBackend(PullsOverHttp):
                 block = memoryview(buffer)[: blockio.read_into(stream, buffer)]
             return [f.result() for f in pending]
 
-    def _send_one(self, block: bytes | memoryview) -> str:
-        """The signed locator of one block (see :meth:`_send`)."""
-        bare = f"{hashlib.md5(block).hexdigest()}+{len(block)}"
+    def _send_one(self, block: bytes | memoryview, bare: str | None = None) -> str:
+        """The signed locator of one block (see :meth:`_send`); ``bare`` is its locator when
+        the caller hashed it already."""
+        bare = bare or f"{hashlib.md5(block).hexdigest()}+{len(block)}"
         answer = self._json("POST", "/blocks/missing", json={"locators": [bare]}, idempotent=True)
         return self._put_or_prove(bare, block, set(answer["missing"]), answer.get("challenges", {}))
 
@@ -529,6 +543,20 @@ class RemoteBackend(PullsOverHttp):
         }
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
         return wire.object_info(self._json("POST", url, json=body, idempotent=True))
+
+    def _link_many(
+        self, repo: str, branch: str, objects: list[tuple[str, list[str]]], content_type: str | None
+    ) -> list[ObjectInfo]:
+        """Link many objects from their signed segments in one request, staged as one change."""
+        body = {
+            "objects": [
+                {"path": path, "segments": segments, "content_type": content_type}
+                for path, segments in objects
+            ]
+        }
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/links"
+        answer = self._json("POST", url, json=body, idempotent=True, timeout=LINK_TIMEOUT)
+        return [wire.object_info(item) for item in answer["results"]]
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/delete"
@@ -894,6 +922,41 @@ class RemoteBackend(PullsOverHttp):
             f"a rebuild runs where the lake is, not through the server at {self.endpoint}: run it "
             "embedded (LAKECTL_HOME) on the lake's directory"
         )
+
+
+class _PackSender:
+    """Where a client-side Packer puts its packs: each is sent (asked about, then uploaded or
+    proven) by ``UPLOAD_THREADS`` threads as soon as it is cut, while the caller reads and packs
+    the next files; at most ``PACKS_IN_FLIGHT`` wait. Leaving the ``with`` waits for every pack
+    and raises the first failure; ``signed`` then maps each pack's bare locator to its signed one."""
+
+    def __init__(self, backend: RemoteBackend) -> None:
+        self._backend = backend
+        self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
+        self._pending: deque[tuple[str, Future[str]]] = deque()
+        self.signed: dict[str, str] = {}
+
+    def __enter__(self) -> _PackSender:
+        return self
+
+    def put(self, locator: str, data: bytes | memoryview) -> None:
+        while len(self._pending) >= PACKS_IN_FLIGHT:
+            self._settle()
+        self._pending.append((locator, self._pool.submit(self._backend._send_one, data, locator)))
+
+    def _settle(self) -> None:
+        locator, future = self._pending.popleft()
+        self.signed[locator] = future.result()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                while self._pending:
+                    self._settle()
+        finally:
+            for _, future in self._pending:
+                future.cancel()
+            self._pool.shutdown(wait=True)
 
 
 def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:

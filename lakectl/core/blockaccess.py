@@ -13,10 +13,12 @@ import hmac
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from lakectl.core import keys, porcelain
-from lakectl.core.blocks.data import EMPTY_LOCATOR, read_object, segment_token
+from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
 from lakectl.core.blocks.signing import new_secret, sign, verify
+from lakectl.core.graph.tree import Update
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_new_path
 from lakectl.errors import (
@@ -36,9 +38,11 @@ _SEGMENT_SUFFIX = re.compile(r"^(?P<loc>.+?)(?::(?P<off>[0-9]{1,20}):(?P<len>[0-
 
 __all__ = [
     "SIGNATURE_TTL",
+    "Link",
     "challenge",
     "get_block",
     "link_object",
+    "link_objects",
     "missing_blocks",
     "prove",
     "prove_answer",
@@ -145,27 +149,70 @@ def link_object(
     """Stage an object made of already-stored blocks. Each token is a signed locator, optionally
     followed by ``:offset:length`` for part of a block; every signature must verify for ``token``
     and every block must exist, else nothing is staged."""
-    path = check_new_path(path)
+    return link_objects(
+        lake, repo, branch, [Link(path, tuple(signed_segments), content_type, metadata)], token
+    )[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One object to link: its path and signed segments, as :func:`link_object` takes them."""
+
+    path: str
+    signed_segments: tuple[str, ...]
+    content_type: str | None = None
+    metadata: Mapping[str, str] | None = None
+
+
+READ_CACHE = 64 * 1024 * 1024
+"""Bytes of blocks :func:`link_objects` keeps read at once (each is read, and its md5 checked,
+once for all the segments of it that follow one another, such as a pack's small files)."""
+
+
+def link_objects(
+    lake: porcelain.Lake, repo: str, branch: str, links: Sequence[Link], token: str
+) -> list[ObjectInfo]:
+    """Stage many objects made of already-stored blocks as one staged change, as
+    :func:`link_object` stages one: every signature is verified and every block touched (once
+    each, however many objects share it), a part of a block is read and hashed for the object's
+    checksum (each block read once while the objects that use it follow one another); if one
+    fails, nothing is staged."""
     key = signing_key(lake)
-    segments: list[str] = []
-    for text in signed_segments:
-        m = _SEGMENT_SUFFIX.match(text)
-        if m is None:
-            raise InvalidLocator(f"invalid segment {text!r}")
-        bare = verify(m.group("loc"), key, token).bare
-        if not lake.blocks.touch(bare):  # touched: a concurrent GC spares what is linked now
-            raise BlockNotFound(f"block {bare} is not stored")
-        size = int(bare.split("+")[1])
-        if m.group("off") is None:
-            segments.append(bare)
-        else:
-            off, ln = int(m.group("off")), int(m.group("len"))
-            if off + ln > size:
-                raise InvalidLocator(f"segment {text!r} runs past the end of its block")
-            segments.append(segment_token(bare, off, ln))
-    entry = _entry_of(lake, segments, content_type, metadata)
-    porcelain.stage_rows(lake, repo, branch, [(path, entry.to_row())])
-    return ObjectInfo(path, PathType.OBJECT, entry)
+    verified: dict[str, str] = {}
+    cache: dict[str, bytes] = {}
+    infos: list[ObjectInfo] = []
+    updates: list[Update] = []
+    seen: set[str] = set()
+    for link in links:
+        path = check_new_path(link.path)
+        if path in seen:
+            raise InvalidArgument(f"object {path!r} is linked twice in one request")
+        seen.add(path)
+        segments: list[str] = []
+        for text in link.signed_segments:
+            m = _SEGMENT_SUFFIX.match(text)
+            if m is None:
+                raise InvalidLocator(f"invalid segment {text!r}")
+            signed = m.group("loc")
+            bare = verified.get(signed)
+            if bare is None:
+                bare = verify(signed, key, token).bare
+                if not lake.blocks.touch(bare):  # touched: a concurrent GC spares what is linked now
+                    raise BlockNotFound(f"block {bare} is not stored")
+                verified[signed] = bare
+            size = int(bare.split("+")[1])
+            if m.group("off") is None:
+                segments.append(bare)
+            else:
+                off, ln = int(m.group("off")), int(m.group("len"))
+                if off + ln > size:
+                    raise InvalidLocator(f"segment {text!r} runs past the end of its block")
+                segments.append(segment_token(bare, off, ln))
+        entry = _entry_of(lake, segments, link.content_type, link.metadata, cache)
+        infos.append(ObjectInfo(path, PathType.OBJECT, entry))
+        updates.append((path, entry.to_row()))
+    porcelain.stage_rows(lake, repo, branch, sorted(updates, key=lambda update: update[0]))
+    return infos
 
 
 def _entry_of(
@@ -173,6 +220,7 @@ def _entry_of(
     segments: list[str],
     content_type: str | None,
     metadata: Mapping[str, str] | None,
+    cache: dict[str, bytes] | None = None,
 ) -> Entry:
     if segments and all(":" not in s for s in segments):
         md5s = [s.split("+")[0] for s in segments]
@@ -182,6 +230,16 @@ def _entry_of(
         else:
             joined = b"".join(bytes.fromhex(m) for m in md5s)
             checksum = f"{hashlib.md5(joined).hexdigest()}-{len(md5s)}"
+    elif cache is not None and len(segments) == 1:
+        bare, _, offset, length = parse_segment(segments[0])
+        data = cache.get(bare)
+        if data is None:
+            data = lake.blocks.get(bare)  # the whole block, its md5 checked
+            if sum(map(len, cache.values())) + len(data) > READ_CACHE:
+                cache.clear()
+            cache[bare] = data
+        checksum = hashlib.md5(memoryview(data)[offset : offset + length]).hexdigest()
+        size = length
     else:
         digest = hashlib.md5()
         size = 0

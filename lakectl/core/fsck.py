@@ -33,7 +33,7 @@ from typing import Any
 from lakectl.core import gc, journal, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
-from lakectl.core.graph.ranges import RangeStore
+from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.errors import BlockNotFound, CorruptBlock, LakectlError
 
@@ -48,9 +48,9 @@ Progress = Callable[[int, int], None]
 """Called with the bytes verified so far and the bytes to verify in all."""
 
 Link = tuple[str, str]
-"""How the walk reached a block: ``(parent, root)``, the block naming it (a range or a
-metarange) and the metarange that parent was reached from; ``("", "")`` for a root (a commit's
-metarange, a staged entry's or an upload's block)."""
+"""How the walk reached a block: ``(parent, root)``, the block naming it (a range, or the
+metarange for its pages and their ranges) and the metarange that parent was reached from;
+``("", "")`` for a root (a commit's metarange, a staged entry's or an upload's block)."""
 ROOT: Link = ("", "")
 
 
@@ -58,6 +58,8 @@ class Kind(enum.Enum):
     """What a referenced block holds."""
 
     METARANGE = "metarange"
+    PAGE = "page"
+    """A page of a tree's index, naming ranges."""
     RANGE = "range"
     DATA = "data"
 
@@ -362,8 +364,17 @@ def _origin(store: RangeStore, begin: Start, finding: Finding) -> tuple[Kind, Or
         return Kind.DATA, begin.direct[finding.locator]
     commit = begin.metaranges[root]
     if parent == root:
-        return Kind.RANGE, commit
+        return (Kind.PAGE if _is_page(store, root, finding.locator) else Kind.RANGE), commit
     return Kind.DATA, replace(commit, path=_first_path(store, parent, finding.locator))
+
+
+def _is_page(store: RangeStore, metarange: str, locator: str) -> bool:
+    """Whether the tree's root names ``locator`` as one of its pages."""
+    try:
+        index = store.read_index(metarange)
+    except LakectlError:
+        return False
+    return index.level == ROOT_LEVEL and any(page.id == locator for page in index.entries)
 
 
 def _first_path(store: RangeStore, range_id: str, locator: str) -> str | None:

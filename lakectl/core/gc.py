@@ -17,7 +17,7 @@ from lakectl.core import identity as lake_identity
 from lakectl.core import journal, keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.events import Event, Verb, announced
-from lakectl.core.graph.ranges import RangeStore
+from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
@@ -283,19 +283,38 @@ def bare_locators(tokens: str) -> list[str]:
 def tree_blocks(
     store: RangeStore, metarange: MetaRangeId, seen: set[str], skip_unreadable: bool = False
 ) -> Iterator[tuple[str, list[str]]]:
-    """``(block, the blocks it names)`` for a tree: its metarange and its range ids first, then
-    each range not in ``seen`` (added to it as it is read) and its entries' bare locators.
+    """``(parent, the blocks it names)`` for a tree, parents as fsck reports them: the
+    metarange (the tree's root) naming its pages, then naming the ranges of each page not in
+    ``seen`` (a tree of the flat format: the metarange naming its ranges); then each range not
+    in ``seen`` naming its entries' bare locators. Pages and ranges are added to ``seen`` as they
+    are read: what trees share is walked once.
 
-    A metarange or range that cannot be read raises ``BlockNotFound`` or ``CorruptBlock``;
-    with ``skip_unreadable`` it is passed over (what it names is then not walked)."""
+    A metarange, page or range that cannot be read raises ``BlockNotFound`` or
+    ``CorruptBlock``; with ``skip_unreadable`` it is passed over (what it names is then not
+    walked)."""
     try:
-        infos = store.read_metarange(metarange)
+        index = store.read_index(metarange)
     except (BlockNotFound, CorruptBlock):
         if not skip_unreadable:
             raise
         return
-    yield metarange, [info.id for info in infos]
-    for info in infos:
+    yield metarange, [entry.id for entry in index.entries]
+    ranges = index.entries
+    if index.level == ROOT_LEVEL:
+        ranges = []
+        for page in index.entries:
+            if page.id in seen:
+                continue
+            seen.add(page.id)
+            try:
+                named = store.page_ranges(page.id)
+            except (BlockNotFound, CorruptBlock):
+                if not skip_unreadable:
+                    raise
+                continue
+            yield metarange, [info.id for info in named]
+            ranges.extend(named)
+    for info in ranges:
         if info.id in seen:
             continue
         seen.add(info.id)

@@ -6,7 +6,7 @@ import enum
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NewType
+from typing import Any, NamedTuple, NewType
 
 RepositoryId = NewType("RepositoryId", str)
 BranchId = NewType("BranchId", str)
@@ -168,7 +168,9 @@ _SEP = "\x00"
 def encode_row(row: Row) -> bytes:
     """NUL-separated fields: no field can hold a NUL (metadata is JSON, which escapes it; the
     other fields are validated), and splitting is several times faster than JSON on 1M rows."""
-    return _SEP.join(map(str, row)).encode()
+    size, checksum, locators, mtime, content_type, meta = row
+    # One f-string rather than a join of str() of each field: half the time, at 100k rows.
+    return f"{size}\0{checksum}\0{locators}\0{mtime}\0{content_type}\0{meta}".encode()
 
 
 def decode_row(raw: bytes) -> Row:
@@ -180,7 +182,9 @@ def same_row(a: Row | None, b: Row | None) -> bool:
     """Rows are the same object when all but mtime agree (see :meth:`Entry.identity`)."""
     if a is None or b is None:
         return a is b
-    return a is b or (a[:3] == b[:3] and a[4:] == b[4:])
+    # Field by field, not a[:3] == b[:3]: a diff compares every row of the ranges it opens,
+    # and slicing builds four tuples per comparison.
+    return a is b or (a[1] == b[1] and a[2] == b[2] and a[0] == b[0] and a[4] == b[4] and a[5] == b[5])
 
 
 def is_external(row: Row) -> bool:
@@ -304,14 +308,16 @@ class Tag:
     commit_id: CommitId
 
 
-@dataclass(frozen=True, slots=True)
-class RangeInfo:
-    """One row of a metarange: a range file and the keys it covers."""
+class RangeInfo(NamedTuple):
+    """One entry of a page or root of a tree: a range (or page) file and the keys it covers.
+    A named tuple: a walk over a tree decodes thousands, and a frozen dataclass costs ~5 times
+    as much to build."""
 
     id: RangeId
     min_key: str
     max_key: str
-    count: int
+    rows: int
+    """Rows under it (for a page: under all its ranges)."""
     size_bytes: int
 
 

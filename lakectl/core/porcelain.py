@@ -21,6 +21,7 @@ from lakectl.core.blocks.data import (
     WrittenObject,
     parse_segment,
     read_object,
+    read_small,
     write_bytes,
     write_object,
 )
@@ -105,6 +106,10 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int], None]
 """Called with a number of bytes (or files) just done."""
+
+PROGRESS_EVERY = 64
+"""Small files are reported to a progress callback in groups of this many (a large one at
+once): a progress bar's update costs more than reading and hashing a 4 KiB file."""
 
 READ_ATTEMPTS = 20
 
@@ -678,10 +683,6 @@ def entry_for(
     )
 
 
-def _entry(written: WrittenObject, content_type: str | None, metadata: Mapping[str, str] | None) -> Entry:
-    return entry_for(written.size, written.checksum, written.locators, content_type, metadata)
-
-
 def upload(
     lake: Lake,
     repo: str,
@@ -719,47 +720,53 @@ def upload_files(
     progress: Progress | None = None,
 ) -> list[ObjectInfo]:
     """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
-    barrier, then one staging batch, so a crash never leaves staged objects without data."""
+    barrier, then one staging batch, so a crash never leaves staged objects without data.
+
+    Small files are read and hashed in path order by this thread, one ``open``/``read``/
+    ``close`` each; a second thread hashes and writes the packs they fill (see :class:`Packer`),
+    then syncs. More reader threads only slow this down: each 4 KiB read and md5 gives the GIL
+    up and must win it back, so threads queue for it instead of working. Large files are
+    streamed into blocks of their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
     rid, bid = _write_target(lake, repo, branch)
     content_type = check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
         check_new_path(path)
-    from concurrent.futures import ThreadPoolExecutor
-
     written: dict[str, WrittenObject] = {}
-    packer = Packer(lake.blocks)
-
-    def read_small(chunk: Sequence[tuple[str, str]]) -> list[tuple[str, str, bytes | None]]:
-        out: list[tuple[str, str, bytes | None]] = []
-        for path, local in chunk:
-            with open(local, "rb") as f:
-                if os.fstat(f.fileno()).st_size > SMALL_OBJECT:
-                    out.append((path, local, None))
-                    continue
-                out.append((path, local, f.read()))
-        return out
-
-    # Small files are read by two threads (file opens release the GIL) and packed in path
-    # order; large ones are streamed into blocks of their own.
-    chunks = [ordered[i : i + 256] for i in range(0, len(ordered), 256)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for chunk in pool.map(read_small, chunks):
-            for path, local, data in chunk:
-                if data is not None:
-                    packer.add(path, data)
-                else:
-                    with open(local, "rb") as f:
-                        written[path] = write_object(lake.blocks, f)
-                if progress is not None:
-                    progress(1)
-    written.update(packer.close())
-    lake.blocks.sync()
-    infos = [ObjectInfo(p, PathType.OBJECT, _entry(written[p], content_type, None)) for p, _ in ordered]
-    updates: list[Update] = []
-    for info in infos:
-        assert info.entry is not None
-        updates.append((info.path, info.entry.to_row()))
+    with ThreadPoolExecutor(1, thread_name_prefix="lakectl-packs") as pool:
+        packer = Packer(lake.blocks, pool)
+        unreported = 0
+        for path, local in ordered:
+            data = read_small(local, SMALL_OBJECT)
+            if data is not None:
+                packer.add(path, data)
+            else:
+                with open(local, "rb") as f:
+                    written[path] = write_object(lake.blocks, f)
+            unreported += 1
+            if progress is not None and (data is None or unreported == PROGRESS_EVERY):
+                progress(unreported)
+                unreported = 0
+        written.update(packer.close())
+        if progress is not None and unreported:
+            progress(unreported)
+        # The durability barrier waits on the disk, not the GIL: it runs on the pack thread
+        # while this one builds the rows, and nothing is staged before it has returned.
+        synced = pool.submit(lake.blocks.sync)
+        mtime = now()
+        infos: list[ObjectInfo] = []
+        updates: list[Update] = []
+        for path, _ in ordered:
+            w = written[path]
+            # Built directly: the content type is checked above and there is no metadata.
+            entry = Entry(
+                size=w.size, checksum=w.checksum, locators=w.locators, mtime=mtime, content_type=content_type
+            )
+            infos.append(ObjectInfo(path, PathType.OBJECT, entry))
+            updates.append((path, entry.to_row()))
+        synced.result()
     _stage(lake, rid, bid, updates)
     return infos
 

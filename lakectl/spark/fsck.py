@@ -87,10 +87,14 @@ def _verify(
 
     tasks = max(1, spark.sparkContext.defaultParallelism * spark_gc.TASKS_PER_CORE)
     metaranges = sorted(begin.metaranges)
-    range_links = _frame(spark, metaranges, tasks).mapInArrow(
-        functools.partial(_ranges_of_metaranges, root), _LINK_SCHEMA
+    page_links = _frame(spark, metaranges, tasks).mapInArrow(
+        functools.partial(_pages_of_metaranges, root), _LINK_SCHEMA
     )
-    ranges = range_links.groupBy("locator").agg(F.min("parent").alias("root"))  # read once each
+    pages = page_links.groupBy("locator").agg(F.min("parent").alias("root"))  # read once each
+    range_links = pages.repartition(tasks, "locator").mapInArrow(
+        functools.partial(_ranges_of_pages, root), _LINK_SCHEMA
+    )
+    ranges = range_links.groupBy("locator").agg(F.min("parent").alias("root"))
     entry_links = ranges.repartition(tasks, "locator").mapInArrow(
         functools.partial(_entries_of_ranges, root), _LINK_SCHEMA
     )
@@ -99,7 +103,8 @@ def _verify(
     )
     least = F.min(F.struct("parent", "root")).alias("link")
     referenced = (
-        roots.unionByName(range_links)
+        roots.unionByName(page_links)
+        .unionByName(range_links)
         .unionByName(entry_links)
         .groupBy("locator")
         .agg(least)
@@ -149,16 +154,31 @@ def _links(rows: list[tuple[str, str, str]]) -> pa.RecordBatch:
     )
 
 
-def _ranges_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``(range, metarange, metarange)`` for each range of each readable metarange."""
+def _pages_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``(page, metarange, metarange)`` for each page of each readable metarange (a metarange
+    of the flat format is its own page)."""
     store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for mid in batch.column(0).to_pylist():
             try:
-                infos = store.read_metarange(MetaRangeId(mid))
+                pages = store.pages(MetaRangeId(mid))
             except (BlockNotFound, CorruptBlock):
                 continue  # found damaged by the verification
-            yield _links([(info.id, mid, mid) for info in infos])
+            yield _links([(page.id, mid, mid) for page in pages])
+
+
+def _ranges_of_pages(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``(range, metarange, metarange)`` for each range of each readable page, the metarange
+    the page's least link came from: ranges, like pages, are reported under their tree."""
+    store = RangeStore(executor_blocks(root), cache_size=0)
+    for batch in batches:
+        pids, roots = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+        for pid, link_root in zip(pids, roots, strict=True):
+            try:
+                infos = store.page_ranges(RangeId(pid))
+            except (BlockNotFound, CorruptBlock):
+                continue
+            yield _links([(info.id, link_root, link_root) for info in infos])
 
 
 def _entries_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

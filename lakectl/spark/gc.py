@@ -88,13 +88,19 @@ def _mark_and_sweep(
 
     tasks = max(1, spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
     metaranges = sorted(start.metaranges)
-    range_ids = (
+    page_ids = (
         _frame(spark, metaranges, tasks)
-        .mapInArrow(functools.partial(_ranges_of_metaranges, root), _LOCATOR_SCHEMA)
+        .mapInArrow(functools.partial(_pages_of_metaranges, root), _LOCATOR_SCHEMA)
         .repartition(tasks, "locator")
-        .distinct()  # a range shared by many commits is read once
+        .distinct()  # a page shared by many commits is read once
+    )
+    range_ids = (
+        page_ids.mapInArrow(functools.partial(_ranges_of_pages, root), _LOCATOR_SCHEMA)
+        .repartition(tasks, "locator")
+        .distinct()  # and so is a range
     )
     entries = range_ids.mapInArrow(functools.partial(_blocks_of_ranges, root), _LOCATOR_SCHEMA)
+    entries = entries.unionByName(page_ids)
     # Both sides of the join hash-partitioned by locator into `tasks` parts: the join needs no
     # other exchange, and adaptive execution does not coalesce the sweep into one task.
     live = (
@@ -144,12 +150,20 @@ def _column(values: list[str]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array(values, pa.string())], names=["locator"])
 
 
-def _ranges_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The range ids of each metarange."""
+def _pages_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The page ids of each metarange (a metarange of the flat format is its own page)."""
     store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for mid in batch.column(0).to_pylist():
-            yield _column([info.id for info in store.read_metarange(MetaRangeId(mid))])
+            yield _column([page.id for page in store.pages(MetaRangeId(mid))])
+
+
+def _ranges_of_pages(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The range ids of each page."""
+    store = RangeStore(executor_blocks(root), cache_size=0)
+    for batch in batches:
+        for pid in batch.column(0).to_pylist():
+            yield _column([info.id for info in store.page_ranges(RangeId(pid))])
 
 
 def _blocks_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -100,6 +100,31 @@ def test_recursive_upload_and_download_round_trip(run: Run, js, repo: str, tmp_p
     assert _tree(again) == files
 
 
+def test_recursive_upload_says_each_object_in_path_order(run: Run, js, repo: str, tmp_path: Path) -> None:
+    """The walk lists directories as they come and the lines are written at once: the output
+    is still one line per object in path order, then the total on stderr. A symbolic link to a
+    directory is not followed (as ``os.walk``); one to a file is uploaded as the file."""
+    src = tmp_path / "src"
+    for rel, data in {"b/2.csv": b"22", "a/z.csv": b"1", "a/b/c.csv": b"333", "top": b""}.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    (src / "link-to-a").symlink_to(src / "a", target_is_directory=True)
+    (src / "link-to-top").symlink_to(src / "top")
+    result = run("fs", "upload", "-r", "-s", str(src), "lakefs://demo/main/in/")
+    assert result.stdout.splitlines() == [
+        "uploaded in/a/b/c.csv (3 B)",
+        "uploaded in/a/z.csv (1 B)",
+        "uploaded in/b/2.csv (2 B)",
+        "uploaded in/link-to-top (0 B)",
+        "uploaded in/top (0 B)",
+    ]
+    assert "5 object(s), 6 B staged" in result.stderr
+    listed = js("fs", "upload", "-r", "-s", str(src), "lakefs://demo/main/again/")
+    assert [o["path"] for o in listed] == [
+        line.split()[1].replace("in/", "again/", 1) for line in result.stdout.splitlines()
+    ]
+
+
 def test_directory_upload_needs_recursive(run: Run, repo: str, tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     result = run("fs", "upload", "lakefs://demo/main/d", "--source", str(tmp_path / "d"), code=2)

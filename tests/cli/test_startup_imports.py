@@ -5,11 +5,9 @@ within 150 ms (benchmarks/bench_cli_latency.py measures it, with its floors). A 
 fails on a busy CI machine, so this checks what keeps them fast instead: each runs in a fresh
 interpreter, and the modules it imported are listed. None of the heavy libraries it has no use
 for may be among them (the server's, the remote client's, rich on a pipe, PyYAML without a
-configuration file), nor lakectl's modules of other verbs. Reading a committed object's row
-needs pyarrow's Parquet reader (a range is a Parquet file), but not ``pyarrow.parquet`` with
-its filesystems, nor datasets, compute functions or pandas; a commit record or a branch list
-needs no pyarrow at all. The range reader that avoids ``pyarrow.parquet`` is held to its
-``ParquetFile`` at the end.
+configuration file), nor lakectl's modules of other verbs, nor pyarrow: reading a committed
+object's row reads its tree's files with zlib. The reader of ranges of the first format
+(Parquet), which avoids ``pyarrow.parquet``, is held to its ``ParquetFile`` at the end.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakectl.cli import render
+from tests.unit.firstformat import range_file
 
 # Run the console script's entry point, then list what was imported: JSON on stderr's last line.
 _PROBE = """
@@ -62,12 +61,8 @@ NEVER = (
     "rich",
     # No configuration file here: nothing to parse.
     "yaml",
-    # pyarrow beyond its Parquet reader (lakectl.core.graph.ranges), and pandas.
+    # pandas (pyarrow: NO_PYARROW below).
     "pandas",
-    "pyarrow.parquet",
-    "pyarrow.fs",
-    "pyarrow.dataset",
-    "pyarrow.compute",
     # lakectl's modules of other verbs: what writes, diffs, merges or runs actions.
     "lakectl.core.actionruns",
     "lakectl.core.actions",
@@ -89,8 +84,8 @@ NEVER = (
 )
 """Modules none of the four commands may import (a name covers its submodules)."""
 
-NO_RANGE_READ = ("pyarrow", "numpy")
-"""Also never imported by the commands that read no range (a commit record, the branches)."""
+NO_PYARROW = ("pyarrow", "numpy")
+"""Never imported either: a range, a page or a root decodes with zlib (docs/decisions/0016)."""
 
 
 def _imported(env: dict[str, str], *args: str) -> set[str]:
@@ -152,9 +147,8 @@ def test_read_only_commands_import_only_what_they_use(
     assert "lakectl.core.porcelain" in modules  # the probe ran the command on the embedded lake
     assert _found(modules, NEVER) == []
     if reads_a_range:
-        assert "pyarrow._parquet" in modules  # the probe read the committed object's range
-    else:
-        assert _found(modules, NO_RANGE_READ) == []
+        assert "lakectl.core.graph.ranges" in modules  # the probe read the object's range
+    assert _found(modules, NO_PYARROW) == []
 
 
 def test_a_noun_builds_only_the_verb_that_runs() -> None:
@@ -284,7 +278,7 @@ def test_what_the_plain_table_leaves_to_rich(
     assert out.getvalue() == ""
 
 
-# -- a range read without pyarrow.parquet: the same tables as ParquetFile's ----------------
+# -- ranges of the first format, read without pyarrow.parquet: as ParquetFile reads them -------
 
 
 class _Blocks(dict[str, bytes]):
@@ -292,42 +286,87 @@ class _Blocks(dict[str, bytes]):
         self[locator] = data
 
 
-_PATHS = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), min_size=1, max_size=40)
+_PATHS = st.lists(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20),
+    min_size=1,
+    max_size=40,
+)
+"""Paths as they may be stored: any text but NUL (and lone surrogates, which are not UTF-8)."""
+
+
+def _first_format(paths: list[str]) -> bytes:
+    rows = [(i, f"{i:032x}", f"{i:032x}+{i}", i * 7, "text/plain", "") for i, _ in enumerate(paths)]
+    return range_file(list(zip(paths, rows, strict=True)))
 
 
 @settings(max_examples=50, deadline=None)
 @given(_PATHS.map(lambda paths: sorted(set(paths))))
-def test_a_range_reads_as_parquetfile_reads_it(paths: list[str]) -> None:
+def test_a_range_of_the_first_format_reads_as_parquetfile_reads_it(paths: list[str]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lakectl.core.graph.ranges import RangeStore, _from_parquet
+    from lakectl.core.graph.ranges import RangeStore, _decode
 
-    store = RangeStore(_Blocks())  # type: ignore[arg-type]
-    rows = [(i, f"{i:032x}", f"{i:032x}+{i}", i * 7, "text/plain", "") for i, _ in enumerate(paths)]
-    info = store.write_range(paths, rows)
-    data = store.blocks.get(info.id)
+    data = _first_format(paths)
+    blocks = _Blocks({"r1": data})
     for columns in (None, ["path"], ["locators"], ["size", "path"]):
         expected = pq.ParquetFile(pa.BufferReader(data)).read(columns=columns)
-        assert _from_parquet(data, info.id, columns).equals(expected)
-    assert RangeStore(store.blocks).read_range(info.id).paths == paths  # decoded, not cached
+        assert _decode(data, "r1", columns) == expected.to_pydict()
+    assert RangeStore(blocks).read_range("r1").paths == paths  # type: ignore[arg-type]
+    assert RangeStore(blocks).read_paths("r1") == paths  # type: ignore[arg-type]
+
+
+@settings(max_examples=50, deadline=None)
+@given(_PATHS.map(lambda paths: sorted(set(paths))))
+def test_a_range_reads_back_what_was_written(paths: list[str]) -> None:
+    from lakectl.core.graph.ranges import RangeStore, _decode
+
+    store = RangeStore(_Blocks())  # type: ignore[arg-type]
+    rows = [(i, f"{i:032x}", f"{i:032x}+{i}", i * 7, "text/plain", "{}") for i, _ in enumerate(paths)]
+    info = store.write_range(paths, rows)
+    data = store.blocks.get(info.id)
+    table = _decode(data, info.id)
+    assert list(table) == ["path", "size", "checksum", "locators", "mtime", "content_type", "metadata"]
+    assert table["path"] == paths
+    assert list(zip(*list(table.values())[1:], strict=True)) == rows
+    assert RangeStore(store.blocks).read_range(info.id).rows == rows  # decoded, not cached
     assert RangeStore(store.blocks).read_paths(info.id) == paths
+    assert RangeStore(store.blocks).read_locators(info.id) == [r[2] for r in rows]
 
 
-@pytest.mark.parametrize("damage", [b"", b"not parquet at all", b"PAR1" + bytes(20) + b"PAR1"])
-def test_a_damaged_range_is_a_corrupt_block(damage: bytes) -> None:
-    from lakectl.core.graph.ranges import _from_parquet
+def test_a_value_holding_a_nul_is_refused_not_written() -> None:
+    from lakectl.core.graph.ranges import RangeStore
+
+    store = RangeStore(_Blocks())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="NUL"):
+        store.write_range(["a\x00b"], [(1, "c", "l", 2, "t", "")])
+    assert store.blocks == {}
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (b"", "not a range, page or root"),
+        (b"not parquet at all", "not a range, page or root"),
+        (b"PAR1" + bytes(20) + b"PAR1", "is not valid Parquet"),
+        (b"LKT1" + (100).to_bytes(8, "little") + b"not zstd", "cannot be decoded"),
+    ],
+)
+def test_a_damaged_range_is_a_corrupt_block(damage: bytes, message: str) -> None:
+    from lakectl.core.graph.ranges import _decode
     from lakectl.errors import CorruptBlock
 
-    with pytest.raises(CorruptBlock, match="is not valid Parquet"):
-        _from_parquet(damage, "r1")
+    with pytest.raises(CorruptBlock, match=message):
+        _decode(damage, "r1")
 
 
-def test_a_missing_column_is_a_corrupt_block() -> None:
-    from lakectl.core.graph.ranges import RangeStore, _from_parquet
+@pytest.mark.parametrize("first_format", [False, True])
+def test_a_missing_column_is_a_corrupt_block(first_format: bool) -> None:
+    from lakectl.core.graph.ranges import RangeStore, _decode
     from lakectl.errors import CorruptBlock
 
     store = RangeStore(_Blocks())  # type: ignore[arg-type]
     info = store.write_range(["a"], [(1, "c", "l", 2, "t", "")])
+    data = _first_format(["a"]) if first_format else store.blocks.get(info.id)
     with pytest.raises(CorruptBlock):
-        _from_parquet(store.blocks.get(info.id), info.id, ["no such column"])
+        _decode(data, info.id, ["no such column"])

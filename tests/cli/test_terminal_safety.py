@@ -54,6 +54,23 @@ def test_listing_escapes_stored_names(run: Run, hostile: Path) -> None:
     assert "data/invoice\\u202egpj.exe" in out
 
 
+def test_many_lines_written_at_once_are_escaped_as_one_by_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """``render.lines`` (``fs upload -r``'s line per object, in one write) escapes what
+    ``render.line`` escapes, line breaks between the lines aside."""
+    from lakectl.cli import render
+
+    texts = [ESC_PATH, BIDI_PATH, "plain", SURROGATE_MESSAGE]
+    for text in texts:
+        render.line(text)
+    one_by_one = capsys.readouterr().out
+    render.lines(texts)
+    at_once = capsys.readouterr().out
+    assert at_once == one_by_one and len(at_once.splitlines()) == len(texts)
+    _no_controls(at_once)
+    render.lines([])
+    assert capsys.readouterr().out == ""
+
+
 def test_diff_escapes_stored_names(run: Run, hostile: Path) -> None:
     out = run("diff", "lakefs://demo/main").stdout
     _no_controls(out)

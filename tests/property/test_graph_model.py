@@ -36,7 +36,7 @@ from lakectl.core.graph.ranges import ChunkPolicy, RangeStore
 from lakectl.core.graph.tree import apply_updates as original_apply_updates
 from lakectl.core.graph.tree import diff_trees, iter_tree
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.model import DiffType, MergeStrategy, PathType, RangeInfo, ResetKind, Row
+from lakectl.core.model import DiffType, MergeStrategy, PathType, ResetKind, Row
 from lakectl.core.porcelain import Lake
 from lakectl.errors import (
     AlreadyExists,
@@ -48,6 +48,7 @@ from lakectl.errors import (
 )
 
 SMALL = ChunkPolicy(min_rows=2, normal_rows=4, strict=8, loose=2, max_rows=8)
+SMALL_PAGES = ChunkPolicy(min_rows=1, normal_rows=2, strict=4, loose=2, max_rows=4, hash_offset=4)
 CLOCK = 1_700_000_000
 REPO = "model"
 CONTENT_TYPE = "application/octet-stream"
@@ -605,9 +606,9 @@ class GraphMachine(RuleBasedStateMachine):
             assert commit.generation == model.generation
             rows = [(p, row_of(v)) for p, v in sorted(model.tree.items())]
             store = self.lake.ranges
-            ranges = original_apply_updates(store, [], rows, SMALL)
-            assert all(r.count <= SMALL.max_rows for r in ranges)
-            assert commit.meta_range_id == store.write_metarange(ranges)
+            scratch = original_apply_updates(store, None, rows, SMALL, SMALL_PAGES)
+            assert all(r.rows <= SMALL.max_rows for r in store.read_metarange(scratch))
+            assert commit.meta_range_id == scratch
             log = list(porcelain.log(self.lake, REPO, b.head))
             assert {c.id for c in log} == self.ancestors(b.head)
             gens = [c.generation for c in log]
@@ -617,7 +618,7 @@ class GraphMachine(RuleBasedStateMachine):
 
 def test_random_histories_match_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(porcelain, "now", lambda: CLOCK)
-    monkeypatch.setattr(tree_mod.Trees.__init__, "__defaults__", (SMALL,))
+    monkeypatch.setattr(tree_mod.Trees.__init__, "__defaults__", (SMALL, SMALL_PAGES))
     blocks = tmp_path / "blocks"  # shared by every example: blocks are content-addressed
     run_state_machine_as_test(
         lambda: GraphMachine(blocks),  # type: ignore[arg-type]  # a factory is accepted
@@ -642,31 +643,43 @@ policies = st.sampled_from(
         ChunkPolicy(min_rows=3, normal_rows=4, strict=7, loose=3, max_rows=5),
     ]
 )
+page_policies = st.sampled_from(
+    [
+        SMALL_PAGES,
+        ChunkPolicy(min_rows=1, normal_rows=1, strict=2, loose=2, max_rows=2),
+        ChunkPolicy(min_rows=2, normal_rows=3, strict=5, loose=2, max_rows=6),
+    ]
+)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batches=batches, policy=policies)
+@given(batches=batches, policy=policies, page_policy=page_policies)
 def test_incremental_trees_equal_trees_built_from_scratch(
-    tmp_path_factory: pytest.TempPathFactory, batches: list[dict[str, Row | None]], policy: ChunkPolicy
+    tmp_path_factory: pytest.TempPathFactory,
+    batches: list[dict[str, Row | None]],
+    policy: ChunkPolicy,
+    page_policy: ChunkPolicy,
 ) -> None:
     store = RangeStore(LocalAdapter(tmp_path_factory.getbasetemp() / "tree-blocks"))
     model: dict[str, Row] = {}
-    ranges: list[RangeInfo] = []
+    tree = store.write_root([])
     for batch in batches:
         before = dict(model)
         updates = sorted(batch.items())
-        new_ranges = original_apply_updates(store, ranges, updates, policy)
+        new_tree = original_apply_updates(store, tree, updates, policy, page_policy)
         for k, v in updates:
             if v is None:
                 model.pop(k, None)
             else:
                 model[k] = v
-        scratch = original_apply_updates(store, [], sorted(model.items()), policy)
-        assert new_ranges == scratch
-        assert list(iter_tree(store, new_ranges)) == sorted(model.items())
-        assert all(0 < r.count <= policy.max_rows for r in new_ranges)
+        scratch = original_apply_updates(store, None, sorted(model.items()), policy, page_policy)
+        assert new_tree == scratch
+        assert list(iter_tree(store, new_tree)) == sorted(model.items())
+        new_ranges = store.read_metarange(new_tree)
+        assert all(0 < r.rows <= policy.max_rows for r in new_ranges)
         assert all(a.max_key < b.min_key for a, b in itertools.pairwise(new_ranges))
+        assert all(0 < len(store.page_ranges(p.id)) <= page_policy.max_rows for p in store.pages(new_tree))
         # Diff from the previous tree is exactly the model's change set.
         want = [k for k in sorted(set(before) | set(model)) if before.get(k) != model.get(k)]
-        assert [c.path for c in diff_trees(store, ranges, new_ranges)] == want
-        ranges = new_ranges
+        assert [c.path for c in diff_trees(store, tree, new_tree)] == want
+        tree = new_tree

@@ -139,6 +139,45 @@ def test_an_interrupted_upload_leaves_nothing_visible(backend: RemoteBackend, tr
     assert backend.diff_uncommitted(repo, "main") == []
 
 
+def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
+    backend: RemoteBackend, transport: Recording, monkeypatch, tmp_path
+) -> None:
+    """Packs are sent while files are still read; objects are linked a batch per request (not
+    one request per file); the packs are the embedded lake's, byte for byte (dedup across both)."""
+    from lakectl.core import porcelain
+
+    monkeypatch.setattr(remote, "LINK_BATCH", 7)
+    files = []
+    for i in range(40):
+        path = tmp_path / f"f{i:02d}"
+        path.write_bytes(os.urandom(30_000) if i % 3 else b"same" * (i % 2))
+        files.append((f"d/f{i:02d}", str(path)))
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(70_000))  # larger than a small object: a block of its own
+    files.append(("d/big", str(big)))
+    repo = unique("batch")
+    backend.create_repo(repo)
+    infos = backend.upload_files(repo, "main", list(reversed(files)))
+    assert [i.path for i in infos] == sorted(p for p, _ in files)
+    assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/links")] == 6
+    assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/link")] == 1
+    for path, local in files:
+        with open(local, "rb") as f:
+            assert b"".join(backend.read(repo, "main", path)) == f.read()
+
+    from lakectl.core import manifests
+
+    lake = porcelain.open_lake(str(tmp_path / "lake"))
+    porcelain.create_repo(lake, "same")
+    embedded = {i.path: i for i in porcelain.upload_files(lake, "same", "main", files)}
+    for info in infos:
+        mine, theirs = info.entry, embedded[info.path].entry
+        assert mine is not None and theirs is not None
+        assert (mine.size, mine.checksum) == (theirs.size, theirs.checksum)
+    # The same blocks and segments: the manifests (bare locators) are the same text.
+    assert backend.export_manifest(repo, "main") == manifests.export_manifest(lake, "same", "main")
+
+
 def test_wrong_credentials_are_refused(live: Live) -> None:
     b = RemoteBackend(live.url, live.key_id, "wrong")
     with pytest.raises(Unauthenticated):

@@ -74,6 +74,14 @@ def _link(w: World, c: Caller) -> Call:
     return Call(f"{R}/branches/{w.branch()}/objects/link", json={"path": "linked.bin", "segments": [signed]})
 
 
+def _links(w: World, c: Caller) -> Call:
+    _, _, signed = w.block(c)
+    body = {
+        "objects": [{"path": "linked-1.bin", "segments": [signed]}, {"path": "linked-2.bin", "segments": []}]
+    }
+    return Call(f"{R}/branches/{w.branch()}/objects/links", json=body)
+
+
 def _put_block(w: World, c: Caller) -> Call:
     data = os.urandom(64)
     return Call(f"/blocks/{hashlib.md5(data).hexdigest()}", content=data)
@@ -395,6 +403,7 @@ route(
 route("GET", RP + "/refs/{source_ref}/merge/{destination_branch}", READ, fixed(R + "/refs/v1/merge/main"))
 # the block API
 route("POST", RP + "/branches/{branch}/objects/link", WRITE, _link)
+route("POST", RP + "/branches/{branch}/objects/links", WRITE, _links)
 route("GET", RP + "/refs/{ref}/objects/signed", READ, fixed(R + "/refs/main/objects/signed", params=OBJ))
 route("GET", RP + "/refs/{ref}/manifest", READ, fixed(R + "/refs/main/manifest"))
 route(

@@ -142,6 +142,6 @@ def dated(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def tree_blocks(lake: Lake, ref: str) -> set[str]:
-    """The metarange and range blocks of a commit's tree."""
+    """The metarange, page and range blocks of a commit's tree."""
     mid = porcelain.get_commit(lake, REPO, ref).meta_range_id
-    return {mid} | {r.id for r in lake.trees.ranges(mid)}
+    return {mid} | {r.id for r in lake.ranges.pages(mid)} | {r.id for r in lake.trees.ranges(mid)}

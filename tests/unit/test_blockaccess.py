@@ -43,6 +43,44 @@ def test_link_of_a_segment_of_a_block(lake: porcelain.Lake) -> None:
         ba.link_object(lake, "blocks", "main", "bad", [f"{signed}:8:5"], "alice")
 
 
+def test_many_objects_link_as_one_change_each_block_read_once(
+    lake: porcelain.Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pack = b"".join(bytes([i]) * 10 for i in range(20))
+    signed = ba.put_block(lake, md5(pack), pack, "alice")
+    whole = ba.put_block(lake, md5(b"whole"), b"whole", "alice")
+    reads: list[str] = []
+    get = lake.blocks.get
+    monkeypatch.setattr(lake.blocks, "get", lambda loc, *a: reads.append(loc) or get(loc, *a))
+    links = [ba.Link(f"p/{i:02d}", (f"{signed}:{i * 10}:10",), "text/plain") for i in reversed(range(20))]
+    links += [ba.Link("w", (whole,)), ba.Link("empty", ())]
+    infos = ba.link_objects(lake, "blocks", "main", links, "alice")
+    assert [i.path for i in infos] == [link.path for link in links]
+    assert reads == [f"{md5(pack)}+{len(pack)}"]  # the pack read (and its md5 checked) once
+    for i in range(20):
+        data = b"".join(porcelain.read(lake, "blocks", "main", f"p/{i:02d}"))
+        assert data == bytes([i]) * 10
+        stat = porcelain.stat(lake, "blocks", "main", f"p/{i:02d}")
+        assert stat.entry is not None and stat.entry.checksum == md5(data)
+        assert stat.entry.content_type == "text/plain"
+    assert b"".join(porcelain.read(lake, "blocks", "main", "w")) == b"whole"
+    assert b"".join(porcelain.read(lake, "blocks", "main", "empty")) == b""
+    assert len(porcelain.diff_uncommitted(lake, "blocks", "main")) == 22
+
+
+def test_one_bad_link_stages_none_of_the_batch(lake: porcelain.Lake) -> None:
+    signed = ba.put_block(lake, md5(b"0123456789"), b"0123456789", "alice")
+    good = ba.Link("good", (f"{signed}:0:5",))
+    for bad in (
+        ba.Link("stolen", (signed.replace("+A", "+A0"),)),
+        ba.Link("past-the-end", (f"{signed}:8:5",)),
+        ba.Link("good", (signed,)),  # the same path twice
+    ):
+        with pytest.raises((SignatureError, InvalidLocator, InvalidArgument)):
+            ba.link_objects(lake, "blocks", "main", [good, bad], "alice")
+    assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
+
+
 def test_a_block_cannot_be_claimed_without_a_valid_signature(lake: porcelain.Lake) -> None:
     data = b"secret data"
     signed = ba.put_block(lake, md5(data), data, "alice")

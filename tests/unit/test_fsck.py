@@ -132,8 +132,19 @@ def test_a_missing_range_or_metarange_names_its_commit(lake: Lake) -> None:
         ("metarange", OTHER, other.id)
     ]
     # What an unreadable range or metarange names is not walked: the three files' blocks, and
-    # the other repository's range and file, count as orphaned.
-    assert d["orphaned"]["count"] == 5
+    # the other repository's page, range and file, count as orphaned.
+    assert d["orphaned"]["count"] == 6
+
+
+def test_a_missing_page_names_its_commit_and_hides_what_it_names(lake: Lake) -> None:
+    head = porcelain.get_commit(lake, REPO, "main")
+    [page] = lake.ranges.pages(head.meta_range_id)
+    [info] = lake.trees.ranges(head.meta_range_id)
+    os.unlink(file_of(root(lake), page.id))
+    d = fsck.check(lake, REPO).to_dict()
+    assert [(m["kind"], m["commit"], m["locator"]) for m in d["missing"]] == [("page", head.id, page.id)]
+    d = fsck.check(lake).to_dict()
+    assert info.id in d["orphaned"]["locators"]
 
 
 def test_staged_entries_and_uploads_in_flight_are_checked(lake: Lake) -> None:

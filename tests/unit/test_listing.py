@@ -19,6 +19,7 @@ from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.model import PathType
 
 SMALL = ChunkPolicy(min_rows=2, normal_rows=3, strict=4, loose=2, max_rows=4)
+SMALL_PAGES = ChunkPolicy(min_rows=1, normal_rows=2, strict=4, loose=2, max_rows=4, hash_offset=4)
 NAMES = st.sampled_from(["a", "b", "c", "d"])
 PATHS = st.lists(NAMES, min_size=1, max_size=4).map("/".join)
 
@@ -50,7 +51,7 @@ def test_listings_are_the_models(
     prefix: str,
     after: str,
 ) -> None:
-    monkeypatch.setattr(tree_mod.Trees.__init__, "__defaults__", (SMALL,))
+    monkeypatch.setattr(tree_mod.Trees.__init__, "__defaults__", (SMALL, SMALL_PAGES))
     # A path that is a file and a directory at once ("a" and "a/b") is allowed: keys are keys.
     blocks = tmp_path / f"blocks-{len(list(tmp_path.iterdir()))}"
     lake = p.Lake(kv=MemoryStore(), blocks=LocalAdapter(str(blocks)))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -10,13 +13,14 @@ import pytest
 from lakectl.core import manifests, porcelain
 from lakectl.core.blocks.data import (
     PACK_MAX,
+    SMALL_OBJECT,
     Packer,
     parse_segment,
     read_object,
     segment_token,
 )
 from lakectl.core.blocks.local import LocalAdapter
-from lakectl.errors import InvalidLocator
+from lakectl.errors import InvalidLocator, StorageError
 
 
 def blobs(n: int, size: int = 4096, seed: int = 0) -> dict[str, bytes]:
@@ -95,3 +99,124 @@ def test_upload_files_packs_and_manifest_round_trip_copies_nothing(tmp_path: Pat
             == porcelain.stat(lake, "packs", "main", path).entry.checksum
         )
     assert set(lake.blocks.list()) == blocks_before
+
+
+class _Failing:
+    """A block adapter whose second put fails, as a full disk would."""
+
+    def __init__(self) -> None:
+        self.puts = 0
+
+    def put(self, locator: str, data: bytes | memoryview) -> None:
+        self.puts += 1
+        if self.puts == 2:
+            raise StorageError(f"cannot write block {locator}: no space left", locator=locator)
+
+
+def test_packs_stored_by_a_pool_are_the_packs_stored_in_line(tmp_path: Path) -> None:
+    data = blobs(900)
+    data["dup-late"] = data["f00003"]  # its first copy is in a pack long stored by then
+    data["f00899-dup"] = data["f00899"]  # its first copy is in the pack still being filled
+    inline = Packer(LocalAdapter(tmp_path / "inline"))
+    with ThreadPoolExecutor(1) as pool:
+        pooled = Packer(LocalAdapter(tmp_path / "pooled"), pool)
+        for key in sorted(data):
+            inline.add(key, data[key])
+            pooled.add(key, data[key])
+        assert pooled.close() == inline.close()
+    assert pooled.results["dup-late"] == pooled.results["f00003"]
+    assert pooled.results["f00899-dup"] == pooled.results["f00899"]
+    assert len({parse_segment(w.locators[0])[0] for w in pooled.results.values()}) > 2
+
+
+def test_a_pack_that_cannot_be_stored_fails_the_packer() -> None:
+    with ThreadPoolExecutor(1) as pool:
+        packer = Packer(_Failing(), pool)  # type: ignore[arg-type]
+        with pytest.raises(StorageError, match="no space left"):
+            for key, content in sorted(blobs(900).items()):
+                packer.add(key, content)
+            packer.close()
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Iterator[porcelain.Lake]:
+    lake = porcelain.open_lake(str(tmp_path / "lake"))
+    porcelain.create_repo(lake, "uploads")
+    yield lake
+    lake.close()
+
+
+def test_upload_files_at_the_small_object_bound(lake: porcelain.Lake, tmp_path: Path) -> None:
+    sizes = {"empty": 0, "small": SMALL_OBJECT, "large": SMALL_OBJECT + 1}
+    files = []
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(os.urandom(size))
+        files.append((f"b/{name}", str(tmp_path / name)))
+    infos = porcelain.upload_files(lake, "uploads", "main", files)
+    assert [i.path for i in infos] == ["b/empty", "b/large", "b/small"]
+    for info in infos:
+        content = (tmp_path / info.path[2:]).read_bytes()
+        assert info.entry is not None and info.entry.size == len(content)
+        assert info.entry.checksum == hashlib.md5(content).hexdigest()
+        assert b"".join(porcelain.read(lake, "uploads", "main", info.path)) == content
+    large = next(i.entry for i in infos if i.path == "b/large")
+    assert large is not None and large.locators == (f"{large.checksum}+{SMALL_OBJECT + 1}",)  # its own block
+
+
+def test_upload_files_reads_past_short_reads(
+    lake: porcelain.Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filesystem may return fewer bytes than asked before the end (FUSE, network): reading
+    goes on to the end, and no object is stored cut short."""
+    content = os.urandom(10_000)
+    (tmp_path / "f").write_bytes(content)
+    real = os.read
+    monkeypatch.setattr(porcelain.os, "read", lambda fd, n: real(fd, min(n, 1000)))
+    (info,) = porcelain.upload_files(lake, "uploads", "main", [("f", str(tmp_path / "f"))])
+    monkeypatch.undo()
+    assert info.entry is not None and info.entry.size == len(content)
+    assert b"".join(porcelain.read(lake, "uploads", "main", "f")) == content
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_upload_files_names_the_file_it_cannot_read_and_stages_nothing(
+    lake: porcelain.Lake, tmp_path: Path, kind: str
+) -> None:
+    (tmp_path / "good").write_bytes(b"good")
+    bad = tmp_path / "bad"
+    if kind == "directory":
+        bad.mkdir()
+    files = [("a/good", str(tmp_path / "good")), ("a/bad", str(bad))]
+    with pytest.raises(OSError) as caught:
+        porcelain.upload_files(lake, "uploads", "main", files)
+    assert caught.value.filename == str(bad)
+    assert isinstance(caught.value, FileNotFoundError if kind == "missing" else IsADirectoryError)
+    assert porcelain.diff_uncommitted(lake, "uploads", "main") == []  # nothing staged
+
+
+def test_upload_files_reports_every_file_to_progress(lake: porcelain.Lake, tmp_path: Path) -> None:
+    """Small files in groups (a bar's update costs more than a 4 KiB file), a large one at once."""
+    files = []
+    for i in range(150):
+        (tmp_path / f"s{i:03d}").write_bytes(b"%d" % i)
+        files.append((f"s/{i:03d}", str(tmp_path / f"s{i:03d}")))
+    (tmp_path / "large").write_bytes(os.urandom(SMALL_OBJECT + 1))
+    files.append(("s/100-large", str(tmp_path / "large")))  # the 102nd in path order
+    calls: list[int] = []
+    porcelain.upload_files(lake, "uploads", "main", files, progress=calls.append)
+    every = porcelain.PROGRESS_EVERY
+    assert calls == [every, 102 - every, 49]  # a group, the rest up to the large file, the tail
+
+
+def test_upload_files_stages_nothing_when_the_blocks_cannot_be_made_durable(
+    lake: porcelain.Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "f").write_bytes(b"data")
+
+    def failing_sync() -> None:
+        raise StorageError("syncfs failed: input/output error")
+
+    monkeypatch.setattr(lake.blocks, "sync", failing_sync)
+    with pytest.raises(StorageError, match="syncfs failed"):
+        porcelain.upload_files(lake, "uploads", "main", [("f", str(tmp_path / "f"))])
+    assert porcelain.diff_uncommitted(lake, "uploads", "main") == []

@@ -6,6 +6,7 @@ import hashlib
 import io
 import itertools
 import mmap
+import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -209,55 +210,74 @@ def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -
 class Packer:
     """Packs many small objects into shared blocks (Keep-style), deduplicating equal contents.
 
-    ``add(key, data)`` in a stable order (sorted paths give reproducible packs); after
-    ``close()``, ``results`` maps each key to its WrittenObject (one segment token, the md5 of
-    the object as ETag). Nothing is made durable here, as for ``write_object``.
+    ``add(key, data)`` in a stable order (sorted paths give reproducible packs); ``close()``
+    returns each key's WrittenObject (one segment token, the md5 of the object as ETag), also
+    kept in ``results``. Nothing is made durable here, as for ``write_object``.
+
+    ``pool``: an executor whose thread hashes and writes each full pack while the caller reads
+    and hashes the next objects (an md5 of a whole pack releases the GIL for its duration,
+    unlike the many short calls of small objects, so the two cores work side by side without
+    fighting over it). At most ``_IN_FLIGHT`` packs wait there; ``close()`` waits for them and
+    raises the first failure. A caller that stops early (an error of its own) leaves the pool's
+    exit to wait for what runs, as for ``write_object``. Without a pool, packs are stored in the
+    caller's thread, in the order they are cut.
     """
 
-    def __init__(self, adapter: BlockAdapter) -> None:
+    def __init__(self, adapter: BlockAdapter, pool: Executor | None = None) -> None:
         self.adapter = adapter
         self.results: dict[str, WrittenObject] = {}
+        self._pool = pool
         self._parts: list[bytes] = []
         self._size = 0
-        self._pending: list[tuple[str, int, int, str]] = []  # key, offset, length, md5 hex
-        self._seen: dict[str, list[str]] = {}  # md5 hex -> keys waiting on the first copy
-        self._known: dict[str, str] = {}  # md5 hex -> segment token already written
+        self._keys: list[tuple[str, str]] = []  # (key, md5 hex) of every non-empty object, in order
+        # md5 hex -> (pack number, offset, length): where the first copy of each content went.
+        self._placed: dict[str, tuple[int, int, int]] = {}
+        self._packs: list[Future[_Stored]] = []
 
     def add(self, key: str, data: bytes) -> None:
-        digest = hashlib.md5(data)
-        hexdigest = digest.hexdigest()
+        hexdigest = hashlib.md5(data).hexdigest()
         if not data:
             self.results[key] = WrittenObject(0, hexdigest, (EMPTY_LOCATOR,))
             return
-        token = self._known.get(hexdigest)
-        if token is not None:
-            self.results[key] = WrittenObject(len(data), hexdigest, (token,))
-            return
-        if hexdigest in self._seen:
-            self._seen[hexdigest].append(key)
-            return
-        self._seen[hexdigest] = []
-        self._pending.append((key, self._size, len(data), hexdigest))
+        self._keys.append((key, hexdigest))
+        if hexdigest in self._placed:
+            return  # stored once: the key gets the first copy's segment
+        self._placed[hexdigest] = (len(self._packs), self._size, len(data))
         self._parts.append(data)
         self._size += len(data)
-        if self._size >= PACK_MAX or (self._size >= PACK_MIN and digest.digest()[0] % 8 == 0):
+        # The cut rule of PACK_MIN: the first byte of the md5 is 0 mod 8 when its second hex
+        # digit is 0 or 8.
+        if self._size >= PACK_MAX or (self._size >= PACK_MIN and hexdigest[1] in "08"):
             self._flush()
 
     def close(self) -> dict[str, WrittenObject]:
         if self._parts:
             self._flush()
+        stored = [pack.result() for pack in self._packs]
+        by_content: dict[str, WrittenObject] = {}
+        for key, hexdigest in self._keys:
+            written = by_content.get(hexdigest)
+            if written is None:
+                number, offset, length = self._placed[hexdigest]
+                pack = stored[number]
+                whole = offset == 0 and length == pack.size
+                token = pack.locator if whole else f"{pack.locator}:{offset}:{length}"
+                written = by_content[hexdigest] = WrittenObject(length, hexdigest, (token,))
+            self.results[key] = written
+        self._keys = []
         return self.results
 
     def _flush(self) -> None:
-        stored = _store(self.adapter, b"".join(self._parts))
-        for key, offset, length, hexdigest in self._pending:
-            token = segment_token(stored.locator, offset, length)
-            self._known[hexdigest] = token
-            written = WrittenObject(length, hexdigest, (token,))
-            self.results[key] = written
-            for dup in self._seen.pop(hexdigest):
-                self.results[dup] = written
-        self._parts, self._size, self._pending = [], 0, []
+        data = b"".join(self._parts)
+        self._parts, self._size = [], 0
+        if self._pool is None:
+            done: Future[_Stored] = Future()
+            done.set_result(_store(self.adapter, data))
+            self._packs.append(done)
+            return
+        if len(self._packs) >= _IN_FLIGHT:
+            self._packs[-_IN_FLIGHT].result()  # bounded memory: the pool keeps up, or we wait
+        self._packs.append(self._pool.submit(_store, self.adapter, data))
 
 
 def _pipeline(
@@ -411,3 +431,23 @@ def _size_of(locator: str) -> int:
 def _check_block_size(block_size: int) -> None:
     if block_size <= 0:
         raise InvalidArgument(f"block size must be positive, got {block_size}")
+
+
+def read_small(local: str, limit: int) -> bytes | None:
+    """The bytes of a local file of at most ``limit`` bytes; None for a larger one. One
+    ``open``, ``read`` and ``close`` (no file object, whose buffered reader, ``fstat`` and
+    ``isatty`` cost as much as the read of a small file), reading on until the end, so a short
+    read loses nothing. An error names the file, as ``open()``'s would."""
+    fd = os.open(local, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, limit + 1)
+        while data and len(data) <= limit:
+            more = os.read(fd, limit + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError as exc:  # EISDIR, EIO: os.read does not say which file
+        raise OSError(exc.errno, exc.strerror, local) from exc
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None

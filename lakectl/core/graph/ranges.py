@@ -1,57 +1,27 @@
-"""Ranges and metaranges: immutable sorted Parquet files of rows, stored as content-addressed blocks."""
+"""The files of a committed tree, immutable and stored as content-addressed blocks: ranges of
+sorted rows, pages naming a stretch of ranges, and a root naming the pages, whose id is the
+tree's (its metarange id). Two index levels keep the cost of a commit, diff or merge with the
+changes even where they are spread over the whole tree (docs/decisions/0016)."""
 
 from __future__ import annotations
 
 import bisect
 import hashlib
-import io
-from array import array
+import itertools
+import operator
+import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.model import MetaRangeId, RangeId, RangeInfo, Row
 from lakectl.errors import CorruptBlock
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-# pyarrow is imported where a range is first read or written, not at import: `lakectl log` and
-# `lakectl --help` never open a range and should not pay for it.
-
 _T = TypeVar("_T")
-
-
-@cache
-def _schemas() -> tuple[Any, Any]:
-    """The Parquet schemas of range and metarange files."""
-    import pyarrow as pa
-
-    range_schema = pa.schema(
-        [
-            ("path", pa.string()),
-            ("size", pa.int64()),
-            ("checksum", pa.string()),
-            ("locators", pa.string()),
-            ("mtime", pa.int64()),
-            ("content_type", pa.string()),
-            ("metadata", pa.string()),
-        ]
-    )
-    metarange_schema = pa.schema(
-        [
-            ("range_id", pa.string()),
-            ("min_key", pa.string()),
-            ("max_key", pa.string()),
-            ("count", pa.int64()),
-            ("size_bytes", pa.int64()),
-        ]
-    )
-    return range_schema, metarange_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,43 +37,38 @@ class ChunkPolicy:
     the key's md5: CRC-32 is linear, and on keys that differ in a few digits its low bits can
     miss 0 for 80,000 keys in a row (docs/decisions/0002)."""
 
-    min_rows: int = 512
-    normal_rows: int = 1792
-    strict: int = 8192
-    loose: int = 256
-    max_rows: int = 6144
+    min_rows: int = 64
+    normal_rows: int = 224
+    strict: int = 1024
+    loose: int = 32
+    max_rows: int = 768
+    hash_offset: int = 0
+    """Where in the key's md5 its 4 bytes of hash start. Pages are cut on the last keys of ranges, which
+    are range boundaries: their first bytes are 0 mod ``loose`` already, so a page boundary
+    taken from the same bytes would come 8 times too often (pages of ~11 ranges, not ~120)."""
 
     def is_boundary(self, key: str, count: int) -> bool:
         if count >= self.max_rows:
             return True
         if count < self.min_rows:
             return False
-        return _key_hash(key) % (self.strict if count < self.normal_rows else self.loose) == 0
-
-
-def _key_hash(key: str) -> int:
-    return int.from_bytes(hashlib.md5(key.encode()).digest()[:4], "little")
+        modulus = self.strict if count < self.normal_rows else self.loose
+        return (
+            int.from_bytes(
+                hashlib.md5(key.encode()).digest()[self.hash_offset : self.hash_offset + 4], "little"
+            )
+            % modulus
+            == 0
+        )
 
 
 DEFAULT_POLICY = ChunkPolicy()
-
-
-def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A string or int64 Arrow array of ``values`` (no nulls), built from its buffers: the same
-    array (and Parquet bytes) as ``pa.array(values, type_)``, which imports pandas on its first
-    call in a process (0.3-0.7 s of every commit) to ask whether ``values`` is a pandas object."""
-    import pyarrow as pa
-
-    if type_ == pa.int64():
-        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array("q", values))])
-    encoded = [v.encode() for v in values]
-    if sum(map(len, encoded)) >= 2**31:  # pragma: no cover - past 32-bit offsets: pyarrow's way
-        return pa.array(values, type_)
-    offsets = array("i", [0])
-    offsets.extend(accumulate(map(len, encoded)))
-    return pa.Array.from_buffers(
-        type_, len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    )
+"""Ranges of ~250 rows: a change rewrites the range it lands in, so the smaller the range, the
+less a change spread over the tree costs; each range also costs a file (docs/decisions/0016)."""
+PAGE_POLICY = ChunkPolicy(min_rows=32, normal_rows=112, strict=512, loose=16, max_rows=384, hash_offset=4)
+"""Pages of ~128 ranges (~30k rows): a root of 1M rows names ~35 of them. Changes spread over a
+big tree touch most pages, and a page costs a file to write whatever its size: fewer, larger
+pages cost less there, and a lookup still decodes one page of ~128 entries (docs/decisions/0016)."""
 
 
 def _locator(data: bytes) -> str:
@@ -119,41 +84,31 @@ class RangeData:
 
 
 class RangeStore:
-    """Reads and writes range and metarange files in a block adapter, with an LRU of decoded ranges."""
+    """Reads and writes the files of trees in a block adapter: ranges (the rows), pages (the
+    ranges of a stretch of keys) and roots (the pages of a tree, whose id is the tree's id),
+    with LRUs of decoded files.
 
-    def __init__(self, blocks: BlockAdapter, cache_size: int = 64, paths_cache_size: int = 256) -> None:
+    A tree of the first format is one flat metarange naming its ranges. It reads as a root of
+    one page, itself (:meth:`pages`), so every walk sees two index levels."""
+
+    def __init__(self, blocks: BlockAdapter, cache_size: int = 256, paths_cache_size: int = 256) -> None:
         self.blocks = blocks
         self._cache: OrderedDict[str, RangeData] = OrderedDict()
-        self._meta_cache: OrderedDict[str, list[RangeInfo]] = OrderedDict()
+        self._index_cache: OrderedDict[str, Index] = OrderedDict()
         self._paths_cache: OrderedDict[str, list[str]] = OrderedDict()
+        self._columns_cache: OrderedDict[str, Columns] = OrderedDict()
         self._cache_size = cache_size
         self._paths_cache_size = paths_cache_size
 
     # -- ranges -----------------------------------------------------------------------------
 
-    def write_range(self, paths: list[str], rows: list[Row]) -> RangeInfo:
-        """Store one range of sorted, non-empty rows; return its metarange row."""
-        import pyarrow as pa
-
-        range_schema = _schemas()[0]
+    def write_range(self, paths: list[str], rows: list[Row], put: Put | None = None) -> RangeInfo:
+        """Store one range of sorted, non-empty rows; return its page entry."""
         cols = list(zip(*rows, strict=True))
-        table = pa.Table.from_arrays(
-            [
-                column(paths, pa.string()),
-                *(column(c, t.type) for c, t in zip(cols, list(range_schema)[1:], strict=True)),
-            ],
-            schema=range_schema,
-        )
-        data = _to_parquet(table)
-        rid = RangeId(_locator(data))
-        self.blocks.put(rid, data)
+        rid = RangeId(self._put(_encode(RANGE_COLUMNS, [paths, *cols]), put))
         self._remember(self._cache, rid, RangeData(paths, rows))
         return RangeInfo(
-            id=rid,
-            min_key=paths[0],
-            max_key=paths[-1],
-            count=len(paths),
-            size_bytes=sum(r[0] for r in rows),
+            id=rid, min_key=paths[0], max_key=paths[-1], rows=len(paths), size_bytes=sum(cols[0])
         )
 
     def read_range(self, rid: RangeId) -> RangeData:
@@ -161,8 +116,7 @@ class RangeStore:
         if cached is not None:
             self._cache.move_to_end(rid)
             return cached
-        table = _from_parquet(self.blocks.get(rid), rid)
-        d = table.to_pydict()
+        d = _decode(self.blocks.get(rid), rid, RANGE_COLUMNS)
         rows: list[Row] = list(
             zip(
                 d["size"],
@@ -178,9 +132,40 @@ class RangeStore:
         self._remember(self._cache, rid, data)
         return data
 
+    def read_columns(self, rid: RangeId) -> Columns:
+        """A range as its columns of text: what a lookup bisects and a diff compares a column at
+        a time, without building a row for every entry."""
+        cached = self._columns_cache.get(rid)
+        if cached is not None:
+            self._columns_cache.move_to_end(rid)
+            return cached
+        data = self._cache.get(rid)
+        if data is not None:
+            sizes, checksums, locators, mtimes, types, metadata = map(list, zip(*data.rows, strict=True))
+            columns = Columns(
+                data.paths, [*map(str, sizes)], checksums, locators, [*map(str, mtimes)], types, metadata
+            )
+        else:
+            d = _decode(self.blocks.get(rid), rid, RANGE_COLUMNS, as_text=True)
+            columns = Columns(
+                *(d[name] if isinstance(d[name][0], str) else [*map(str, d[name])] for name in RANGE_COLUMNS)
+            )
+        self._remember(self._columns_cache, rid, columns)
+        return columns
+
+    def lookup_row(self, rid: RangeId, path: str) -> Row | None:
+        """The row of ``path`` in a range, or None; builds that row alone."""
+        data = self._cache.get(rid)
+        if data is not None:
+            j = bisect.bisect_left(data.paths, path)
+            return data.rows[j] if j < len(data.paths) and data.paths[j] == path else None
+        columns = self.read_columns(rid)
+        j = bisect.bisect_left(columns.paths, path)
+        return columns.row(j) if j < len(columns.paths) and columns.paths[j] == path else None
+
     def read_paths(self, rid: RangeId) -> list[str]:
         """The paths of a range, read alone (a fifth of decoding its rows) and kept in an LRU of
-        their own, larger than the rows': what a listing reads to step over directories."""
+        their own: what a listing reads to step over directories."""
         cached = self._cache.get(rid)
         if cached is not None:
             return cached.paths
@@ -188,8 +173,7 @@ class RangeStore:
         if paths is not None:
             self._paths_cache.move_to_end(rid)
             return paths
-        column = _from_parquet(self.blocks.get(rid), rid, columns=["path"]).column("path")
-        paths = [str(v) for v in column.to_pylist()]
+        paths = _decode(self.blocks.get(rid), rid, ("path",))["path"]
         self._paths_cache[rid] = paths
         while len(self._paths_cache) > self._paths_cache_size:
             self._paths_cache.popitem(last=False)
@@ -198,49 +182,85 @@ class RangeStore:
     def read_locators(self, rid: RangeId) -> list[str]:
         """The ``locators`` column of a range (space-separated segment tokens per entry), read
         alone and not cached: what garbage collection scans, for every range of the lake."""
-        column = _from_parquet(self.blocks.get(rid), rid, columns=["locators"]).column("locators")
-        return [str(v) for v in column.to_pylist()]
+        return _decode(self.blocks.get(rid), rid, ("locators",))["locators"]
 
-    # -- metaranges -------------------------------------------------------------------------
+    # -- the index: pages and roots ---------------------------------------------------------
 
-    def write_metarange(self, ranges: list[RangeInfo]) -> MetaRangeId:
-        import pyarrow as pa
-
-        table = pa.Table.from_arrays(
-            [
-                column([r.id for r in ranges], pa.string()),
-                column([r.min_key for r in ranges], pa.string()),
-                column([r.max_key for r in ranges], pa.string()),
-                column([r.count for r in ranges], pa.int64()),
-                column([r.size_bytes for r in ranges], pa.int64()),
-            ],
-            schema=_schemas()[1],
+    def write_page(self, ranges: Sequence[RangeInfo], put: Put | None = None) -> RangeInfo:
+        """Store a page naming ``ranges`` (sorted, non-empty); return its root entry."""
+        pid = RangeId(self._write_index(ranges, ROOT_LEVEL - 1))
+        return RangeInfo(
+            id=pid,
+            min_key=ranges[0].min_key,
+            max_key=ranges[-1].max_key,
+            rows=sum(r.rows for r in ranges),
+            size_bytes=sum(r.size_bytes for r in ranges),
         )
-        data = _to_parquet(table)
-        mid = MetaRangeId(_locator(data))
-        self.blocks.put(mid, data)
-        self._remember(self._meta_cache, mid, list(ranges))
-        return mid
 
-    def read_metarange(self, mid: MetaRangeId) -> list[RangeInfo]:
-        cached = self._meta_cache.get(mid)
+    def write_root(self, pages: Sequence[RangeInfo]) -> MetaRangeId:
+        """Store a root naming ``pages`` (sorted; none for the empty tree): the tree's id."""
+        return MetaRangeId(self._write_index(pages, ROOT_LEVEL))
+
+    def read_index(self, iid: str) -> Index:
+        """A decoded page or root (or a metarange of the flat format, which reads as a page)."""
+        cached = self._index_cache.get(iid)
         if cached is not None:
-            self._meta_cache.move_to_end(mid)
+            self._index_cache.move_to_end(iid)
             return cached
-        d = _from_parquet(self.blocks.get(mid), mid).to_pydict()
-        ranges = [
-            RangeInfo(RangeId(i), lo, hi, n, sz)
-            for i, lo, hi, n, sz in zip(
-                d["range_id"],
-                d["min_key"],
-                d["max_key"],
-                d["count"],
-                d["size_bytes"],
-                strict=True,
+        d = _decode(self.blocks.get(iid), iid, as_text=True)
+        names = tuple(d)
+        if names not in (PAGE_COLUMNS, ROOT_COLUMNS):
+            raise CorruptBlock(
+                f"block {iid} is not a page or root of a tree (its columns: {', '.join(names)})"
+            )
+        level = ROOT_LEVEL if names == ROOT_COLUMNS else ROOT_LEVEL - 1
+        index = Index(level, *d.values())
+        self._remember(self._index_cache, iid, index)
+        return index
+
+    def pages(self, mid: MetaRangeId) -> list[RangeInfo]:
+        """The pages of a tree, in key order. A flat metarange is its own single page."""
+        index = self.read_index(mid)
+        if index.level == ROOT_LEVEL:
+            return index.entries
+        ranges = index.entries
+        if not ranges:
+            return []
+        return [
+            RangeInfo(
+                RangeId(mid),
+                ranges[0].min_key,
+                ranges[-1].max_key,
+                sum(r.rows for r in ranges),
+                sum(r.size_bytes for r in ranges),
             )
         ]
-        self._remember(self._meta_cache, mid, ranges)
-        return ranges
+
+    def page_ranges(self, pid: RangeId) -> list[RangeInfo]:
+        """The ranges a page names, in key order."""
+        return self.page(pid).entries
+
+    def page(self, pid: RangeId) -> Index:
+        """A page, decoded."""
+        index = self.read_index(pid)
+        if index.level != ROOT_LEVEL - 1:
+            raise CorruptBlock(f"block {pid} is a root where a page was expected")
+        return index
+
+    def read_metarange(self, mid: MetaRangeId) -> list[RangeInfo]:
+        """Every range of a tree, in key order (each of its pages read)."""
+        return [info for page in self.pages(mid) for info in self.page_ranges(page.id)]
+
+    def _write_index(self, entries: Sequence[RangeInfo], level: int, put: Put | None = None) -> str:
+        columns = [[getattr(r, field) for r in entries] for field in RangeInfo._fields]
+        iid = self._put(_encode(ROOT_COLUMNS if level == ROOT_LEVEL else PAGE_COLUMNS, columns), put)
+        self._remember(self._index_cache, iid, Index.of(level, entries))
+        return iid
+
+    def _put(self, data: bytes, put: Put | None) -> str:
+        locator = _locator(data)
+        (put or self.blocks.put)(locator, data)
+        return locator
 
     def _remember(self, cache: OrderedDict[str, _T], key: str, value: _T) -> None:
         cache[key] = value
@@ -249,32 +269,185 @@ class RangeStore:
             cache.popitem(last=False)
 
 
-def _to_parquet(table: pa.Table) -> bytes:
-    import pyarrow.parquet as pq
+ROOT_LEVEL = 1
+"""The level of a root; its pages are at level 0 and name the ranges."""
+RANGE_COLUMNS = ("path", "size", "checksum", "locators", "mtime", "content_type", "metadata")
+PAGE_COLUMNS = ("range_id", "min_key", "max_key", "count", "size_bytes")
+ROOT_COLUMNS = ("page_id", "min_key", "max_key", "count", "size_bytes")
+_INTEGERS = frozenset({"size", "mtime", "count", "size_bytes"})
 
-    buf = io.BytesIO()
-    # Deterministic bytes for equal rows: same writer options, no timestamps in the footer.
-    pq.write_table(table, buf, compression="zstd", write_statistics=False, store_schema=False)
-    return buf.getvalue()
+
+class Columns(NamedTuple):
+    """A range's columns as stored, integers as their decimal text."""
+
+    paths: list[str]
+    sizes: list[str]
+    checksums: list[str]
+    locators: list[str]
+    mtimes: list[str]
+    content_types: list[str]
+    metadata: list[str]
+
+    def row(self, i: int) -> Row:
+        return (
+            int(self.sizes[i]),
+            self.checksums[i],
+            self.locators[i],
+            int(self.mtimes[i]),
+            self.content_types[i],
+            self.metadata[i],
+        )
+
+    def changed(self, other: Columns) -> list[int]:
+        """The positions whose entries differ from ``other``'s (a range of the same paths) by
+        more than their mtime, as :func:`lakectl.core.model.same_row` compares rows: found a
+        column at a time, by comparisons in C, not a row at a time."""
+        ne, or_ = operator.ne, operator.or_
+        flags = map(ne, self.checksums, other.checksums)
+        for mine, theirs in (
+            (self.sizes, other.sizes),
+            (self.locators, other.locators),
+            (self.content_types, other.content_types),
+            (self.metadata, other.metadata),
+        ):
+            flags = map(or_, flags, map(ne, mine, theirs))
+        return list(itertools.compress(range(len(self.paths)), flags))
 
 
-def _from_parquet(data: bytes, what: str, columns: list[str] | None = None) -> pa.Table:
+class Index:
+    """A decoded page (level 0: its entries are ranges) or root (level 1: pages), kept as the
+    columns it was read as: a walk that needs a few entries of many pages (a lookup, a diff of
+    changes spread over a big tree) builds only those, and bisects the keys as they are."""
+
+    __slots__ = ("_entries", "_rows", "_sizes", "ids", "level", "max_keys", "min_keys")
+
+    def __init__(
+        self,
+        level: int,
+        ids: list[str],
+        min_keys: list[str],
+        max_keys: list[str],
+        rows: list[str] | list[int],
+        sizes: list[str] | list[int],
+    ) -> None:
+        self.level = level
+        self.ids = ids
+        self.min_keys = min_keys
+        self.max_keys = max_keys
+        self._rows = rows
+        self._sizes = sizes
+        self._entries: list[RangeInfo] | None = None
+
+    @staticmethod
+    def of(level: int, entries: Sequence[RangeInfo]) -> Index:
+        index = (
+            Index(level, *(list(c) for c in zip(*entries, strict=True)))
+            if entries
+            else Index(level, [], [], [], [], [])
+        )
+        index._entries = list(entries)
+        return index
+
+    @property
+    def entries(self) -> list[RangeInfo]:
+        if self._entries is None:
+            self._entries = [self.entry(i) for i in range(len(self.ids))]
+        return self._entries
+
+    def entry(self, i: int) -> RangeInfo:
+        if self._entries is not None:
+            return self._entries[i]
+        return RangeInfo(
+            RangeId(self.ids[i]), self.min_keys[i], self.max_keys[i], int(self._rows[i]), int(self._sizes[i])
+        )
+
+    def covering(self, key: str) -> RangeInfo | None:
+        """The entry whose interval holds ``key``, or None."""
+        i = bisect.bisect_left(self.max_keys, key)
+        if i == len(self.ids) or self.min_keys[i] > key:
+            return None
+        return self.entry(i)
+
+    def entries_except(self, ids: set[str]) -> list[RangeInfo]:
+        """The entries whose id is not in ``ids``, in order."""
+        return [self.entry(i) for i, rid in enumerate(self.ids) if rid not in ids]
+
+
+# -- the file format --------------------------------------------------------------------------
+#
+# A range, page or root is ``MAGIC`` and a zlib stream of UTF-8 text: the number of rows, the
+# column names joined by commas, then every value, column after column, all joined by NUL (no
+# value holds one: paths refuse it, metadata is JSON, the other fields are validated). A file of
+# 250 rows costs ~0.3 ms to write and ~0.2 ms to read, where Parquet cost twice that (a
+# compressor per column chunk) and a zstd-compressed Arrow stream about the same; and reading
+# one needs no pyarrow, whose import (60-150 ms) every command that reads an object's row would
+# pay (docs/decisions/0016). Files of the first format are Parquet (``PAR1``) and still read.
+
+MAGIC = b"LKT1"
+_PARQUET = b"PAR1"
+_SEP = "\x00"
+
+
+def _encode(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> bytes:
+    """The file of ``columns`` (equal lengths), named ``names``. Deterministic: equal rows give
+    equal bytes, so equal ranges get equal ids."""
+    n = len(columns[0])
+    values = [str(n), ",".join(names)]
+    for name, values_of in zip(names, columns, strict=True):
+        values.extend(map(str, values_of) if name in _INTEGERS else values_of)
+    text = _SEP.join(values)
+    if text.count(_SEP) != len(values) - 1:
+        raise ValueError("a value of a range holds a NUL character")  # refused long before here
+    return MAGIC + zlib.compress(text.encode(), 1)
+
+
+def _decode(
+    data: bytes, what: str, wanted: Sequence[str] | None = None, as_text: bool = False
+) -> dict[str, list[Any]]:
+    """The columns of a file (``wanted`` ones, else all, in the file's order), as lists;
+    integer columns as ``int``, or with ``as_text`` as they are stored (for the caller to
+    convert what it uses). ``CorruptBlock`` when it does not decode or lacks a wanted column."""
+    if data[:4] == _PARQUET:
+        return _from_parquet(data, what, wanted)
+    if data[: len(MAGIC)] != MAGIC:
+        raise CorruptBlock(f"block {what} is not a range, page or root file")
+    try:
+        items = zlib.decompress(memoryview(data)[len(MAGIC) :]).decode().split(_SEP)
+        n, names = int(items[0]), items[1].split(",")
+    except (zlib.error, UnicodeDecodeError, ValueError, IndexError) as e:
+        raise CorruptBlock(f"range file {what} cannot be decoded: {e}") from e
+    if len(items) != 2 + n * len(names):
+        raise CorruptBlock(f"range file {what} holds {len(items) - 2} values, not {n} rows of {len(names)}")
+    out: dict[str, list[Any]] = {}
+    for name in names if wanted is None else wanted:
+        if name not in names:
+            raise CorruptBlock(f"range file {what} lacks the column {name!r}")
+        start = 2 + names.index(name) * n
+        column = items[start : start + n]
+        try:
+            out[name] = list(map(int, column)) if name in _INTEGERS and not as_text else column
+        except ValueError as e:
+            raise CorruptBlock(f"range file {what}: {e}") from e
+    return out
+
+
+def _from_parquet(data: bytes, what: str, wanted: Sequence[str] | None = None) -> dict[str, list[Any]]:
+    """The columns of a file of the first format."""
     import pyarrow as pa
 
     try:
         # The reader ParquetFile wraps, without pyarrow.parquet (see _parquet_reader), and not
-        # read_table: it goes through pyarrow.dataset, whose import pulls in pandas (~0.25 s of
-        # every command that reads a range). Neither threads nor pre-buffering: a range decodes
-        # as fast on one thread (~0.9 ms for 1,800 rows, to_pydict included), and the pools
-        # they start can abort the process as it exits ("terminate called without an active
+        # read_table: it goes through pyarrow.dataset, whose import pulls in pandas. Neither
+        # threads nor pre-buffering: a range decodes as fast on one thread, and the pools they
+        # start can abort the process as it exits ("terminate called without an active
         # exception", apache/arrow#34314): 4 of 150 `fs stat` runs did, 0 of 300 without.
         reader = _parquet_reader()()
         reader.open(pa.BufferReader(data), pre_buffer=False)
-        indices = None if columns is None else [reader.column_name_idx(c) for c in columns]
-        table: pa.Table = reader.read_all(column_indices=indices, use_threads=False)
-        return table
+        indices = None if wanted is None else [reader.column_name_idx(c) for c in wanted]
+        table = reader.read_all(column_indices=indices, use_threads=False)
     except (pa.ArrowInvalid, OSError, KeyError) as e:
         raise CorruptBlock(f"range file {what} is not valid Parquet: {e}") from e
+    return {name: table.column(name).to_pylist() for name in table.column_names}
 
 
 @cache
@@ -291,12 +464,62 @@ def _parquet_reader() -> Any:
     return ParquetReader
 
 
+# -- writers ----------------------------------------------------------------------------------
+
+Put = Callable[[str, bytes], None]
+"""Where a writer puts a file: ``(locator, bytes)``."""
+
+
+class BatchedPuts:
+    """Puts the files of one tree's writing in batches, each written by a few threads while the
+    caller waits. Creating a small file in the block store's directories costs 0.3-1 ms here,
+    nearly all of it in the kernel, and a 1M-row commit creates ~4,200 of them: threads writing
+    together overlap that wait (4,200 files: 3.9 s on one thread, 1.5-1.9 s on four), which a
+    writer thread beside the encoding did not, waiting for the GIL after each system call.
+
+    Use it as a context manager: leaving the block writes what is left, and only then may a
+    root name what was put (its files are all in the store, to be synced by the caller)."""
+
+    BATCH = 256
+    """Files held before they are written (a few MiB)."""
+    THREADS = 4
+
+    def __init__(self, blocks: BlockAdapter) -> None:
+        self.blocks = blocks
+        self._pending: list[tuple[str, bytes]] = []
+
+    def __enter__(self) -> BatchedPuts:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.flush()
+
+    def put(self, locator: str, data: bytes) -> None:
+        self._pending.append((locator, data))
+        if len(self._pending) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if len(pending) < 2 * self.THREADS:  # a small commit: not worth starting threads
+            for locator, data in pending:
+                self.blocks.put(locator, data)
+            return
+        with ThreadPoolExecutor(self.THREADS, thread_name_prefix="lakectl-tree-puts") as pool:
+            for _ in pool.map(lambda item: self.blocks.put(*item), pending):
+                pass  # the first error is raised here
+
+
 class RangeWriter:
     """Accepts rows in key order and cuts them into ranges at content-defined boundaries."""
 
-    def __init__(self, store: RangeStore, policy: ChunkPolicy = DEFAULT_POLICY) -> None:
+    def __init__(
+        self, store: RangeStore, policy: ChunkPolicy = DEFAULT_POLICY, put: Put | None = None
+    ) -> None:
         self.store = store
         self.policy = policy
+        self.put = put
         self.ranges: list[RangeInfo] = []
         self._paths: list[str] = []
         self._rows: list[Row] = []
@@ -318,6 +541,7 @@ class RangeWriter:
         policy = self.policy
         lo, normal, hi = policy.min_rows, policy.normal_rows, policy.max_rows
         strict, loose = policy.strict, policy.loose
+        cut = slice(policy.hash_offset, policy.hash_offset + 4)
         md5, from_bytes = hashlib.md5, int.from_bytes
         for path, row in items:
             paths.append(path)
@@ -326,24 +550,62 @@ class RangeWriter:
             if n < lo:
                 continue
             modulus = strict if n < normal else loose
-            if n >= hi or from_bytes(md5(path.encode()).digest()[:4], "little") % modulus == 0:
+            if n >= hi or from_bytes(md5(path.encode()).digest()[cut], "little") % modulus == 0:
                 self._cut()
                 paths, rows = self._paths, self._rows
 
-    def reuse(self, info: RangeInfo) -> None:
-        """Append an existing range whole; only allowed at a boundary."""
-        assert self.empty, "a range can be reused only at a boundary"
-        self.ranges.append(info)
+    def take(self) -> list[RangeInfo]:
+        """The ranges closed since the last take."""
+        closed, self.ranges = self.ranges, []
+        return closed
 
     def close(self) -> list[RangeInfo]:
         if self._paths:
             self._cut()
-        return self.ranges
+        return self.take()
 
     def _cut(self) -> None:
-        self.ranges.append(self.store.write_range(self._paths, self._rows))
+        self.ranges.append(self.store.write_range(self._paths, self._rows, self.put))
         self._paths = []
         self._rows = []
+
+
+class PageWriter:
+    """Accepts ranges in key order and groups them into pages at content-defined boundaries
+    (after a range whose last key's hash says so), as RangeWriter groups rows into ranges: an
+    unchanged stretch of ranges keeps its page ids from commit to commit."""
+
+    def __init__(self, store: RangeStore, policy: ChunkPolicy = PAGE_POLICY, put: Put | None = None) -> None:
+        self.store = store
+        self.policy = policy
+        self.put = put
+        self.pages: list[RangeInfo] = []
+        self._ranges: list[RangeInfo] = []
+
+    @property
+    def empty(self) -> bool:
+        """True when every range added so far is in a closed page."""
+        return not self._ranges
+
+    def add_all(self, ranges: Iterable[RangeInfo]) -> None:
+        for info in ranges:
+            self._ranges.append(info)
+            if self.policy.is_boundary(info.max_key, len(self._ranges)):
+                self._cut()
+
+    def reuse(self, page: RangeInfo) -> None:
+        """Append an existing page whole; only allowed at a boundary."""
+        assert self.empty, "a page can be reused only at a boundary"
+        self.pages.append(page)
+
+    def close(self) -> list[RangeInfo]:
+        if self._ranges:
+            self._cut()
+        return self.pages
+
+    def _cut(self) -> None:
+        self.pages.append(self.store.write_page(self._ranges, self.put))
+        self._ranges = []
 
 
 def iter_rows(store: RangeStore, ranges: Iterable[RangeInfo], start: str = "") -> Iterator[tuple[str, Row]]:
@@ -352,5 +614,8 @@ def iter_rows(store: RangeStore, ranges: Iterable[RangeInfo], start: str = "") -
         if info.max_key < start:
             continue
         data = store.read_range(info.id)
-        i = bisect.bisect_left(data.paths, start) if start > info.min_key else 0
-        yield from zip(data.paths[i:], data.rows[i:], strict=True)
+        if start > info.min_key:
+            i = bisect.bisect_left(data.paths, start)
+            yield from zip(data.paths[i:], data.rows[i:], strict=True)
+        else:
+            yield from zip(data.paths, data.rows, strict=True)

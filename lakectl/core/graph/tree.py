@@ -7,11 +7,16 @@ ranges partition the key space, its key interval holds exactly those rows in bot
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
 from lakectl.core.graph.ranges import (
     DEFAULT_POLICY,
+    PAGE_POLICY,
+    BatchedPuts,
     ChunkPolicy,
+    PageWriter,
     RangeStore,
     RangeWriter,
     iter_rows,
@@ -30,33 +35,38 @@ def prefix_end(prefix: str) -> str:
 
 
 def ranges_in(ranges: Sequence[RangeInfo], prefix: str) -> list[RangeInfo]:
-    """The ranges that may hold keys starting with ``prefix``."""
+    """The ranges (or pages) that may hold keys starting with ``prefix``."""
     if not prefix:
         return list(ranges)
     end = prefix_end(prefix)
     return [r for r in ranges if r.max_key >= prefix and r.min_key < end]
 
 
-def lookup(store: RangeStore, ranges: Sequence[RangeInfo], path: str) -> Row | None:
-    """The row of ``path`` in the tree, opening at most one range."""
-    i = bisect.bisect_left([r.max_key for r in ranges], path)
-    if i == len(ranges) or ranges[i].min_key > path:
+def _covering(entries: Sequence[RangeInfo], key: str) -> RangeInfo | None:
+    """The entry (range or page) whose interval holds ``key``, or None."""
+    i = bisect.bisect_left([r.max_key for r in entries], key)
+    if i == len(entries) or entries[i].min_key > key:
         return None
-    data = store.read_range(ranges[i].id)
-    j = bisect.bisect_left(data.paths, path)
-    if j < len(data.paths) and data.paths[j] == path:
-        return data.rows[j]
-    return None
+    return entries[i]
 
 
-def next_key(store: RangeStore, ranges: Sequence[RangeInfo], start: str, prefix: str = "") -> str | None:
+def lookup(store: RangeStore, mid: MetaRangeId, path: str) -> Row | None:
+    """The row of ``path`` in the tree, opening at most one page and one range."""
+    page = _covering(store.pages(mid), path)
+    info = None if page is None else store.page(page.id).covering(path)
+    return None if info is None else store.lookup_row(info.id, path)
+
+
+def next_key(store: RangeStore, mid: MetaRangeId, start: str, prefix: str = "") -> str | None:
     """The first path ``>= start`` that starts with ``prefix``, or None; reads paths only, of
     at most one range (none when the path is a range's first)."""
     start = max(start, prefix)
-    i = bisect.bisect_left([r.max_key for r in ranges], start)
-    if i == len(ranges):
+    pages = store.pages(mid)
+    i = bisect.bisect_left([p.max_key for p in pages], start)
+    if i == len(pages):
         return None
-    info = ranges[i]
+    page = store.page(pages[i].id)
+    info = page.entry(bisect.bisect_left(page.max_keys, start))  # the page's max key >= start
     if info.min_key >= start:
         key = info.min_key
     else:
@@ -65,15 +75,29 @@ def next_key(store: RangeStore, ranges: Sequence[RangeInfo], start: str, prefix:
     return key if key.startswith(prefix) else None
 
 
+def leaves(
+    store: RangeStore, pages: Iterable[RangeInfo], start: str = "", prefix: str = ""
+) -> Iterator[RangeInfo]:
+    """The ranges of ``pages`` that may hold keys ``>= start`` starting with ``prefix``, in order."""
+    start = max(start, prefix)
+    for page in ranges_in([p for p in pages if p.max_key >= start], prefix):
+        yield from ranges_in([r for r in store.page_ranges(page.id) if r.max_key >= start], prefix)
+
+
 def iter_tree(
-    store: RangeStore, ranges: Sequence[RangeInfo], start: str = "", prefix: str = ""
+    store: RangeStore, mid: MetaRangeId, start: str = "", prefix: str = ""
 ) -> Iterator[tuple[str, Row]]:
     """Yield (path, row) in path order from ``max(start, prefix)``, limited to ``prefix``."""
-    start = max(start, prefix)
-    for path, row in iter_rows(store, ranges_in(ranges, prefix), start):
-        if prefix and not path.startswith(prefix):
-            return
-        yield path, row
+    return _iter_ranges(store, leaves(store, store.pages(mid), start, prefix), start, prefix)
+
+
+def _iter_ranges(
+    store: RangeStore, ranges: Iterable[RangeInfo], start: str = "", prefix: str = ""
+) -> Iterator[tuple[str, Row]]:
+    rows = iter_rows(store, ranges, max(start, prefix))
+    if not prefix:
+        return rows
+    return itertools.takewhile(lambda item: item[0].startswith(prefix), rows)
 
 
 def merge_updates(rows: Iterable[tuple[str, Row]], updates: Sequence[Update]) -> Iterator[tuple[str, Row]]:
@@ -101,41 +125,119 @@ def merge_updates(rows: Iterable[tuple[str, Row]], updates: Sequence[Update]) ->
 
 def apply_updates(
     store: RangeStore,
-    ranges: Sequence[RangeInfo],
+    mid: MetaRangeId | None,
     updates: Sequence[Update],
     policy: ChunkPolicy = DEFAULT_POLICY,
+    page_policy: ChunkPolicy = PAGE_POLICY,
+) -> MetaRangeId:
+    """A new tree: the tree ``mid`` (None: the empty tree) with sorted ``updates`` applied.
+
+    Each level is rewritten only around the updates: a page no update reaches is reused whole
+    once both writers are back at a content-defined boundary, and so is a range. The result is
+    the tree built from scratch from the same rows, whatever the history (pages and ranges are
+    cut where the keys say, and a reused one started and ended at such a cut)."""
+    with BatchedPuts(store.blocks) as puts:
+        pages = _apply(
+            store,
+            mid,
+            updates,
+            RangeWriter(store, policy, puts.put),
+            PageWriter(store, page_policy, puts.put),
+        )
+    return store.write_root(pages)
+
+
+def _apply(
+    store: RangeStore,
+    mid: MetaRangeId | None,
+    updates: Sequence[Update],
+    rows: RangeWriter,
+    index: PageWriter,
 ) -> list[RangeInfo]:
-    """A new tree: ``ranges`` with sorted ``updates`` applied. Ranges that no update touches are
-    reused whole once the writer is back at a content-defined boundary."""
-    writer = RangeWriter(store, policy)
     keys = [u[0] for u in updates]
     ui, n = 0, len(updates)
-    last = len(ranges) - 1
-    for idx, info in enumerate(ranges):
-        # Updates up to this range's max key belong here; the last range takes the tail.
-        uj = n if idx == last else bisect.bisect_right(keys, info.max_key, ui)
-        if uj == ui and writer.empty:
-            writer.reuse(info)
+    pages = store.pages(mid) if mid is not None else []
+    for pi, page in enumerate(pages):
+        # Updates up to this page's max key belong here; the last page takes the tail.
+        uj = n if pi == len(pages) - 1 else bisect.bisect_right(keys, page.max_key, ui)
+        if uj == ui and rows.empty and index.empty:
+            index.reuse(page)
             continue
-        data = store.read_range(info.id)
-        writer.add_all(merge_updates(zip(data.paths, data.rows, strict=True), updates[ui:uj]))
-        ui = uj
+        ranges = store.page_ranges(page.id)
+        for ri, info in enumerate(ranges):
+            rj = uj if ri == len(ranges) - 1 else bisect.bisect_right(keys, info.max_key, ui, uj)
+            if rj == ui and rows.empty:
+                index.add_all((info,))
+                continue
+            data = store.read_range(info.id)
+            rows.add_all(merge_updates(zip(data.paths, data.rows, strict=True), updates[ui:rj]))
+            index.add_all(rows.take())
+            ui = rj
     if ui < n:
-        writer.add_all(merge_updates((), updates[ui:]))
-    return writer.close()
+        rows.add_all(merge_updates((), updates[ui:]))
+    index.add_all(rows.close())
+    return index.close()
 
 
 def diff_trees(
-    store: RangeStore,
-    left: Sequence[RangeInfo],
-    right: Sequence[RangeInfo],
-    prefix: str = "",
+    store: RangeStore, left: MetaRangeId, right: MetaRangeId, prefix: str = ""
 ) -> Iterator[Change]:
-    """Changes that turn ``left`` into ``right``, in path order, skipping shared ranges."""
-    common = {r.id for r in left} & {r.id for r in right}
-    a = iter_tree(store, [r for r in left if r.id not in common], prefix=prefix)
-    b = iter_tree(store, [r for r in right if r.id not in common], prefix=prefix)
-    yield from diff_rows(a, b)
+    """Changes that turn ``left`` into ``right``, in path order, skipping shared pages and
+    ranges: a page (or range) with the same id in both trees holds the same rows, and since the
+    pages (and ranges) of a tree partition its keys, its interval holds exactly those rows in
+    both."""
+    a_pages, b_pages = store.pages(left), store.pages(right)
+    shared = {p.id for p in a_pages} & {p.id for p in b_pages}
+    a_index = [store.page(p.id) for p in ranges_in(a_pages, prefix) if p.id not in shared]
+    b_index = [store.page(p.id) for p in ranges_in(b_pages, prefix) if p.id not in shared]
+    # Ranges are compared by id first, from the pages' columns: a spread change leaves most of
+    # a page's ranges as they were, and only the others are built.
+    common = {rid for index in a_index for rid in index.ids} & {rid for index in b_index for rid in index.ids}
+    a_ranges = ranges_in([r for index in a_index for r in index.entries_except(common)], prefix)
+    b_ranges = ranges_in([r for index in b_index for r in index.entries_except(common)], prefix)
+    for left_group, right_group in _overlapping(a_ranges, b_ranges):
+        if len(left_group) == len(right_group) == 1:
+            changes = _diff_in_place(store, left_group[0], right_group[0], prefix)
+            if changes is not None:
+                yield from changes
+                continue
+        yield from diff_rows(
+            _iter_ranges(store, left_group, prefix=prefix), _iter_ranges(store, right_group, prefix=prefix)
+        )
+
+
+def _overlapping(
+    left: Sequence[RangeInfo], right: Sequence[RangeInfo]
+) -> Iterator[tuple[list[RangeInfo], list[RangeInfo]]]:
+    """The two sides' ranges in groups whose key intervals overlap (each side's sorted and
+    disjoint), in key order: what each group holds, no other range of either side holds."""
+    merged = heapq.merge(((r.min_key, 0, r) for r in left), ((r.min_key, 1, r) for r in right))
+    groups: tuple[list[RangeInfo], list[RangeInfo]] = ([], [])
+    end = ""
+    for min_key, side, info in merged:
+        if (groups[0] or groups[1]) and min_key > end:
+            yield groups
+            groups = ([], [])
+        if not (groups[0] or groups[1]) or info.max_key > end:
+            end = info.max_key
+        groups[side].append(info)
+    if groups[0] or groups[1]:
+        yield groups
+
+
+def _diff_in_place(store: RangeStore, left: RangeInfo, right: RangeInfo, prefix: str) -> list[Change] | None:
+    """The changes between two ranges of the same paths (a rewrite in place, the usual change),
+    found a column at a time; None when their paths differ."""
+    if (left.min_key, left.max_key, left.rows) != (right.min_key, right.max_key, right.rows):
+        return None
+    a, b = store.read_columns(left.id), store.read_columns(right.id)
+    if a.paths != b.paths:
+        return None
+    return [
+        Change(b.paths[i], DiffType.CHANGED, b.row(i), a.row(i))
+        for i in a.changed(b)
+        if not prefix or b.paths[i].startswith(prefix)
+    ]
 
 
 def diff_rows(left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]]) -> Iterator[Change]:
@@ -158,33 +260,37 @@ def diff_rows(left: Iterator[tuple[str, Row]], right: Iterator[tuple[str, Row]])
 
 
 class Trees:
-    """Metarange-level access: load a tree by id, apply updates and store the result."""
+    """Tree-level access: load a tree by id, apply updates and store the result."""
 
-    def __init__(self, store: RangeStore, policy: ChunkPolicy = DEFAULT_POLICY) -> None:
+    def __init__(
+        self, store: RangeStore, policy: ChunkPolicy = DEFAULT_POLICY, page_policy: ChunkPolicy = PAGE_POLICY
+    ) -> None:
         self.store = store
         self.policy = policy
+        self.page_policy = page_policy
 
     def ranges(self, mid: MetaRangeId) -> list[RangeInfo]:
+        """Every range of the tree, in key order."""
         return self.store.read_metarange(mid)
 
     def empty(self) -> MetaRangeId:
-        return self.store.write_metarange([])
+        return self.store.write_root([])
 
     def apply(self, mid: MetaRangeId, updates: Sequence[Update]) -> MetaRangeId:
         if not updates:
             return mid
-        return self.store.write_metarange(apply_updates(self.store, self.ranges(mid), updates, self.policy))
+        return apply_updates(self.store, mid, updates, self.policy, self.page_policy)
 
     def lookup(self, mid: MetaRangeId, path: str) -> Row | None:
-        return lookup(self.store, self.ranges(mid), path)
+        return lookup(self.store, mid, path)
 
     def next_key(self, mid: MetaRangeId, start: str, prefix: str = "") -> str | None:
-        return next_key(self.store, self.ranges(mid), start, prefix)
+        return next_key(self.store, mid, start, prefix)
 
     def iter(self, mid: MetaRangeId, start: str = "", prefix: str = "") -> Iterator[tuple[str, Row]]:
-        return iter_tree(self.store, self.ranges(mid), start, prefix)
+        return iter_tree(self.store, mid, start, prefix)
 
     def diff(self, left: MetaRangeId, right: MetaRangeId, prefix: str = "") -> Iterator[Change]:
         if left == right:
             return iter(())
-        return diff_trees(self.store, self.ranges(left), self.ranges(right), prefix)
+        return diff_trees(self.store, left, right, prefix)
