@@ -8,32 +8,25 @@ details}`` and are rebuilt into the same exception classes the embedded lake rai
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json as _json_module
-import queue
 import random
 import time
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, BinaryIO
-from urllib.parse import quote, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from lakectl.client import ByteProgress, Progress, blockio, wire
+from lakectl.client import ByteProgress, blockio, wire
+from lakectl.client.remote_blocks import BlocksOverHttp, _q
 from lakectl.client.remote_pulls import PullsOverHttp
-from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import (
-    BlockNotFound,
     Conflict,
     Forbidden,
     IntegrityError,
     InvalidArgument,
     LakectlError,
     MergeConflict,
-    MissingData,
     NotFound,
     StorageError,
     Unauthenticated,
@@ -50,27 +43,6 @@ if TYPE_CHECKING:
 
 PAGE = 1000
 ATTEMPTS = 5
-UPLOAD_THREADS = 4
-"""Small requests in flight at once (linking objects, packs of small files)."""
-PACKS_IN_FLIGHT = 8
-"""Packs of small files (up to 1 MiB each) cut and not yet sent, at most."""
-LINK_BATCH = 5000
-"""Small files linked by one request (``objects/links``; the server takes at most 10,000)."""
-LINKS_IN_FLIGHT = 1
-"""Link requests at once: the server checks one batch while the next is on its way."""
-LINK_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
-"""A batch of links reads its packs and stages thousands of rows: more than a small request."""
-BLOCKS_IN_FLIGHT = 3
-"""Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
-hashing on both sides busy. More contend for the CPUs and hold more 64 MiB buffers: 1 GiB over
-loopback on 2 cores went from ~255 MB/s with 4 to ~285 MB/s with 2 or 3."""
-
-
-def _q(part: str) -> str:
-    try:
-        return quote(part, safe="")
-    except UnicodeEncodeError as e:  # a lone surrogate: non-UTF-8 bytes from the command line
-        raise InvalidArgument(f"{part!r} is not UTF-8 text") from e
 
 
 def _endpoint(text: str) -> str:
@@ -91,7 +63,7 @@ def _endpoint(text: str) -> str:
     return endpoint
 
 
-class RemoteBackend(PullsOverHttp):
+class RemoteBackend(BlocksOverHttp, PullsOverHttp):
     """A :class:`~lakectl.client.Backend` talking to a lakectl server at ``endpoint``."""
 
     def __init__(
@@ -315,53 +287,6 @@ class RemoteBackend(PullsOverHttp):
         body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params=params)
         return body["physical_address"], int(body["physical_address_expiry"])
 
-    def get_block(self, signed: str, offset: int = 0, length: int | None = None) -> bytes:
-        """Bytes of a block by signed locator (``GET /blocks``, with Range for part of it); a
-        whole block is checked against its md5."""
-        size = int(signed.split("+")[1])
-        end = size if length is None else offset + length
-        whole = offset == 0 and end == size
-        headers = None if whole else {"Range": f"bytes={offset}-{end - 1}"}
-        data = self._call("GET", f"/blocks/{signed}", headers=headers).content
-        if whole and hashlib.md5(data).hexdigest() != signed.split("+")[0]:
-            raise StorageError(f"block {signed.split('+A')[0]} arrived corrupted")
-        return data
-
-    def store_block(self, block: bytes | memoryview) -> str:
-        """The signed locator of one block: sent if the server lacks it, else proven."""
-        return self._send_one(block)
-
-    def _fetch(self, segments: list[str]) -> Iterator[bytes]:
-        """The bytes of these signed segments, in order. Each block is fetched whole, even for a
-        part of it (a packed small object), so that its md5 is checked before any of its bytes
-        are handed out, and once for consecutive segments of the same block. A few blocks are
-        fetched at once; only those in flight are held in memory."""
-        runs: list[tuple[str, list[tuple[int, int] | None]]] = []  # a block, and its parts read
-        for segment in segments:
-            signed, _, rng = segment.partition(":")
-            offset, _, length = rng.partition(":")
-            part = (int(offset), int(length)) if rng else None
-            if runs and blockio.bare(runs[-1][0]) == blockio.bare(signed):
-                runs[-1][1].append(part)
-            else:
-                runs.append((signed, [part]))
-        with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
-            pending = deque(pool.submit(self._object_block, signed) for signed, _ in runs[:BLOCKS_IN_FLIGHT])
-            for i, (_, parts) in enumerate(runs):
-                block = pending.popleft().result()
-                if i + BLOCKS_IN_FLIGHT < len(runs):
-                    pending.append(pool.submit(self._object_block, runs[i + BLOCKS_IN_FLIGHT][0]))
-                for part in parts:
-                    yield block if part is None else block[part[0] : part[0] + part[1]]
-
-    def _object_block(self, signed: str) -> bytes:
-        """A whole block an object refers to, md5-checked; gone is lost data, not "not found"."""
-        try:
-            return self.get_block(signed)
-        except BlockNotFound as exc:
-            bare = blockio.bare(signed)
-            raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
-
     def list_objects(
         self,
         repo: str,
@@ -374,189 +299,6 @@ class RemoteBackend(PullsOverHttp):
         params: dict[str, Any] = {"prefix": prefix, "delimiter": delimiter}
         url = f"{self._repo(repo)}/refs/{_q(ref)}/objects/ls"
         return (wire.object_info(item) for item in self._pages(url, params, after, amount))
-
-    def upload(
-        self,
-        repo: str,
-        branch: str,
-        path: str,
-        source: BinaryIO | bytes,
-        content_type: str | None = None,
-        metadata: Mapping[str, str] | None = None,
-    ) -> ObjectInfo:
-        _check_object(path, content_type, metadata)  # before any block is sent
-        self._stage_allowed(repo, branch)
-        stream = io.BytesIO(source) if isinstance(source, bytes) else source
-        segments = self._send_blocks(stream)
-        return self._link(repo, branch, path, segments, content_type, metadata)
-
-    def upload_files(
-        self,
-        repo: str,
-        branch: str,
-        files: Sequence[tuple[str, str]],
-        content_type: str | None = None,
-        progress: Progress | None = None,
-    ) -> list[ObjectInfo]:
-        """Small files are packed here exactly as the embedded lake packs them (same blocks, so
-        dedup works across both), each pack sent as soon as it is cut while the next files are
-        read, then the objects linked to their segments ``LINK_BATCH`` per request (each batch
-        one staged change); large files are uploaded block by block."""
-        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, parse_segment, read_small
-
-        ordered = sorted(files)
-        for path, _ in ordered:
-            _check_object(path, content_type, None)
-        self._stage_allowed(repo, branch)
-        large: list[tuple[str, str]] = []
-        with _PackSender(self) as packs:
-            packer = Packer(packs)  # type: ignore[arg-type]  # it only puts
-            for path, local in ordered:
-                data = read_small(local, SMALL_OBJECT)
-                if data is None:
-                    large.append((path, local))
-                else:
-                    packer.add(path, data)
-            packed = packer.close()
-        signed = packs.signed
-
-        def segments_of(path: str) -> list[str]:
-            tokens = []
-            for token in packed[path].locators:
-                bare, _, offset, length = parse_segment(token)
-                if length:
-                    tokens.append(signed[bare] if token == bare else f"{signed[bare]}:{offset}:{length}")
-            return tokens
-
-        def link_batch(paths: list[str]) -> list[ObjectInfo]:
-            infos = self._link_many(repo, branch, [(p, segments_of(p)) for p in paths], content_type)
-            if progress is not None:
-                progress(len(paths))
-            return infos
-
-        def upload_large(item: tuple[str, str]) -> ObjectInfo:
-            path, local = item
-            with open(local, "rb") as f:
-                info = self.upload(repo, branch, path, f, content_type)
-            if progress is not None:
-                progress(1)
-            return info
-
-        small = sorted(packed)
-        batches = [small[i : i + LINK_BATCH] for i in range(0, len(small), LINK_BATCH)]
-        with ThreadPoolExecutor(LINKS_IN_FLIGHT) as pool:
-            infos = {i.path: i for batch in pool.map(link_batch, batches) for i in batch}
-        infos.update((i.path, i) for i in map(upload_large, large))
-        return [infos[path] for path, _ in ordered]
-
-    def _stage_allowed(self, repo: str, branch: str) -> None:
-        """Raise what staging on the branch would (no such branch, a protected one) before any
-        block is sent: a refused upload stores nothing on the server."""
-        self._call("GET", f"{self._repo(repo)}/branches/{_q(branch)}/objects/stage_allowed")
-
-    def _send_blocks(self, stream: BinaryIO) -> list[str]:
-        """Signed locators of the stream's blocks, as a pipeline: while this thread reads the
-        next block, up to ``BLOCKS_IN_FLIGHT`` earlier ones are hashed, asked about and sent (or
-        proven), so the network and the server are busy from the first block on. Blocks are
-        read into ``BLOCKS_IN_FLIGHT + 1`` buffers used over and over: memory stays bounded and
-        no block pays for fresh pages."""
-        first = blockio.read_block(stream, BLOCK_SIZE)
-        if len(first) < BLOCK_SIZE:
-            return [self._send_one(first)]
-        free: queue.Queue[bytearray] = queue.Queue()
-        allocated = 0
-        pending: list[Future[str]] = []
-        block: bytes | memoryview = first
-        with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
-            while block:
-                future = pool.submit(self._send_one, block)
-                if isinstance(block, memoryview):
-                    future.add_done_callback(lambda _, b=block.obj: free.put(b))  # type: ignore[misc]
-                pending.append(future)
-                if len(block) < BLOCK_SIZE or any(f.done() and f.exception() for f in pending):
-                    break  # the end, or a block failed (its error is raised below)
-                if free.empty() and allocated <= BLOCKS_IN_FLIGHT:
-                    buffer, allocated = bytearray(BLOCK_SIZE), allocated + 1
-                else:
-                    buffer = free.get()
-                block = memoryview(buffer)[: blockio.read_into(stream, buffer)]
-            return [f.result() for f in pending]
-
-    def _send_one(self, block: bytes | memoryview, bare: str | None = None) -> str:
-        """The signed locator of one block (see :meth:`_send`); ``bare`` is its locator when
-        the caller hashed it already."""
-        bare = bare or f"{hashlib.md5(block).hexdigest()}+{len(block)}"
-        answer = self._json("POST", "/blocks/missing", json={"locators": [bare]}, idempotent=True)
-        return self._put_or_prove(bare, block, set(answer["missing"]), answer.get("challenges", {}))
-
-    def _send(self, blocks: list[bytes]) -> list[str]:
-        """Signed locators of these blocks: uploaded when the server lacks them, proven
-        otherwise (nothing the server has crosses the network again); in parallel, after one
-        question for all of them (for many small blocks, such as packs of small files)."""
-        if not blocks:
-            return []
-        bares = [f"{hashlib.md5(b).hexdigest()}+{len(b)}" for b in blocks]
-        answer = self._json("POST", "/blocks/missing", json={"locators": bares}, idempotent=True)
-        missing = set(answer["missing"])
-        challenges: dict[str, str] = answer.get("challenges", {})
-
-        def send(i: int) -> str:
-            return self._put_or_prove(bares[i], blocks[i], missing, challenges)
-
-        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-            return list(pool.map(send, range(len(blocks))))
-
-    def _put_or_prove(
-        self, bare: str, data: bytes | memoryview, missing: set[str], challenges: Mapping[str, str]
-    ) -> str:
-        if bare in missing:
-            return self._put(bare, data)
-        nonce = challenges[bare]
-        proof = hashlib.md5(nonce.encode())
-        proof.update(data)
-        body = {"locator": bare, "nonce": nonce, "answer": proof.hexdigest()}
-        try:
-            return str(self._json("POST", "/blocks/prove", json=body, idempotent=True)["locator"])
-        except (IntegrityError, BlockNotFound):
-            # "missing" answers by size; checking the proof reads the block, which found it
-            # rotten (or gone since): sending our bytes stores a good copy over it.
-            return self._put(bare, data)
-
-    def _put(self, bare: str, data: bytes | memoryview) -> str:
-        md5 = bare.split("+")[0]
-        return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
-
-    def _link(
-        self,
-        repo: str,
-        branch: str,
-        path: str,
-        segments: list[str],
-        content_type: str | None,
-        metadata: Mapping[str, str] | None,
-    ) -> ObjectInfo:
-        body = {
-            "path": path,
-            "segments": segments,
-            "content_type": content_type,
-            "metadata": dict(metadata or {}),
-        }
-        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
-        return wire.object_info(self._json("POST", url, json=body, idempotent=True))
-
-    def _link_many(
-        self, repo: str, branch: str, objects: list[tuple[str, list[str]]], content_type: str | None
-    ) -> list[ObjectInfo]:
-        """Link many objects from their signed segments in one request, staged as one change."""
-        body = {
-            "objects": [
-                {"path": path, "segments": segments, "content_type": content_type}
-                for path, segments in objects
-            ]
-        }
-        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/links"
-        answer = self._json("POST", url, json=body, idempotent=True, timeout=LINK_TIMEOUT)
-        return [wire.object_info(item) for item in answer["results"]]
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/delete"
@@ -922,52 +664,6 @@ class RemoteBackend(PullsOverHttp):
             f"a rebuild runs where the lake is, not through the server at {self.endpoint}: run it "
             "embedded (LAKECTL_HOME) on the lake's directory"
         )
-
-
-class _PackSender:
-    """Where a client-side Packer puts its packs: each is sent (asked about, then uploaded or
-    proven) by ``UPLOAD_THREADS`` threads as soon as it is cut, while the caller reads and packs
-    the next files; at most ``PACKS_IN_FLIGHT`` wait. Leaving the ``with`` waits for every pack
-    and raises the first failure; ``signed`` then maps each pack's bare locator to its signed one."""
-
-    def __init__(self, backend: RemoteBackend) -> None:
-        self._backend = backend
-        self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
-        self._pending: deque[tuple[str, Future[str]]] = deque()
-        self.signed: dict[str, str] = {}
-
-    def __enter__(self) -> _PackSender:
-        return self
-
-    def put(self, locator: str, data: bytes | memoryview) -> None:
-        while len(self._pending) >= PACKS_IN_FLIGHT:
-            self._settle()
-        self._pending.append((locator, self._pool.submit(self._backend._send_one, data, locator)))
-
-    def _settle(self) -> None:
-        locator, future = self._pending.popleft()
-        self.signed[locator] = future.result()
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if exc[0] is None:
-                while self._pending:
-                    self._settle()
-        finally:
-            for _, future in self._pending:
-                future.cancel()
-            self._pool.shutdown(wait=True)
-
-
-def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:
-    """What the server would refuse about an object to link, refused before its blocks are sent
-    (the same core checks): a refused upload leaves nothing behind on the server."""
-    from lakectl.core.limits import check_content_type, check_metadata
-    from lakectl.core.uri import check_new_path
-
-    check_new_path(path)
-    check_content_type(content_type)
-    check_metadata(metadata or {})
 
 
 def _error(response: httpx.Response) -> LakectlError:

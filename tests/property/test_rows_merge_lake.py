@@ -210,8 +210,9 @@ def expect(sc: Scenario) -> Expected:
         sname, dname = sc.name(day, 0), sc.name(day, 1)
         # equal rows are equal bytes (sorted, one schema, one writer): the tree merge sees no
         # change on a side that left the rows as the base had them, and the same change on two
-        # sides that wrote the same rows under the same name
-        if s == b or (s == d and sname == dname):
+        # sides that wrote the same rows under the same name, or removed the partition both (a
+        # side's name means nothing then: it only deleted the base's object)
+        if s == b or (s == d and (s is None or sname == dname)):
             kept[day], objects[day] = "dest", None if d is None else (dname, d)
             continue
         if d == b:

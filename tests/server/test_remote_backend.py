@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from lakectl.client import remote
+from lakectl.client import remote, remote_blocks
 from lakectl.client.remote import RemoteBackend
 from lakectl.errors import InvalidArgument, ObjectNotFound, StorageError, Unauthenticated
 from tests.server.conftest import Live, unique
@@ -56,7 +56,7 @@ def puts(t: Recording) -> int:
 
 
 def test_reupload_transfers_no_block(backend: RemoteBackend, transport: Recording, monkeypatch) -> None:
-    monkeypatch.setattr(remote, "BLOCK_SIZE", 1 << 20)  # several blocks without a big file
+    monkeypatch.setattr(remote_blocks, "BLOCK_SIZE", 1 << 20)  # several blocks without a big file
     repo = unique("net")
     backend.create_repo(repo)
     data = os.urandom(3 * (1 << 20) + 123)
@@ -86,7 +86,7 @@ class Trickle(io.RawIOBase):
         return n
 
 
-@pytest.mark.parametrize("blocks", [0, 1, 3, 2 * remote.BLOCKS_IN_FLIGHT + 1])
+@pytest.mark.parametrize("blocks", [0, 1, 3, 2 * remote_blocks.BLOCKS_IN_FLIGHT + 1])
 @pytest.mark.parametrize("tail", [0, 1, 40_000])
 def test_streams_of_many_blocks_arrive_whole(
     backend: RemoteBackend, transport: Recording, monkeypatch, blocks: int, tail: int
@@ -94,7 +94,7 @@ def test_streams_of_many_blocks_arrive_whole(
     """Blocks go through a bounded pipeline of reused buffers, from streams that return short
     reads: every byte arrives in order, and exact multiples of the block size add no block."""
     size = 1 << 16
-    monkeypatch.setattr(remote, "BLOCK_SIZE", size)
+    monkeypatch.setattr(remote_blocks, "BLOCK_SIZE", size)
     repo = unique("stream")
     backend.create_repo(repo)
     data = os.urandom(blocks * size + tail)
@@ -107,7 +107,7 @@ def test_streams_of_many_blocks_arrive_whole(
 
 def test_a_failing_block_stops_the_upload(backend: RemoteBackend, transport: Recording, monkeypatch) -> None:
     size = 1 << 16
-    monkeypatch.setattr(remote, "BLOCK_SIZE", size)
+    monkeypatch.setattr(remote_blocks, "BLOCK_SIZE", size)
     repo = unique("stop")
     backend.create_repo(repo)
     transport.fail["/blocks/missing"] = [400]
@@ -146,7 +146,7 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
     one request per file); the packs are the embedded lake's, byte for byte (dedup across both)."""
     from lakectl.core import porcelain
 
-    monkeypatch.setattr(remote, "LINK_BATCH", 7)
+    monkeypatch.setattr(remote_blocks, "LINK_BATCH", 7)
     files = []
     for i in range(40):
         path = tmp_path / f"f{i:02d}"
