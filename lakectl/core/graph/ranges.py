@@ -63,7 +63,7 @@ class ChunkPolicy:
 
 
 DEFAULT_POLICY = ChunkPolicy()
-"""Ranges of ~250 rows: a change rewrites the range it lands in, so the smaller the range, the
+"""Ranges of ~240 rows: a change rewrites the range it lands in, so the smaller the range, the
 less a change spread over the tree costs; each range also costs a file (docs/decisions/0016)."""
 PAGE_POLICY = ChunkPolicy(min_rows=32, normal_rows=112, strict=512, loose=16, max_rows=384, hash_offset=4)
 """Pages of ~128 ranges (~30k rows): a root of 1M rows names ~35 of them. Changes spread over a
