@@ -19,11 +19,9 @@ import os
 import threading
 import time
 import uuid
-from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
@@ -38,6 +36,7 @@ from lakectl.core.journalform import (
     _open_ended,
     _split_live,
     _text,
+    column,
     live,
     read_live,
 )
@@ -60,8 +59,6 @@ from lakectl.errors import (
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    import pyarrow as pa
 
     from lakectl.core.graph.staging import Carry
     from lakectl.core.porcelain import Lake
@@ -700,28 +697,6 @@ def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
 
 
 COLUMNS = ("logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload")
-
-
-def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A string or int64 Arrow array of ``values`` (no nulls), built from its buffers: the same
-    array (and Parquet bytes) as ``pa.array(values, type_)``, which imports pandas on its first
-    call in a process (0.3-0.7 s of every commit) to ask whether ``values`` is a pandas object."""
-    import pyarrow as pa
-
-    if type_ == pa.int64():
-        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array("q", values))])
-    joined = "".join(values)
-    data = joined.encode()
-    if len(data) == len(joined):  # ASCII, as most keys are: a string's bytes are its characters
-        lengths = map(len, values)
-    else:
-        encoded = [v.encode() for v in values]
-        lengths, data = map(len, encoded), b"".join(encoded)
-    if len(data) >= 2**31:  # pragma: no cover - past 32-bit offsets: pyarrow's way
-        return pa.array(values, type_)
-    offsets = array("i", [0])
-    offsets.extend(accumulate(lengths))
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _batch(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:

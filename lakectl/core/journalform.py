@@ -1,12 +1,18 @@
 """How a journal entry is stored while it is live (in its writer's KV partition): its state, a
 one-line JSON header, a newline and the payload's JSON text, compressed with Zstandard when it is
-large (the header then says its size, ``z``) (docs/decisions/0009-journal.md)."""
+large (the header then says its size, ``z``) (docs/decisions/0009-journal.md); and the Arrow
+columns a sealed batch is written from (:func:`column`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 COMPRESS_FROM = 64 * 1024
 """Payload texts of at least this many bytes are stored compressed: a write of 100k paths is
@@ -117,3 +123,25 @@ def _extended(text: str, announced_: Mapping[str, Any], ended: Mapping[str, Any]
 
 def _encode(record: Mapping[str, Any]) -> bytes:
     return _ENCODER.encode(record).encode()
+
+
+def column(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """A string or int64 Arrow array of ``values`` (no nulls), built from its buffers: the same
+    array (and Parquet bytes) as ``pa.array(values, type_)``, which imports pandas on its first
+    call in a process (0.3-0.7 s of every commit) to ask whether ``values`` is a pandas object."""
+    import pyarrow as pa
+
+    if type_ == pa.int64():
+        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array("q", values))])
+    joined = "".join(values)
+    data = joined.encode()
+    if len(data) == len(joined):  # ASCII, as most keys are: a string's bytes are its characters
+        lengths = map(len, values)
+    else:
+        encoded = [v.encode() for v in values]
+        lengths, data = map(len, encoded), b"".join(encoded)
+    if len(data) >= 2**31:  # pragma: no cover - past 32-bit offsets: pyarrow's way
+        return pa.array(values, type_)
+    offsets = array("i", [0])
+    offsets.extend(accumulate(lengths))
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core.journal import column
+from lakectl.core.journalform import column
 
 texts = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), max_size=50)
 ints = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50)

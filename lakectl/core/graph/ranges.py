@@ -529,12 +529,6 @@ class RangeWriter:
         """True when every row added so far is in a closed range (the writer is at a boundary)."""
         return not self._paths
 
-    def add(self, path: str, row: Row) -> None:
-        self._paths.append(path)
-        self._rows.append(row)
-        if self.policy.is_boundary(path, len(self._paths)):
-            self._cut()
-
     def add_all(self, items: Iterable[tuple[str, Row]]) -> None:
         # The hot loop of a large commit: is_boundary inlined, locals bound once.
         paths, rows = self._paths, self._rows
