@@ -227,6 +227,8 @@ class Journal:
         """Entries this writer finished since it last sealed."""
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
+        self._sealing = threading.Lock()
+        """Held through a seal: a flush waits for the keeper's seal in flight to end."""
 
     def _default_client(self) -> str:
         # Embedded, one process is one user: the committer, looked up once.
@@ -320,15 +322,16 @@ class Journal:
             self._registered = False
 
     def _seal(self) -> None:
-        with self._lock:
-            pending, self._unsealed = self._unsealed, 0
-        if pending:
-            try:
-                seal(self.kv, self.blocks)
-            except LakectlError:
-                with self._lock:
-                    self._unsealed += pending  # the next look tries again
-                raise
+        with self._sealing:
+            with self._lock:
+                pending, self._unsealed = self._unsealed, 0
+            if pending:
+                try:
+                    seal(self.kv, self.blocks)
+                except LakectlError:
+                    with self._lock:
+                        self._unsealed += pending  # the next look tries again
+                    raise
 
     def _keep(self) -> None:
         """The writer's keeper: seals what it finished within :data:`SEAL_INTERVAL` (so that a

@@ -8,6 +8,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -501,6 +502,32 @@ def test_a_writer_seals_what_it_finished_within_the_interval(
         time.sleep(0.02)  # nobody reads the feed: the writer's keeper seals by itself
     sealed = journal.entries(lake.kv, lake.blocks)
     assert [e.event_type for e in sealed] == ["create-repository", "write-objects"]
+
+
+def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
+    lake: p.Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush while the keeper seals must not return before the keeper's seal lands: callers
+    (a server's tests, a rebuild) read the lake right after and must see it sealed."""
+    p.create_repo(lake, "raced")
+    sink = journal._find(lake.events)
+    assert sink is not None
+    started = threading.Event()
+    real = journal.seal
+
+    def slow_seal(kv: object, blocks: object) -> None:
+        started.set()
+        time.sleep(0.3)
+        real(kv, blocks)
+
+    monkeypatch.setattr(journal, "seal", slow_seal)
+    keeper = threading.Thread(target=sink._seal)
+    keeper.start()
+    assert started.wait(10)
+    journal.flush(lake)  # finds nothing pending: the keeper took it
+    assert not list(lake.kv.scan(keys.journal_live_partition(sink.writer)))
+    assert journal.last_timestamp(lake.kv) == 1
+    keeper.join()
 
 
 def test_closing_a_lake_seals_its_entries_and_unregisters_its_writer(tmp_path: Path) -> None:
