@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakectl.core import blockaccess, manifests
@@ -54,6 +55,8 @@ class Proof(_Strict):
     locator: str
     nonce: str
     answer: str
+    segments: list[int] | None = Field(default=None, max_length=blockaccess.MAX_RECEIPTS)
+    """The lengths of the block's consecutive segments, to receipt (``put_pack``)."""
 
 
 class Link(_Strict):
@@ -61,6 +64,8 @@ class Link(_Strict):
     segments: list[str] = Field(max_length=MAX_LOCATORS)
     content_type: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    checksum: str | None = None
+    receipt: str | None = None
 
 
 class Links(_Strict):
@@ -138,16 +143,42 @@ async def _chunked_body(request: Request, limit: int) -> bytes:
 
 @blocks.put("/blocks/{md5}", dependencies=[require(Permission.WRITE_REPO)])
 async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
+    """The block's signed locator, as text; with ``X-Lakectl-Segments`` (the comma-separated
+    lengths of the block's consecutive segments, a client's pack) a JSON ``{"locator",
+    "receipts"}``: a receipt per segment vouching for its md5 (``blockaccess.put_pack``)."""
+    lengths = _segment_lengths(request.headers.get(SEGMENTS_HEADER))
     declared = _declared_length(request, MAX_BLOCK)
     if declared is None:
         data = await _chunked_body(request, MAX_BLOCK)
-        signed = await run_in_threadpool(blockaccess.put_block, lake, md5, data, user.signing_token)
+        stored = await run_in_threadpool(_put, lake, md5, data, user.signing_token, lengths)
     else:
         buffers: BlockBuffers = request.app.state.block_buffers
         async with buffers.lease(declared) as view:
             await _receive_into(request, view)
-            signed = await run_in_threadpool(blockaccess.put_block, lake, md5, view, user.signing_token)
-    return Response(signed + "\n", media_type="text/plain")
+            stored = await run_in_threadpool(_put, lake, md5, view, user.signing_token, lengths)
+    if isinstance(stored, str):
+        return Response(stored + "\n", media_type="text/plain")
+    return JSONResponse({"locator": stored.locator, "receipts": stored.receipts})
+
+
+SEGMENTS_HEADER = "x-lakectl-segments"
+
+
+def _segment_lengths(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise InvalidArgument(f"{SEGMENTS_HEADER} must be comma-separated lengths") from None
+
+
+def _put(
+    lake: Any, md5: str, data: bytes | memoryview, token: str, lengths: list[int] | None
+) -> str | blockaccess.Receipted:
+    if lengths is None:
+        return blockaccess.put_block(lake, md5, data, token)
+    return blockaccess.put_pack(lake, md5, data, token, lengths)
 
 
 @blocks.get("/blocks/{signed}", dependencies=[require(Permission.READ_REPO)])
@@ -184,8 +215,13 @@ def missing_blocks(body: LocatorList, lake: LakeDep, user: UserDep) -> dict[str,
 
 
 @blocks.post("/blocks/prove", dependencies=[require(Permission.WRITE_REPO)])
-def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, str]:
-    return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, user.signing_token)}
+def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, Any]:
+    """``{"locator"}``; with ``segments``, also ``receipts`` for them (as ``PUT`` gives them)."""
+    token = user.signing_token
+    if body.segments is None:
+        return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, token)}
+    proven = blockaccess.prove_pack(lake, body.locator, body.nonce, body.answer, token, body.segments)
+    return {"locator": proven.locator, "receipts": proven.receipts}
 
 
 @api.post(
@@ -194,16 +230,7 @@ def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, str]:
     dependencies=[require(Permission.WRITE_REPO)],
 )
 def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep) -> dict[str, Any]:
-    info = blockaccess.link_object(
-        lake,
-        repository,
-        branch,
-        body.path,
-        body.segments,
-        user.signing_token,
-        body.content_type,
-        body.metadata,
-    )
+    [info] = blockaccess.link_objects(lake, repository, branch, [_link(body)], user.signing_token)
     return shapes.object_stats(info)
 
 
@@ -216,12 +243,15 @@ def link_objects(repository: str, branch: str, body: Links, lake: LakeDep, user:
     checks one (a client's small files, packed: one request per batch instead of per file)."""
     if sum(len(link.segments) for link in body.objects) > MAX_LINKED_SEGMENTS:
         raise InvalidArgument(f"more than {MAX_LINKED_SEGMENTS} segments in one request")
-    links = [
-        blockaccess.Link(link.path, tuple(link.segments), link.content_type, link.metadata)
-        for link in body.objects
-    ]
+    links = [_link(link) for link in body.objects]
     infos = blockaccess.link_objects(lake, repository, branch, links, user.signing_token)
     return {"results": [shapes.object_stats(info) for info in infos]}
+
+
+def _link(link: Link) -> blockaccess.Link:
+    return blockaccess.Link(
+        link.path, tuple(link.segments), link.content_type, link.metadata, link.checksum, link.receipt
+    )
 
 
 @api.get("/repositories/{repository}/refs/{ref}/objects/signed", dependencies=[require(Permission.READ_REPO)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import queue
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, IntegrityError, InvalidArgument, MissingData, StorageError
 
 if TYPE_CHECKING:
+    from lakectl.core.blocks.data import WrittenObject
     from lakectl.core.model import ObjectInfo
 
 UPLOAD_THREADS = 4
@@ -33,6 +35,12 @@ LINKS_IN_FLIGHT = 1
 """Link requests at once: the server checks one batch while the next is on its way."""
 LINK_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 """A batch of links reads its packs and stages thousands of rows: more than a small request."""
+MAX_LAYOUT = 8192
+"""Characters of a pack's segment lengths sent in a header, at most (more: no receipts)."""
+SEGMENTS_HEADER = "X-Lakectl-Segments"
+"""The header of a pack's segment lengths, comma-separated (the server receipts each one)."""
+Receipted = tuple[str, dict[int, str]]
+"""A pack's signed locator and the server's receipts for its segments, by offset."""
 BLOCKS_IN_FLIGHT = 3
 """Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
 hashing on both sides busy. More contend for the CPUs and hold more 64 MiB buffers: 1 GiB over
@@ -130,40 +138,45 @@ class BlocksOverHttp:
         progress: Progress | None = None,
     ) -> list[ObjectInfo]:
         """Small files are packed here exactly as the embedded lake packs them (same blocks, so
-        dedup works across both), each pack sent as soon as it is cut while the next files are
-        read, then the objects linked to their segments ``LINK_BATCH`` per request (each batch
-        one staged change); large files are uploaded block by block."""
-        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, parse_segment, read_small
+        dedup works across both), each pack sent as soon as it is cut with its segments'
+        lengths, for which the server returns receipts; the files of sent packs are linked
+        ``LINK_BATCH`` per request (each batch one staged change) while the next files are read,
+        each with its md5 and receipt, so the server stages them without reading the packs
+        again. Large files are uploaded block by block."""
+        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, read_small
 
         ordered = sorted(files)
         for path, _ in ordered:
             _check_object(path, content_type, None)
         self._stage_allowed(repo, branch)
         large: list[tuple[str, str]] = []
-        with _PackSender(self) as packs:
-            packer = Packer(packs)  # type: ignore[arg-type]  # it only puts
+        infos: dict[str, ObjectInfo] = {}
+        with _PackSender(self) as packs, ThreadPoolExecutor(LINKS_IN_FLIGHT) as linker:
+            packer = Packer(packs, on_cut=packs.expect)  # type: ignore[arg-type]  # it only puts
+            ready: list[tuple[str, WrittenObject]] = []
+            linked: list[Future[list[ObjectInfo]]] = []
+
+            def link_ready(final: bool) -> None:
+                ready.extend(packer.take_cut().items())
+                while len(ready) >= LINK_BATCH or (final and ready):
+                    batch, ready[:] = ready[:LINK_BATCH], ready[LINK_BATCH:]
+                    linked.append(linker.submit(self._link_packed, repo, branch, batch, packs, content_type))
+
             for path, local in ordered:
                 data = read_small(local, SMALL_OBJECT)
                 if data is None:
                     large.append((path, local))
-                else:
-                    packer.add(path, data)
-            packed = packer.close()
-        signed = packs.signed
-
-        def segments_of(path: str) -> list[str]:
-            tokens = []
-            for token in packed[path].locators:
-                bare, _, offset, length = parse_segment(token)
-                if length:
-                    tokens.append(signed[bare] if token == bare else f"{signed[bare]}:{offset}:{length}")
-            return tokens
-
-        def link_batch(paths: list[str]) -> list[ObjectInfo]:
-            infos = self._link_many(repo, branch, [(p, segments_of(p)) for p in paths], content_type)
-            if progress is not None:
-                progress(len(paths))
-            return infos
+                    continue
+                packer.add(path, data)
+                if packer.waiting >= LINK_BATCH:
+                    link_ready(final=False)
+            packer.cut()
+            link_ready(final=True)
+            for future in linked:
+                batch_infos = future.result()
+                infos.update((i.path, i) for i in batch_infos)
+                if progress is not None:
+                    progress(len(batch_infos))
 
         def upload_large(item: tuple[str, str]) -> ObjectInfo:
             path, local = item
@@ -173,12 +186,36 @@ class BlocksOverHttp:
                 progress(1)
             return info
 
-        small = sorted(packed)
-        batches = [small[i : i + LINK_BATCH] for i in range(0, len(small), LINK_BATCH)]
-        with ThreadPoolExecutor(LINKS_IN_FLIGHT) as pool:
-            infos = {i.path: i for batch in pool.map(link_batch, batches) for i in batch}
         infos.update((i.path, i) for i in map(upload_large, large))
         return [infos[path] for path, _ in ordered]
+
+    def _link_packed(
+        self,
+        repo: str,
+        branch: str,
+        batch: list[tuple[str, WrittenObject]],
+        packs: _PackSender,
+        content_type: str | None,
+    ) -> list[ObjectInfo]:
+        """Link packed files in one request, each with its md5 and the server's receipt for it
+        when the server gave one (else the server reads the segment to hash it)."""
+        from lakectl.core.blocks.data import parse_segment
+
+        objects = []
+        for path, written in batch:
+            item: dict[str, Any] = {"path": path, "segments": [], "content_type": content_type}
+            bare, _, offset, length = parse_segment(written.locators[0])
+            if length:
+                signed, receipts = packs.result(bare)
+                whole = written.locators[0] == bare
+                item["segments"] = [signed if whole else f"{signed}:{offset}:{length}"]
+                receipt = receipts.get(offset)
+                if receipt is not None:
+                    item["checksum"], item["receipt"] = written.checksum, receipt
+            objects.append(item)
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/links"
+        answer = self._json("POST", url, json={"objects": objects}, idempotent=True, timeout=LINK_TIMEOUT)
+        return [wire.object_info(item) for item in answer["results"]]
 
     def _stage_allowed(self, repo: str, branch: str) -> None:
         """Raise what staging on the branch would (no such branch, a protected one) before any
@@ -243,9 +280,7 @@ class BlocksOverHttp:
         if bare in missing:
             return self._put(bare, data)
         nonce = challenges[bare]
-        proof = hashlib.md5(nonce.encode())
-        proof.update(data)
-        body = {"locator": bare, "nonce": nonce, "answer": proof.hexdigest()}
+        body = {"locator": bare, "nonce": nonce, "answer": _answer(nonce, data)}
         try:
             return str(self._json("POST", "/blocks/prove", json=body, idempotent=True)["locator"])
         except (IntegrityError, BlockNotFound):
@@ -256,6 +291,29 @@ class BlocksOverHttp:
     def _put(self, bare: str, data: bytes | memoryview) -> str:
         md5 = bare.split("+")[0]
         return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
+
+    def _send_pack(self, data: bytes | memoryview, bare: str, lengths: list[int] | None) -> Receipted:
+        """A pack's signed locator and the server's receipts for its segments, by offset (none
+        when its lengths are too many to send, or the server gives none)."""
+        layout = ",".join(map(str, lengths or ()))
+        if not layout or len(layout) > MAX_LAYOUT:
+            return self._send_one(data, bare), {}
+        answer = self._json("POST", "/blocks/missing", json={"locators": [bare]}, idempotent=True)
+        if bare in answer["missing"]:
+            md5 = bare.split("+")[0]
+            r = self._call("PUT", f"/blocks/{md5}", content=data, headers={SEGMENTS_HEADER: layout})
+            if not r.headers.get("content-type", "").startswith("application/json"):
+                return r.text.strip(), {}  # a server that does not receipt
+            got = r.json()
+        else:
+            nonce = answer["challenges"][bare]
+            body = {"locator": bare, "nonce": nonce, "answer": _answer(nonce, data), "segments": lengths}
+            try:
+                got = self._json("POST", "/blocks/prove", json=body, idempotent=True)
+            except (IntegrityError, BlockNotFound):
+                return self._put(bare, data), {}  # as _put_or_prove: a good copy over a rotten one
+        offsets = itertools.accumulate([0, *(lengths or ())])
+        return str(got["locator"]), dict(zip(offsets, got.get("receipts", []), strict=False))
 
     def _link(
         self,
@@ -275,54 +333,55 @@ class BlocksOverHttp:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
         return wire.object_info(self._json("POST", url, json=body, idempotent=True))
 
-    def _link_many(
-        self, repo: str, branch: str, objects: list[tuple[str, list[str]]], content_type: str | None
-    ) -> list[ObjectInfo]:
-        """Link many objects from their signed segments in one request, staged as one change."""
-        body = {
-            "objects": [
-                {"path": path, "segments": segments, "content_type": content_type}
-                for path, segments in objects
-            ]
-        }
-        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/links"
-        answer = self._json("POST", url, json=body, idempotent=True, timeout=LINK_TIMEOUT)
-        return [wire.object_info(item) for item in answer["results"]]
-
 
 class _PackSender:
     """Where a client-side Packer puts its packs: each is sent (asked about, then uploaded or
-    proven) by ``UPLOAD_THREADS`` threads as soon as it is cut, while the caller reads and packs
-    the next files; at most ``PACKS_IN_FLIGHT`` wait. Leaving the ``with`` waits for every pack
-    and raises the first failure; ``signed`` then maps each pack's bare locator to its signed one."""
+    proven, with its segments' lengths to be receipted) by ``UPLOAD_THREADS`` threads as soon as
+    it is cut, while the caller reads and packs the next files; at most ``PACKS_IN_FLIGHT``
+    wait. ``result(bare)`` waits for one pack and gives its signed locator and its receipts by
+    offset. Leaving the ``with`` waits for every pack and raises the first failure."""
 
     def __init__(self, backend: BlocksOverHttp) -> None:
         self._backend = backend
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
-        self._pending: deque[tuple[str, Future[str]]] = deque()
-        self.signed: dict[str, str] = {}
+        self._pending: deque[Future[Receipted]] = deque()
+        self._sent: dict[str, Future[Receipted]] = {}
+        self._lengths: list[int] | None = None
 
     def __enter__(self) -> _PackSender:
         return self
 
-    def put(self, locator: str, data: bytes | memoryview) -> None:
-        while len(self._pending) >= PACKS_IN_FLIGHT:
-            self._settle()
-        self._pending.append((locator, self._pool.submit(self._backend._send_one, data, locator)))
+    def expect(self, lengths: list[int]) -> None:
+        """The lengths of the segments of the pack put next (the Packer's ``on_cut``)."""
+        self._lengths = lengths
 
-    def _settle(self) -> None:
-        locator, future = self._pending.popleft()
-        self.signed[locator] = future.result()
+    def put(self, locator: str, data: bytes | memoryview) -> None:
+        lengths, self._lengths = self._lengths, None
+        while len(self._pending) >= PACKS_IN_FLIGHT:
+            self._pending.popleft().result()
+        future = self._pool.submit(self._backend._send_pack, data, locator, lengths)
+        self._pending.append(future)
+        self._sent[locator] = future
+
+    def result(self, bare: str) -> Receipted:
+        return self._sent[bare].result()
 
     def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None:
                 while self._pending:
-                    self._settle()
+                    self._pending.popleft().result()
         finally:
-            for _, future in self._pending:
+            for future in self._pending:
                 future.cancel()
             self._pool.shutdown(wait=True)
+
+
+def _answer(nonce: str, data: bytes | memoryview) -> str:
+    """The proof of holding a block's bytes, for a challenge (``blockaccess.prove_answer``)."""
+    proof = hashlib.md5(nonce.encode())
+    proof.update(data)
+    return proof.hexdigest()
 
 
 def _check_object(path: str, content_type: str | None, metadata: Mapping[str, str] | None) -> None:

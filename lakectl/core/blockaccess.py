@@ -39,6 +39,7 @@ _SEGMENT_SUFFIX = re.compile(r"^(?P<loc>.+?)(?::(?P<off>[0-9]{1,20}):(?P<len>[0-
 __all__ = [
     "SIGNATURE_TTL",
     "Link",
+    "Receipted",
     "challenge",
     "get_block",
     "link_object",
@@ -47,6 +48,7 @@ __all__ = [
     "prove",
     "prove_answer",
     "put_block",
+    "put_pack",
     "sign_locator",
     "signing_key",
 ]
@@ -68,7 +70,7 @@ def sign_locator(lake: porcelain.Lake, bare: str, token: str, ttl: int = SIGNATU
     return sign(bare, signing_key(lake), token, int(time.time()) + ttl)
 
 
-def put_block(lake: porcelain.Lake, md5: str, data: bytes, token: str) -> str:
+def put_block(lake: porcelain.Lake, md5: str, data: bytes | memoryview, token: str) -> str:
     """Store one block whose md5 the client claims; return its signed locator."""
     if not _MD5.match(md5):
         raise InvalidLocator(f"invalid block hash {md5!r}: expected 32 lowercase hex digits")
@@ -81,6 +83,57 @@ def put_block(lake: porcelain.Lake, md5: str, data: bytes, token: str) -> str:
     lake.blocks.put(bare, data)
     lake.blocks.sync()  # a signed locator promises a durable block: objects link to it next
     return sign_locator(lake, bare, token)
+
+
+MAX_RECEIPTS = 65_536
+"""Segments one block may be receipted for at once (a pack of 1 MiB holds 256 files of 4 KiB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Receipted:
+    """A block's signed locator and a receipt for each of its consecutive segments: the server's
+    signed word that the segment at that offset and length has that md5, so that an object
+    linked from it later is staged without reading the block again."""
+
+    locator: str
+    receipts: list[str]
+
+
+def put_pack(
+    lake: porcelain.Lake, md5: str, data: bytes | memoryview, token: str, lengths: Sequence[int]
+) -> Receipted:
+    """Store a block of consecutive segments (a client's pack of small files) as
+    :func:`put_block` stores any block, and receipt each segment's md5, hashed from the bytes
+    in hand: linking its files then reads nothing."""
+    _check_layout(lengths, len(data))
+    signed = put_block(lake, md5, data, token)
+    return Receipted(signed, _receipts(lake, f"{md5}+{len(data)}", data, lengths, token))
+
+
+def _check_layout(lengths: Sequence[int], size: int) -> None:
+    if len(lengths) > MAX_RECEIPTS:
+        raise InvalidArgument(f"more than {MAX_RECEIPTS} segments in one block")
+    if any(n <= 0 for n in lengths) or sum(lengths) != size:
+        raise InvalidArgument(f"segment lengths must be positive and add up to the block's {size} bytes")
+
+
+def _receipts(
+    lake: porcelain.Lake, bare: str, data: bytes | memoryview, lengths: Sequence[int], token: str
+) -> list[str]:
+    key = signing_key(lake)
+    view = memoryview(data)
+    out = []
+    offset = 0
+    for length in lengths:
+        md5 = hashlib.md5(view[offset : offset + length]).hexdigest()
+        out.append(_receipt(key, bare, offset, length, md5, token))
+        offset += length
+    return out
+
+
+def _receipt(key: bytes, bare: str, offset: int, length: int, md5: str, token: str) -> str:
+    message = f"segment@{bare}@{offset}@{length}@{md5}@{token}".encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha1).hexdigest()
 
 
 def get_block(
@@ -112,6 +165,20 @@ def challenge(lake: porcelain.Lake, bare: str, token: str, ttl: int = CHALLENGE_
 
 def prove(lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str) -> str:
     """The signed locator of a stored block, for a correct answer to :func:`challenge`."""
+    return _prove(lake, bare, nonce, answer, token, None).locator
+
+
+def prove_pack(
+    lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str, lengths: Sequence[int]
+) -> Receipted:
+    """:func:`prove`, and receipts for the block's consecutive segments (as :func:`put_pack`
+    gives them), hashed from the bytes the proof reads anyway."""
+    return _prove(lake, bare, nonce, answer, token, lengths)
+
+
+def _prove(
+    lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str, lengths: Sequence[int] | None
+) -> Receipted:
     from lakectl.core.blocks.locator import parse_locator
 
     bare = parse_locator(bare).bare
@@ -121,12 +188,16 @@ def prove(lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str) 
         raise SignatureError(f"invalid challenge for block {bare}")
     if int(expiry, 16) <= int(time.time()):
         raise SignatureError(f"the challenge for block {bare} expired")
+    if lengths is not None:
+        _check_layout(lengths, int(bare.split("+")[1]))
+    data = lake.blocks.get(bare)
     digest = hashlib.md5(nonce.encode())
-    digest.update(lake.blocks.get(bare))
+    digest.update(data)
     if not hmac.compare_digest(answer, digest.hexdigest()):
         raise SignatureError(f"wrong proof of knowledge for block {bare}")
     lake.blocks.touch(bare)  # the client links it next, as if it had just uploaded it
-    return sign_locator(lake, bare, token)
+    receipts = [] if lengths is None else _receipts(lake, bare, data, lengths, token)
+    return Receipted(sign_locator(lake, bare, token), receipts)
 
 
 def prove_answer(nonce: str, data: bytes) -> str:
@@ -162,6 +233,9 @@ class Link:
     signed_segments: tuple[str, ...]
     content_type: str | None = None
     metadata: Mapping[str, str] | None = None
+    checksum: str | None = None
+    """The object's md5, vouched for by ``receipt`` (of its one segment): nothing is read."""
+    receipt: str | None = None
 
 
 READ_CACHE = 64 * 1024 * 1024
@@ -175,8 +249,8 @@ def link_objects(
     """Stage many objects made of already-stored blocks as one staged change, as
     :func:`link_object` stages one: every signature is verified and every block touched (once
     each, however many objects share it), a part of a block is read and hashed for the object's
-    checksum (each block read once while the objects that use it follow one another); if one
-    fails, nothing is staged."""
+    checksum (each block read once while the objects that use it follow one another) unless a
+    receipt vouches for it (:func:`put_pack`); if one fails, nothing is staged."""
     key = signing_key(lake)
     verified: dict[str, str] = {}
     cache: dict[str, bytes] = {}
@@ -208,11 +282,27 @@ def link_objects(
                 if off + ln > size:
                     raise InvalidLocator(f"segment {text!r} runs past the end of its block")
                 segments.append(segment_token(bare, off, ln))
-        entry = _entry_of(lake, segments, link.content_type, link.metadata, cache)
+        if link.receipt is not None or link.checksum is not None:
+            entry = _receipted_entry(key, token, link, segments)
+        else:
+            entry = _entry_of(lake, segments, link.content_type, link.metadata, cache)
         infos.append(ObjectInfo(path, PathType.OBJECT, entry))
         updates.append((path, entry.to_row()))
     porcelain.stage_rows(lake, repo, branch, sorted(updates, key=lambda update: update[0]))
     return infos
+
+
+def _receipted_entry(key: bytes, token: str, link: Link, segments: list[str]) -> Entry:
+    """The entry of an object of one segment whose md5 a receipt vouches for (:func:`put_pack`)."""
+    if len(segments) != 1 or link.checksum is None or link.receipt is None:
+        raise InvalidArgument(f"object {link.path!r}: a receipt needs a checksum and exactly one segment")
+    if not _MD5.match(link.checksum):
+        raise InvalidArgument(f"object {link.path!r}: invalid checksum {link.checksum!r}")
+    bare, _, offset, length = parse_segment(segments[0])
+    expected = _receipt(key, bare, offset, length, link.checksum, token)
+    if not hmac.compare_digest(link.receipt, expected):
+        raise SignatureError(f"object {link.path!r}: its receipt does not vouch for checksum {link.checksum}")
+    return porcelain.entry_for(length, link.checksum, tuple(segments), link.content_type, link.metadata)
 
 
 def _entry_of(

@@ -194,3 +194,32 @@ def test_remote_cli_imports_a_signed_export_only(live: Live, tmp_path: Path) -> 
     code, out, err = cli("manifest", "import", f"lakefs://{repo}/main/plain", "-", input=plain.encode())
     assert code == 8 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and "manifest export --signed" in err
+
+
+def test_a_pack_put_with_its_layout_gets_receipts_that_link_only_their_own_checksums(
+    live: Live, admin: httpx.Client, dev: Dev, dev_repo: str
+) -> None:
+    """``PUT /blocks/<md5>`` with ``X-Lakectl-Segments`` answers a receipt per segment; a link
+    that carries one stages its object with that md5, and one that lies about it is refused."""
+    parts = [os.urandom(300), os.urandom(200)]
+    pack = b"".join(parts)
+    md5 = hashlib.md5(pack).hexdigest()
+    with _blocks(live, dev.http) as blocks:
+        bad = blocks.put(f"/blocks/{md5}", content=pack, headers={"X-Lakectl-Segments": "300,201"})
+        assert bad.status_code == 400 and bad.json()["code"] == "invalid_argument", bad.text
+        junk = blocks.put(f"/blocks/{md5}", content=pack, headers={"X-Lakectl-Segments": "300;200"})
+        assert junk.status_code == 400, junk.text
+        r = blocks.put(f"/blocks/{md5}", content=pack, headers={"X-Lakectl-Segments": "300,200"})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json", r.text
+    signed, receipts = r.json()["locator"], r.json()["receipts"]
+    assert len(receipts) == 2
+    url = f"/repositories/{dev_repo}/branches/main/objects/links"
+    second = {"path": "b", "segments": [f"{signed}:300:200"], "receipt": receipts[1]}
+    lie = dev.http.post(url, json={"objects": [{**second, "checksum": hashlib.md5(parts[0]).hexdigest()}]})
+    assert lie.status_code == 403 and lie.json()["code"] == "signature_error", lie.text
+    assert _staged(dev.http, dev_repo) == []
+    ok = dev.http.post(url, json={"objects": [{**second, "checksum": hashlib.md5(parts[1]).hexdigest()}]})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["results"][0]["checksum"] == hashlib.md5(parts[1]).hexdigest()
+    read = dev.http.get(f"/repositories/{dev_repo}/refs/main/objects", params={"path": "b"})
+    assert read.content == parts[1]

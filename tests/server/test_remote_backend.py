@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ class Recording(httpx.HTTPTransport):
         super().__init__()
         self.calls: Counter[tuple[str, str]] = Counter()
         self.fail: dict[str, list[int]] = {}
+        self.links: list[dict] = []
+        """The objects of every ``objects/links`` request, as sent."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -30,6 +33,8 @@ class Recording(httpx.HTTPTransport):
             path = "/blocks/*"
         key = (request.method, path)
         self.calls[key] += 1
+        if path.endswith("/objects/links"):
+            self.links += json.loads(request.read())["objects"]
         for needle, statuses in self.fail.items():
             if needle in request.url.path and statuses:
                 status = statuses.pop(0)
@@ -161,6 +166,10 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
     assert [i.path for i in infos] == sorted(p for p, _ in files)
     assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/links")] == 6
     assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/link")] == 1
+    # Each file with bytes carries its md5 and the server's receipt: linking reads no pack.
+    assert len(transport.links) == 40
+    for sent in transport.links:
+        assert ("receipt" in sent) == bool(sent["segments"]), sent
     for path, local in files:
         with open(local, "rb") as f:
             assert b"".join(backend.read(repo, "main", path)) == f.read()

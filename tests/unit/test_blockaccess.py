@@ -81,6 +81,67 @@ def test_one_bad_link_stages_none_of_the_batch(lake: porcelain.Lake) -> None:
     assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
 
 
+def test_receipted_segments_link_without_reading_their_pack(
+    lake: porcelain.Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pack stored (or proven) with its segments' lengths gets a receipt per segment; objects
+    linked with their md5 and receipt are staged without a read of the pack, and read back."""
+    parts = [b"alpha", b"be", b"gamma-gamma"]
+    pack = b"".join(parts)
+    stored = ba.put_pack(lake, md5(pack), pack, "alice", [len(p) for p in parts])
+    nonce = ba.challenge(lake, f"{md5(pack)}+{len(pack)}", "bob")
+    proven = ba.prove_pack(
+        lake, f"{md5(pack)}+{len(pack)}", nonce, ba.prove_answer(nonce, pack), "bob", [5, 2, 11]
+    )
+    assert len(stored.receipts) == len(proven.receipts) == 3
+    assert stored.receipts != proven.receipts  # each user's receipts are their own
+    monkeypatch.setattr(lake.blocks, "get", lambda *a: pytest.fail("a receipted link read a block"))
+    offsets = [0, 5, 7]
+    links = [
+        ba.Link(
+            f"r/{i}", (f"{stored.locator}:{offsets[i]}:{len(p)}",), None, None, md5(p), stored.receipts[i]
+        )
+        for i, p in enumerate(parts)
+    ]
+    infos = ba.link_objects(lake, "blocks", "main", links, "alice")
+    assert [i.entry.checksum for i in infos if i.entry] == [md5(p) for p in parts]
+    monkeypatch.undo()
+    for i, p in enumerate(parts):
+        assert b"".join(porcelain.read(lake, "blocks", "main", f"r/{i}")) == p
+
+
+def test_a_receipt_vouches_only_for_its_own_segment_checksum_and_user(lake: porcelain.Lake) -> None:
+    pack = b"0123456789"
+    stored = ba.put_pack(lake, md5(pack), pack, "alice", [4, 6])
+    first = f"{stored.locator}:0:4"
+    for bad, error in (
+        (ba.Link("lie", (first,), None, None, md5(b"xxxx"), stored.receipts[0]), SignatureError),
+        (ba.Link("swap", (first,), None, None, md5(b"0123"), stored.receipts[1]), SignatureError),
+        (
+            ba.Link("moved", (f"{stored.locator}:1:4",), None, None, md5(b"0123"), stored.receipts[0]),
+            SignatureError,
+        ),
+        (ba.Link("half", (first,), None, None, md5(b"0123"), None), InvalidArgument),
+        (ba.Link("two", (first, first), None, None, md5(b"0123"), stored.receipts[0]), InvalidArgument),
+        (ba.Link("bad-md5", (first,), None, None, "XYZ", stored.receipts[0]), InvalidArgument),
+    ):
+        with pytest.raises(error):
+            ba.link_objects(lake, "blocks", "main", [bad], "alice")
+    theirs = ba.put_pack(lake, md5(pack), pack, "bob", [4, 6])
+    with pytest.raises(SignatureError):  # bob's receipt, alice's signed locator
+        ba.link_objects(
+            lake,
+            "blocks",
+            "main",
+            [ba.Link("x", (first,), None, None, md5(b"0123"), theirs.receipts[0])],
+            "alice",
+        )
+    assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
+    for lengths in ([4, 5], [4, 7], [0, 10], [-1, 11]):
+        with pytest.raises(InvalidArgument):
+            ba.put_pack(lake, md5(pack), pack, "alice", lengths)
+
+
 def test_a_block_cannot_be_claimed_without_a_valid_signature(lake: porcelain.Lake) -> None:
     data = b"secret data"
     signed = ba.put_block(lake, md5(data), data, "alice")

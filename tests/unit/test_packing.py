@@ -60,6 +60,34 @@ def test_equal_contents_are_stored_once_and_packs_are_reproducible(tmp_path: Pat
     assert set(adapter.list()) == before  # the same files make the same packs: nothing new
 
 
+def test_objects_are_handed_out_as_their_packs_are_cut_each_once(tmp_path: Path) -> None:
+    """take_cut gives, in order, the objects whose packs are cut (what a remote client links while
+    it packs the next files), with the cut packs' layouts told first; with close() they are the
+    results a packer gives at the end."""
+    data = blobs(700)
+    data["f00003-dup"] = data["f00003"]  # stored once, handed out after its pack is cut
+    data["f00004-empty"] = b""
+    layouts: list[list[int]] = []
+    packer = Packer(LocalAdapter(tmp_path / "a"), on_cut=layouts.append)
+    taken: dict[str, object] = {}
+    for key in sorted(data):
+        packer.add(key, data[key])
+        batch = packer.take_cut()
+        assert not taken.keys() & batch.keys()
+        taken.update(batch)
+        assert packer.waiting + len(taken) == sorted(data).index(key) + 1
+    assert len(layouts) >= 2 and len(taken) < len(data)  # some packs were cut before the end
+    packer.cut()
+    taken.update(packer.take_cut())
+    assert list(taken) == sorted(data)
+    whole = Packer(LocalAdapter(tmp_path / "b"))
+    for key in sorted(data):
+        whole.add(key, data[key])
+    assert taken == whole.close()
+    assert sum(map(sum, layouts)) == sum(len(v) for k, v in data.items() if k != "f00003-dup")
+    assert all(n > 0 for layout in layouts for n in layout)
+
+
 def test_segment_tokens_are_validated() -> None:
     loc = "0" * 32 + "+10"
     assert parse_segment(loc) == (loc, 10, 0, 10)

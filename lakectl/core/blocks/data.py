@@ -212,7 +212,9 @@ class Packer:
 
     ``add(key, data)`` in a stable order (sorted paths give reproducible packs); ``close()``
     returns each key's WrittenObject (one segment token, the md5 of the object as ETag), also
-    kept in ``results``. Nothing is made durable here, as for ``write_object``.
+    kept in ``results``. Nothing is made durable here, as for ``write_object``. ``take_cut()``
+    hands out, before the end, the objects whose packs are already cut (a remote client links
+    them while it packs the next ones).
 
     ``pool``: an executor whose thread hashes and writes each full pack while the caller reads
     and hashes the next objects (an md5 of a whole pack releases the GIL for its duration,
@@ -221,27 +223,38 @@ class Packer:
     raises the first failure. A caller that stops early (an error of its own) leaves the pool's
     exit to wait for what runs, as for ``write_object``. Without a pool, packs are stored in the
     caller's thread, in the order they are cut.
+
+    ``on_cut``: told the lengths of a pack's consecutive segments just before the pack is
+    stored (a remote client sends them with it, for the server to receipt each one).
     """
 
-    def __init__(self, adapter: BlockAdapter, pool: Executor | None = None) -> None:
+    def __init__(
+        self,
+        adapter: BlockAdapter,
+        pool: Executor | None = None,
+        on_cut: Callable[[list[int]], None] | None = None,
+    ) -> None:
         self.adapter = adapter
         self.results: dict[str, WrittenObject] = {}
         self._pool = pool
+        self._on_cut = on_cut
         self._parts: list[bytes] = []
         self._size = 0
-        self._keys: list[tuple[str, str]] = []  # (key, md5 hex) of every non-empty object, in order
-        # md5 hex -> (pack number, offset, length): where the first copy of each content went.
+        self._keys: deque[tuple[str, str]] = deque()  # (key, md5 hex) of objects not handed out
+        # md5 hex -> (pack number, offset, length): where the first copy of each content went
+        # (pack -1: the empty object, in no pack).
         self._placed: dict[str, tuple[int, int, int]] = {}
+        self._written: dict[str, WrittenObject] = {}
         self._packs: list[Future[_Stored]] = []
 
     def add(self, key: str, data: bytes) -> None:
         hexdigest = hashlib.md5(data).hexdigest()
-        if not data:
-            self.results[key] = WrittenObject(0, hexdigest, (EMPTY_LOCATOR,))
-            return
         self._keys.append((key, hexdigest))
         if hexdigest in self._placed:
             return  # stored once: the key gets the first copy's segment
+        if not data:
+            self._placed[hexdigest] = (-1, 0, 0)
+            return
         self._placed[hexdigest] = (len(self._packs), self._size, len(data))
         self._parts.append(data)
         self._size += len(data)
@@ -250,24 +263,49 @@ class Packer:
         if self._size >= PACK_MAX or (self._size >= PACK_MIN and hexdigest[1] in "08"):
             self._flush()
 
-    def close(self) -> dict[str, WrittenObject]:
+    @property
+    def waiting(self) -> int:
+        """Objects added and not yet handed out."""
+        return len(self._keys)
+
+    def take_cut(self) -> dict[str, WrittenObject]:
+        """The objects added whose packs are cut, each handed out once (also kept in
+        ``results``); waits for those packs to be stored, and raises a failure to store one."""
+        taken: dict[str, WrittenObject] = {}
+        cut = len(self._packs)
+        while self._keys and self._placed[self._keys[0][1]][0] < cut:
+            key, hexdigest = self._keys.popleft()
+            taken[key] = self.results[key] = self._written_of(hexdigest)
+        return taken
+
+    def cut(self) -> None:
+        """Cut the open pack (no more objects follow) and wait for every pack to be stored."""
         if self._parts:
             self._flush()
-        stored = [pack.result() for pack in self._packs]
-        by_content: dict[str, WrittenObject] = {}
-        for key, hexdigest in self._keys:
-            written = by_content.get(hexdigest)
-            if written is None:
-                number, offset, length = self._placed[hexdigest]
-                pack = stored[number]
-                whole = offset == 0 and length == pack.size
-                token = pack.locator if whole else f"{pack.locator}:{offset}:{length}"
-                written = by_content[hexdigest] = WrittenObject(length, hexdigest, (token,))
-            self.results[key] = written
-        self._keys = []
+        for pack in self._packs:
+            pack.result()
+
+    def close(self) -> dict[str, WrittenObject]:
+        self.cut()
+        self.take_cut()
         return self.results
 
+    def _written_of(self, hexdigest: str) -> WrittenObject:
+        written = self._written.get(hexdigest)
+        if written is None:
+            number, offset, length = self._placed[hexdigest]
+            if number < 0:
+                token = EMPTY_LOCATOR
+            else:
+                pack = self._packs[number].result()
+                whole = offset == 0 and length == pack.size
+                token = pack.locator if whole else f"{pack.locator}:{offset}:{length}"
+            written = self._written[hexdigest] = WrittenObject(length, hexdigest, (token,))
+        return written
+
     def _flush(self) -> None:
+        if self._on_cut is not None:
+            self._on_cut([len(part) for part in self._parts])
         data = b"".join(self._parts)
         self._parts, self._size = [], 0
         if self._pool is None:
