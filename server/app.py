@@ -136,6 +136,10 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         dumps,
         imports,
     )
+    # The block API first: a request is matched against the routes in order, and a block
+    # upload (one request per block or pack, thousands per recursive upload) would otherwise
+    # be tried against every route of the lakeFS API first (~0.5 ms each time).
+    app.include_router(blocks.blocks)
     for module in routers:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)
@@ -147,7 +151,6 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(blocks.api, prefix=API_PREFIX)
     app.include_router(config.public, prefix=API_PREFIX)
     app.include_router(auth_api.router, prefix=API_PREFIX)
-    app.include_router(blocks.blocks)
     app.include_router(presigned.router)
     ui.mount(app)
     return app

@@ -34,7 +34,7 @@ SIGNATURE_TTL = 14 * 24 * 3600
 """How long a signed locator stays valid (Keep's default blob signature TTL is two weeks)."""
 
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
-_SEGMENT_SUFFIX = re.compile(r"^(?P<loc>.+?)(?::(?P<off>[0-9]{1,20}):(?P<len>[0-9]{1,20}))?$")
+_DIGITS = re.compile(r"[0-9]{1,20}\Z")
 
 __all__ = [
     "SIGNATURE_TTL",
@@ -133,7 +133,7 @@ def _receipts(
 
 def _receipt(key: bytes, bare: str, offset: int, length: int, md5: str, token: str) -> str:
     message = f"segment@{bare}@{offset}@{length}@{md5}@{token}".encode("utf-8", "surrogatepass")
-    return hmac.new(key, message, hashlib.sha1).hexdigest()
+    return hmac.digest(key, message, "sha1").hex()
 
 
 def get_block(
@@ -262,29 +262,11 @@ def link_objects(
         if path in seen:
             raise InvalidArgument(f"object {path!r} is linked twice in one request")
         seen.add(path)
-        segments: list[str] = []
-        for text in link.signed_segments:
-            m = _SEGMENT_SUFFIX.match(text)
-            if m is None:
-                raise InvalidLocator(f"invalid segment {text!r}")
-            signed = m.group("loc")
-            bare = verified.get(signed)
-            if bare is None:
-                bare = verify(signed, key, token).bare
-                if not lake.blocks.touch(bare):  # touched: a concurrent GC spares what is linked now
-                    raise BlockNotFound(f"block {bare} is not stored")
-                verified[signed] = bare
-            size = int(bare.split("+")[1])
-            if m.group("off") is None:
-                segments.append(bare)
-            else:
-                off, ln = int(m.group("off")), int(m.group("len"))
-                if off + ln > size:
-                    raise InvalidLocator(f"segment {text!r} runs past the end of its block")
-                segments.append(segment_token(bare, off, ln))
+        parts = [_segment(text, key, token, verified, lake) for text in link.signed_segments]
         if link.receipt is not None or link.checksum is not None:
-            entry = _receipted_entry(key, token, link, segments)
+            entry = _receipted_entry(key, token, link, parts)
         else:
+            segments = [segment_token(*part) for part in parts]
             entry = _entry_of(lake, segments, link.content_type, link.metadata, cache)
         infos.append(ObjectInfo(path, PathType.OBJECT, entry))
         updates.append((path, entry.to_row()))
@@ -292,17 +274,42 @@ def link_objects(
     return infos
 
 
-def _receipted_entry(key: bytes, token: str, link: Link, segments: list[str]) -> Entry:
+def _segment(
+    text: str, key: bytes, token: str, verified: dict[str, str], lake: porcelain.Lake
+) -> tuple[str, int, int]:
+    """``(bare locator, offset, length)`` of a signed segment (``<signed>[:<offset>:<length>]``),
+    its signature verified and its block touched once per request (``verified``)."""
+    signed, colon, rest = text.partition(":")
+    bare = verified.get(signed)
+    if bare is None:
+        bare = verify(signed, key, token).bare
+        if not lake.blocks.touch(bare):  # touched: a concurrent GC spares what is linked now
+            raise BlockNotFound(f"block {bare} is not stored")
+        verified[signed] = bare
+    size = int(bare.rpartition("+")[2])
+    if not colon:
+        return bare, 0, size
+    off, _, ln = rest.partition(":")
+    if not (_DIGITS.match(off) and _DIGITS.match(ln)):
+        raise InvalidLocator(f"invalid segment {text!r}")
+    offset, length = int(off), int(ln)
+    if offset + length > size:
+        raise InvalidLocator(f"segment {text!r} runs past the end of its block")
+    return bare, offset, length
+
+
+def _receipted_entry(key: bytes, token: str, link: Link, parts: list[tuple[str, int, int]]) -> Entry:
     """The entry of an object of one segment whose md5 a receipt vouches for (:func:`put_pack`)."""
-    if len(segments) != 1 or link.checksum is None or link.receipt is None:
+    if len(parts) != 1 or link.checksum is None or link.receipt is None:
         raise InvalidArgument(f"object {link.path!r}: a receipt needs a checksum and exactly one segment")
     if not _MD5.match(link.checksum):
         raise InvalidArgument(f"object {link.path!r}: invalid checksum {link.checksum!r}")
-    bare, _, offset, length = parse_segment(segments[0])
+    bare, offset, length = parts[0]
     expected = _receipt(key, bare, offset, length, link.checksum, token)
     if not hmac.compare_digest(link.receipt, expected):
         raise SignatureError(f"object {link.path!r}: its receipt does not vouch for checksum {link.checksum}")
-    return porcelain.entry_for(length, link.checksum, tuple(segments), link.content_type, link.metadata)
+    token_ = segment_token(bare, offset, length)
+    return porcelain.entry_for(length, link.checksum, (token_,), link.content_type, link.metadata)
 
 
 def _entry_of(

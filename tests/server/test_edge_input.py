@@ -25,8 +25,9 @@ JSON = {"Content-Type": "application/json"}
 
 
 def _raw_json(api: httpx.Client, method: str, path: str, text: str, **kw: object) -> httpx.Response:
-    """Send ``text`` as the JSON body, as written: ``\\udcff`` escapes stay escapes."""
-    return api.request(method, path, content=text.encode(), headers=JSON, **kw)  # type: ignore[arg-type]
+    """Send ``text`` as the JSON body, as written: ``\\udcff`` escapes stay escapes, and a lone
+    surrogate itself is sent as its bytes (``ED B3 BF``)."""
+    return api.request(method, path, content=text.encode("utf-8", "surrogatepass"), headers=JSON, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -43,6 +44,8 @@ def test_lone_surrogates_in_json_bodies_are_refused_and_store_nothing(
     branch = f"/repositories/{seeded}/branches/main"
     cases = [
         (f"{branch}/commits", '{"message": "fix \\udcff"}', "message"),
+        (f"{branch}/commits", '{"message": "fix \\uDCFF"}', "message"),
+        (f"{branch}/commits", '{"message": "m", "metadata": {"k": "raw \udcff bytes"}}', "metadata.k"),
         (f"{branch}/commits", '{"message": "m", "metadata": {"k\\udcff": "v"}}', "metadata"),
         (f"{branch}/commits", '{"message": "m", "metadata": {"k": "\\ud800"}}', "metadata.k"),
         (f"{branch}/objects/copy?dest_path=b.csv", '{"src_path": "a\\udcff"}', "src_path"),
