@@ -15,10 +15,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml constraints-test.txt | $(BIN)/python
 	$(BIN)/pip install -q -c constraints-test.txt -e '.[test]'
-	# The lakeFS SDK wrapper for the acceptance test, kept apart: its wheel ships a top-level
+	# The lakeFS SDK wrapper and lakefs-spec for the acceptance tests, kept apart: the wrapper ships a top-level
 	# `lakectl` package that would shadow ours in site-packages.
 	rm -rf $(VENV)/lakefs-wrapper
-	$(BIN)/pip install -q --no-deps --target $(VENV)/lakefs-wrapper 'lakefs>=0.16'
+	$(BIN)/pip install -q --no-deps --target $(VENV)/lakefs-wrapper 'lakefs>=0.16' 'lakefs-spec>=0.15'
 	rm -rf $(VENV)/lakefs-wrapper/lakectl $(VENV)/lakefs-wrapper/bin
 	touch $@ $(VENV)/.installed
 

@@ -35,6 +35,8 @@ class Permission(enum.Enum):
     DELETE_REPO = "DeleteRepo"
     READ_REPO = "ReadRepo"
     WRITE_REPO = "WriteRepo"
+    UPDATE_REPO = "UpdateRepo"
+    """The repository's own settings that lakeFS gates with ``fs:UpdateRepository`` (its metadata)."""
     MANAGE_AUTH = "ManageAuth"
     """Users, groups, other users' access keys and policies."""
 
@@ -44,6 +46,7 @@ PERMISSION_ACTIONS: Mapping[Permission, tuple[str, ...]] = {
     Permission.DELETE_REPO: ("fs:DeleteRepository",),
     Permission.READ_REPO: ("fs:ReadObject",),
     Permission.WRITE_REPO: ("fs:WriteObject",),
+    Permission.UPDATE_REPO: ("fs:UpdateRepository",),
     # Managing users, groups and policies is all of lakeFS's auth actions that change them:
     # granting only some of them would let a holder grant itself the rest.
     Permission.MANAGE_AUTH: (

@@ -95,6 +95,9 @@ def import_cancel_key(import_id: str) -> str:
 GC_RULES = "settings/gc_rules"
 """Key, in the repository's partition, of its garbage-collection retention rules."""
 
+REPOSITORY_METADATA = "settings/repository_metadata"
+"""Key, in the repository's partition, of its metadata (a JSON object of strings)."""
+
 BRANCH_PROTECTION = "settings/branch_protection"
 """Key, in the repository's partition, of its branch protection rules (``[{"pattern"}]``)."""
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, journalform, keys, protection, pulls, replayorder
+from lakectl.core import gc, journal, journalform, keys, protection, pulls, replayorder, repometadata
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.events import Verb
 from lakectl.core.graph.refs import new_staging_token, token_time
@@ -415,6 +415,8 @@ def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:
             gc.delete_rules(lake, rid)
         else:
             gc.set_rules(lake, rid, gc.GCRules.from_dict(value))
+    elif key == keys.REPOSITORY_METADATA:
+        repometadata.replace(lake, rid, value)
     elif key == keys.BRANCH_PROTECTION:
         # Older journals list bare patterns; newer ones lakeFS's rule objects.
         rules = [protection.parse_rule(v) if isinstance(v, dict) else v for v in value or []]

@@ -144,8 +144,10 @@ def _exists(get: Any) -> bool:
 
 
 def _setting(lake: Lake, rid: RepositoryId, key: str) -> Any:
-    from lakectl.core import gc, protection
+    from lakectl.core import gc, protection, repometadata
 
+    if key == keys.REPOSITORY_METADATA:
+        return repometadata.get(lake, rid)
     if key == keys.GC_RULES:
         try:
             return gc.get_rules(lake, rid).to_dict()

@@ -26,6 +26,37 @@ class RepositoryCreation(Body):
     storage_id: str | None = None
 
 
+class RepositoryMetadataSet(Body):
+    metadata: dict[str, str]
+
+
+class RepositoryMetadataKeys(Body):
+    keys: list[str]
+
+
+class StatsEvent(Body):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    class_: str = Field(alias="class")
+    name: str
+    count: int
+
+
+class StatsEvents(Body):
+    events: list[StatsEvent] = Field(max_length=1000)
+
+
+class CommPrefs(Body):
+    """lakeFS ``CommPrefsInput``, by its camelCase field names on the wire."""
+
+    email: str | None = None
+    firstName: str | None = None
+    lastName: str | None = None
+    companyName: str | None = None
+    country: str | None = None
+    featureUpdates: bool
+    securityUpdates: bool
+
+
 class BranchCreation(Body):
     name: str
     source: str

@@ -1,5 +1,7 @@
 """Configuration, set-up and health: ``/config``, ``/config/storage``, ``/config/version``,
-``/setup_lakefs`` and ``/healthcheck``."""
+``/config/garbage-collection``, ``/setup_lakefs`` and ``/healthcheck``; and lakeFS's telemetry
+endpoints (``/statistics``, ``/usage-report/summary``, ``/setup_comm_prefs``), which answer as
+lakeFS does and send nothing anywhere."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from lakectl import __version__
-from server.api.bodies import Setup
-from server.api.deps import PUBLIC, AuthDep, AuthFirstRoute, require
+from server.api.bodies import CommPrefs, Setup, StatsEvents
+from server.api.deps import AUTHENTICATED, PUBLIC, AuthDep, AuthFirstRoute, LakeDep, require
 from server.auth import Permission
 
 NAMESPACE_REGEX = "^(local|s3)://."
@@ -74,3 +76,38 @@ async def get_storage_config(request: Request) -> dict[str, Any]:
 @router.get("/config/version", dependencies=[require(Permission.READ_REPO)])
 async def get_version() -> dict[str, Any]:
     return version_config()
+
+
+@router.get("/config/garbage-collection", dependencies=[require(Permission.READ_REPO)])
+async def get_garbage_collection_config() -> dict[str, Any]:
+    """lakeFS ``GarbageCollectionConfig``: objects written within ``grace_period`` seconds are
+    never collected."""
+    from lakectl.core.gc import GRACE_SECONDS
+
+    return {"grace_period": GRACE_SECONDS}
+
+
+# -- telemetry: nothing is sent anywhere ------------------------------------------------------
+
+
+@router.post("/statistics", status_code=204, dependencies=[AUTHENTICATED])
+async def post_stats_events(body: StatsEvents) -> Response:
+    """lakeFS's UI reports usage events here; they are checked and dropped."""
+    return Response(status_code=204)
+
+
+@router.get("/usage-report/summary", dependencies=[require(Permission.READ_REPO)])
+def get_usage_report_summary(lake: LakeDep) -> dict[str, Any]:
+    """lakeFS ``InstallationUsageReport``: this lake's id, and no monthly reports (no usage is
+    recorded, nor sent)."""
+    from lakectl.core import identity
+
+    found = identity.get(lake.kv)
+    return {"installation_id": found.lake_id if found else "", "reports": []}
+
+
+@public.post("/setup_comm_prefs", dependencies=[PUBLIC])
+async def setup_comm_prefs(body: CommPrefs) -> Response:
+    """lakeFS's set-up asks for an e-mail address and newsletter choices: they are checked and
+    not kept (``GET /setup_lakefs`` never reports them missing)."""
+    return Response(status_code=200)

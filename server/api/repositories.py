@@ -1,4 +1,4 @@
-"""Repositories: list, create, get, delete (``/repositories``)."""
+"""Repositories: list, create, get, delete (``/repositories``), and their metadata."""
 
 from __future__ import annotations
 
@@ -7,9 +7,15 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 
 from lakectl.core import porcelain as p
+from lakectl.core import repometadata
 from lakectl.errors import InvalidArgument
 from server.api import shapes
-from server.api.bodies import RepositoryCreation, unsupported
+from server.api.bodies import (
+    RepositoryCreation,
+    RepositoryMetadataKeys,
+    RepositoryMetadataSet,
+    unsupported,
+)
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
 from server.auth import Permission
@@ -58,4 +64,27 @@ async def get_repository(repository: str, lake: LakeDep) -> dict[str, Any]:
 @router.delete("/repositories/{repository}", status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 def delete_repository(repository: str, lake: LakeDep, force: bool = Query(False)) -> Response:
     p.delete_repo(lake, repository)
+    return Response(status_code=204)
+
+
+METADATA = "/repositories/{repository}/metadata"
+
+
+@router.get(METADATA, dependencies=[require(Permission.READ_REPO)])
+def get_repository_metadata(repository: str, lake: LakeDep) -> dict[str, str]:
+    """lakeFS ``RepositoryMetadata``: the repository's key-value pairs (``{}`` when none)."""
+    return repometadata.get(lake, repository)
+
+
+@router.post(METADATA, status_code=204, dependencies=[require(Permission.UPDATE_REPO)])
+def set_repository_metadata(repository: str, body: RepositoryMetadataSet, lake: LakeDep) -> Response:
+    """Set these keys; the others stay."""
+    repometadata.update(lake, repository, body.metadata)
+    return Response(status_code=204)
+
+
+@router.delete(METADATA, status_code=204, dependencies=[require(Permission.UPDATE_REPO)])
+def delete_repository_metadata(repository: str, body: RepositoryMetadataKeys, lake: LakeDep) -> Response:
+    """Remove these keys (absent ones are not an error)."""
+    repometadata.delete(lake, repository, body.keys)
     return Response(status_code=204)

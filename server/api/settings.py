@@ -1,5 +1,6 @@
 """Garbage collection: a repository's retention rules (``/repositories/{r}/settings/gc_rules``, as
-lakeFS) and running a collection (``POST /repositories/{r}/gc/run``, a lakectl extension)."""
+lakeFS, and under lakeFS's older internal path ``/repositories/{r}/gc/rules``, with its preflight)
+and running a collection (``POST /repositories/{r}/gc/run``, a lakectl extension)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Response
 
 from lakectl.core import gc
+from lakectl.core import porcelain as p
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.auth import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 RULES = "/repositories/{repository}/settings/gc_rules"
+INTERNAL_RULES = "/repositories/{repository}/gc/rules"
+"""lakeFS's deprecated internal path of the same rules (``InternalApi``): POST sets them."""
 
 
 @router.get(RULES, dependencies=[require(Permission.READ_REPO)])
@@ -32,6 +36,30 @@ async def set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) ->
 @router.delete(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 async def delete_gc_rules(repository: str, lake: LakeDep) -> Response:
     gc.delete_rules(lake, repository)
+    return Response(status_code=204)
+
+
+@router.get(INTERNAL_RULES, dependencies=[require(Permission.READ_REPO)])
+async def internal_get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
+    return gc.get_rules(lake, repository).to_dict()
+
+
+@router.post(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+async def internal_set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
+    gc.set_rules(lake, repository, gc.GCRules.from_dict(body))
+    return Response(status_code=204)
+
+
+@router.delete(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+async def internal_delete_gc_rules(repository: str, lake: LakeDep) -> Response:
+    gc.delete_rules(lake, repository)
+    return Response(status_code=204)
+
+
+@router.get(INTERNAL_RULES + "/set_allowed", status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+async def set_gc_rules_preflight(repository: str, lake: LakeDep) -> Response:
+    """204 when the caller may set the repository's rules (its permission is checked first)."""
+    p.get_repo(lake, repository)
     return Response(status_code=204)
 
 

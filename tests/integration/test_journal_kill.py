@@ -17,6 +17,7 @@ import random
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,17 @@ def check(lake: p.Lake, acked: list[tuple[str, str]]) -> None:
 
     rows = [row for e in entries if e.event_type == "write-objects" for row in e.event_payload["rows"]]
     written = {path: row for path, row in rows}
-    assert len(written) == len(rows)  # each write once
+    twice = {path for path, n in Counter(path for path, _ in rows).items() if n > 1}
+    assert not twice, [  # each write once; else which entries hold it
+        (
+            e.logical_timestamp,
+            e.time,
+            sorted(set(e.event_payload) - {"rows"}),
+            [r[0] for r in e.event_payload["rows"]][:3],
+        )
+        for e in entries
+        if e.event_type == "write-objects" and twice & {path for path, _ in e.event_payload["rows"]}
+    ]
     commits = {e.event_payload["commit_id"] for e in entries if e.event_type == "commit"}
     merges = {e.event_payload["commit_id"] for e in entries if e.event_type == "merge"}
     # A merge with nothing to merge answers main's head: a merge, or the repository's first commit.

@@ -61,7 +61,7 @@ PUBLIC = Requirement(Access.PUBLIC)
 ANY_USER = Requirement(Access.AUTHENTICATED)
 READ, WRITE = need(Permission.READ_REPO), need(Permission.WRITE_REPO)
 CREATE, DELETE = need(Permission.CREATE_REPO), need(Permission.DELETE_REPO)
-MANAGE = need(Permission.MANAGE_AUTH)
+UPDATE, MANAGE = need(Permission.UPDATE_REPO), need(Permission.MANAGE_AUTH)
 OWN_OR_MANAGE = Requirement(Access.OWN_OR_PERMISSION, Permission.MANAGE_AUTH)
 
 
@@ -153,6 +153,23 @@ route(
 route("GET", V1 + "/config", READ, fixed(V1 + "/config"))
 route("GET", V1 + "/config/storage", READ, fixed(V1 + "/config/storage"))
 route("GET", V1 + "/config/version", READ, fixed(V1 + "/config/version"))
+route("GET", V1 + "/config/garbage-collection", READ, fixed(V1 + "/config/garbage-collection"))
+# telemetry: answered, nothing sent or kept
+route(
+    "POST",
+    V1 + "/statistics",
+    ANY_USER,
+    fixed(V1 + "/statistics", json={"events": [{"class": "ui", "name": "x", "count": 1}]}),
+    (204,),
+)
+route("GET", V1 + "/usage-report/summary", READ, fixed(V1 + "/usage-report/summary"))
+route(
+    "POST",
+    V1 + "/setup_comm_prefs",
+    PUBLIC,
+    fixed(V1 + "/setup_comm_prefs", json={"featureUpdates": False, "securityUpdates": False}),
+    (200,),
+)
 # repositories
 route("GET", REPOS, READ, fixed(REPOS))
 route(
@@ -163,6 +180,9 @@ route(
 )
 route("GET", RP, READ, fixed(R))
 route("DELETE", RP, DELETE, lambda w, c: Call(f"{REPOS}/{w.repo()}"))
+route("GET", RP + "/metadata", READ, fixed(R + "/metadata"))
+route("POST", RP + "/metadata", UPDATE, fixed(R + "/metadata", json={"metadata": {"team": "data"}}), (204,))
+route("DELETE", RP + "/metadata", UPDATE, fixed(R + "/metadata", json={"keys": ["team"]}), (204,))
 # branches
 route("GET", RP + "/branches", READ, fixed(R + "/branches"))
 route(
@@ -200,6 +220,16 @@ route(
 )
 route("GET", RP + "/settings/gc_rules", READ, fixed(R + "/settings/gc_rules"), (200, 404))
 route("DELETE", RP + "/settings/gc_rules", DELETE, fixed(R + "/settings/gc_rules"))
+route(
+    "POST",
+    RP + "/gc/rules",
+    DELETE,
+    fixed(R + "/gc/rules", json={"default_retention_days": 7, "branches": []}),
+    (204,),
+)
+route("GET", RP + "/gc/rules", READ, fixed(R + "/gc/rules"), (200, 404))
+route("DELETE", RP + "/gc/rules", DELETE, fixed(R + "/gc/rules"))
+route("GET", RP + "/gc/rules/set_allowed", DELETE, fixed(R + "/gc/rules/set_allowed"), (204,))
 route("POST", RP + "/gc/run", DELETE, fixed(R + "/gc/run?dry_run=true"))
 # action runs: read access (no runs in the matrix's repository: 404 past the role check)
 RUNS = RP + "/actions/runs"

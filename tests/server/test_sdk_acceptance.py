@@ -1,35 +1,19 @@
 """Acceptance: the official lakeFS Python SDK (``lakefs`` over ``lakefs-sdk``) works against this server.
 
-The ``lakefs`` wheel also installs a top-level ``lakectl`` package (its own CLI shim) that would
-shadow this project's, so it is kept out of site-packages: either installed already, or in
-``<venv>/lakefs-wrapper`` (``pip install --no-deps --target .venv/lakefs-wrapper lakefs`` with
-its ``lakectl`` directory removed), which is added to the end of ``sys.path`` here.
+The ``lakefs`` package is imported from where it is kept apart from site-packages (see
+:mod:`tests.server.wrapped`).
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from tests.server.conftest import Live, unique
+from tests.server.wrapped import wrapped
 
 
 def _lakefs() -> ModuleType:
-    try:
-        module = importlib.import_module("lakefs")
-    except ImportError:
-        wrapper = Path(sys.prefix) / "lakefs-wrapper"
-        if not (wrapper / "lakefs").is_dir():
-            if os.environ.get("CI"):
-                pytest.fail("the lakeFS SDK wrapper is missing: `make install-test` installs it")
-            pytest.skip("LOUD SKIP: the lakeFS SDK wrapper (PyPI 'lakefs') is not installed; run make test")
-        sys.path.append(str(wrapper))
-        module = importlib.import_module("lakefs")
+    module = wrapped("lakefs")
     assert hasattr(module, "Client"), module
     return module
 
