@@ -19,7 +19,9 @@ INTERNAL_RULES = "/repositories/{repository}/gc/rules"
 """lakeFS's deprecated internal path of the same rules (``InternalApi``): POST sets them."""
 
 
+# Each route answers under both paths: lakeFS's and its older internal one (where POST sets).
 @router.get(RULES, dependencies=[require(Permission.READ_REPO)])
+@router.get(INTERNAL_RULES, dependencies=[require(Permission.READ_REPO)])
 async def get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
     """lakeFS ``GarbageCollectionRules``; 404 when none are set."""
     return gc.get_rules(lake, repository).to_dict()
@@ -28,30 +30,15 @@ async def get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
 # Rules decide what a collection deletes for good: admins only (DeleteRepo), as lakeFS keeps its
 # retention actions out of the developers' policy.
 @router.put(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
+@router.post(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 async def set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
     gc.set_rules(lake, repository, gc.GCRules.from_dict(body))
     return Response(status_code=204)
 
 
 @router.delete(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
-async def delete_gc_rules(repository: str, lake: LakeDep) -> Response:
-    gc.delete_rules(lake, repository)
-    return Response(status_code=204)
-
-
-@router.get(INTERNAL_RULES, dependencies=[require(Permission.READ_REPO)])
-async def internal_get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
-    return gc.get_rules(lake, repository).to_dict()
-
-
-@router.post(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
-async def internal_set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
-    gc.set_rules(lake, repository, gc.GCRules.from_dict(body))
-    return Response(status_code=204)
-
-
 @router.delete(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
-async def internal_delete_gc_rules(repository: str, lake: LakeDep) -> Response:
+async def delete_gc_rules(repository: str, lake: LakeDep) -> Response:
     gc.delete_rules(lake, repository)
     return Response(status_code=204)
 
