@@ -78,10 +78,12 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import annotate as annotate_api
     from server.api import auth as auth_api
     from server.api import branches, commits, config, dumps, fsck, imports, objects, refs, repositories, tags
+    from server.api import internal as internal_api
     from server.api import journal as journal_api
     from server.api import protection as branch_protection
     from server.api import pulls as pulls_api
     from server.api import settings as repository_settings
+    from server.api import staging as staging_api
     from server.api import tables as tables_api
 
     lake = lake if lake is not None else open_lake(settings)
@@ -135,6 +137,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
         fsck,
         dumps,
         imports,
+        internal_api,
     )
     # The block API first: a request is matched against the routes in order, and a block
     # upload (one request per block or pack, thousands per recursive upload) would otherwise
@@ -143,6 +146,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     for module in routers:
         app.include_router(module.router, prefix=API_PREFIX)
     app.include_router(branch_protection.router, prefix=API_PREFIX)
+    app.include_router(staging_api.router, prefix=API_PREFIX)
     app.include_router(annotate_api.router, prefix=API_PREFIX)
     app.include_router(actions_api.router, prefix=API_PREFIX)
     app.include_router(journal_api.router, prefix=API_PREFIX)

@@ -4,7 +4,8 @@ What a user may do is what its effective policies allow (:mod:`server.policies`)
 to it and those of its groups (:mod:`server.groups`), as lakeFS decides it. The three roles of
 earlier servers (:class:`Role`) are memberships of lakeFS's built-in groups.
 
-Key layout (kept here and in :mod:`server.groups`, apart from the lake's ``lakectl.core.keys``):
+Key layout (kept here, in :mod:`server.groups` and :mod:`server.external_principals`, apart from
+the lake's ``lakectl.core.keys``):
 
     auth/meta         key "setup"              → the first admin's user id (set once, by CAS)
     auth/users        key <user id>            → {"id", "creation_date", "incarnation",
@@ -52,6 +53,7 @@ from lakectl.errors import (
     TooManyRetries,
     Unauthenticated,
 )
+from server.external_principals import ExternalPrincipals
 from server.groups import Directory, Group, Links, Policy, links
 from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, allows
 from server.policies import Permission as Permission  # routes declare it from here
@@ -237,6 +239,7 @@ class Auth:
         self._token_key = _derive(secret_key, b"lakectl login tokens v1")
         self.kv = kv
         self.directory = Directory(kv)
+        self.principals = ExternalPrincipals(kv, self._is_live)
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -288,6 +291,12 @@ class Auth:
         except KeyNotFound:
             return None
 
+    def _is_live(self, user_id: str, incarnation: str) -> bool:
+        try:
+            return User.parse(self.kv.get(USERS, user_id)).incarnation == incarnation
+        except KeyNotFound:
+            return False
+
     def get_user(self, user_id: str) -> User:
         """The user; raise ``NotFound`` when there is none."""
         user = self._user_or_none(user_id)
@@ -316,9 +325,10 @@ class Auth:
         return self._resolve(user)
 
     def delete_user(self, user_id: str, by: str | None = None) -> None:
-        """Delete the user and then its access keys (which stop working with the user already:
-        they name its incarnation); raise ``NotFound`` when there is no such user. ``by``: the
-        user asking, who may not delete itself (an admin would lock itself, perhaps everyone, out)."""
+        """Delete the user and then its access keys and external principals (which stop working
+        with the user already: they name its incarnation); raise ``NotFound`` when there is no
+        such user. ``by``: the user asking, who may not delete itself (an admin would lock
+        itself, perhaps everyone, out)."""
         if by is not None and user_id == by:
             raise InvalidArgument("you cannot delete your own user: ask another admin")
         user = self.get_user(user_id)
@@ -327,6 +337,7 @@ class Auth:
             record = json.loads(raw)
             if record["user_id"] == user.id and record.get("user_incarnation", "") == user.incarnation:
                 self.kv.delete(CREDENTIALS, key_id)
+        self.principals.unbind_all(user.id, user.incarnation)
 
     def _update_user(self, user_id: str, change: Callable[[User], User]) -> User:
         for _ in range(CAS_ATTEMPTS):

@@ -121,6 +121,8 @@ TABLE: tuple[Key, ...] = (
     Key("blockstore.s3.credentials_file"),
     Key("blockstore.s3.force_path_style", "true", Kind.BOOL),
     Key("auth.encrypt.secret_key"),
+    Key("auth.external.aws_auth.sts_endpoint"),
+    Key("auth.external.aws_auth.server_id"),
     Key("gateways.s3.listen_address"),
     Key("gateways.s3.domain_name", "s3.local.lakefs.io"),
     Key("gateways.s3.region", "us-east-1"),
@@ -258,6 +260,17 @@ class ActionsSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AwsIamSettings:
+    """lakeFS's AWS IAM login (``auth.external.aws_auth.*``): the STS asked who signed a login's
+    ``GetCallerIdentity``, and the ``X-LakeFS-Server-ID`` clients must sign."""
+
+    sts_endpoint: str | None = None
+    """``http(s)://host[:port]`` of the only STS asked; None: AWS's STS hosts."""
+    server_id: str | None = None
+    """None: the header is optional, and sent as the host name the login addressed."""
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: str
     host: str
@@ -273,6 +286,7 @@ class Settings:
     warnings: tuple[str, ...] = ()
     """One line per lakeFS key accepted and ignored (:mod:`server.lakefs_keys`), for the operator."""
     actions: ActionsSettings = field(default_factory=ActionsSettings)
+    aws_iam: AwsIamSettings = field(default_factory=AwsIamSettings)
 
     @property
     def listen_address(self) -> str:
@@ -495,7 +509,32 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
         installation=_installation(v),
         warnings=warnings,
         actions=ActionsSettings(_bool(v, "actions.enabled"), _bool(v, "actions.command.enabled")),
+        aws_iam=_aws_iam(v),
     )
+
+
+def _aws_iam(v: _Values) -> AwsIamSettings:
+    key = "auth.external.aws_auth.sts_endpoint"
+    endpoint: str = v[key].strip().rstrip("/")
+    if endpoint:
+        try:
+            parts = urlsplit(endpoint)
+            parts.port  # noqa: B018 -- raises ValueError on a bad port
+        except ValueError:
+            parts = None
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path
+            or parts.query
+            or parts.username
+        ):
+            raise v.bad(key, f"{endpoint!r} is not an http(s)://host[:port] URL")
+    server_id: str = v["auth.external.aws_auth.server_id"].strip()
+    if server_id and not re.fullmatch(r"[!-~]{1,253}", server_id):
+        raise v.bad("auth.external.aws_auth.server_id", f"{server_id!r} is not 1-253 printable characters")
+    return AwsIamSettings(endpoint or None, server_id or None)
 
 
 def _bool(v: _Values, key: str) -> bool:

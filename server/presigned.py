@@ -1,5 +1,6 @@
 """Presigned object URLs: ``GET /presigned/<token>`` answers one version of one object to any
-HTTP client, without credentials, until the token's expiry (:mod:`lakectl.core.presign`).
+HTTP client, without credentials, until the token's expiry (:mod:`lakectl.core.presign`);
+``PUT /presigned/<token>`` writes the bytes of a staging address (:mod:`lakectl.core.backing`).
 
 The REST API hands them out as lakeFS does: ``GET .../objects/stat?presign=true`` puts the URL
 in ``physical_address`` (with ``physical_address_expiry``), and ``GET .../objects?presign=true``
@@ -8,22 +9,27 @@ redirects to it (302). ``presign_expiry`` (seconds) is a lakectl extension.
 
 from __future__ import annotations
 
+import hashlib
 from email.utils import formatdate
-from typing import Any
+from tempfile import SpooledTemporaryFile
+from typing import Any, BinaryIO, cast
 
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
-from lakectl.core import journal, presign
+from lakectl.core import backing, journal, presign
 from lakectl.core import porcelain as p
-from server.api.deps import PUBLIC, AuthFirstRoute
+from lakectl.errors import InvalidArgument, SignatureError
+from server.api.deps import PUBLIC, AuthFirstRoute, forbidden
 from server.api.ranges import byte_span
-from server.auth import Auth, User
+from server.auth import Auth, Permission, User
 from server.headers import as_header
 from server.reads import object_body
 
 router = APIRouter(route_class=AuthFirstRoute)
 ROUTE = "/presigned/{token}"
+SPOOL_BYTES = 8 * 1024 * 1024
 
 
 def url_for(
@@ -34,6 +40,25 @@ def url_for(
         lake, repo, ref, path, user.id, user.signing_token, expires_in or presign.DEFAULT_EXPIRY
     )
     return str(request.url_for("read_presigned", token=token)), expiry
+
+
+def write_url_for(
+    request: Request, lake: p.Lake, user: User, repo: str, slot: backing.Slot, expires_in: int | None
+) -> tuple[str, int]:
+    """A URL that writes ``slot``'s bytes (any HTTP client, ``PUT``), and its expiry."""
+    token, expiry = backing.sign_write(
+        lake, repo, slot, user.id, user.signing_token, expires_in or presign.DEFAULT_EXPIRY
+    )
+    return str(request.url_for("write_presigned", token=token)), expiry
+
+
+def _still_allowed(auth: Auth, user_id: str, permission: Permission, repository: str) -> None:
+    """A URL acts for its signer with the signer's access of now: a policy changed since it was
+    made (the signer confined to another repository, say) refuses it, as the S3 gateway's
+    presigned URLs are."""
+    user = auth.get_user(user_id)
+    if not user.allows(permission, repository):
+        raise forbidden(user, permission, repository)
 
 
 @router.get(ROUTE, dependencies=[PUBLIC])
@@ -48,8 +73,11 @@ async def read_presigned(
     def signer(user_id: str) -> str:
         return auth.get_user(user_id).signing_token
 
+    if backing.is_write_token(token):
+        raise SignatureError("an upload URL is for PUT, not for reading")
     granted = await run_in_threadpool(presign.verify, lake, token, signer)
     assert granted.found is not None
+    await run_in_threadpool(_still_allowed, auth, granted.user, Permission.READ_REPO, granted.found.repo)
     journal.CLIENT.set(granted.user)  # an audited read is the signer's: the URL reads as them
     entry = granted.entry
     headers: dict[str, Any] = {
@@ -64,3 +92,32 @@ async def read_presigned(
         return span
     start, end, status = span
     return await object_body(lake, granted.found, start, end, status, headers, request.app.state.inline_reads)
+
+
+@router.put(ROUTE, dependencies=[PUBLIC])
+async def write_presigned(request: Request, token: str) -> Response:
+    """Store the body as the bytes of the staging address the token names (a second PUT
+    replaces the first); the ``ETag`` answered is their md5, the checksum to link them with.
+    Nothing is recorded unless the whole body arrived."""
+    lake: p.Lake = request.app.state.lake
+    auth: Auth = request.app.state.auth
+
+    def signer(user_id: str) -> str:
+        return auth.get_user(user_id).signing_token
+
+    granted = await run_in_threadpool(backing.verify_write, lake, token, signer)
+    await run_in_threadpool(_still_allowed, auth, granted.user, Permission.WRITE_REPO, granted.repo)
+    await run_in_threadpool(backing.check_slot, lake, granted.repo, granted.upload_id)  # before the body
+    md5 = hashlib.md5()
+    with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        try:
+            async for chunk in request.stream():
+                md5.update(chunk)
+                spool.write(chunk)
+        except ClientDisconnect:
+            raise InvalidArgument("upload interrupted: the request body did not arrive whole") from None
+        spool.seek(0)
+        journal.CLIENT.set(granted.user)
+        source = cast(BinaryIO, spool)
+        await run_in_threadpool(backing.write, lake, granted.repo, granted.upload_id, source, md5.hexdigest())
+    return Response(status_code=200, headers={"ETag": f'"{md5.hexdigest()}"'})

@@ -39,7 +39,7 @@ MAX_LAYOUT = 8192
 """Characters of a pack's segment lengths sent in a header, at most (more: no receipts)."""
 SEGMENTS_HEADER = "X-Lakectl-Segments"
 """The header of a pack's segment lengths, comma-separated (the server receipts each one)."""
-Receipted = tuple[str, dict[int, str]]
+SentPack = tuple[str, dict[int, str]]
 """A pack's signed locator and the server's receipts for its segments, by offset."""
 BLOCKS_IN_FLIGHT = 3
 """Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
@@ -292,7 +292,7 @@ class BlocksOverHttp:
         md5 = bare.split("+")[0]
         return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
 
-    def _send_pack(self, data: bytes | memoryview, bare: str, lengths: list[int] | None) -> Receipted:
+    def _send_pack(self, data: bytes | memoryview, bare: str, lengths: list[int] | None) -> SentPack:
         """A pack's signed locator and the server's receipts for its segments, by offset (none
         when its lengths are too many to send, or the server gives none)."""
         layout = ",".join(map(str, lengths or ()))
@@ -344,8 +344,8 @@ class _PackSender:
     def __init__(self, backend: BlocksOverHttp) -> None:
         self._backend = backend
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
-        self._pending: deque[Future[Receipted]] = deque()
-        self._sent: dict[str, Future[Receipted]] = {}
+        self._pending: deque[Future[SentPack]] = deque()
+        self._sent: dict[str, Future[SentPack]] = {}
         self._lengths: list[int] | None = None
 
     def __enter__(self) -> _PackSender:
@@ -363,7 +363,7 @@ class _PackSender:
         self._pending.append(future)
         self._sent[locator] = future
 
-    def result(self, bare: str) -> Receipted:
+    def result(self, bare: str) -> SentPack:
         return self._sent[bare].result()
 
     def __exit__(self, *exc: object) -> None:

@@ -257,6 +257,20 @@ def _retained(
     return keep & set(commits)
 
 
+def retention(
+    lake: porcelain.Lake, repo: RepositoryId, now: float | None = None
+) -> list[tuple[Commit, bool]]:
+    """Every commit of the repository (in commit id order) and whether a collection keeps it, as
+    :func:`roots` decides: all of them when the repository has no rules."""
+    commits = {c.id: c for c in list_commits(lake, repo)}
+    try:
+        rules = get_rules(lake, repo)
+    except NotFound:
+        return [(c, True) for c in commits.values()]
+    keep = _retained(lake, repo, commits, rules, porcelain.now() if now is None else now)
+    return [(c, c.id in keep) for c in commits.values()]
+
+
 def is_retained(lake: porcelain.Lake, repo: RepositoryId, commit: CommitId, now: float | None = None) -> bool:
     """Whether a collection keeps ``commit``'s data (every commit, when the repository has no
     rules). Reads every commit of the repository: for explaining a failed read, not for reads."""

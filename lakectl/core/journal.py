@@ -13,35 +13,52 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import io
 import json
 import os
 import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
-from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
 from lakectl.core.journalform import (
+    DONE,
+    PENDING,
     _encode,
     _extended,
     _fields,
     _header,
     _live,
     _open_ended,
-    _split_live,
     _text,
-    column,
     live,
     read_live,
 )
+from lakectl.core.journalseal import (
+    BATCH,
+    COLUMNS,
+    FOLLOW_INTERVAL,
+    MARK,
+    READ_CHUNK,
+    SEAL_ATTEMPTS,
+    SEAL_BATCH,
+    Entry,
+    _done_entries,
+    _parquet,
+    _read_batch,
+    batches,
+    entries,
+    follow,
+    last_timestamp,
+    poll,
+    seal,
+    sealed_blocks,
+    tail,
+)
 from lakectl.core.kv import KVStore
-from lakectl.core.kv.helpers import delete_many, scan_prefix, set_many
+from lakectl.core.kv.helpers import set_many
 from lakectl.errors import (
     AlreadyExists,
     Conflict,
@@ -68,13 +85,6 @@ CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("lakectl_journal_cl
 
 SEAL_EVERY = 1000
 """A writer seals the journal after this many entries of its own."""
-SEAL_BATCH = 10_000
-"""At most this many entries per sealed Parquet batch."""
-SEAL_ATTEMPTS = 20
-READ_CHUNK = 64
-"""Entries decoded at once when a batch is read."""
-FOLLOW_INTERVAL = 0.5
-"""Seconds between two looks of a follower (``journal tail --follow``, the server's stream)."""
 MAX_OPEN = 64
 """Open intents a thread keeps track of; older ones are left to recovery."""
 SEAL_INTERVAL = 1.0
@@ -83,45 +93,6 @@ HEARTBEAT = 10.0
 """Seconds between two heartbeats of a writer in its registration record."""
 LEASE = 60.0
 """A writer on another host whose heartbeat is older than this is taken for dead."""
-
-MARK = b"lakectl"
-BATCH = b"lakectl.journal.batch"
-PENDING = "pending"
-DONE = "done"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One sealed journal entry, as the feed shows it."""
-
-    logical_timestamp: int
-    time: int
-    """The writer's clock when the intent was written, in microseconds since the epoch."""
-    client_id: str
-    repo_id: str
-    event_type: str
-    event_payload: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "logical_timestamp": self.logical_timestamp,
-            "time": self.time,
-            "client_id": self.client_id,
-            "repo_id": self.repo_id,
-            "event_type": self.event_type,
-            "event_payload": dict(self.event_payload),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Entry:
-        return cls(
-            int(data["logical_timestamp"]),
-            int(data["time"]),
-            str(data["client_id"]),
-            str(data["repo_id"]),
-            str(data["event_type"]),
-            dict(data["event_payload"]),
-        )
 
 
 def payload_of(event: Event) -> dict[str, Any]:
@@ -594,208 +565,28 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
     return {**wanted, "reads": bool(wanted.get("reads"))}
 
 
-# -- sealing --------------------------------------------------------------------------------
-
-
-def _cursor(kv: KVStore) -> tuple[dict[str, Any], bytes | None]:
-    try:
-        raw = kv.get(keys.JOURNAL, keys.JOURNAL_CURSOR)
-    except KeyNotFound:
-        return {"next": 1, "batch": None, "sealed": []}, None
-    return json.loads(raw), raw
-
-
-def _finish(kv: KVStore, cursor: Mapping[str, Any]) -> None:
-    """The work the last seal published but may not have done: its batch record, its deletes."""
-    batch = cursor.get("batch")
-    if batch is not None:
-        kv.set(keys.JOURNAL, keys.journal_batch_key(batch["first"], _generation(cursor)), _encode(batch))
-    by_partition: dict[str, list[str]] = {}
-    for partition, key in cursor.get("sealed", []):
-        by_partition.setdefault(partition, []).append(key)
-    for partition, keys_ in by_partition.items():
-        delete_many(kv, partition, keys_)
-
-
-def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any], str]]:
-    """(partition, key, header, payload text) of every writer's done entries, in clock order;
-    the payloads are never parsed."""
-    out: list[tuple[str, str, dict[str, Any], str]] = []
-    for key, _ in scan_prefix(kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX):
-        partition = keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])
-        for entry_key, raw in kv.scan(partition):
-            if raw.startswith(DONE.encode()) or raw[:1] == b"{":
-                header, text = _split_live(raw)
-                if header["state"] == DONE:
-                    out.append((partition, entry_key, header, text))
-    out.sort(key=lambda e: (e[2]["time"], e[2]["writer"], e[2]["seq"]))
-    return out[:SEAL_BATCH]
-
-
-def seal(kv: KVStore, blocks: Any) -> int:
-    """Decide what dead writers left open, then seal the done entries of every writer into one
-    Parquet batch; returns how many."""
-    from lakectl.core.recovery import recover
-
-    with contextlib.suppress(LakectlError):
-        recover(kv, blocks)
-    for _ in range(SEAL_ATTEMPTS):
-        cursor, raw = _cursor(kv)
-        _finish(kv, cursor)
-        done = _done_entries(kv)
-        if not done:
-            return 0
-        first = int(cursor["next"])
-        headers = [h for _, _, h, _ in done]
-        previous = cursor["batch"]["locator"] if cursor.get("batch") else ""
-        about = {
-            "first": first,
-            "last": first + len(done) - 1,
-            "count": len(done),
-            "min_time": headers[0]["time"],
-            "max_time": max(h["time"] for h in headers),
-            "previous": previous,
-            "generation": _generation(cursor),
-        }
-        columns = [
-            list(range(first, first + len(done))),
-            [h["time"] for h in headers],
-            [h["client_id"] for h in headers],
-            [h["repo_id"] for h in headers],
-            [h["event_type"] for h in headers],
-            [t for _, _, _, t in done],
-        ]
-        data = _batch(columns, about)
-        locator = block_locator(data)
-        blocks.put(locator, data)
-        blocks.sync()
-        batch = {**about, "locator": locator}
-        sealed = [[p, k] for p, k, _, _ in done]
-        new = {**cursor, "next": first + len(done), "batch": batch, "sealed": sealed}
-        try:
-            kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(new), raw)
-        except PredicateFailed:
-            # Another sealer published first. Our block names entries a rebuild must not read
-            # twice: gone, unless a published batch is these very bytes (the same entries,
-            # sealed by another sealer at the same timestamp; it may be superseded as the
-            # cursor's batch by now, so every batch record is asked).
-            if locator not in sealed_blocks(kv):
-                blocks.delete(locator)
-            continue
-        _finish(kv, new)
-        return len(done)
-    raise TooManyRetries("could not seal the journal: other sealers kept winning")
-
-
-def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
-    columns: list[list[Any]] = [
-        [r.logical_timestamp for r in rows],
-        [r.time for r in rows],
-        [r.client_id for r in rows],
-        [r.repo_id for r in rows],
-        [r.event_type for r in rows],
-        [_text(r.event_payload) for r in rows],
-    ]
-    return _batch(columns, about)
-
-
-COLUMNS = ("logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload")
-
-
-def _batch(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:
-    """A sealed batch's Parquet bytes: :data:`COLUMNS` (the payload as JSON text) and ``about``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    # Columns from their buffers: pa.array would import pandas (0.2 s of every sealing command).
-    types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string()]
-    arrays = [column(c, t) for c, t in zip(columns, types, strict=True)]
-    table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
-    # The batch says what it is, so that a rebuild finds it among the blocks with no database.
-    table = table.replace_schema_metadata({MARK: b"journal", BATCH: _encode(about)})
-    out = io.BytesIO()
-    pq.write_table(table, out, compression="zstd")
-    return out.getvalue()
-
-
-def _read_batch(blocks: Any, locator: str) -> Iterator[Entry]:
-    """A batch's entries, a few at a time: memory follows the largest entry, not the batch."""
-    import pyarrow.parquet as pq
-
-    handle = pq.ParquetFile(io.BytesIO(blocks.get(locator)))
-    for chunk in handle.iter_batches(batch_size=READ_CHUNK):
-        for row in chunk.to_pylist():
-            yield Entry(
-                row["logical_timestamp"],
-                row["time"],
-                row["client_id"],
-                row["repo_id"],
-                row["event_type"],
-                json.loads(row["event_payload"]),
-            )
-
-
-# -- reading --------------------------------------------------------------------------------
-
-
-def _generation(cursor: Mapping[str, Any]) -> int:
-    return int(cursor.get("generation", 0))
-
-
-def batches(kv: KVStore) -> list[dict[str, Any]]:
-    """The sealed batches' records, oldest first (the cursor's latest included)."""
-    cursor = _cursor(kv)[0]
-    prefix = keys.journal_batch_prefix(_generation(cursor))
-    found = {json.loads(raw)["first"]: json.loads(raw) for _, raw in scan_prefix(kv, keys.JOURNAL, prefix)}
-    latest = cursor.get("batch")
-    if latest is not None:
-        found[latest["first"]] = latest
-    return [found[k] for k in sorted(found)]
-
-
-def sealed_blocks(kv: KVStore) -> set[str]:
-    """The locators of every sealed batch: garbage collection keeps them."""
-    return {b["locator"] for b in batches(kv)}
-
-
-def entries(kv: KVStore, blocks: Any, after: int = 0, repo: str = "") -> Iterator[Entry]:
-    """Sealed entries with a logical timestamp above ``after``, oldest first; ``repo``: only
-    that repository's."""
-    for batch in batches(kv):
-        if batch["last"] <= after:
-            continue
-        for entry in _read_batch(blocks, batch["locator"]):
-            if entry.logical_timestamp > after and (not repo or entry.repo_id == repo):
-                yield entry
-
-
-def tail(kv: KVStore, blocks: Any, amount: int = 20, after: int = 0, repo: str = "") -> list[Entry]:
-    """Seal what is done, then the last ``amount`` entries above ``after`` (all when ``after``
-    is given: a follower reads everything new)."""
-    seal(kv, blocks)
-    if after:
-        return list(entries(kv, blocks, after, repo))
-    return list(deque(entries(kv, blocks, 0, repo), maxlen=amount))
-
-
-def poll(kv: KVStore, blocks: Any, after: int, repo: str = "") -> list[Entry]:
-    """Seal what is done, then every entry above ``after``: one look of a follower."""
-    seal(kv, blocks)
-    return list(entries(kv, blocks, after, repo))
-
-
-def follow(
-    kv: KVStore, blocks: Any, after: int = 0, repo: str = "", interval: float = FOLLOW_INTERVAL
-) -> Iterator[Entry]:
-    """Every entry above ``after`` as it is sealed, polling every ``interval`` seconds, forever."""
-    while True:
-        found = poll(kv, blocks, after, repo)
-        yield from found
-        if found:
-            after = found[-1].logical_timestamp
-        time.sleep(interval)
-
-
-def last_timestamp(kv: KVStore) -> int:
-    """The logical timestamp of the newest sealed entry (0: none yet)."""
-    return int(_cursor(kv)[0]["next"]) - 1
+__all__ = [
+    "BATCH",
+    "CLIENT",
+    "COLUMNS",
+    "DONE",
+    "FOLLOW_INTERVAL",
+    "MARK",
+    "PENDING",
+    "READ_CHUNK",
+    "SEAL_ATTEMPTS",
+    "SEAL_BATCH",
+    "Entry",
+    "Journal",
+    "_done_entries",
+    "_parquet",
+    "_read_batch",
+    "batches",
+    "entries",
+    "follow",
+    "last_timestamp",
+    "poll",
+    "seal",
+    "sealed_blocks",
+    "tail",
+]

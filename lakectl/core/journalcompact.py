@@ -8,7 +8,8 @@ from typing import Any
 from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
-from lakectl.core.journal import (
+from lakectl.core.journalform import _encode
+from lakectl.core.journalseal import (
     SEAL_ATTEMPTS,
     SEAL_BATCH,
     Entry,
@@ -20,7 +21,6 @@ from lakectl.core.journal import (
     batches,
     seal,
 )
-from lakectl.core.journalform import _encode
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
 from lakectl.errors import PredicateFailed, TooManyRetries

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
+PENDING = "pending"
+DONE = "done"
+"""The states of a live entry: an intent still open, and an outcome waiting to be sealed."""
+
 COMPRESS_FROM = 64 * 1024
 """Payload texts of at least this many bytes are stored compressed: a write of 100k paths is
 16 MB of JSON, 2.3 MB compressed, and the database writes (and later deletes) every byte."""

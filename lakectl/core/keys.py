@@ -82,6 +82,12 @@ def task_key(task_id: str) -> str:
     return f"task/{task_id}"
 
 
+def gc_prepare_key(task_id: str) -> str:
+    """Key, in the repository's partition, of a garbage-collection preparation task (lakeFS's
+    ``gc/prepare_commits/async``): its JSON status (``lakectl.core.gcprepare``)."""
+    return f"gc-prepare/{task_id}"
+
+
 def import_key(import_id: str) -> str:
     """Key, in the repository's partition, of a zero-copy import's status (``lakectl.core.importing``)."""
     return f"import/{import_id}"

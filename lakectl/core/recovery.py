@@ -118,6 +118,9 @@ def _decide_state(
         return None if _exists(lambda: refs.get_tag(rid, TagId(payload["tag"]))) else payload
     if verb is Verb.RESTORE_REFS:  # branches go last: one of them there, the refs are in
         names = [BranchId(n) for n in payload.get("branches", {})]
+        if not names:  # commit records alone (refsdump.create_commit_record): all there or none
+            ids = [Commit.decode(str(c).encode()).id for c in payload.get("commits", [])]
+            return payload if ids and all(_exists(lambda c=c: refs.get_commit(rid, c)) for c in ids) else None
         return payload if any(_exists(lambda n=n: refs.get_branch(rid, n)) for n in names) else None
     if "rows" in payload:  # staged writes and deletes, one batch: all of it or none
         branch = refs.get_branch(rid, bid)

@@ -36,7 +36,7 @@ from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.core.model import BLOCK_SIZE, Branch, Commit, CommitId, RepositoryId, Tag
 from lakectl.core.porcelain import Lake, get_repo
 from lakectl.core.replayorder import moved
-from lakectl.errors import Conflict, InvalidArgument, KeyNotFound, NotFound
+from lakectl.errors import Conflict, CorruptBlock, InvalidArgument, KeyNotFound, NotFound, PredicateFailed
 
 FORMAT = 1
 KINDS = ("commits", "tags", "branches")
@@ -208,15 +208,7 @@ def _commits(records: list[Any]) -> dict[CommitId, Commit]:
     commits: dict[CommitId, Commit] = {}
     for record in records:
         commit = _commit(record)
-        hashed = commit_id_of(
-            commit.parents,
-            commit.meta_range_id,
-            commit.message,
-            commit.committer,
-            commit.metadata,
-            commit.creation_date,
-        )
-        if hashed != commit.id:
+        if _hashed(commit) != commit.id:
             raise InvalidArgument(f"commit {commit.id} of the dump does not hash to its id")
         commits[commit.id] = commit
     for commit in commits.values():
@@ -229,9 +221,20 @@ def _commits(records: list[Any]) -> dict[CommitId, Commit]:
     return commits
 
 
-def _commit(record: object) -> Commit:
+def _hashed(commit: Commit) -> CommitId:
+    return commit_id_of(
+        commit.parents,
+        commit.meta_range_id,
+        commit.message,
+        commit.committer,
+        commit.metadata,
+        commit.creation_date,
+    )
+
+
+def _commit(record: object, where: str = " of the dump") -> Commit:
     """A commit record with every field of its type, else ``InvalidArgument``."""
-    malformed = InvalidArgument(f"a commit record of the dump is malformed: {str(record)[:80]}")
+    malformed = InvalidArgument(f"a commit record{where} is malformed: {str(record)[:80]}")
     if not isinstance(record, dict):
         raise malformed
     try:
@@ -250,6 +253,65 @@ def _commit(record: object) -> Commit:
     ):
         raise malformed
     parse_locator(commit.meta_range_id)
+    return commit
+
+
+def create_commit_record(lake: Lake, repo: str, record: Mapping[str, Any]) -> Commit:
+    """Write one commit record as given: lakeFS's ``CreateCommitRecord``, how its refs restore
+    writes commits one by one. ``record`` has :meth:`Commit.to_dict`'s fields. Refused with
+    ``InvalidArgument`` unless the record is well formed, its id is the content hash of its
+    fields (ids here hash commit content), its metarange is a tree stored in the lake, its
+    parents are commits of the repository and its generation follows theirs. Writing a record
+    already there is a no-op; a different one under the same id is a ``Conflict``. Moves no
+    branch: the commit is reachable once a branch or tag names it."""
+    rid = get_repo(lake, repo).name
+    commit = _commit(dict(record), "")
+    hashed = _hashed(commit)
+    if hashed != commit.id:
+        raise InvalidArgument(
+            f"commit_id {commit.id} is not the id of this record: commit ids here are the content "
+            f"hash of parents, metarange_id, message, committer, metadata and creation_date, and "
+            f"this record hashes to {hashed}"
+        )
+    try:
+        lake.ranges.pages(commit.meta_range_id)
+    except (NotFound, CorruptBlock) as exc:
+        raise InvalidArgument(
+            f"metarange_id {commit.meta_range_id} of commit {commit.id} is not a tree of this lake: "
+            f"{exc.message}"
+        ) from exc
+    generation = 0
+    for parent in commit.parents:
+        try:
+            generation = max(generation, lake.refs.get_commit(rid, parent).generation)
+        except NotFound:
+            raise InvalidArgument(
+                f"parent {parent} of commit {commit.id} is not a commit of repository {rid!r}"
+            ) from None
+    if commit.generation != generation + 1:
+        raise InvalidArgument(
+            f"commit {commit.id} has generation {commit.generation}; its parents make it {generation + 1}"
+        )
+    raw, key, partition = commit.encode(), keys.commit_key(commit.id), keys.repo_partition(rid)
+    try:
+        existing: bytes | None = lake.kv.get(partition, key)
+    except KeyNotFound:
+        existing = None
+    if existing == raw:
+        return commit
+    if existing is not None:
+        raise Conflict(f"repository {rid!r} has a different commit record under id {commit.id}")
+    # The journal's entry is a restore of this one record (no tags, no branches).
+    event = Event(Verb.RESTORE_REFS, rid, payload={"commits": [raw.decode()], "tags": [], "branches": {}})
+    with announced(lake.events, event):
+        try:
+            lake.kv.set_if(partition, key, raw, None)
+        except PredicateFailed:  # written meanwhile: the same record is the same write
+            if lake.kv.get(partition, key) != raw:
+                raise Conflict(
+                    f"repository {rid!r} has a different commit record under id {commit.id}"
+                ) from None
+    lake.events.after(event)
     return commit
 
 

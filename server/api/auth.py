@@ -1,14 +1,14 @@
-"""Auth: login tokens, the current user, users, access keys, groups, policies and their
-attachments (lakeFS's paths, JSON shapes and pagination)."""
+"""Auth: login tokens, the current user, users, access keys, external principals (AWS IAM
+login), groups, policies and their attachments (lakeFS's paths, JSON shapes and pagination)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Response
-from pydantic import SecretStr
+from fastapi import APIRouter, Path, Query, Request, Response
+from pydantic import Field, SecretStr
 
-from lakectl.errors import InvalidArgument
+from lakectl.errors import InvalidArgument, NotFound, Unauthenticated
 from server.api.bodies import Body, unsupported
 from server.api.deps import (
     AUTHENTICATED,
@@ -20,7 +20,10 @@ from server.api.deps import (
     require_own_or,
 )
 from server.api.pagination import After, Amount, Prefix, by_name, page
-from server.auth import Permission
+from server.auth import TOKEN_TTL, Permission
+from server.aws_iam import StsLogin, parse_identity_request, principal_ids
+from server.config import Settings
+from server.external_principals import parse_settings
 from server.groups import Group, Policy
 
 router = APIRouter(route_class=AuthFirstRoute)
@@ -34,11 +37,21 @@ UserId = Annotated[str, Path(alias="userId")]
 AccessKeyId = Annotated[str, Path(alias="accessKeyId")]
 GroupId = Annotated[str, Path(alias="groupId")]
 PolicyId = Annotated[str, Path(alias="policyId")]
+PrincipalId = Annotated[str, Query(alias="principalId")]
 
 
 class LoginInformation(Body):
     access_key_id: str
     secret_access_key: SecretStr  # never shown by repr, validation errors or logs
+
+
+class ExternalPrincipalCreation(Body):
+    settings: list[dict[str, str]] | None = None
+
+
+class ExternalLoginInformation(Body):
+    token_expiration_duration: int | None = None
+    identity_request: dict[str, Any] = Field(alias="identityRequest")
 
 
 class UserCreation(Body):
@@ -173,6 +186,73 @@ async def get_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: Aut
 async def delete_credentials(user_id: UserId, access_key_id: AccessKeyId, auth: AuthDep) -> Response:
     auth.delete_credentials(auth.get_user(user_id), access_key_id)
     return Response(status_code=204)
+
+
+# -- external principals (AWS IAM login) -----------------------------------------------------
+# Binding an identity to a user decides who logs in as whom: ManageAuth, as lakeFS's
+# auth:CreateUserExternalPrincipal, which its own-credentials policy does not grant. A user may
+# list its own, as it may its access keys.
+
+
+@router.post(USER + "/external/principals", status_code=201, dependencies=[MANAGE])
+async def create_user_external_principal(
+    user_id: UserId, principal_id: PrincipalId, auth: AuthDep, body: ExternalPrincipalCreation | None = None
+) -> Response:
+    """Bind an AWS IAM identity (an ARN) to the user: who signs as it logs in as the user. 409
+    when the identity is bound already (to any user)."""
+    user = auth.get_user(user_id)
+    settings = parse_settings(body.settings if body is not None else None)
+    auth.principals.bind(user.id, user.incarnation, principal_id, settings)
+    return Response(status_code=201)
+
+
+@router.delete(USER + "/external/principals", status_code=204, dependencies=[MANAGE])
+async def delete_user_external_principal(
+    user_id: UserId, principal_id: PrincipalId, auth: AuthDep
+) -> Response:
+    user = auth.get_user(user_id)
+    auth.principals.unbind(user.id, user.incarnation, principal_id)
+    return Response(status_code=204)
+
+
+@router.get(USER + "/external/principals/ls", dependencies=[OWN_OR_MANAGE])
+async def list_user_external_principals(
+    user_id: UserId, auth: AuthDep, prefix: Prefix = "", after: After = "", amount: Amount = None
+) -> dict[str, Any]:
+    user = auth.get_user(user_id)
+    principals = auth.principals.of_user(user.id, user.incarnation, prefix, after)
+    return page(principals, amount, lambda p: p.id, lambda p: p.to_dict())
+
+
+@router.get("/auth/external/principals", dependencies=[MANAGE])
+async def get_external_principal(principal_id: PrincipalId, auth: AuthDep) -> dict[str, Any]:
+    return auth.principals.get(principal_id).to_dict()
+
+
+@router.post("/auth/external/principal/login", dependencies=[PUBLIC])
+def external_principal_login(
+    body: ExternalLoginInformation, request: Request, auth: AuthDep
+) -> dict[str, Any]:
+    """A login token for whoever signed ``identityRequest``'s presigned STS GetCallerIdentity,
+    as the user its ARN (or its role) is bound to; 401 when STS does not vouch for it or it is
+    bound to no user. Run in the thread pool: it waits for STS."""
+    identity = parse_identity_request(body.identity_request)
+    ttl = body.token_expiration_duration
+    if ttl is not None and ttl <= 0:
+        raise InvalidArgument("token_expiration_duration is a positive number of seconds")
+    if not auth.principals.any_bound():  # nothing to log in as: ask STS nothing
+        raise Unauthenticated("no external principal is bound to a user")
+    settings: Settings = request.app.state.settings
+    sts = StsLogin(settings.aws_iam.sts_endpoint, settings.aws_iam.server_id)
+    arn = sts.caller_arn(identity, addressed=request.url.hostname or "")
+    principal = auth.principals.find(principal_ids(arn))
+    try:
+        user = auth.get_user(principal.user_id) if principal is not None else None
+    except NotFound:
+        user = None
+    if user is None or principal is None or user.incarnation != principal.user_incarnation:
+        raise Unauthenticated(f"{arn} is bound to no user")
+    return auth.issue_token(user, min(ttl or TOKEN_TTL, TOKEN_TTL)).to_dict()
 
 
 # -- groups ---------------------------------------------------------------------------------

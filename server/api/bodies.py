@@ -128,6 +128,40 @@ class ObjectCopyCreation(Body):
     shallow: bool = False
 
 
+class UserMetadataUpdate(Body):
+    """lakeFS ``UpdateObjectUserMetadata``: the object's whole new user metadata."""
+
+    set: Metadata
+
+
+class StagingLocation(Body):
+    physical_address: str | None = None
+    presigned_url: str | None = None
+    presigned_url_expiry: int | None = None
+    token: str | None = None
+    """Sent by older lakeFS clients; this server's addresses need none."""
+
+
+class StagingMetadata(Body):
+    staging: StagingLocation
+    checksum: str
+    size_bytes: int = Field(ge=0)
+    user_metadata: Metadata | None = None
+    content_type: str | None = None
+    mtime: int | None = None
+    force: bool = False
+
+
+class ObjectStageCreation(Body):
+    physical_address: str
+    checksum: str
+    size_bytes: int = Field(ge=0)
+    mtime: int | None = None
+    metadata: Metadata | None = None
+    content_type: str | None = None
+    force: bool = False
+
+
 class AccessKeyCredentials(Body):
     access_key_id: str = Field(min_length=1)
     secret_access_key: str = Field(min_length=1)

@@ -1,5 +1,5 @@
 """Objects: read (with Range), head, stat, list, upload (raw or multipart form), delete, delete
-batch, copy."""
+batch, copy, user metadata rewrite, underlying properties."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from lakectl.core import objectprops
 from lakectl.core import porcelain as p
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry, ObjectInfo, PathType
@@ -19,7 +20,7 @@ from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import InvalidArgument, LakectlError, ObjectNotFound, PreconditionFailed
 from server import presigned
 from server.api import shapes
-from server.api.bodies import ObjectCopyCreation, PathList
+from server.api.bodies import ObjectCopyCreation, PathList, UserMetadataUpdate
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.api.ranges import byte_span
@@ -159,7 +160,7 @@ def list_objects(
 # -- writing --------------------------------------------------------------------------------
 
 
-def _check_preconditions(
+def check_preconditions(
     lake: p.Lake,
     repository: str,
     branch: str,
@@ -214,7 +215,7 @@ async def upload_object(
     ``x-lakefs-meta-<key>`` headers become user metadata. Nothing is staged unless the whole
     body arrived."""
     check = (lake, repository, branch, path, if_none_match, if_match)
-    _check_preconditions(*check)
+    check_preconditions(*check)
     content_type = request.headers.get("content-type")
     content_type = sent_text("content-type", content_type) if content_type else None
     metadata = _user_metadata(request)
@@ -232,7 +233,7 @@ async def upload_object(
         spool.seek(0)
 
         def stage() -> ObjectInfo:
-            _check_preconditions(*check)
+            check_preconditions(*check)
             source = cast(BinaryIO, spool)  # a file object; typeshed's SpooledTemporaryFile is no BinaryIO
             return p.upload(lake, repository, branch, path, source, content_type, metadata)
 
@@ -290,3 +291,22 @@ async def copy_object(
     assert source.entry is not None
     entry = p.copy_object(lake, repository, branch, dest_path, source.entry)
     return shapes.object_stats(ObjectInfo(dest_path, PathType.OBJECT, entry))
+
+
+@router.put(
+    BRANCH_OBJECTS + "/stat/user_metadata", status_code=201, dependencies=[require(Permission.WRITE_REPO)]
+)
+def update_object_user_metadata(
+    repository: str, branch: str, body: UserMetadataUpdate, lake: LakeDep, path: str = PathQuery
+) -> Response:
+    """Replace all of the object's user metadata with ``set``; its data stays."""
+    objectprops.replace_user_metadata(lake, repository, branch, path, body.set)
+    return Response(status_code=201)
+
+
+@router.get(REF_OBJECTS + "/underlyingProperties", dependencies=[require(Permission.READ_REPO)])
+def get_underlying_properties(
+    repository: str, ref: str, lake: LakeDep, path: str = PathQuery
+) -> dict[str, Any]:
+    """The storage class of the object's data (none for a local block store)."""
+    return {"storage_class": objectprops.storage_class(lake, repository, ref, path)}

@@ -1,4 +1,5 @@
-"""Diff and merge: refs two-dot and three-dot, a branch's uncommitted changes, merge into a branch."""
+"""Diff and merge: refs two-dot and three-dot, a branch's uncommitted changes, merge into a branch;
+symlink manifests of a branch."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Query
 
 from lakectl.core import porcelain as p
+from lakectl.core import symlinks
 from lakectl.core.model import Change
 from lakectl.errors import NotFound
 from server.api import shapes
@@ -140,3 +142,19 @@ def merge_into_branch(
         squash=body.squash_merge,
     )
     return {"reference": result.commit.id, "changed": result.changed}
+
+
+@router.post(
+    "/repositories/{repository}/refs/{branch}/symlink",
+    status_code=201,
+    dependencies=[require(Permission.WRITE_REPO)],
+)
+def create_symlink_file(
+    repository: str,
+    branch: str,
+    lake: LakeDep,
+    location: str = Query("", description="the path prefix whose directories get manifests"),
+) -> dict[str, Any]:
+    """Symlink manifests of the branch's head commit for Hive-style tables; the answer is the S3
+    URI of the directory holding them (:mod:`lakectl.core.symlinks`)."""
+    return {"location": symlinks.create(lake, repository, branch, location)}

@@ -18,8 +18,9 @@ from lakectl.core import porcelain as p
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry
 from lakectl.core.uri import check_new_path
-from lakectl.errors import InvalidArgument, InvalidRange, LakectlError, PreconditionFailed
+from lakectl.errors import Forbidden, InvalidArgument, InvalidRange, LakectlError, PreconditionFailed
 from server.api.ranges import Unsatisfiable, parse_range
+from server.auth import Permission
 from server.headers import as_header, is_token, mime_encoded, sent_text
 from server.reads import etag_matches, object_body
 from server.s3 import body, xml
@@ -224,8 +225,15 @@ def copy_source(call: Call) -> tuple[str, str, str]:
 
 
 def source_entry(call: Call) -> Entry:
-    """The copy source's entry, after its ``x-amz-copy-source-if-*`` conditions."""
+    """The copy source's entry, after its ``x-amz-copy-source-if-*`` conditions. A copy reads its
+    source: the caller must be allowed to read the source's bucket too (the gateway checked the
+    destination's only), or writing one repository would read any other."""
     bucket, ref, path = copy_source(call)
+    if not call.user.allows(Permission.READ_REPO, bucket):
+        raise Forbidden(
+            f"user {call.user.id!r} may not read the copy source in bucket {bucket!r}: its policies do not "
+            "allow it"
+        )
     info = p.stat(call.lake, bucket, ref, path)
     assert info.entry is not None
     h = call.headers

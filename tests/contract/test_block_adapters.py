@@ -24,7 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, HasStorageClass
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.blocks.s3 import S3Adapter
 from lakectl.core.blocks.volumes import local_volumes
@@ -414,6 +414,23 @@ def test_s3_key_layout_and_content_md5(s3: tuple[S3Adapter, Any, str]) -> None:
     [(_, _, headers)] = [s for s in sent if s[0] == "PutObject"]
     assert headers["content-md5"] == base64.b64encode(hashlib.md5(data).digest()).decode()
     assert not any(h.startswith("x-amz-checksum-") for h in headers)  # Content-MD5 is the check
+
+
+def test_s3_says_the_storage_class_of_a_block_and_other_stores_have_none(
+    s3: tuple[S3Adapter, Any, str], tmp_path: Path
+) -> None:
+    adapter, client, bucket = s3
+    data = b"cold data"
+    adapter.put(loc(data), data)
+    assert isinstance(adapter, HasStorageClass) and adapter.storage_class(loc(data)) == "STANDARD"
+    key = f"{hashlib.md5(data).hexdigest()[:3]}/{hashlib.md5(data).hexdigest()}"
+    client.copy_object(
+        Bucket=bucket, Key=key, CopySource={"Bucket": bucket, "Key": key}, StorageClass="STANDARD_IA"
+    )
+    assert adapter.storage_class(loc(data)) == "STANDARD_IA"
+    with pytest.raises(BlockNotFound):
+        adapter.storage_class(loc(b"never stored"))
+    assert not isinstance(LocalAdapter(tmp_path), HasStorageClass)
 
 
 def test_s3_put_of_an_intact_block_sends_no_bytes(s3: tuple[S3Adapter, Any, str]) -> None:

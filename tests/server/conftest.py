@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -31,6 +32,10 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+if TYPE_CHECKING:
+    import lakefs_sdk
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,15 @@ def api(live: Live) -> Iterator[httpx.Client]:
     """A client authenticated as the admin user."""
     with live.client((live.key_id, live.secret)) as c:
         yield c
+
+
+@pytest.fixture
+def sdk(live: Live) -> lakefs_sdk.ApiClient:
+    """The lakeFS SDK's client, authenticated as the admin user."""
+    import lakefs_sdk
+
+    config = lakefs_sdk.Configuration(host=live.url, username=live.key_id, password=live.secret)
+    return lakefs_sdk.ApiClient(config)
 
 
 @pytest.fixture

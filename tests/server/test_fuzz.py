@@ -149,6 +149,9 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "policyId": "FSReadWriteAll",
             "md5": md5,
             "signed": signed,
+            "meta_range": head["meta_range_id"],
+            "range": head["meta_range_id"],  # the root's id: no range of that id, 404
+            "object_id": head["meta_range_id"],
             "token": presigned["physical_address"].rsplit("/", 1)[1],
             # query parameters and JSON fields
             "path": "fz/new.txt",
@@ -176,6 +179,8 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "pull_request": "999999",  # no such pull request: 404, bad ids 400
             "verdict": "approved",
             "body": "b",
+            "principalId": "arn:aws:iam::123456789012:role/fuzz",
+            "location": "data/",
         }
         yield Fuzz(server, http, head["id"], values, raw)
 

@@ -9,9 +9,13 @@ the metadata database and the data directory exactly as they were.
 
 from __future__ import annotations
 
+import base64
 import enum
 import hashlib
+import io
+import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +24,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from lakectl.core import blockaccess, manifests, presign, protection, pulls
+from lakectl.core import backing, blockaccess, manifests, presign, protection, pulls
 from lakectl.core.importing import tasks
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.auth import ROLE_PERMISSIONS, Permission, Role
@@ -231,6 +235,49 @@ route("GET", RP + "/gc/rules", READ, fixed(R + "/gc/rules"), (200, 404))
 route("DELETE", RP + "/gc/rules", DELETE, fixed(R + "/gc/rules"))
 route("GET", RP + "/gc/rules/set_allowed", DELETE, fixed(R + "/gc/rules/set_allowed"), (204,))
 route("POST", RP + "/gc/run", DELETE, fixed(R + "/gc/run?dry_run=true"))
+# lakeFS's metadata, commit records and gc preparation (server/api/internal.py)
+
+
+def _tree_file(w: World, kind: str) -> str:
+    """The metarange of the world's head commit, or one range of it."""
+    from lakectl.core import porcelain
+
+    mid = porcelain.get_commit(w.lake, REPO, w.commit_id).meta_range_id
+    return mid if kind == "meta_range" else w.lake.trees.ranges(mid)[0].id
+
+
+def _commit_record(w: World, c: Caller) -> Call:
+    """A new record (a unique message) on the world's head commit."""
+    from lakectl.core import porcelain
+    from lakectl.core.graph.refs import commit_id_of
+
+    head, message = porcelain.get_commit(w.lake, REPO, w.commit_id), unique("record")
+    cid = commit_id_of((head.id,), head.meta_range_id, message, "m", {}, head.creation_date)
+    record = {"commit_id": cid, "version": 1, "committer": "m", "message": message, "parents": [head.id]}
+    record |= {"metarange_id": head.meta_range_id, "creation_date": head.creation_date, "metadata": {}}
+    return Call(R + "/commits", json={**record, "generation": head.generation + 1})
+
+
+def _gc_task(w: World, c: Caller) -> Call:
+    from lakectl.core import gcprepare
+
+    return Call(R + "/gc/prepare_commits/status", params={"id": gcprepare.submit(w.lake, REPO).task_id})
+
+
+MR, RG = RP + "/metadata/meta_range/{meta_range}", RP + "/metadata/range/{range}"
+route("GET", MR, READ, lambda w, c: Call(f"{R}/metadata/meta_range/{_tree_file(w, 'meta_range')}"))
+route("GET", RG, READ, lambda w, c: Call(f"{R}/metadata/range/{_tree_file(w, 'range')}"))
+route(
+    "GET",
+    RP + "/metadata/object/{type}/{object_id}",
+    READ,
+    lambda w, c: Call(f"{R}/metadata/object/range/{_tree_file(w, 'range')}"),
+)
+route("POST", RP + "/commits", DELETE, _commit_record, (204,))
+route("POST", RP + "/gc/prepare_commits", DELETE, fixed(R + "/gc/prepare_commits"), (201,))
+route("POST", RP + "/gc/prepare_commits/async", DELETE, fixed(R + "/gc/prepare_commits/async"), (202,))
+route("GET", RP + "/gc/prepare_commits/status", DELETE, _gc_task, (200,))
+route("POST", RP + "/gc/prepare_uncommited", DELETE, fixed(R + "/gc/prepare_uncommited", json={}), (201,))
 # action runs: read access (no runs in the matrix's repository: 404 past the role check)
 RUNS = RP + "/actions/runs"
 route("GET", RUNS, READ, fixed(R + "/actions/runs"))
@@ -333,6 +380,16 @@ def _presigned(w: World, c: Caller) -> Call:
 
 
 route("GET", "/presigned/{token}", PUBLIC, _presigned)
+
+
+def _presigned_write(w: World, c: Caller) -> Call:
+    signer = w.user(Role.DEVELOPER)
+    slot = backing.reserve(w.lake, REPO, w.branch(), "written.bin")
+    token, _ = backing.sign_write(w.lake, REPO, slot, signer.id, signer.signing_token)
+    return Call(f"/presigned/{token}", content=b"bytes of a presigned upload")
+
+
+route("PUT", "/presigned/{token}", PUBLIC, _presigned_write, (200,))
 # fsck: admins only, as gc
 route("POST", V1 + "/fsck", DELETE, fixed(V1 + "/fsck"))
 route("POST", RP + "/fsck", DELETE, fixed(R + "/fsck"))
@@ -415,6 +472,60 @@ route(
         json={"src_path": "data/a.txt"},
     ),
 )
+route(
+    "PUT",
+    RP + "/branches/{branch}/objects/stat/user_metadata",
+    WRITE,
+    lambda w, c: Call(
+        f"{R}/branches/{w.branch()}/objects/stat/user_metadata", params=OBJ, json={"set": {"k": "v"}}
+    ),
+    (201,),
+)
+route(
+    "GET",
+    RP + "/refs/{ref}/objects/underlyingProperties",
+    READ,
+    fixed(R + "/refs/main/objects/underlyingProperties", params=OBJ),
+)
+
+
+def _written_slot(w: World, path: str) -> tuple[str, backing.Slot, dict[str, Any]]:
+    """A fresh branch with a slot for ``path`` whose bytes are written, and the link's fields."""
+    branch = w.branch()
+    slot = backing.reserve(w.lake, REPO, branch, path)
+    data = os.urandom(32)
+    md5 = hashlib.md5(data).hexdigest()
+    backing.write(w.lake, REPO, slot.upload_id, io.BytesIO(data), md5)
+    return branch, slot, {"checksum": md5, "size_bytes": len(data)}
+
+
+def _link_backing(w: World, c: Caller) -> Call:
+    branch, slot, fields = _written_slot(w, "backed.bin")
+    body = {"staging": {"physical_address": slot.address}, **fields}
+    return Call(f"{R}/branches/{branch}/staging/backing", params={"path": "backed.bin"}, json=body)
+
+
+def _stage_object(w: World, c: Caller) -> Call:
+    branch, slot, fields = _written_slot(w, "staged.bin")
+    body = {"physical_address": slot.address, **fields}
+    return Call(f"{R}/branches/{branch}/objects", params={"path": "staged.bin"}, json=body)
+
+
+route(
+    "GET",
+    RP + "/branches/{branch}/staging/backing",
+    WRITE,
+    lambda w, c: Call(f"{R}/branches/{w.branch()}/staging/backing", params={"path": "backed.bin"}),
+)
+route("PUT", RP + "/branches/{branch}/staging/backing", WRITE, _link_backing, (200,))
+route("PUT", RP + "/branches/{branch}/objects", WRITE, _stage_object, (201,))
+route(
+    "POST",
+    RP + "/refs/{branch}/symlink",
+    WRITE,
+    lambda w, c: Call(f"{R}/refs/{w.branch()}/symlink", params={"location": "data/"}),
+    (201,),
+)
 # diff and merge
 route("GET", RP + "/refs/{left_ref}/diff/{right_ref}", READ, fixed(R + "/refs/main/diff/v1"))
 route(
@@ -480,6 +591,51 @@ route(
 )
 route("GET", USER + "/credentials/{accessKeyId}", OWN_OR_MANAGE, lambda w, c: Call(_other_key(w, c)))
 route("DELETE", USER + "/credentials/{accessKeyId}", OWN_OR_MANAGE, lambda w, c: Call(_other_key(w, c)))
+
+
+def _principal(w: World, bound: bool) -> tuple[str, dict[str, str]]:
+    """Another user's external principals path, and an ARN (bound to that user, or not)."""
+    user = w.user()
+    arn = f"arn:aws:iam::123456789012:role/{unique('r')}"
+    if bound:
+        w.auth.principals.bind(user.id, user.incarnation, arn)
+    return f"{USERS}/{user.id}/external/principals", {"principalId": arn}
+
+
+def _foreign_identity(w: World, c: Caller) -> Call:
+    """An AWS IAM login signed for a host that is no STS: refused (401) before anything is sent."""
+    info = {
+        "method": "POST",
+        "host": "sts.attacker.example",
+        "region": "us-east-1",
+        "action": "GetCallerIdentity",
+        "date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+        "expiration_duration": "60",
+        "access_key_id": "AKIAIOSFODNN7EXAMPLE",
+        "signature": "0" * 64,
+        "signed_headers": ["host"],
+        "version": "2011-06-15",
+        "algorithm": "AWS4-HMAC-SHA256",
+    }
+    token = base64.b64encode(json.dumps(info).encode()).decode()
+    return Call(V1 + "/auth/external/principal/login", json={"identityRequest": {"identity_token": token}})
+
+
+route("POST", USER + "/external/principals", MANAGE, lambda w, c: Call(*_principal(w, bound=False)))
+route("DELETE", USER + "/external/principals", MANAGE, lambda w, c: Call(*_principal(w, bound=True)))
+route(
+    "GET",
+    USER + "/external/principals/ls",
+    OWN_OR_MANAGE,
+    lambda w, c: Call(f"{USERS}/{_other_user(w, c)}/external/principals/ls"),
+)
+route(
+    "GET",
+    V1 + "/auth/external/principals",
+    MANAGE,
+    lambda w, c: Call(V1 + "/auth/external/principals", params=_principal(w, bound=True)[1]),
+)
+route("POST", V1 + "/auth/external/principal/login", PUBLIC, _foreign_identity, (401,))
 route("GET", USER + "/policies", MANAGE, fixed(USERS + "/dev/policies"))
 route(
     "PUT",

@@ -12,15 +12,9 @@ import pytest
 from lakefs_sdk.exceptions import ApiException
 
 from tests.hookd import Hookd, hookd
-from tests.server.conftest import Live, commit, upload
+from tests.server.conftest import commit, upload
 
 __all__ = ["hookd"]
-
-
-@pytest.fixture
-def sdk(live: Live) -> lakefs_sdk.ApiClient:
-    config = lakefs_sdk.Configuration(host=live.url, username=live.key_id, password=live.secret)
-    return lakefs_sdk.ApiClient(config)
 
 
 def _action(hook: dict) -> bytes:

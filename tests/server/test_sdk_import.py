@@ -22,12 +22,6 @@ from tests.server.conftest import Live
 s3_endpoint = moto_s3.s3_endpoint
 
 
-@pytest.fixture
-def sdk(live: Live) -> lakefs_sdk.ApiClient:
-    config = lakefs_sdk.Configuration(host=live.url, username=live.key_id, password=live.secret)
-    return lakefs_sdk.ApiClient(config)
-
-
 def creation(*paths: tuple[str, str, str], message: str = "import") -> lakefs_sdk.ImportCreation:
     locations = [lakefs_sdk.ImportLocation(type=t, path=p, destination=d) for t, p, d in paths]
     commit = lakefs_sdk.CommitCreation(message=message, metadata={"source": "sdk"})

@@ -12,12 +12,6 @@ from lakectl.core.gc import GRACE_SECONDS
 from tests.server.conftest import Live
 
 
-@pytest.fixture
-def sdk(live: Live) -> lakefs_sdk.ApiClient:
-    config = lakefs_sdk.Configuration(host=live.url, username=live.key_id, password=live.secret)
-    return lakefs_sdk.ApiClient(config)
-
-
 def test_gc_rules_under_the_internal_path_are_the_repositorys_rules(
     sdk: lakefs_sdk.ApiClient, repo: str
 ) -> None:

@@ -8,13 +8,7 @@ import lakefs_sdk
 import pytest
 from lakefs_sdk.exceptions import ApiException
 
-from tests.server.conftest import Live, upload
-
-
-@pytest.fixture
-def sdk(live: Live) -> lakefs_sdk.ApiClient:
-    config = lakefs_sdk.Configuration(host=live.url, username=live.key_id, password=live.secret)
-    return lakefs_sdk.ApiClient(config)
+from tests.server.conftest import upload
 
 
 def test_rules_through_the_sdk(sdk: lakefs_sdk.ApiClient, api: httpx.Client, repo: str) -> None:

@@ -6,14 +6,6 @@ import lakefs_sdk
 import pytest
 from lakefs_sdk.exceptions import ApiException
 
-from tests.server.conftest import Live
-
-
-@pytest.fixture
-def sdk(live: Live) -> lakefs_sdk.ApiClient:
-    config = lakefs_sdk.Configuration(host=live.url, username=live.key_id, password=live.secret)
-    return lakefs_sdk.ApiClient(config)
-
 
 def test_metadata_is_set_read_and_deleted_through_the_sdk(sdk: lakefs_sdk.ApiClient, repo: str) -> None:
     repos, internal = lakefs_sdk.RepositoriesApi(sdk), lakefs_sdk.InternalApi(sdk)

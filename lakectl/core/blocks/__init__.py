@@ -79,3 +79,13 @@ class HasTemporaries(Protocol):
         """Remove one file :meth:`temporaries` yielded; False when it is gone already (its
         writer finished or another collection removed it)."""
         ...
+
+
+@runtime_checkable
+class HasStorageClass(Protocol):
+    """An optional capability of block stores kept in an object store with storage classes (S3):
+    the class a block is stored in, as lakeFS's ``underlyingProperties`` reports an object's."""
+
+    def storage_class(self, locator: str) -> str | None:
+        """The block's storage class; ``BlockNotFound`` when it is not stored."""
+        ...

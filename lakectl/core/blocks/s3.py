@@ -198,6 +198,13 @@ class S3Adapter:
         except _TRANSPORT_ERRORS as exc:
             raise self._storage_error("cannot stat", locator, exc) from exc
 
+    def storage_class(self, locator: str) -> str | None:
+        """S3 names the class only when it is not ``STANDARD``."""
+        head = self._head(locator)
+        if head is None:
+            raise BlockNotFound(f"no block {locator}", locator=locator)
+        return str(head.get("StorageClass") or "STANDARD")
+
     def _refresh(self, locator: str) -> bool:
         """Copy the block's object onto itself; False when it vanished meanwhile."""
         md5, _ = _split(locator)
