@@ -382,7 +382,12 @@ class Journal:
             added: dict[str, Any] = {"tokens": list(tokens), "settled": settled[tokens[-1]]}
             if len(settled) > 1:
                 added["settled_in"] = dict(settled)
-            return [(self.partition, key, close(added))]
+            # A write redone (a commit took its token) stores its entry again, with every token
+            # so far, under a key of its own: a sealer may have sealed the first one already,
+            # and the key it deleted must not be written again (the sealer's next run deletes
+            # that key once more). A sealer that sees both seals the last (journalseal).
+            attempt = len(tokens)
+            return [(self.partition, key if attempt == 1 else f"{key}.{attempt}", close(added))]
 
         return carry
 

@@ -104,6 +104,25 @@ def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any], str]]:
     return out[:SEAL_BATCH]
 
 
+def _last_attempts(
+    done: list[tuple[str, str, dict[str, Any], str]],
+) -> list[tuple[str, str, dict[str, Any], str]]:
+    """``done`` without the entries a later attempt of the same write supersedes: a redone
+    staged write (:meth:`lakectl.core.journal.Journal._carrier`) stores its entry again under
+    ``<key>.<attempt>``, with every token it went to. Their keys are sealed all the same."""
+    last: dict[tuple[str, str], str] = {}
+    for partition, key, _, _ in done:
+        write = (partition, key.split(".", 1)[0])
+        if write not in last or _attempt(key) > _attempt(last[write]):
+            last[write] = key
+    return [e for e in done if last[(e[0], e[1].split(".", 1)[0])] == e[1]]
+
+
+def _attempt(key: str) -> int:
+    _, _, attempt = key.partition(".")
+    return int(attempt) if attempt else 1
+
+
 def seal(kv: KVStore, blocks: Any) -> int:
     """Decide what dead writers left open, then seal the done entries of every writer into one
     Parquet batch; returns how many."""
@@ -114,9 +133,10 @@ def seal(kv: KVStore, blocks: Any) -> int:
     for _ in range(SEAL_ATTEMPTS):
         cursor, raw = _cursor(kv)
         _finish(kv, cursor)
-        done = _done_entries(kv)
-        if not done:
+        found = _done_entries(kv)
+        if not found:
             return 0
+        done = _last_attempts(found)
         first = int(cursor["next"])
         headers = [h for _, _, h, _ in done]
         previous = cursor["batch"]["locator"] if cursor.get("batch") else ""
@@ -142,7 +162,7 @@ def seal(kv: KVStore, blocks: Any) -> int:
         blocks.put(locator, data)
         blocks.sync()
         batch = {**about, "locator": locator}
-        sealed = [[p, k] for p, k, _, _ in done]
+        sealed = [[p, k] for p, k, _, _ in found]
         new = {**cursor, "next": first + len(done), "batch": batch, "sealed": sealed}
         try:
             kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(new), raw)

@@ -172,7 +172,7 @@ def test_a_write_that_landed_after_a_reset_stays_staged(lakes: tuple[p.Lake, p.L
     held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: p.upload(a, REPO, "main", "late", b"1"))
     p.reset(b, REPO, "main")
     held.release()
-    assert [c.path for c in p.diff_uncommitted(b, REPO, "main")] == ["late"]
+    assert read(b, "late") == b"1"
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
@@ -327,4 +327,54 @@ def test_a_write_two_partial_commits_took_before_its_entry_stays_where_it_landed
     staged = {c.path for c in p.diff_uncommitted(a, REPO, "main")}
     assert staged == ({path} if path == "other/late" else set())
     assert path in committed or path in staged
+    assert_rebuilt_is_original(a, b, tmp_path)
+
+
+def _commit_before_the_writer_checks_its_token(a: p.Lake, b: p.Lake, seal: bool) -> None:
+    """Make ``a``'s next staged write race a commit on ``b``: its rows and entry land in the
+    branch's token, then (``seal``: and a sealer seals the entry) the commit takes that token,
+    before ``a`` looks whether its token is still the branch's, so that it writes again."""
+    refs = a.staging.refs
+    looks = iter(range(1_000))
+
+    class Racing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(refs, name)
+
+        def get_branch(self, repo: RepositoryId, branch: BranchId) -> Branch:
+            if next(looks) == 1:  # the write's second look: its first attempt has landed
+                p.commit(b, REPO, "main", "takes the token")
+                if seal:
+                    journal.seal(b.kv, b.blocks)
+            return refs.get_branch(repo, branch)
+
+    a.staging.refs = Racing()  # type: ignore[assignment]
+
+
+def _entries_of(lake: p.Lake, path: str) -> list[list[str]]:
+    journal.seal(lake.kv, lake.blocks)
+    return [
+        e.event_payload["tokens"]
+        for e in journal.entries(lake.kv, lake.blocks)
+        if e.event_type == "write-objects" and path in {row[0] for row in e.event_payload["rows"]}
+    ]
+
+
+@pytest.mark.parametrize("sealed_between", [False, True])
+def test_a_write_redone_into_the_next_token_is_journaled_with_every_token(
+    lakes: tuple[p.Lake, p.Lake], tmp_path: Path, sealed_between: bool
+) -> None:
+    """The redo stores its entry under a key of its own. Before, it stored the first attempt's key
+    again: after a seal in between, the sealer's next run deleted it as already sealed, and the
+    rebuilt lake lost the write's second token."""
+    a, b = lakes
+    p.upload(b, REPO, "main", "base", b"0")
+    _commit_before_the_writer_checks_its_token(a, b, sealed_between)
+    p.upload(a, REPO, "main", "late", b"1")
+    tokens = _entries_of(a, "late")
+    if sealed_between:  # the first attempt's entry was sealed before the redo: both stay
+        assert len(tokens) == 2 and tokens[1][:1] == tokens[0] and len(tokens[1]) == 2
+    else:  # one entry: the last attempt's, with both tokens
+        assert len(tokens) == 1 and len(tokens[0]) == 2
+    assert read(b, "late") == b"1"
     assert_rebuilt_is_original(a, b, tmp_path)
