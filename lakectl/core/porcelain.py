@@ -1,29 +1,27 @@
-"""User-level verbs: one function per verb, turning user input (names, refs, paths) into plumbing."""
+"""User-level verbs: one function per verb, turning user input (names, refs, paths) into plumbing.
+
+Writes, listing, history and diffs, and merges and resets are kept in modules of their own
+(:mod:`~lakectl.core.writes`, :mod:`~lakectl.core.listing`, :mod:`~lakectl.core.changes`,
+:mod:`~lakectl.core.merging`), loaded when first used; their verbs answer here all the same."""
 
 from __future__ import annotations
 
-import dataclasses
 import getpass
+import importlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 # protection, refdiff and graph.merge are imported by the verbs that write, diff or merge:
 # a read (`fs stat`, `show commit`, `branch list`) is done before they would have loaded.
-from lakectl.core import history, journal, keys, reads, replayorder
+from lakectl.core import journal, keys, reads, replayorder
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
-    SMALL_OBJECT,
-    Packer,
-    WrittenObject,
     parse_segment,
     read_object,
-    read_small,
-    write_bytes,
-    write_object,
 )
 from lakectl.core.events import CARRIED, Event, EventSink, NoEvents, Verb, announced
 from lakectl.core.graph.commits import (
@@ -31,8 +29,6 @@ from lakectl.core.graph.commits import (
     Committer,
     Moved,
     make_commit,
-    merge_base,
-    walk_log,
 )
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import (
@@ -42,17 +38,15 @@ from lakectl.core.graph.refs import (
     check_repo_name,
     check_tag_name,
     new_staging_token,
-    parse_ref,
 )
 from lakectl.core.graph.staging import Carry, Staging, staged_values
-from lakectl.core.graph.tree import Trees, Update, prefix_end
+from lakectl.core.graph.tree import Trees, Update
 from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.limits import (
     MAX_MESSAGE_BYTES,
     address_problem,
-    check_content_type,
     check_metadata,
     check_name,
     check_storage_namespace,
@@ -64,21 +58,17 @@ from lakectl.core.model import (
     INITIAL_COMMIT_MESSAGE,
     Branch,
     BranchId,
-    Change,
     Commit,
-    DiffType,
     Entry,
     ObjectInfo,
     PathType,
     Repository,
     RepositoryId,
-    ResetKind,
     Row,
     StagingToken,
     Tag,
-    same_row,
 )
-from lakectl.core.uri import check_new_path, check_path
+from lakectl.core.uri import check_path
 from lakectl.errors import (
     AlreadyExists,
     BlockNotFound,
@@ -89,11 +79,9 @@ from lakectl.errors import (
     InvalidName,
     InvalidRef,
     LakectlError,
-    MergeConflict,
     MissingData,
     NotFound,
     ObjectNotFound,
-    PredicateFailed,
     ProtectedBranch,
     RepositoryNotFound,
     StorageError,
@@ -102,7 +90,30 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
-    from lakectl.core import tablemerge
+    from lakectl.core import changes, listing, merging, writes
+
+    # What __getattr__ (at the end) loads when first asked for, as the type checker sees it.
+    log = changes.log
+    diff_uncommitted = changes.diff_uncommitted
+    diff_refs = changes.diff_refs
+    find_merge_base = changes.find_merge_base
+    summarize = changes.summarize
+    MergeResult = merging.MergeResult
+    merge = merging.merge
+    revert = merging.revert
+    cherry_pick = merging.cherry_pick
+    reset = merging.reset
+    entry_for = writes.entry_for
+    upload = writes.upload
+    upload_files = writes.upload_files
+    touch_blocks = writes.touch_blocks
+    copy_object = writes.copy_object
+    stage_rows = writes.stage_rows
+    check_writable = writes.check_writable
+    delete_existing = writes.delete_existing
+    delete_objects = writes.delete_objects
+    delete_prefix = writes.delete_prefix
+    list_objects = listing.list_objects
 
 Progress = Callable[[int], None]
 """Called with a number of bytes (or files) just done."""
@@ -548,94 +559,10 @@ _READ_AHEAD = 2
 """Blocks :func:`read` verifies ahead of its caller: one per core here (docs/decisions/0015)."""
 
 
-def _iter_view(
-    lake: Lake, res: Resolved, rid: RepositoryId, start: str, prefix: str
-) -> Iterator[tuple[str, Row]]:
-    if res.branch is not None:
-        return lake.staging.iter_view(rid, res.branch, start, prefix)
-    return lake.trees.iter(res.commit.meta_range_id, start, prefix)
-
-
 LIST_PAGE = 1000
 
 
-def list_objects(
-    lake: Lake,
-    repo: str,
-    ref: str,
-    prefix: str = "",
-    delimiter: str = "",
-    after: str = "",
-    amount: int | None = None,
-) -> Iterator[ObjectInfo]:
-    """Objects (and, with a delimiter, common prefixes) under ``prefix`` in path order, after
-    ``after``. On a branch, each page is read from one state of the branch: a page during which
-    the branch record changed (a commit moved staged rows into the tree) is read again."""
-    check_path(prefix, allow_empty=True)
-    check_after(after)
-    rid = get_repo(lake, repo).name
-    count = 0
-    cursor = after
-    while amount is None or count < amount:
-        want = LIST_PAGE if amount is None else min(LIST_PAGE, amount - count)
-        for _ in range(READ_ATTEMPTS):
-            res = lake.refs.resolve(rid, ref)
-            page = list(islice(_list_view(lake, res, rid, prefix, delimiter, cursor), want))
-            if res.branch is None or lake.refs.get_branch(rid, res.branch.name) == res.branch:
-                break
-        else:
-            raise TooManyRetries(f"could not list {ref!r}: the branch kept changing")
-        yield from page
-        count += len(page)
-        if len(page) < want:
-            return
-        cursor = page[-1].path
-
-
-def _list_view(
-    lake: Lake, res: Resolved, rid: RepositoryId, prefix: str, delimiter: str, after: str
-) -> Iterator[ObjectInfo]:
-    """Every listing entry after ``after`` in one state of the ref; a common prefix is listed
-    once and then skipped by seeking past it, so listing a huge directory reads one row.
-
-    Where nothing is staged under the prefix, the directories that follow one another are
-    stepped over by their paths alone (:meth:`Trees.next_key`), never decoding their rows: a
-    page of 100 directories that each start in another range costs 100 path reads, not 100
-    range decodes."""
-    start = after + "\x00" if after else ""
-    committed_only = (
-        res.branch is None
-        or next(lake.staging.iter_staged(rid, res.branch.tokens, prefix=prefix), None) is None
-    )
-    while True:
-        seek = None
-        for path, row in _iter_view(lake, res, rid, start, prefix):
-            if delimiter:
-                cut = path.find(delimiter, len(prefix))
-                if cut >= 0:
-                    common = path[: cut + len(delimiter)]
-                    if common > after:
-                        yield ObjectInfo(common, PathType.COMMON_PREFIX)
-                    seek = prefix_end(common)
-                    break
-            yield ObjectInfo(path, PathType.OBJECT, Entry.from_row(row))
-        while seek is not None and committed_only:
-            key = lake.trees.next_key(res.commit.meta_range_id, seek, prefix)
-            if key is None:
-                return
-            cut = key.find(delimiter, len(prefix))
-            if cut < 0:
-                break  # an object: its row is read by the view from here
-            common = key[: cut + len(delimiter)]
-            if common > after:
-                yield ObjectInfo(common, PathType.COMMON_PREFIX)
-            seek = prefix_end(common)
-        if seek is None:
-            return
-        start = seek
-
-
-# -- writing objects ------------------------------------------------------------------------
+# -- the branch a write goes to --------------------------------------------------------------
 
 
 def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
@@ -665,177 +592,7 @@ def _write_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Bra
     return rid, bid
 
 
-def entry_for(
-    size: int,
-    checksum: str,
-    locators: tuple[str, ...],
-    content_type: str | None,
-    metadata: Mapping[str, str] | None,
-) -> Entry:
-    """A new object entry stamped now, with its content type and metadata checked."""
-    return Entry(
-        size=size,
-        checksum=checksum,
-        locators=locators,
-        mtime=now(),
-        content_type=check_content_type(content_type),
-        metadata=check_metadata(metadata or {}),
-    )
-
-
-def upload(
-    lake: Lake,
-    repo: str,
-    branch: str,
-    path: str,
-    source: BinaryIO | bytes | memoryview,
-    content_type: str | None = None,
-    metadata: Mapping[str, str] | None = None,
-    etag: str | None = None,
-) -> ObjectInfo:
-    """Store the bytes as blocks (deduplicated), make them durable, then stage the object.
-    ``etag`` is the md5 of the whole body, computed by the caller as it received it (the S3
-    gateway): recorded as the object's checksum, and used as the block's hash when the body
-    is one block."""
-    path = check_new_path(path)
-    rid, bid = _write_target(lake, repo, branch)
-    content_type = check_content_type(content_type)  # refused before any block is written
-    metadata = check_metadata(metadata or {})
-    if isinstance(source, bytes | memoryview):
-        written = write_bytes(lake.blocks, source, md5=etag)
-    else:
-        written = write_object(lake.blocks, source)
-    entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)
-    lake.blocks.sync()
-    _stage(lake, rid, bid, [(path, entry.to_row())])
-    return ObjectInfo(path, PathType.OBJECT, entry)
-
-
-def upload_files(
-    lake: Lake,
-    repo: str,
-    branch: str,
-    files: Sequence[tuple[str, str]],
-    content_type: str | None = None,
-    progress: Progress | None = None,
-) -> list[ObjectInfo]:
-    """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
-    barrier, then one staging batch, so a crash never leaves staged objects without data.
-
-    Small files are read and hashed in path order by this thread, one ``open``/``read``/
-    ``close`` each; a second thread hashes and writes the packs they fill (see :class:`Packer`),
-    then syncs. More reader threads only slow this down: each 4 KiB read and md5 gives the GIL
-    up and must win it back, so threads queue for it instead of working. Large files are
-    streamed into blocks of their own."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    rid, bid = _write_target(lake, repo, branch)
-    content_type = check_content_type(content_type)
-    ordered = sorted(files)
-    for path, _ in ordered:
-        check_new_path(path)
-    written: dict[str, WrittenObject] = {}
-    with ThreadPoolExecutor(1, thread_name_prefix="lakectl-packs") as pool:
-        packer = Packer(lake.blocks, pool)
-        unreported = 0
-        for path, local in ordered:
-            data = read_small(local, SMALL_OBJECT)
-            if data is not None:
-                packer.add(path, data)
-            else:
-                with open(local, "rb") as f:
-                    written[path] = write_object(lake.blocks, f)
-            unreported += 1
-            if progress is not None and (data is None or unreported == PROGRESS_EVERY):
-                progress(unreported)
-                unreported = 0
-        written.update(packer.close())
-        if progress is not None and unreported:
-            progress(unreported)
-        # The durability barrier waits on the disk, not the GIL: it runs on the pack thread
-        # while this one builds the rows, and nothing is staged before it has returned.
-        synced = pool.submit(lake.blocks.sync)
-        mtime = now()
-        infos: list[ObjectInfo] = []
-        updates: list[Update] = []
-        for path, _ in ordered:
-            w = written[path]
-            # Built directly: the content type is checked above and there is no metadata.
-            entry = Entry(
-                size=w.size, checksum=w.checksum, locators=w.locators, mtime=mtime, content_type=content_type
-            )
-            infos.append(ObjectInfo(path, PathType.OBJECT, entry))
-            updates.append((path, entry.to_row()))
-        synced.result()
-    _stage(lake, rid, bid, updates)
-    return infos
-
-
-def touch_blocks(lake: Lake, entry: Entry) -> None:
-    """Touch every block of an entry that is about to be staged again without its data being
-    written (a copy, a link): a garbage collection running meanwhile then spares them
-    (docs/decisions/0008). ``BlockNotFound`` if one is gone, and the caller stages nothing."""
-    for token in entry.locators:
-        bare, _, _, length = parse_segment(token)
-        if length and not lake.blocks.touch(bare):
-            raise BlockNotFound(f"block {bare} is no longer stored", locator=bare)
-
-
-def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) -> Entry:
-    """Stage ``source`` (an entry of any ref, of any repository of the lake) at ``path`` on the
-    branch, stamped now: the copy shares the source's blocks, no byte is written. Returns the
-    staged entry. The REST API's and the S3 gateway's copies both come here."""
-    path = check_new_path(path)
-    rid, bid = _write_target(lake, repo, branch)
-    entry = dataclasses.replace(source, mtime=now())
-    touch_blocks(lake, entry)
-    _stage(lake, rid, bid, [(path, entry.to_row())])
-    return entry
-
-
-def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
-    """Stage prepared rows (library fast path for bulk staging: no data is written)."""
-    rid, bid = _write_target(lake, repo, branch)
-    _stage(lake, rid, bid, updates)
-
-
-def check_writable(lake: Lake, repo: str, branch: str) -> None:
-    """Raise what a write to ``branch`` would: no repository, no such branch, a ref that exists
-    but is no branch (InvalidRef), a protected branch -- before a caller reads a body it would
-    then refuse."""
-    _write_target(lake, repo, branch)
-
-
-def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> list[str]:
-    """Delete those of ``paths`` that exist on the branch (S3 and lakeFS batch deletes: a missing
-    path is no error); return them. A path deleted concurrently gets a second tombstone: the
-    same change."""
-    rid, bid = _write_target(lake, repo, branch)
-    present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
-    if present:
-        _stage(lake, rid, bid, [(p, None) for p in present], Verb.DELETE_OBJECTS)
-    return present
-
-
-def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:
-    rid, bid = _write_target(lake, repo, branch)
-    missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
-    if missing:
-        raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
-    _stage(lake, rid, bid, [(p, None) for p in sorted(paths)], Verb.DELETE_OBJECTS)
-
-
-def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
-    """Delete every object under ``prefix`` on the branch; returns the deleted paths."""
-    check_path(prefix, allow_empty=True)
-    rid, bid = _write_target(lake, repo, branch)
-    paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
-    if paths:
-        _stage(lake, rid, bid, [(p, None) for p in paths], Verb.DELETE_OBJECTS)
-    return paths
-
-
-# -- commits and history --------------------------------------------------------------------
+# -- commits ----------------------------------------------------------------------------------
 
 
 def commit(
@@ -950,330 +707,59 @@ def get_commit(lake: Lake, repo: str, ref: str) -> Commit:
     return resolve(lake, repo, ref).commit
 
 
-def log(
-    lake: Lake,
-    repo: str,
-    ref: str,
-    amount: int | None = None,
-    first_parent: bool = False,
-    no_merges: bool = False,
-    objects: Sequence[str] = (),
-    prefixes: Sequence[str] = (),
-    *,
-    after: str = "",
-    since: str = "",
-    stop_at: str = "",
-) -> Iterator[Commit]:
-    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would; then, as
-    lakeFS's log: created ``since`` an RFC 3339 date-time, up to and including ``stop_at``'s
-    commit, and the page that follows the commit ``after`` (ids or any ref)."""
-    objects = [check_path(o) for o in objects]
-    prefixes = [check_path(p, allow_empty=True) for p in prefixes]
-    if amount is not None and amount < 0:
-        raise InvalidArgument(f"the number of commits must not be negative, got {amount}")
-    floor = history.parse_since(since)
-    rid = get_repo(lake, repo).name
-    start = resolve(lake, repo, ref).commit
-    last = resolve(lake, repo, stop_at).commit.id if stop_at else None
-    offset = resolve(lake, repo, after).commit.id if after else None
-    # As lakeFS's log: ``after`` and ``stop_at`` place the page in the walk itself, so a commit
-    # the filters leave out still marks where a page starts or the walk ends.
-    walk: Iterator[Commit] = walk_log(lake.refs, rid, start, first_parent)
-    if offset is not None:
-        walk = history.after(walk, offset)
-    if last is not None:
-        walk = history.stop_at(walk, last)
-    found = (
-        c
-        for c in walk
-        if not (no_merges and len(c.parents) > 1)
-        and (floor is None or c.creation_date >= floor)
-        and (not (objects or prefixes) or _touches(lake, rid, c, objects, prefixes))
+# -- verbs kept in modules of their own ---------------------------------------------------------
+
+_MOVED = {
+    name: module
+    for module, names in (
+        (
+            "changes",
+            (
+                "log",
+                "diff_uncommitted",
+                "diff_refs",
+                "find_merge_base",
+                "summarize",
+            ),
+        ),
+        (
+            "merging",
+            (
+                "MergeResult",
+                "merge",
+                "revert",
+                "cherry_pick",
+                "reset",
+            ),
+        ),
+        (
+            "writes",
+            (
+                "entry_for",
+                "upload",
+                "upload_files",
+                "touch_blocks",
+                "copy_object",
+                "stage_rows",
+                "check_writable",
+                "delete_existing",
+                "delete_objects",
+                "delete_prefix",
+            ),
+        ),
+        ("listing", ("list_objects",)),
     )
-    yield from islice(found, amount)
+    for name in names
+}
+"""Porcelain's verbs kept in modules of their own (writes; listing; history and diffs; merges and resets),
+by name: they use porcelain's own names, so they are loaded when first asked for (and a read,
+which needs none of them, starts without them)."""
 
 
-def _touches(
-    lake: Lake, rid: RepositoryId, c: Commit, objects: Sequence[str], prefixes: Sequence[str]
-) -> bool:
-    parent_mid = lake.refs.get_commit(rid, c.parents[0]).meta_range_id if c.parents else lake.trees.empty()
-    for path in objects:
-        before = lake.trees.lookup(parent_mid, path)
-        after = lake.trees.lookup(c.meta_range_id, path)
-        if not same_row(before, after):
-            return True
-    return any(
-        next(lake.trees.diff(parent_mid, c.meta_range_id, prefix), None) is not None for prefix in prefixes
-    )
-
-
-# -- diff -----------------------------------------------------------------------------------
-
-
-def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[Change]:
-    rid, bid = _branch_target(lake, repo, branch)
-    check_path(prefix, allow_empty=True)
-    for _ in range(READ_ATTEMPTS):
-        before = lake.refs.get_branch(rid, bid)
-        changes = list(lake.staging.changes(rid, before, prefix))
-        if lake.refs.get_branch(rid, bid) == before:
-            return changes
-    raise TooManyRetries(f"could not diff branch {branch!r}: it kept changing")
-
-
-def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:
-    """The best common ancestor of two refs' commits (None when their histories never meet)."""
-    rid = get_repo(lake, repo).name
-    return merge_base(lake.refs, rid, resolve(lake, repo, left).commit, resolve(lake, repo, right).commit)
-
-
-def diff_refs(
-    lake: Lake, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
-) -> Iterator[Change]:
-    """Changes from ``left`` to ``right``: three-dot (since their merge base) by default, or
-    two-dot with ``two_way``. A branch is its last commit (``main``, ``main@``); ``main$`` is
-    its staging area, uncommitted changes included, as lakeFS's ref expressions say."""
-    from lakectl.core import refdiff
-
-    check_path(prefix, allow_empty=True)
-    rid = get_repo(lake, repo).name
-    for _ in range(READ_ATTEMPTS):
-        lres, rres = resolve(lake, repo, left), resolve(lake, repo, right)
-        lc, rc = lres.commit, rres.commit
-        base = lc
-        if not two_way:
-            found = merge_base(lake.refs, rid, lc, rc)
-            base = found if found is not None else lc
-        lstaged = lres.branch if two_way and parse_ref(left).staging else None
-        rstaged = rres.branch if parse_ref(right).staging else None
-        if lstaged is None and rstaged is None:
-            return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
-        views = [
-            refdiff.View(
-                mid,
-                refdiff.staged_rows(lake.staging, rid, b, prefix) if b is not None else {},
-            )
-            for mid, b in ((base.meta_range_id, lstaged), (rc.meta_range_id, rstaged))
-        ]
-        # A commit may move staged rows into the tree between the reads: read both again.
-        if all(lake.refs.get_branch(rid, b.name) == b for b in (lstaged, rstaged) if b is not None):
-            return refdiff.diff_views(lake.trees, views[0], views[1], prefix)
-    raise TooManyRetries(f"could not diff {left!r} and {right!r}: the branch kept changing")
-
-
-# -- merge, revert, cherry-pick, reset ------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class MergeResult:
-    commit: Commit
-    changed: bool
-    """False when there was nothing to merge (the destination already had the source)."""
-
-
-def merge(
-    lake: Lake,
-    repo: str,
-    source: str,
-    dest: str,
-    strategies: Sequence[str] = (),
-    message: str | None = None,
-    committer: str | None = None,
-    metadata: Mapping[str, str] | None = None,
-    squash: bool = False,
-    through_pull: bool = False,
-    rows_runner: tablemerge.UnitRunner | None = None,
-) -> MergeResult:
-    """Three-way merge of ``source`` into the destination branch, as a merge commit; with
-    ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
-    A destination whose protection rule gates pull requests takes only merges made
-    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate).
-    ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
-    :func:`lakectl.spark.tablemerge.runner`)."""
-    from lakectl.core import protection
-    from lakectl.core.graph.merge import StrategyRules, plan_merge
-
-    rid, bid = _branch_target(lake, repo, dest)
-    if not through_pull:
-        protection.check_direct_merge(lake.kv, rid, bid)
-    row_rules: list[tablemerge.RowRule] = []
-    if any("=rows:" in s for s in strategies):
-        from lakectl.core import tablemerge
-
-        row_rules, strategies = tablemerge.split_strategies(strategies)
-    rules = StrategyRules.parse(strategies)
-    src = resolve(lake, repo, source).commit
-    branch = lake.refs.get_branch(rid, bid)
-    if lake.staging.is_dirty(rid, branch):
-        raise DirtyBranch(f"branch {dest!r} has uncommitted changes; commit or reset them first")
-    dst = lake.refs.get_commit(rid, branch.commit_id)
-    base = merge_base(lake.refs, rid, src, dst)
-    if base is not None and base.id == src.id:
-        return MergeResult(dst, changed=False)
-    base_mid = base.meta_range_id if base is not None else lake.trees.empty()
-    plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
-    noted = dict(metadata or {})
-    if row_rules:
-        from lakectl.core import tablemerge
-
-        what = f"merge of {source!r} into {dest!r}"
-        mids = (base_mid, src.meta_range_id, dst.meta_range_id)
-        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what))
-    if plan.conflicts:
-        raise MergeConflict(
-            f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
-            paths=plan.conflicts,
-        )
-    req = CommitRequest(
-        message=check_message(message or f"Merge '{source}' into '{dest}'"),
-        committer=check_name(committer or default_committer(), "committer"),
-        metadata=check_metadata(noted, "commit metadata"),
-        creation_date=now(),
-    )
-    parents = [dst] if squash else [dst, src]
-    event = Event(
-        Verb.MERGE,
-        rid,
-        bid,
-        source_ref=source,
-        commit_message=req.message,
-        committer=req.committer,
-        metadata=req.metadata,
-        payload={
-            "source_commit_id": src.id,
-            "destination_commit_id": dst.id,
-            "squash": squash,
-            "creation_date": req.creation_date,
-        },
-    )
-    with announced(lake.events, event):
-        moved = Moved()
-        new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
-        made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
-    lake.events.after(event.done(commit_id=new.id, payload=made))
-    return MergeResult(new, changed=True)
-
-
-def _apply_commit_change(
-    lake: Lake,
-    repo: str,
-    branch: str,
-    ref: str,
-    parent_number: int,
-    revert: bool,
-    committer: str | None,
-) -> Commit:
-    from lakectl.core.graph.merge import StrategyRules, plan_merge
-
-    rid, bid = _branch_target(lake, repo, branch)
-    target = resolve(lake, repo, ref).commit
-    if len(target.parents) > 1 and parent_number < 1:
-        raise InvalidArgument(
-            f"commit {target.id[:12]} is a merge commit: give -m/--parent-number "
-            f"(1..{len(target.parents)}) to say which parent the change is relative to"
-        )
-    number = parent_number or 1
-    if target.parents and not 1 <= number <= len(target.parents):
-        raise InvalidArgument(f"commit {target.id[:12]} has no parent number {number}")
-    parent_mid = (
-        lake.refs.get_commit(rid, target.parents[number - 1]).meta_range_id
-        if target.parents
-        else lake.trees.empty()
-    )
-    head_branch = lake.refs.get_branch(rid, bid)
-    if lake.staging.is_dirty(rid, head_branch):
-        raise DirtyBranch(f"branch {branch!r} has uncommitted changes; commit or reset them first")
-    head = lake.refs.get_commit(rid, head_branch.commit_id)
-    # Revert = merge the parent's tree with the commit as base; cherry-pick the reverse.
-    base, source = (target.meta_range_id, parent_mid) if revert else (parent_mid, target.meta_range_id)
-    plan = plan_merge(lake.trees, base, source, head.meta_range_id, StrategyRules())
-    verb = "revert" if revert else "cherry-pick"
-    if plan.conflicts:
-        raise MergeConflict(
-            f"{verb} of {target.id[:12]} conflicts on {len(plan.conflicts)} path(s)",
-            paths=plan.conflicts,
-        )
-    message = f'Revert "{target.message}"' if revert else target.message
-    req = CommitRequest(
-        message=message,
-        committer=committer or default_committer(),
-        metadata={} if revert else dict(target.metadata),
-        creation_date=now(),
-    )
-    verb_of = Verb.REVERT if revert else Verb.CHERRY_PICK
-    event = Event(
-        verb_of,
-        rid,
-        bid,
-        source_ref=ref,
-        commit_message=req.message,
-        committer=req.committer,
-        payload={"creation_date": req.creation_date},
-    )
-    with announced(lake.events, event):
-        moved = Moved()
-        new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
-        made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
-    lake.events.after(event.done(commit_id=new.id, payload=made))
-    return new
-
-
-def revert(
-    lake: Lake,
-    repo: str,
-    branch: str,
-    ref: str,
-    parent_number: int = 0,
-    committer: str | None = None,
-) -> Commit:
-    return _apply_commit_change(lake, repo, branch, ref, parent_number, True, committer)
-
-
-def cherry_pick(
-    lake: Lake,
-    repo: str,
-    branch: str,
-    ref: str,
-    parent_number: int = 0,
-    committer: str | None = None,
-) -> Commit:
-    return _apply_commit_change(lake, repo, branch, ref, parent_number, False, committer)
-
-
-def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = "") -> int:
-    """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
-    rid, bid = _write_target(lake, repo, branch)
-    if kind is ResetKind.ALL:
-        for _ in range(READ_ATTEMPTS):
-            b, raw = lake.refs.get_branch_raw(rid, bid)
-            n = sum(1 for _ in lake.staging.changes(rid, b))
-            payload = {"kind": kind.value, "staging_token": b.staging_token}
-            event = Event(Verb.RESET, rid, bid, payload=payload)
-            lake.events.before(event)
-            fresh = Branch(b.name, b.commit_id, new_staging_token())
-            try:
-                lake.refs.swap_branch(rid, raw, fresh)
-            except PredicateFailed:
-                continue
-            lake.events.after(event.done(payload={**event.payload, **replayorder.moved(fresh, b.tokens)}))
-            lake.staging.drop_tokens(rid, b.tokens)
-            return n
-        raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")
-    check_path(path, allow_empty=kind is ResetKind.PREFIX)
-    b = lake.refs.get_branch(rid, bid)
-    if kind is ResetKind.OBJECT:
-        changed = [c for c in lake.staging.changes(rid, b, path) if c.path == path]
-    else:
-        changed = list(lake.staging.changes(rid, b, path))
-    # Sealed tokens are immutable (a commit may be reading them): restage committed values.
-    updates: list[Update] = [(c.path, c.old) for c in changed]
-    if updates:
-        _stage(lake, rid, bid, updates, Verb.RESET)
-    return len(updates)
-
-
-def summarize(changes: Sequence[Change]) -> dict[str, int]:
-    out = {t.value: 0 for t in (DiffType.ADDED, DiffType.REMOVED, DiffType.CHANGED)}
-    for c in changes:
-        out[c.type.value] += 1
-    return out
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lakectl.core.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,241 @@
+"""The verbs that move a branch to a commit made from others (merge, revert, cherry-pick) or drop
+its staged changes (reset). Re-exported by :mod:`lakectl.core.porcelain`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakectl.core import porcelain, replayorder
+from lakectl.core.events import Event, Verb, announced
+from lakectl.core.graph.commits import CommitRequest, Moved, merge_base
+from lakectl.core.graph.refs import new_staging_token
+from lakectl.core.graph.tree import Update
+from lakectl.core.limits import check_metadata, check_name
+from lakectl.core.model import Branch, Commit, ResetKind
+from lakectl.core.porcelain import (
+    READ_ATTEMPTS,
+    Lake,
+    _branch_target,
+    _record,
+    _stage,
+    _write_target,
+    check_message,
+    default_committer,
+    resolve,
+)
+from lakectl.core.uri import check_path
+from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, PredicateFailed, TooManyRetries
+
+if TYPE_CHECKING:
+    from lakectl.core import tablemerge
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    commit: Commit
+    changed: bool
+    """False when there was nothing to merge (the destination already had the source)."""
+
+
+def merge(
+    lake: Lake,
+    repo: str,
+    source: str,
+    dest: str,
+    strategies: Sequence[str] = (),
+    message: str | None = None,
+    committer: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+    squash: bool = False,
+    through_pull: bool = False,
+    rows_runner: tablemerge.UnitRunner | None = None,
+) -> MergeResult:
+    """Three-way merge of ``source`` into the destination branch, as a merge commit; with
+    ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
+    A destination whose protection rule gates pull requests takes only merges made
+    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate).
+    ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
+    :func:`lakectl.spark.tablemerge.runner`)."""
+    from lakectl.core import protection
+    from lakectl.core.graph.merge import StrategyRules, plan_merge
+
+    rid, bid = _branch_target(lake, repo, dest)
+    if not through_pull:
+        protection.check_direct_merge(lake.kv, rid, bid)
+    row_rules: list[tablemerge.RowRule] = []
+    if any("=rows:" in s for s in strategies):
+        from lakectl.core import tablemerge
+
+        row_rules, strategies = tablemerge.split_strategies(strategies)
+    rules = StrategyRules.parse(strategies)
+    src = resolve(lake, repo, source).commit
+    branch = lake.refs.get_branch(rid, bid)
+    if lake.staging.is_dirty(rid, branch):
+        raise DirtyBranch(f"branch {dest!r} has uncommitted changes; commit or reset them first")
+    dst = lake.refs.get_commit(rid, branch.commit_id)
+    base = merge_base(lake.refs, rid, src, dst)
+    if base is not None and base.id == src.id:
+        return MergeResult(dst, changed=False)
+    base_mid = base.meta_range_id if base is not None else lake.trees.empty()
+    plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
+    noted = dict(metadata or {})
+    if row_rules:
+        from lakectl.core import tablemerge
+
+        what = f"merge of {source!r} into {dest!r}"
+        mids = (base_mid, src.meta_range_id, dst.meta_range_id)
+        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what))
+    if plan.conflicts:
+        raise MergeConflict(
+            f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
+            paths=plan.conflicts,
+        )
+    req = CommitRequest(
+        message=check_message(message or f"Merge '{source}' into '{dest}'"),
+        committer=check_name(committer or default_committer(), "committer"),
+        metadata=check_metadata(noted, "commit metadata"),
+        creation_date=porcelain.now(),
+    )
+    parents = [dst] if squash else [dst, src]
+    event = Event(
+        Verb.MERGE,
+        rid,
+        bid,
+        source_ref=source,
+        commit_message=req.message,
+        committer=req.committer,
+        metadata=req.metadata,
+        payload={
+            "source_commit_id": src.id,
+            "destination_commit_id": dst.id,
+            "squash": squash,
+            "creation_date": req.creation_date,
+        },
+    )
+    with announced(lake.events, event):
+        moved = Moved()
+        new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
+        made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
+    return MergeResult(new, changed=True)
+
+
+def _apply_commit_change(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    ref: str,
+    parent_number: int,
+    revert: bool,
+    committer: str | None,
+) -> Commit:
+    from lakectl.core.graph.merge import StrategyRules, plan_merge
+
+    rid, bid = _branch_target(lake, repo, branch)
+    target = resolve(lake, repo, ref).commit
+    if len(target.parents) > 1 and parent_number < 1:
+        raise InvalidArgument(
+            f"commit {target.id[:12]} is a merge commit: give -m/--parent-number "
+            f"(1..{len(target.parents)}) to say which parent the change is relative to"
+        )
+    number = parent_number or 1
+    if target.parents and not 1 <= number <= len(target.parents):
+        raise InvalidArgument(f"commit {target.id[:12]} has no parent number {number}")
+    parent_mid = (
+        lake.refs.get_commit(rid, target.parents[number - 1]).meta_range_id
+        if target.parents
+        else lake.trees.empty()
+    )
+    head_branch = lake.refs.get_branch(rid, bid)
+    if lake.staging.is_dirty(rid, head_branch):
+        raise DirtyBranch(f"branch {branch!r} has uncommitted changes; commit or reset them first")
+    head = lake.refs.get_commit(rid, head_branch.commit_id)
+    # Revert = merge the parent's tree with the commit as base; cherry-pick the reverse.
+    base, source = (target.meta_range_id, parent_mid) if revert else (parent_mid, target.meta_range_id)
+    plan = plan_merge(lake.trees, base, source, head.meta_range_id, StrategyRules())
+    verb = "revert" if revert else "cherry-pick"
+    if plan.conflicts:
+        raise MergeConflict(
+            f"{verb} of {target.id[:12]} conflicts on {len(plan.conflicts)} path(s)",
+            paths=plan.conflicts,
+        )
+    message = f'Revert "{target.message}"' if revert else target.message
+    req = CommitRequest(
+        message=message,
+        committer=committer or default_committer(),
+        metadata={} if revert else dict(target.metadata),
+        creation_date=porcelain.now(),
+    )
+    verb_of = Verb.REVERT if revert else Verb.CHERRY_PICK
+    event = Event(
+        verb_of,
+        rid,
+        bid,
+        source_ref=ref,
+        commit_message=req.message,
+        committer=req.committer,
+        payload={"creation_date": req.creation_date},
+    )
+    with announced(lake.events, event):
+        moved = Moved()
+        new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
+        made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+    lake.events.after(event.done(commit_id=new.id, payload=made))
+    return new
+
+
+def revert(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    ref: str,
+    parent_number: int = 0,
+    committer: str | None = None,
+) -> Commit:
+    return _apply_commit_change(lake, repo, branch, ref, parent_number, True, committer)
+
+
+def cherry_pick(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    ref: str,
+    parent_number: int = 0,
+    committer: str | None = None,
+) -> Commit:
+
+    return _apply_commit_change(lake, repo, branch, ref, parent_number, False, committer)
+
+
+def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = "") -> int:
+    """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
+    rid, bid = _write_target(lake, repo, branch)
+    if kind is ResetKind.ALL:
+        for _ in range(READ_ATTEMPTS):
+            b, raw = lake.refs.get_branch_raw(rid, bid)
+            n = sum(1 for _ in lake.staging.changes(rid, b))
+            payload = {"kind": kind.value, "staging_token": b.staging_token}
+            event = Event(Verb.RESET, rid, bid, payload=payload)
+            lake.events.before(event)
+            fresh = Branch(b.name, b.commit_id, new_staging_token())
+            try:
+                lake.refs.swap_branch(rid, raw, fresh)
+            except PredicateFailed:
+                continue
+            lake.events.after(event.done(payload={**event.payload, **replayorder.moved(fresh, b.tokens)}))
+            lake.staging.drop_tokens(rid, b.tokens)
+            return n
+        raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")
+    check_path(path, allow_empty=kind is ResetKind.PREFIX)
+    b = lake.refs.get_branch(rid, bid)
+    if kind is ResetKind.OBJECT:
+        changed = [c for c in lake.staging.changes(rid, b, path) if c.path == path]
+    else:
+        changed = list(lake.staging.changes(rid, b, path))
+    # Sealed tokens are immutable (a commit may be reading them): restage committed values.
+    updates: list[Update] = [(c.path, c.old) for c in changed]
+    if updates:
+        _stage(lake, rid, bid, updates, Verb.RESET)
+    return len(updates)

@@ -1,0 +1,204 @@
+"""Writing objects onto a branch: uploads (one object, or many files packed), copies and rows
+staged without their data, deletes. Re-exported by :mod:`lakectl.core.porcelain`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import BinaryIO
+
+from lakectl.core import porcelain
+from lakectl.core.blocks.data import (
+    SMALL_OBJECT,
+    Packer,
+    WrittenObject,
+    parse_segment,
+    read_small,
+    write_bytes,
+    write_object,
+)
+from lakectl.core.events import Verb
+from lakectl.core.graph.tree import Update
+from lakectl.core.limits import check_content_type, check_metadata
+from lakectl.core.model import Entry, ObjectInfo, PathType
+from lakectl.core.porcelain import (
+    PROGRESS_EVERY,
+    Lake,
+    Progress,
+    _lookup,
+    _stage,
+    _write_target,
+    list_objects,
+)
+from lakectl.core.uri import check_new_path, check_path
+from lakectl.errors import BlockNotFound, ObjectNotFound
+
+
+def entry_for(
+    size: int,
+    checksum: str,
+    locators: tuple[str, ...],
+    content_type: str | None,
+    metadata: Mapping[str, str] | None,
+) -> Entry:
+    """A new object entry stamped now, with its content type and metadata checked."""
+    return Entry(
+        size=size,
+        checksum=checksum,
+        locators=locators,
+        mtime=porcelain.now(),
+        content_type=check_content_type(content_type),
+        metadata=check_metadata(metadata or {}),
+    )
+
+
+def upload(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    path: str,
+    source: BinaryIO | bytes | memoryview,
+    content_type: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+    etag: str | None = None,
+) -> ObjectInfo:
+    """Store the bytes as blocks (deduplicated), make them durable, then stage the object.
+    ``etag`` is the md5 of the whole body, computed by the caller as it received it (the S3
+    gateway): recorded as the object's checksum, and used as the block's hash when the body
+    is one block."""
+    path = check_new_path(path)
+    rid, bid = _write_target(lake, repo, branch)
+    content_type = check_content_type(content_type)  # refused before any block is written
+    metadata = check_metadata(metadata or {})
+    if isinstance(source, bytes | memoryview):
+        written = write_bytes(lake.blocks, source, md5=etag)
+    else:
+        written = write_object(lake.blocks, source)
+    entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)
+    lake.blocks.sync()
+    _stage(lake, rid, bid, [(path, entry.to_row())])
+    return ObjectInfo(path, PathType.OBJECT, entry)
+
+
+def upload_files(
+    lake: Lake,
+    repo: str,
+    branch: str,
+    files: Sequence[tuple[str, str]],
+    content_type: str | None = None,
+    progress: Progress | None = None,
+) -> list[ObjectInfo]:
+    """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
+    barrier, then one staging batch, so a crash never leaves staged objects without data.
+
+    Small files are read and hashed in path order by this thread, one ``open``/``read``/
+    ``close`` each; a second thread hashes and writes the packs they fill (see :class:`Packer`),
+    then syncs. More reader threads only slow this down: each 4 KiB read and md5 gives the GIL
+    up and must win it back, so threads queue for it instead of working. Large files are
+    streamed into blocks of their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rid, bid = _write_target(lake, repo, branch)
+    content_type = check_content_type(content_type)
+    ordered = sorted(files)
+    for path, _ in ordered:
+        check_new_path(path)
+    written: dict[str, WrittenObject] = {}
+    with ThreadPoolExecutor(1, thread_name_prefix="lakectl-packs") as pool:
+        packer = Packer(lake.blocks, pool)
+        unreported = 0
+        for path, local in ordered:
+            data = read_small(local, SMALL_OBJECT)
+            if data is not None:
+                packer.add(path, data)
+            else:
+                with open(local, "rb") as f:
+                    written[path] = write_object(lake.blocks, f)
+            unreported += 1
+            if progress is not None and (data is None or unreported == PROGRESS_EVERY):
+                progress(unreported)
+                unreported = 0
+        written.update(packer.close())
+        if progress is not None and unreported:
+            progress(unreported)
+        # The durability barrier waits on the disk, not the GIL: it runs on the pack thread
+        # while this one builds the rows, and nothing is staged before it has returned.
+        synced = pool.submit(lake.blocks.sync)
+        mtime = porcelain.now()
+        infos: list[ObjectInfo] = []
+        updates: list[Update] = []
+        for path, _ in ordered:
+            w = written[path]
+            # Built directly: the content type is checked above and there is no metadata.
+            entry = Entry(
+                size=w.size, checksum=w.checksum, locators=w.locators, mtime=mtime, content_type=content_type
+            )
+            infos.append(ObjectInfo(path, PathType.OBJECT, entry))
+            updates.append((path, entry.to_row()))
+        synced.result()
+    _stage(lake, rid, bid, updates)
+    return infos
+
+
+def touch_blocks(lake: Lake, entry: Entry) -> None:
+    """Touch every block of an entry that is about to be staged again without its data being
+    written (a copy, a link): a garbage collection running meanwhile then spares them
+    (docs/decisions/0008). ``BlockNotFound`` if one is gone, and the caller stages nothing."""
+    for token in entry.locators:
+        bare, _, _, length = parse_segment(token)
+        if length and not lake.blocks.touch(bare):
+            raise BlockNotFound(f"block {bare} is no longer stored", locator=bare)
+
+
+def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) -> Entry:
+    """Stage ``source`` (an entry of any ref, of any repository of the lake) at ``path`` on the
+    branch, stamped now: the copy shares the source's blocks, no byte is written. Returns the
+    staged entry. The REST API's and the S3 gateway's copies both come here."""
+    path = check_new_path(path)
+    rid, bid = _write_target(lake, repo, branch)
+    entry = dataclasses.replace(source, mtime=porcelain.now())
+    touch_blocks(lake, entry)
+    _stage(lake, rid, bid, [(path, entry.to_row())])
+    return entry
+
+
+def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
+    """Stage prepared rows (library fast path for bulk staging: no data is written)."""
+    rid, bid = _write_target(lake, repo, branch)
+    _stage(lake, rid, bid, updates)
+
+
+def check_writable(lake: Lake, repo: str, branch: str) -> None:
+    """Raise what a write to ``branch`` would: no repository, no such branch, a ref that exists
+    but is no branch (InvalidRef), a protected branch -- before a caller reads a body it would
+    then refuse."""
+    _write_target(lake, repo, branch)
+
+
+def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> list[str]:
+    """Delete those of ``paths`` that exist on the branch (S3 and lakeFS batch deletes: a missing
+    path is no error); return them. A path deleted concurrently gets a second tombstone: the
+    same change."""
+    rid, bid = _write_target(lake, repo, branch)
+    present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
+    if present:
+        _stage(lake, rid, bid, [(p, None) for p in present], Verb.DELETE_OBJECTS)
+    return present
+
+
+def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:
+    rid, bid = _write_target(lake, repo, branch)
+    missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
+    if missing:
+        raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
+    _stage(lake, rid, bid, [(p, None) for p in sorted(paths)], Verb.DELETE_OBJECTS)
+
+
+def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
+    """Delete every object under ``prefix`` on the branch; returns the deleted paths."""
+    check_path(prefix, allow_empty=True)
+    rid, bid = _write_target(lake, repo, branch)
+    paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
+    if paths:
+        _stage(lake, rid, bid, [(p, None) for p in paths], Verb.DELETE_OBJECTS)
+    return paths
