@@ -52,13 +52,26 @@ def write_url_for(
     return str(request.url_for("write_presigned", token=token)), expiry
 
 
-def _still_allowed(auth: Auth, user_id: str, permission: Permission, repository: str) -> None:
-    """A URL acts for its signer with the signer's access of now: a policy changed since it was
-    made (the signer confined to another repository, say) refuses it, as the S3 gateway's
-    presigned URLs are."""
-    user = auth.get_user(user_id)
-    if not user.allows(permission, repository):
-        raise forbidden(user, permission, repository)
+class _Signer:
+    """``token_of`` for the verifiers: the signing token of a URL's signer, keeping the user it
+    read, so that the URL is then checked against that user's access of now (:meth:`check`)
+    without reading the user again."""
+
+    def __init__(self, auth: Auth) -> None:
+        self.auth = auth
+        self.user: User | None = None
+
+    def __call__(self, user_id: str) -> str:
+        self.user = self.auth.get_user(user_id)
+        return self.user.signing_token
+
+    def check(self, permission: Permission, repository: str) -> None:
+        """A URL acts with its signer's access of now: a policy changed since it was made (the
+        signer confined to another repository, say) refuses it, as the S3 gateway's presigned
+        URLs are."""
+        assert self.user is not None
+        if not self.user.allows(permission, repository):
+            raise forbidden(self.user, permission, repository)
 
 
 @router.get(ROUTE, dependencies=[PUBLIC])
@@ -68,16 +81,12 @@ async def read_presigned(
     """The bytes (``Range`` for part of them, 206), or 403 ``signature_error`` for a token that
     was altered, has expired, or whose signer is gone."""
     lake: p.Lake = request.app.state.lake
-    auth: Auth = request.app.state.auth
-
-    def signer(user_id: str) -> str:
-        return auth.get_user(user_id).signing_token
-
+    signer = _Signer(request.app.state.auth)
     if backing.is_write_token(token):
         raise SignatureError("an upload URL is for PUT, not for reading")
     granted = await run_in_threadpool(presign.verify, lake, token, signer)
     assert granted.found is not None
-    await run_in_threadpool(_still_allowed, auth, granted.user, Permission.READ_REPO, granted.found.repo)
+    signer.check(Permission.READ_REPO, granted.found.repo)
     journal.CLIENT.set(granted.user)  # an audited read is the signer's: the URL reads as them
     entry = granted.entry
     headers: dict[str, Any] = {
@@ -100,13 +109,9 @@ async def write_presigned(request: Request, token: str) -> Response:
     replaces the first); the ``ETag`` answered is their md5, the checksum to link them with.
     Nothing is recorded unless the whole body arrived."""
     lake: p.Lake = request.app.state.lake
-    auth: Auth = request.app.state.auth
-
-    def signer(user_id: str) -> str:
-        return auth.get_user(user_id).signing_token
-
+    signer = _Signer(request.app.state.auth)
     granted = await run_in_threadpool(backing.verify_write, lake, token, signer)
-    await run_in_threadpool(_still_allowed, auth, granted.user, Permission.WRITE_REPO, granted.repo)
+    signer.check(Permission.WRITE_REPO, granted.repo)
     await run_in_threadpool(backing.check_slot, lake, granted.repo, granted.upload_id)  # before the body
     md5 = hashlib.md5()
     with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:

@@ -21,7 +21,6 @@ import base64
 import binascii
 import contextlib
 import dataclasses
-import hashlib
 import hmac
 import json
 import time
@@ -29,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from lakectl.core import blockaccess, multipart, porcelain, presign
+from lakectl.core import multipart, porcelain, presign
 from lakectl.core.model import ObjectInfo, PathType
 from lakectl.core.uri import check_new_path
 from lakectl.errors import InvalidArgument, NotFound, SignatureError, UploadNotFound
@@ -38,6 +37,8 @@ SLOTS = "_lakectl/staging/"
 """Where in a repository's storage namespace slot addresses are named."""
 PART = 1
 """The one part a slot holds."""
+WRITE = "backing"
+"""The purpose of a write token's signature (:func:`lakectl.core.presign.mac`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +103,6 @@ def check_slot(lake: porcelain.Lake, repo: str, upload_id: str) -> Slot:
 # -- writing a slot's bytes ----------------------------------------------------------------------
 
 
-def _mac(lake: porcelain.Lake, body: str, token: str) -> str:
-    key = blockaccess.signing_key(lake)
-    return hmac.new(key, f"backing@{body}@{token}".encode(), hashlib.sha256).hexdigest()
-
-
 def sign_write(
     lake: porcelain.Lake,
     repo: str,
@@ -121,7 +117,7 @@ def sign_write(
     expiry = (int(time.time()) if now is None else now) + presign.check_expiry(expires_in)
     record = {"r": repo, "i": slot.upload_id, "u": user, "x": expiry}
     body = base64.urlsafe_b64encode(json.dumps(record, separators=(",", ":")).encode()).decode()
-    return f"w{body.rstrip('=')}.{_mac(lake, body.rstrip('='), token)}", expiry
+    return f"w{body.rstrip('=')}.{presign.mac(lake, body.rstrip('='), token, WRITE)}", expiry
 
 
 def is_write_token(signed: str) -> bool:
@@ -147,7 +143,7 @@ def verify_write(
         token = token_of(grant.user)
     except NotFound:
         raise SignatureError("the upload URL's signer no longer exists") from None
-    if not hmac.compare_digest(mac, _mac(lake, body, token)):
+    if not hmac.compare_digest(mac, presign.mac(lake, body, token, WRITE)):
         raise SignatureError("the upload URL's signature does not match")
     if grant.expiry < (int(time.time()) if now is None else now):
         raise SignatureError("the upload URL has expired")

@@ -51,9 +51,12 @@ def check_expiry(seconds: int) -> int:
     return seconds
 
 
-def _mac(lake: porcelain.Lake, body: str, token: str) -> str:
+def mac(lake: porcelain.Lake, body: str, token: str, purpose: str = "presign") -> str:
+    """The signature of a URL token's ``body`` for the signer incarnation ``token``: HMAC-SHA256
+    under the lake's signing key, ``purpose`` keeping the kinds of token apart (a read token's
+    never verifies as a write token's)."""
     key = blockaccess.signing_key(lake)
-    return hmac.new(key, f"presign@{body}@{token}".encode(), hashlib.sha256).hexdigest()
+    return hmac.new(key, f"{purpose}@{body}@{token}".encode(), hashlib.sha256).hexdigest()
 
 
 def presign(
@@ -94,7 +97,7 @@ def presign(
         record["e"] = e.external.encode()
     packed = zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 9)
     body = base64.urlsafe_b64encode(packed).decode().rstrip("=")
-    signed = f"{body}.{_mac(lake, body, token)}"
+    signed = f"{body}.{mac(lake, body, token)}"
     if len(signed) > MAX_TOKEN:
         raise InvalidArgument(
             f"object {path!r} has too many blocks ({len(e.locators)}) for a presigned URL", path=path
@@ -107,7 +110,7 @@ def verify(
 ) -> Presigned:
     """What ``signed`` grants; ``SignatureError`` when it is malformed, altered, made for another
     lake or a user since deleted (``token_of`` raises ``NotFound`` for those), or expired."""
-    body, _, mac = signed.partition(".")
+    body, _, signature = signed.partition(".")
     if len(signed) > MAX_TOKEN:
         raise SignatureError("not a valid presigned URL")
     try:
@@ -141,7 +144,7 @@ def verify(
         token = token_of(str(user))
     except NotFound:
         raise SignatureError("the presigned URL was made by a user who no longer exists") from None
-    if not hmac.compare_digest(_mac(lake, body, token), mac):
+    if not hmac.compare_digest(mac(lake, body, token), signature):
         raise SignatureError("invalid signature on the presigned URL")
     if expiry <= (int(time.time()) if now is None else now):
         raise SignatureError(f"the presigned URL expired at {expiry}")
