@@ -8,7 +8,7 @@ Key layout (kept here, in :mod:`server.groups` and :mod:`server.external_princip
 the lake's ``lakectl.core.keys``):
 
     auth/meta         key "setup"              → the first admin's user id (set once, by CAS)
-    auth/users        key <user id>            → {"id", "creation_date", "incarnation",
+    auth/users        key <user id>            → {"id", "creation_date", "incarnation", "epoch",
                                                   "groups": {<group id>: <its incarnation>},
                                                   "policies": {<policy id>: <its incarnation>}}
     auth/credentials  key <access key id>      → {"access_key_id", "user_id", "user_incarnation",
@@ -17,6 +17,13 @@ the lake's ``lakectl.core.keys``):
 ``incarnation`` is random per created user: access keys, login tokens and signed block locators
 name it (:attr:`User.signing_token`), so a key, token or signature left over from a deleted user
 never works for a later user of the same name.
+
+``epoch`` is the user's grant epoch: random, replaced (by compare-and-swap on the user's record)
+whenever what the user may do or how it signs in changes: its groups, its policies, its access
+keys, and the policies of its groups (a policy edited, deleted, attached to or detached from a
+group it is in, or the group deleted). Signed block locators, receipts and block challenges name
+it (:attr:`User.grant_token`): a signature made under grants since changed claims nothing. It
+lives in the record a request loads anyway, so checking it costs no read.
 
 Secrets are stored encrypted (Fernet: AES-128-CBC + HMAC-SHA256) under a key derived (HKDF-SHA256)
 from ``auth.encrypt.secret_key``: they must be recoverable, since S3 signatures are computed from
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import enum
 import hashlib
 import hmac
@@ -114,6 +122,9 @@ class User:
     statements: tuple[Statement, ...] = ()
     """The statements of its effective policies (direct and through its groups), as loaded by
     :class:`Auth`: a user is loaded at each request, so changes apply from the next one."""
+    epoch: str = ""
+    """Its grant epoch: replaced whenever its grants or access keys change ("": none since
+    records had epochs)."""
 
     def allows(self, permission: Permission, repository: str | None = None) -> bool:
         """Whether the user may do what ``permission`` stands for (on ``repository``)."""
@@ -137,6 +148,13 @@ class User:
         (docs/decisions/0006). Incarnations are hex: the ``@`` cannot be ambiguous."""
         return f"{self.id}@{self.incarnation}"
 
+    @property
+    def grant_token(self) -> str:
+        """Whom block signatures (locators, receipts, challenges) are made for: this incarnation
+        under its grants of now (:attr:`epoch`), so that a signature obtained while a grant held
+        claims or reads nothing once it is revoked (docs/decisions/0006)."""
+        return f"{self.signing_token}@{self.epoch}" if self.epoch else self.signing_token
+
     def to_dict(self) -> dict[str, Any]:
         """lakeFS ``User``, plus the role (lakectl)."""
         role = self.role
@@ -148,6 +166,7 @@ class User:
                 "id": self.id,
                 "creation_date": self.creation_date,
                 "incarnation": self.incarnation,
+                "epoch": self.epoch,
                 "groups": dict(self.groups),
                 "policies": dict(self.policies),
             }
@@ -161,7 +180,8 @@ class User:
         groups = links(d.get("groups"))
         if "groups" not in d and d.get("role"):
             groups = ((Role(d["role"]).group, BUILTIN),)
-        return User(d["id"], d["creation_date"], d.get("incarnation", ""), groups, links(d.get("policies")))
+        incarnation, policies = d.get("incarnation", ""), links(d.get("policies"))
+        return User(d["id"], d["creation_date"], incarnation, groups, policies, epoch=d.get("epoch", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +236,11 @@ def new_access_key_id() -> str:
     return "AKIAL" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(15))
 
 
+def new_epoch() -> str:
+    """A fresh grant epoch (hex: the ``@`` before it in :attr:`User.grant_token` is unambiguous)."""
+    return secrets.token_hex(8)
+
+
 def new_secret() -> str:
     return base64.b64encode(secrets.token_bytes(30)).decode()  # 40 characters, as AWS's
 
@@ -238,7 +263,7 @@ class Auth:
         self._fernet = Fernet(base64.urlsafe_b64encode(_derive(secret_key, b"lakectl auth secrets v1")))
         self._token_key = _derive(secret_key, b"lakectl login tokens v1")
         self.kv = kv
-        self.directory = Directory(kv)
+        self.directory = Directory(kv, self._grants_changed)
         self.principals = ExternalPrincipals(kv, self._is_live)
 
     # -- set-up ----------------------------------------------------------------------------
@@ -260,8 +285,9 @@ class Auth:
         _check_user_id(username)
         if self.is_set_up():
             raise AlreadyExists("this lakectl server is already set up")
+        admins = ((Role.ADMIN.group, BUILTIN),)
         user = self._resolve(
-            User(username, int(time.time()), secrets.token_hex(8), ((Role.ADMIN.group, BUILTIN),))
+            User(username, int(time.time()), secrets.token_hex(8), admins, epoch=new_epoch())
         )
         # An earlier set-up that died before its marker may have left this user: replace it.
         self.kv.set(USERS, user.id, user.record())
@@ -317,7 +343,7 @@ class Auth:
         the id is taken."""
         _check_user_id(user_id)
         groups = ((role.group, BUILTIN),) if role is not None else ()
-        user = User(user_id, int(time.time()), secrets.token_hex(8), groups)
+        user = User(user_id, int(time.time()), secrets.token_hex(8), groups, epoch=new_epoch())
         try:
             self.kv.set_if(USERS, user_id, user.record(), None)
         except PredicateFailed:
@@ -345,13 +371,30 @@ class Auth:
                 raw = self.kv.get(USERS, user_id)
             except KeyNotFound:
                 raise NotFound(f"user {user_id!r} not found", user=user_id) from None
-            updated = change(User.parse(raw))
+            updated = replace(change(User.parse(raw)), epoch=new_epoch())
             try:
                 self.kv.set_if(USERS, user_id, updated.record(), raw)
             except PredicateFailed:
                 continue
             return self._resolve(updated)
         raise TooManyRetries(f"user {user_id!r} kept changing")
+
+    def renew_epoch(self, user_id: str) -> User:
+        """Replace the user's grant epoch: every block signature made for it stops working."""
+        return self._update_user(user_id, lambda user: user)
+
+    def _grants_changed(self, groups: frozenset[str], policies: frozenset[str]) -> None:
+        """After a change to ``groups`` or ``policies`` (:class:`Directory`): a new grant epoch for
+        every user in one of those groups, holding one of those policies, or in a group that
+        holds one. Called once the change is stored, so a signature made after the new epoch is
+        made under the new grants; a user joining a group meanwhile gets a new epoch by joining."""
+        if policies:
+            groups |= {g.id for g in self.directory.list_groups() if policies & dict(g.policies).keys()}
+        for key, raw in self.kv.scan(USERS):
+            user = User.parse(raw)
+            if groups & dict(user.groups).keys() or policies & dict(user.policies).keys():
+                with contextlib.suppress(NotFound):  # deleted meanwhile: nothing left to sign for
+                    self.renew_epoch(key)
 
     def set_role(self, user_id: str, role: Role | None, by: str | None = None) -> User:
         """Make the user a member of ``role``'s group and of no other role's (None: of none).
@@ -449,6 +492,8 @@ class Auth:
             self.kv.set_if(CREDENTIALS, key_id, json.dumps(record).encode(), None)
         except PredicateFailed:
             raise AlreadyExists(f"access key {key_id!r} already exists") from None
+        with contextlib.suppress(NotFound):  # its user deleted meanwhile: the key is dead anyway
+            user = self.renew_epoch(user.id)
         return NewCredentials(key_id, secret, now, user)
 
     def _credentials(self, user: User) -> Iterator[tuple[Credentials, dict[str, Any]]]:
@@ -480,6 +525,7 @@ class Auth:
     def delete_credentials(self, user: User, access_key_id: str) -> None:
         self.get_credentials(user, access_key_id)
         self.kv.delete(CREDENTIALS, access_key_id)
+        self.renew_epoch(user.id)
 
     def _decrypt(self, record: dict[str, Any]) -> str:
         from cryptography.fernet import InvalidToken
