@@ -13,6 +13,7 @@ the lake's ``lakectl.core.keys``):
                                                   "policies": {<policy id>: <its incarnation>}}
     auth/credentials  key <access key id>      → {"access_key_id", "user_id", "user_incarnation",
                                                   "creation_date", "secret": Fernet token}
+    auth/revoked      key sha256 hex of a token → its expiry (Unix seconds, text): signed out
 
 ``incarnation`` is random per created user: access keys, login tokens and signed block locators
 name it (:attr:`User.signing_token`), so a key, token or signature left over from a deleted user
@@ -30,7 +31,9 @@ from ``auth.encrypt.secret_key``: they must be recoverable, since S3 signatures 
 them, but a copy of the database alone does not reveal them. Secrets are never logged.
 
 Login tokens are stateless JWTs (HS256) under another key derived from the same secret: claims
-``sub`` (user id), ``inc`` (its incarnation), ``aud`` ("login"), ``iat`` and ``exp``.
+``sub`` (user id), ``inc`` (its incarnation), ``aud`` ("login"), ``iat``, ``exp`` and ``jti`` (random,
+so that each token is unique). A token is revoked (:meth:`Auth.revoke_token`: a UI sign-out) by a
+record kept until it would have expired, which every use of a token reads.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ from server.policies import Permission as Permission  # routes declare it from h
 META = "auth/meta"
 USERS = "auth/users"
 CREDENTIALS = "auth/credentials"
+REVOKED = "auth/revoked"
 SETUP_KEY = "setup"
 
 SECRET_FILE = "auth-secret"
@@ -564,19 +568,50 @@ class Auth:
     def issue_token(self, user: User, ttl: int = TOKEN_TTL, now: float | None = None) -> LoginToken:
         """A login token for ``user``, valid for ``ttl`` seconds from ``now``."""
         issued = int(time.time() if now is None else now)
-        claims = {"sub": user.id, "inc": user.incarnation, "aud": "login", "iat": issued, "exp": issued + ttl}
+        claims = {
+            "sub": user.id,
+            "inc": user.incarnation,
+            "aud": "login",
+            "iat": issued,
+            "exp": issued + ttl,
+            "jti": secrets.token_hex(8),
+        }
         return LoginToken(_sign_token(self._token_key, claims), issued + ttl)
 
     def user_of_token(self, token: str, now: float | None = None) -> User:
         """The user a login token was issued to; raise ``Unauthenticated`` when the token is
-        malformed, forged, expired, or its user was deleted since."""
+        malformed, forged, expired, revoked, or its user was deleted since."""
         claims = _verify_token(self._token_key, token)
         if claims["exp"] <= (time.time() if now is None else now):
             raise Unauthenticated("the login token has expired: log in again")
+        try:
+            self.kv.get(REVOKED, _revoked_key(token))
+        except KeyNotFound:
+            pass
+        else:
+            raise Unauthenticated("the login token was revoked (signed out): log in again")
         user = self._user_or_none(claims["sub"])
         if user is None or user.incarnation != claims["inc"]:
             raise Unauthenticated("the login token's user no longer exists")
         return user
+
+    def revoke_token(self, token: str, now: float | None = None) -> None:
+        """Refuse ``token`` from now on (a sign-out), on every server sharing this database. Only
+        a valid token is recorded, until it would expire; records of expired ones are swept."""
+        moment = int(time.time() if now is None else now)
+        try:
+            self.user_of_token(token, moment)
+        except Unauthenticated:
+            return  # forged, expired or revoked already: nothing it could open
+        expiry = _verify_token(self._token_key, token)["exp"]
+        self.kv.set(REVOKED, _revoked_key(token), str(expiry).encode())
+        for key, raw in list(self.kv.scan(REVOKED)):
+            if int(raw) <= moment:
+                self.kv.delete(REVOKED, key)
+
+
+def _revoked_key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 # -- token codec (JWT, HS256) ------------------------------------------------------------------
