@@ -66,7 +66,7 @@ from lakectl.errors import (
 )
 from server.external_principals import ExternalPrincipals
 from server.groups import Directory, Group, Links, Policy, links
-from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, allows
+from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, allows, allows_everywhere
 from server.policies import Permission as Permission  # routes declare it from here
 
 META = "auth/meta"
@@ -126,6 +126,8 @@ class User:
     statements: tuple[Statement, ...] = ()
     """The statements of its effective policies (direct and through its groups), as loaded by
     :class:`Auth`: a user is loaded at each request, so changes apply from the next one."""
+    effective: tuple[str, ...] = ()
+    """The ids of its effective policies (direct and through its groups), as loaded by :class:`Auth`."""
     epoch: str = ""
     """Its grant epoch: replaced whenever its grants or access keys change ("": none since
     records had epochs)."""
@@ -136,12 +138,14 @@ class User:
 
     @property
     def permissions(self) -> frozenset[Permission]:
-        """What it may do on every repository."""
-        return frozenset(p for p in Permission if self.allows(p))
+        """What it may do on every repository (a policy scoped to some repositories adds nothing
+        here: see :attr:`effective` for what applies)."""
+        return frozenset(p for p in Permission if allows_everywhere(self.statements, p, self.id))
 
     @property
     def role(self) -> Role | None:
-        """The strongest role whose permissions it has (lakectl's summary of its policies)."""
+        """The strongest role whose permissions it has on every repository (lakectl's summary of
+        its policies; a user confined to some repositories has none)."""
         held = self.permissions
         return next((r for r in Role if ROLE_PERMISSIONS[r] <= held), None)
 
@@ -160,9 +164,14 @@ class User:
         return f"{self.signing_token}@{self.epoch}" if self.epoch else self.signing_token
 
     def to_dict(self) -> dict[str, Any]:
-        """lakeFS ``User``, plus the role (lakectl)."""
+        """lakeFS ``User``, plus the role and the ids of the policies that apply (lakectl)."""
         role = self.role
-        return {"id": self.id, "creation_date": self.creation_date, "role": role.value if role else None}
+        return {
+            "id": self.id,
+            "creation_date": self.creation_date,
+            "role": role.value if role else None,
+            "policies": list(self.effective),
+        }
 
     def record(self) -> bytes:
         return json.dumps(
@@ -313,7 +322,7 @@ class Auth:
         for group in self.directory.live_groups(user.groups):
             policies.update((p.id, p) for p in self.directory.live_policies(group.policies))
         statements = tuple(s for p in policies.values() for s in p.statements)
-        return replace(user, statements=statements)
+        return replace(user, statements=statements, effective=tuple(sorted(policies)))
 
     def _user_or_none(self, user_id: str) -> User | None:
         try:
