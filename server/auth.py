@@ -21,10 +21,11 @@ never works for a later user of the same name.
 
 ``epoch`` is the user's grant epoch: random, replaced (by compare-and-swap on the user's record)
 whenever what the user may do or how it signs in changes: its groups, its policies, its access
-keys, and the policies of its groups (a policy edited, deleted, attached to or detached from a
-group it is in, or the group deleted). Signed block locators, receipts and block challenges name
-it (:attr:`User.grant_token`): a signature made under grants since changed claims nothing. It
-lives in the record a request loads anyway, so checking it costs no read.
+keys and AWS identities (external principals), and the policies of its groups (a policy edited,
+deleted, attached to or detached from a group it is in, or the group deleted). Signed block
+locators, receipts and block challenges name it (:attr:`User.grant_token`): a signature made
+under grants since changed claims nothing. It lives in the record a request loads anyway, so
+checking it costs no read.
 
 Secrets are stored encrypted (Fernet: AES-128-CBC + HMAC-SHA256) under a key derived (HKDF-SHA256)
 from ``auth.encrypt.secret_key``: they must be recoverable, since S3 signatures are computed from
@@ -277,7 +278,7 @@ class Auth:
         self._token_key = _derive(secret_key, b"lakectl login tokens v1")
         self.kv = kv
         self.directory = Directory(kv, self._grants_changed)
-        self.principals = ExternalPrincipals(kv, self._is_live)
+        self.principals = ExternalPrincipals(kv, self._is_live, self.renew_epoch)
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -392,9 +393,16 @@ class Auth:
             return self._resolve(updated)
         raise TooManyRetries(f"user {user_id!r} kept changing")
 
-    def renew_epoch(self, user_id: str) -> User:
-        """Replace the user's grant epoch: every block signature made for it stops working."""
-        return self._update_user(user_id, lambda user: user)
+    def renew_epoch(self, user_id: str) -> None:
+        """Replace the user's grant epoch: every block signature made for it stops working. One
+        compare-and-swap is enough: when it fails, the record was written since it was read, and
+        every write of a user's record renews its epoch (so no renewal is lost to retries)."""
+        try:
+            raw = self.kv.get(USERS, user_id)
+        except KeyNotFound:
+            return  # deleted: nothing left to sign for
+        with contextlib.suppress(PredicateFailed):
+            self.kv.set_if(USERS, user_id, replace(User.parse(raw), epoch=new_epoch()).record(), raw)
 
     def _grants_changed(self, groups: frozenset[str], policies: frozenset[str]) -> None:
         """After a change to ``groups`` or ``policies`` (:class:`Directory`): a new grant epoch for
@@ -406,8 +414,7 @@ class Auth:
         for key, raw in self.kv.scan(USERS):
             user = User.parse(raw)
             if groups & dict(user.groups).keys() or policies & dict(user.policies).keys():
-                with contextlib.suppress(NotFound):  # deleted meanwhile: nothing left to sign for
-                    self.renew_epoch(key)
+                self.renew_epoch(key)
 
     def set_role(self, user_id: str, role: Role | None, by: str | None = None) -> User:
         """Make the user a member of ``role``'s group and of no other role's (None: of none).
@@ -505,8 +512,7 @@ class Auth:
             self.kv.set_if(CREDENTIALS, key_id, json.dumps(record).encode(), None)
         except PredicateFailed:
             raise AlreadyExists(f"access key {key_id!r} already exists") from None
-        with contextlib.suppress(NotFound):  # its user deleted meanwhile: the key is dead anyway
-            user = self.renew_epoch(user.id)
+        self.renew_epoch(user.id)
         return NewCredentials(key_id, secret, now, user)
 
     def _credentials(self, user: User) -> Iterator[tuple[Credentials, dict[str, Any]]]:

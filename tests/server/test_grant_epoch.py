@@ -143,6 +143,22 @@ REVOCATIONS: dict[str, tuple[bool, Change, Change]] = {
         lambda s: _ok(s.admin.delete(f"/auth/users/{s.user}/credentials/{s.key_ids[1]}")),
         lambda s: None,
     ),
+    "an AWS identity bound": (
+        False,
+        lambda s: _ok(
+            s.admin.post(
+                f"/auth/users/{s.user}/external/principals",
+                params={"principalId": f"arn:aws:iam::123456789012:role/{s.user}"},
+            )
+        ),
+        # Unbound again: other tests of the shared server log in with no principal bound.
+        lambda s: _ok(
+            s.admin.delete(
+                f"/auth/users/{s.user}/external/principals",
+                params={"principalId": f"arn:aws:iam::123456789012:role/{s.user}"},
+            )
+        ),
+    ),
 }
 
 
