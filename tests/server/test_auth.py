@@ -267,6 +267,37 @@ def test_a_revoked_token_is_refused_until_it_would_expire_then_forgotten() -> No
     assert [int(raw) for _, raw in kv.scan(REVOKED)] == [1_000_200 + TOKEN_TTL]
 
 
+def test_grant_epochs_change_with_their_users_grants_only() -> None:
+    """Whatever changes what a user may do or how it signs in renews its grant epoch (its block
+    signatures die); users the change does not concern keep theirs."""
+    auth = Auth(MemoryStore(), "secret")
+    d = auth.directory
+    read = [{"effect": "allow", "resource": "*", "action": ["fs:Read*"]}]
+    d.create_policy("p", read)
+    d.create_group("g")
+    user, bystander = auth.create_user("in"), auth.create_user("out")
+    assert user.grant_token.startswith("in@") and user.epoch and user.epoch != bystander.epoch
+    changes = [
+        lambda: auth.add_member("g", "in"),
+        lambda: d.attach_to_group("g", "p"),
+        lambda: d.update_policy("p", [{"effect": "allow", "resource": "*", "action": ["fs:List*"]}]),
+        lambda: d.detach_from_group("g", "p"),
+        lambda: auth.attach_policy("in", "p"),
+        lambda: auth.create_credentials(auth.get_user("in")),
+        lambda: auth.delete_credentials(
+            auth.get_user("in"), next(auth.list_credentials(auth.get_user("in"))).access_key_id
+        ),
+        lambda: d.delete_policy("p"),
+        lambda: d.delete_group("g"),
+        lambda: auth.set_role("in", Role.ANALYST),
+    ]
+    for change in changes:
+        before = {u: auth.get_user(u).grant_token for u in ("in", "out")}
+        change()
+        after = {u: auth.get_user(u).grant_token for u in ("in", "out")}
+        assert after["in"] != before["in"] and after["out"] == before["out"]
+
+
 def _auth_with_ada() -> Auth:
     auth = Auth(MemoryStore(), "secret")
     auth.setup("ada")
