@@ -8,28 +8,40 @@ Key layout (kept here, in :mod:`server.groups` and :mod:`server.external_princip
 the lake's ``lakectl.core.keys``):
 
     auth/meta         key "setup"              → the first admin's user id (set once, by CAS)
-    auth/users        key <user id>            → {"id", "creation_date", "incarnation",
+    auth/users        key <user id>            → {"id", "creation_date", "incarnation", "epoch",
                                                   "groups": {<group id>: <its incarnation>},
                                                   "policies": {<policy id>: <its incarnation>}}
     auth/credentials  key <access key id>      → {"access_key_id", "user_id", "user_incarnation",
                                                   "creation_date", "secret": Fernet token}
+    auth/revoked      key sha256 hex of a token → its expiry (Unix seconds, text): signed out
 
 ``incarnation`` is random per created user: access keys, login tokens and signed block locators
 name it (:attr:`User.signing_token`), so a key, token or signature left over from a deleted user
 never works for a later user of the same name.
+
+``epoch`` is the user's grant epoch: random, replaced (by compare-and-swap on the user's record)
+whenever what the user may do or how it signs in changes: its groups, its policies, its access
+keys and AWS identities (external principals), and the policies of its groups (a policy edited,
+deleted, attached to or detached from a group it is in, or the group deleted). Signed block
+locators, receipts and block challenges name it (:attr:`User.grant_token`): a signature made
+under grants since changed claims nothing. It lives in the record a request loads anyway, so
+checking it costs no read.
 
 Secrets are stored encrypted (Fernet: AES-128-CBC + HMAC-SHA256) under a key derived (HKDF-SHA256)
 from ``auth.encrypt.secret_key``: they must be recoverable, since S3 signatures are computed from
 them, but a copy of the database alone does not reveal them. Secrets are never logged.
 
 Login tokens are stateless JWTs (HS256) under another key derived from the same secret: claims
-``sub`` (user id), ``inc`` (its incarnation), ``aud`` ("login"), ``iat`` and ``exp``.
+``sub`` (user id), ``inc`` (its incarnation), ``aud`` ("login"), ``iat``, ``exp`` and ``jti`` (random,
+so that each token is unique). A token is revoked (:meth:`Auth.revoke_token`: a UI sign-out) by a
+record kept until it would have expired, which every use of a token reads.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import enum
 import hashlib
 import hmac
@@ -55,12 +67,13 @@ from lakectl.errors import (
 )
 from server.external_principals import ExternalPrincipals
 from server.groups import Directory, Group, Links, Policy, links
-from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, allows
+from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, allows, allows_everywhere
 from server.policies import Permission as Permission  # routes declare it from here
 
 META = "auth/meta"
 USERS = "auth/users"
 CREDENTIALS = "auth/credentials"
+REVOKED = "auth/revoked"
 SETUP_KEY = "setup"
 
 SECRET_FILE = "auth-secret"
@@ -114,6 +127,11 @@ class User:
     statements: tuple[Statement, ...] = ()
     """The statements of its effective policies (direct and through its groups), as loaded by
     :class:`Auth`: a user is loaded at each request, so changes apply from the next one."""
+    effective: tuple[str, ...] = ()
+    """The ids of its effective policies (direct and through its groups), as loaded by :class:`Auth`."""
+    epoch: str = ""
+    """Its grant epoch: replaced whenever its grants or access keys change ("": none since
+    records had epochs)."""
 
     def allows(self, permission: Permission, repository: str | None = None) -> bool:
         """Whether the user may do what ``permission`` stands for (on ``repository``)."""
@@ -121,12 +139,14 @@ class User:
 
     @property
     def permissions(self) -> frozenset[Permission]:
-        """What it may do on every repository."""
-        return frozenset(p for p in Permission if self.allows(p))
+        """What it may do on every repository (a policy scoped to some repositories adds nothing
+        here: see :attr:`effective` for what applies)."""
+        return frozenset(p for p in Permission if allows_everywhere(self.statements, p, self.id))
 
     @property
     def role(self) -> Role | None:
-        """The strongest role whose permissions it has (lakectl's summary of its policies)."""
+        """The strongest role whose permissions it has on every repository (lakectl's summary of
+        its policies; a user confined to some repositories has none)."""
         held = self.permissions
         return next((r for r in Role if ROLE_PERMISSIONS[r] <= held), None)
 
@@ -137,10 +157,22 @@ class User:
         (docs/decisions/0006). Incarnations are hex: the ``@`` cannot be ambiguous."""
         return f"{self.id}@{self.incarnation}"
 
+    @property
+    def grant_token(self) -> str:
+        """Whom block signatures (locators, receipts, challenges) are made for: this incarnation
+        under its grants of now (:attr:`epoch`), so that a signature obtained while a grant held
+        claims or reads nothing once it is revoked (docs/decisions/0006)."""
+        return f"{self.signing_token}@{self.epoch}" if self.epoch else self.signing_token
+
     def to_dict(self) -> dict[str, Any]:
-        """lakeFS ``User``, plus the role (lakectl)."""
+        """lakeFS ``User``, plus the role and the ids of the policies that apply (lakectl)."""
         role = self.role
-        return {"id": self.id, "creation_date": self.creation_date, "role": role.value if role else None}
+        return {
+            "id": self.id,
+            "creation_date": self.creation_date,
+            "role": role.value if role else None,
+            "policies": list(self.effective),
+        }
 
     def record(self) -> bytes:
         return json.dumps(
@@ -148,6 +180,7 @@ class User:
                 "id": self.id,
                 "creation_date": self.creation_date,
                 "incarnation": self.incarnation,
+                "epoch": self.epoch,
                 "groups": dict(self.groups),
                 "policies": dict(self.policies),
             }
@@ -161,7 +194,8 @@ class User:
         groups = links(d.get("groups"))
         if "groups" not in d and d.get("role"):
             groups = ((Role(d["role"]).group, BUILTIN),)
-        return User(d["id"], d["creation_date"], d.get("incarnation", ""), groups, links(d.get("policies")))
+        incarnation, policies = d.get("incarnation", ""), links(d.get("policies"))
+        return User(d["id"], d["creation_date"], incarnation, groups, policies, epoch=d.get("epoch", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +250,11 @@ def new_access_key_id() -> str:
     return "AKIAL" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(15))
 
 
+def new_epoch() -> str:
+    """A fresh grant epoch (hex: the ``@`` before it in :attr:`User.grant_token` is unambiguous)."""
+    return secrets.token_hex(8)
+
+
 def new_secret() -> str:
     return base64.b64encode(secrets.token_bytes(30)).decode()  # 40 characters, as AWS's
 
@@ -238,8 +277,8 @@ class Auth:
         self._fernet = Fernet(base64.urlsafe_b64encode(_derive(secret_key, b"lakectl auth secrets v1")))
         self._token_key = _derive(secret_key, b"lakectl login tokens v1")
         self.kv = kv
-        self.directory = Directory(kv)
-        self.principals = ExternalPrincipals(kv, self._is_live)
+        self.directory = Directory(kv, self._grants_changed)
+        self.principals = ExternalPrincipals(kv, self._is_live, self.renew_epoch)
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -260,8 +299,9 @@ class Auth:
         _check_user_id(username)
         if self.is_set_up():
             raise AlreadyExists("this lakectl server is already set up")
+        admins = ((Role.ADMIN.group, BUILTIN),)
         user = self._resolve(
-            User(username, int(time.time()), secrets.token_hex(8), ((Role.ADMIN.group, BUILTIN),))
+            User(username, int(time.time()), secrets.token_hex(8), admins, epoch=new_epoch())
         )
         # An earlier set-up that died before its marker may have left this user: replace it.
         self.kv.set(USERS, user.id, user.record())
@@ -283,7 +323,7 @@ class Auth:
         for group in self.directory.live_groups(user.groups):
             policies.update((p.id, p) for p in self.directory.live_policies(group.policies))
         statements = tuple(s for p in policies.values() for s in p.statements)
-        return replace(user, statements=statements)
+        return replace(user, statements=statements, effective=tuple(sorted(policies)))
 
     def _user_or_none(self, user_id: str) -> User | None:
         try:
@@ -317,7 +357,7 @@ class Auth:
         the id is taken."""
         _check_user_id(user_id)
         groups = ((role.group, BUILTIN),) if role is not None else ()
-        user = User(user_id, int(time.time()), secrets.token_hex(8), groups)
+        user = User(user_id, int(time.time()), secrets.token_hex(8), groups, epoch=new_epoch())
         try:
             self.kv.set_if(USERS, user_id, user.record(), None)
         except PredicateFailed:
@@ -345,13 +385,36 @@ class Auth:
                 raw = self.kv.get(USERS, user_id)
             except KeyNotFound:
                 raise NotFound(f"user {user_id!r} not found", user=user_id) from None
-            updated = change(User.parse(raw))
+            updated = replace(change(User.parse(raw)), epoch=new_epoch())
             try:
                 self.kv.set_if(USERS, user_id, updated.record(), raw)
             except PredicateFailed:
                 continue
             return self._resolve(updated)
         raise TooManyRetries(f"user {user_id!r} kept changing")
+
+    def renew_epoch(self, user_id: str) -> None:
+        """Replace the user's grant epoch: every block signature made for it stops working. One
+        compare-and-swap is enough: when it fails, the record was written since it was read, and
+        every write of a user's record renews its epoch (so no renewal is lost to retries)."""
+        try:
+            raw = self.kv.get(USERS, user_id)
+        except KeyNotFound:
+            return  # deleted: nothing left to sign for
+        with contextlib.suppress(PredicateFailed):
+            self.kv.set_if(USERS, user_id, replace(User.parse(raw), epoch=new_epoch()).record(), raw)
+
+    def _grants_changed(self, groups: frozenset[str], policies: frozenset[str]) -> None:
+        """After a change to ``groups`` or ``policies`` (:class:`Directory`): a new grant epoch for
+        every user in one of those groups, holding one of those policies, or in a group that
+        holds one. Called once the change is stored, so a signature made after the new epoch is
+        made under the new grants; a user joining a group meanwhile gets a new epoch by joining."""
+        if policies:
+            groups |= {g.id for g in self.directory.list_groups() if policies & dict(g.policies).keys()}
+        for key, raw in self.kv.scan(USERS):
+            user = User.parse(raw)
+            if groups & dict(user.groups).keys() or policies & dict(user.policies).keys():
+                self.renew_epoch(key)
 
     def set_role(self, user_id: str, role: Role | None, by: str | None = None) -> User:
         """Make the user a member of ``role``'s group and of no other role's (None: of none).
@@ -449,6 +512,7 @@ class Auth:
             self.kv.set_if(CREDENTIALS, key_id, json.dumps(record).encode(), None)
         except PredicateFailed:
             raise AlreadyExists(f"access key {key_id!r} already exists") from None
+        self.renew_epoch(user.id)
         return NewCredentials(key_id, secret, now, user)
 
     def _credentials(self, user: User) -> Iterator[tuple[Credentials, dict[str, Any]]]:
@@ -480,6 +544,7 @@ class Auth:
     def delete_credentials(self, user: User, access_key_id: str) -> None:
         self.get_credentials(user, access_key_id)
         self.kv.delete(CREDENTIALS, access_key_id)
+        self.renew_epoch(user.id)
 
     def _decrypt(self, record: dict[str, Any]) -> str:
         from cryptography.fernet import InvalidToken
@@ -518,19 +583,50 @@ class Auth:
     def issue_token(self, user: User, ttl: int = TOKEN_TTL, now: float | None = None) -> LoginToken:
         """A login token for ``user``, valid for ``ttl`` seconds from ``now``."""
         issued = int(time.time() if now is None else now)
-        claims = {"sub": user.id, "inc": user.incarnation, "aud": "login", "iat": issued, "exp": issued + ttl}
+        claims = {
+            "sub": user.id,
+            "inc": user.incarnation,
+            "aud": "login",
+            "iat": issued,
+            "exp": issued + ttl,
+            "jti": secrets.token_hex(8),
+        }
         return LoginToken(_sign_token(self._token_key, claims), issued + ttl)
 
     def user_of_token(self, token: str, now: float | None = None) -> User:
         """The user a login token was issued to; raise ``Unauthenticated`` when the token is
-        malformed, forged, expired, or its user was deleted since."""
+        malformed, forged, expired, revoked, or its user was deleted since."""
         claims = _verify_token(self._token_key, token)
         if claims["exp"] <= (time.time() if now is None else now):
             raise Unauthenticated("the login token has expired: log in again")
+        try:
+            self.kv.get(REVOKED, _revoked_key(token))
+        except KeyNotFound:
+            pass
+        else:
+            raise Unauthenticated("the login token was revoked (signed out): log in again")
         user = self._user_or_none(claims["sub"])
         if user is None or user.incarnation != claims["inc"]:
             raise Unauthenticated("the login token's user no longer exists")
         return user
+
+    def revoke_token(self, token: str, now: float | None = None) -> None:
+        """Refuse ``token`` from now on (a sign-out), on every server sharing this database. Only
+        a valid token is recorded, until it would expire; records of expired ones are swept."""
+        moment = int(time.time() if now is None else now)
+        try:
+            self.user_of_token(token, moment)
+        except Unauthenticated:
+            return  # forged, expired or revoked already: nothing it could open
+        expiry = _verify_token(self._token_key, token)["exp"]
+        self.kv.set(REVOKED, _revoked_key(token), str(expiry).encode())
+        for key, raw in list(self.kv.scan(REVOKED)):
+            if int(raw) <= moment:
+                self.kv.delete(REVOKED, key)
+
+
+def _revoked_key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 # -- token codec (JWT, HS256) ------------------------------------------------------------------

@@ -4,7 +4,8 @@
 (with Range) serves it after checking the signature; ``POST /blocks/missing`` says which blocks
 the lake lacks and hands out challenges for the others, which ``POST /blocks/prove`` turns into
 signed locators for a client that proves it holds the bytes. Signatures are bound to the user's
-incarnation (``User.signing_token``): every route here signs and verifies for that token.
+incarnation and its grant epoch (``User.grant_token``): every route here signs and verifies for
+that token, so a signature made before the user's grants or access keys changed claims nothing.
 """
 
 from __future__ import annotations
@@ -150,12 +151,12 @@ async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) ->
     declared = _declared_length(request, MAX_BLOCK)
     if declared is None:
         data = await _chunked_body(request, MAX_BLOCK)
-        stored = await run_in_threadpool(_put, lake, md5, data, user.signing_token, lengths)
+        stored = await run_in_threadpool(_put, lake, md5, data, user.grant_token, lengths)
     else:
         buffers: BlockBuffers = request.app.state.block_buffers
         async with buffers.lease(declared) as view:
             await _receive_into(request, view)
-            stored = await run_in_threadpool(_put, lake, md5, view, user.signing_token, lengths)
+            stored = await run_in_threadpool(_put, lake, md5, view, user.grant_token, lengths)
     if isinstance(stored, str):
         return Response(stored + "\n", media_type="text/plain")
     return JSONResponse({"locator": stored.locator, "receipts": stored.receipts})
@@ -188,7 +189,7 @@ def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Re
     range_ = request.headers.get("range")
     if not range_:
         return Response(
-            blockaccess.get_block(lake, signed, user.signing_token), media_type="application/octet-stream"
+            blockaccess.get_block(lake, signed, user.grant_token), media_type="application/octet-stream"
         )
     try:
         start, end = parse_range(range_, size)
@@ -196,7 +197,7 @@ def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Re
         response = error_response(416, "invalid_range", str(e))
         response.headers["Content-Range"] = f"bytes */{size}"
         return response
-    data = blockaccess.get_block(lake, signed, user.signing_token, start, end - start)
+    data = blockaccess.get_block(lake, signed, user.grant_token, start, end - start)
     return Response(
         data,
         status_code=206,
@@ -210,14 +211,14 @@ def missing_blocks(body: LocatorList, lake: LakeDep, user: UserDep) -> dict[str,
     bares = [parse_locator(loc).bare for loc in body.locators]
     missing = blockaccess.missing_blocks(lake, bares)
     absent = set(missing)
-    challenges = {b: blockaccess.challenge(lake, b, user.signing_token) for b in bares if b not in absent}
+    challenges = {b: blockaccess.challenge(lake, b, user.grant_token) for b in bares if b not in absent}
     return {"missing": missing, "challenges": challenges}
 
 
 @blocks.post("/blocks/prove", dependencies=[require(Permission.WRITE_REPO)])
 def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     """``{"locator"}``; with ``segments``, also ``receipts`` for them (as ``PUT`` gives them)."""
-    token = user.signing_token
+    token = user.grant_token
     if body.segments is None:
         return {"locator": blockaccess.prove(lake, body.locator, body.nonce, body.answer, token)}
     proven = blockaccess.prove_pack(lake, body.locator, body.nonce, body.answer, token, body.segments)
@@ -230,7 +231,7 @@ def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     dependencies=[require(Permission.WRITE_REPO)],
 )
 def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep) -> dict[str, Any]:
-    [info] = blockaccess.link_objects(lake, repository, branch, [_link(body)], user.signing_token)
+    [info] = blockaccess.link_objects(lake, repository, branch, [_link(body)], user.grant_token)
     return shapes.object_stats(info)
 
 
@@ -244,7 +245,7 @@ def link_objects(repository: str, branch: str, body: Links, lake: LakeDep, user:
     if sum(len(link.segments) for link in body.objects) > MAX_LINKED_SEGMENTS:
         raise InvalidArgument(f"more than {MAX_LINKED_SEGMENTS} segments in one request")
     links = [_link(link) for link in body.objects]
-    infos = blockaccess.link_objects(lake, repository, branch, links, user.signing_token)
+    infos = blockaccess.link_objects(lake, repository, branch, links, user.grant_token)
     return {"results": [shapes.object_stats(info) for info in infos]}
 
 
@@ -279,7 +280,7 @@ def signed_locators(
         bare, _, offset, length = parse_segment(token)
         if length == 0:
             continue
-        loc = blockaccess.sign_locator(lake, bare, user.signing_token)
+        loc = blockaccess.sign_locator(lake, bare, user.grant_token)
         signed.append(loc if ":" not in token else f"{loc}:{offset}:{length}")
     return {**shapes.object_stats(info), "signed_locators": signed}
 
@@ -295,7 +296,7 @@ def export_manifest(
 ) -> Response:
     """The manifest of a tree; ``signed=true`` names blocks by locators signed for the caller, who
     may then fetch them with ``GET /blocks/<signed>`` (Spark executors do)."""
-    sign = (lambda bare: blockaccess.sign_locator(lake, bare, user.signing_token)) if signed else None
+    sign = (lambda bare: blockaccess.sign_locator(lake, bare, user.grant_token)) if signed else None
     text = manifests.export_manifest(lake, repository, ref, prefix, sign)
     return Response(text, media_type="text/plain")
 
@@ -320,6 +321,6 @@ async def import_manifest(
     except UnicodeDecodeError:
         raise InvalidArgument("a manifest must be UTF-8 text") from None
     paths = await run_in_threadpool(
-        manifests.import_manifest, lake, repository, branch, prefix, text, replace, user.signing_token
+        manifests.import_manifest, lake, repository, branch, prefix, text, replace, user.grant_token
     )
     return {"paths": paths}

@@ -102,9 +102,13 @@ def parse_settings(raw: object) -> Settings:
 class ExternalPrincipals:
     """The bindings of one server (shared by every server process on the same KV)."""
 
-    def __init__(self, kv: KVStore, alive: Alive) -> None:
+    def __init__(
+        self, kv: KVStore, alive: Alive, changed: Callable[[str], None] = lambda user_id: None
+    ) -> None:
         self.kv = kv
         self._alive = alive
+        self._changed = changed
+        """Told the id of a user whose bindings changed (``server.auth`` renews its grant epoch)."""
 
     def _live(self, raw: bytes) -> ExternalPrincipal | None:
         principal = ExternalPrincipal.parse(raw)
@@ -133,6 +137,7 @@ class ExternalPrincipals:
                         f"external principal {principal_id!r} is already bound to user {holder.user_id!r}"
                     ) from None
                 continue
+            self._changed(user_id)
             return principal
         raise TooManyRetries(f"external principal {principal_id!r} kept changing")
 
@@ -182,6 +187,7 @@ class ExternalPrincipals:
         if principal is None or (principal.user_id, principal.user_incarnation) != (user_id, incarnation):
             raise NotFound(f"external principal {principal_id!r} of user {user_id!r} not found")
         self.kv.delete(PRINCIPALS, principal_id)
+        self._changed(user_id)
 
     def unbind_all(self, user_id: str, incarnation: str) -> None:
         """Remove every binding of the user (when it is deleted)."""

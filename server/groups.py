@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +39,10 @@ MAX_DESCRIPTION = 1024
 
 Links = tuple[tuple[str, str], ...]
 """(id, incarnation) pairs, sorted by id: the groups or policies a record points at."""
+
+Changed = Callable[[frozenset[str], frozenset[str]], None]
+"""Told the ids of groups and of policies whose grants just changed (``server.auth`` renews the
+grant epoch of the users they apply to)."""
 
 
 def check_id(kind: str, value: str) -> None:
@@ -135,8 +139,9 @@ def _merged(builtin: list[str], stored: Iterator[tuple[str, bytes]]) -> Iterator
 class Directory:
     """The groups and policies of one server (shared by every server process on the same KV)."""
 
-    def __init__(self, kv: KVStore) -> None:
+    def __init__(self, kv: KVStore, changed: Changed | None = None) -> None:
         self.kv = kv
+        self._changed = changed or (lambda groups, policies: None)
 
     # -- groups ----------------------------------------------------------------------------
 
@@ -178,6 +183,7 @@ class Directory:
         if group.builtin:
             raise InvalidArgument(f"group {group_id!r} is built in and cannot be deleted")
         self.kv.delete(GROUPS, group_id)
+        self._changed(frozenset({group_id}), frozenset())
 
     def _update_group(self, group_id: str, change: Any) -> Group:
         for _ in range(CAS_ATTEMPTS):
@@ -203,6 +209,7 @@ class Directory:
             group_id,
             lambda g: replace(g, policies=links({**dict(g.policies), policy.id: policy.incarnation})),
         )
+        self._changed(frozenset({group_id}), frozenset())
 
     def detach_from_group(self, group_id: str, policy_id: str) -> None:
         def change(g: Group) -> Group:
@@ -212,6 +219,7 @@ class Directory:
             return replace(g, policies=links(attached))
 
         self._update_group(group_id, change)
+        self._changed(frozenset({group_id}), frozenset())
 
     # -- policies --------------------------------------------------------------------------
 
@@ -261,6 +269,7 @@ class Directory:
                 self.kv.set_if(POLICIES, policy_id, updated.record(), raw)
             except PredicateFailed:
                 continue
+            self._changed(frozenset(), frozenset({policy_id}))
             return updated
         raise TooManyRetries(f"policy {policy_id!r} kept changing")
 
@@ -269,6 +278,7 @@ class Directory:
         if self.get_policy(policy_id).builtin:
             raise InvalidArgument(f"policy {policy_id!r} is built in and cannot be deleted")
         self.kv.delete(POLICIES, policy_id)
+        self._changed(frozenset(), frozenset({policy_id}))
 
     def live_policies(self, attached: Links) -> list[Policy]:
         """The policies of ``attached`` that still exist as the incarnation attached."""

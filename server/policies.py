@@ -223,6 +223,25 @@ def allows(
     )
 
 
+EVERY_REPOSITORY = repository_arn(_ANY)
+"""A probe for "any repository": only a statement whose resource is a wildcard over repository
+names covers it."""
+
+
+def allows_everywhere(statements: Iterable[Statement], permission: Permission, user_id: str) -> bool:
+    """Whether ``statements`` grant ``permission`` on every repository, none denying any of its
+    actions anywhere (the others: on every resource): what a role stands for. A policy scoped
+    to some repositories grants no role, though :func:`allows` lets it reach the block API."""
+    stmts = tuple(statements)
+    if permission not in DATA_PLANE:
+        return allows(stmts, permission, user_id, None)
+    actions = PERMISSION_ACTIONS[permission]
+    denied = any(
+        s.effect is Effect.DENY and any(matches(p, a) for p in s.actions for a in actions) for s in stmts
+    )
+    return not denied and all(decide(stmts, a, EVERY_REPOSITORY, user_id, True) for a in actions)
+
+
 # -- what lakeFS ships --------------------------------------------------------------------------
 
 

@@ -132,7 +132,7 @@ def create_commit_record(repository: str, body: CommitRecordCreation, lake: Lake
 
 
 def _block_url(request: Request, lake: p.Lake, user: User, bare: str) -> str:
-    signed = blockaccess.sign_locator(lake, bare, user.signing_token)
+    signed = blockaccess.sign_locator(lake, bare, user.grant_token)
     return str(request.url_for("get_block", signed=signed))
 
 

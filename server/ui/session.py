@@ -7,7 +7,8 @@ The session cookie holds ``<login token>:<session id>``: a login token of
 cookie unique. ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` when the request came over https.
 A page resolves its user from the token as the API resolves a bearer token; a signed-out cookie
 is remembered until it would have expired (``ui/ended`` partition: sha256 hex of the cookie → its
-expiry), so a copy of it stops working at sign-out too.
+expiry), so a copy of it stops working at sign-out too, and the login token inside it is revoked
+(:meth:`server.auth.Auth.revoke_token`): taken out of the cookie, it is no bearer token either.
 
 CSRF: the token a form carries is HMAC-SHA256 of the session cookie under a key derived from the
 server's secret (``auth.encrypt.secret_key``, shared by every server process). ``SameSite=Lax``
@@ -287,10 +288,12 @@ def sign_in(
 
 @router.post("/logout")
 def sign_out(request: Request) -> Response:
-    """End the session: the cookie is dropped, and its token refused from now on."""
+    """End the session: the cookie is dropped, and it and the login token inside it are refused
+    from now on (by the UI and as the API's bearer token)."""
     cookie = request.cookies.get(SESSION_COOKIE)
     auth: Auth = request.app.state.auth
     if cookie and _valid(auth, _login_token(cookie)):
+        auth.revoke_token(_login_token(cookie))  # the token inside, as an API bearer token, too
         now = int(time.time())
         # Remembered for SESSION_TTL, longer than the cookie can live; older records are swept.
         auth.kv.set(ENDED, _ended_key(cookie), str(now + SESSION_TTL).encode())

@@ -47,8 +47,9 @@ class Caller:
     name: str
     role: Role | None
     """None: the server cannot authenticate this caller."""
-    token: str
-    """Whom the caller's signed block locators are for (its user's ``signing_token``)."""
+    signer: str
+    """The user whose signed block locators the caller carries ("": none); they are signed for
+    its ``grant_token`` of the moment (:meth:`World.token`), which its key changes renew."""
     headers: dict[str, str]
 
 
@@ -132,11 +133,15 @@ class World:
     def key(self, user: User) -> str:
         return self.auth.create_credentials(user).access_key_id
 
+    def token(self, caller: Caller) -> str:
+        """Whom the caller's block signatures are made for, now."""
+        return self.auth.get_user(caller.signer).grant_token if caller.signer else "nobody"
+
     def block(self, caller: Caller) -> tuple[str, bytes, str]:
         """A stored block: bare locator, bytes, locator signed for ``caller``."""
         data = os.urandom(64)
         md5 = hashlib.md5(data).hexdigest()
-        signed = blockaccess.put_block(self.lake, md5, data, caller.token)
+        signed = blockaccess.put_block(self.lake, md5, data, self.token(caller))
         return f"{md5}+{len(data)}", data, signed
 
 
@@ -172,15 +177,14 @@ def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def _callers(w: World) -> dict[str, Caller]:
     """Users made through the auth API (as an admin would), one caller per way of calling."""
-    admin = w.auth.get_user("admin").signing_token
-    out = {"admin": Caller("admin", Role.ADMIN, admin, basic(*w.admin_key))}
+    out = {"admin": Caller("admin", Role.ADMIN, "admin", basic(*w.admin_key))}
     with w.client(basic(*w.admin_key)) as api:
         for user_id, group in (("dev", "Developers"), ("ann", "Viewers")):
             assert api.post("/api/v1/auth/users", json={"id": user_id}).status_code == 201
             assert api.put(f"/api/v1/auth/groups/{group}/members/{user_id}").status_code == 201
             creds = api.post(f"/api/v1/auth/users/{user_id}/credentials").json()
             role = Role.DEVELOPER if user_id == "dev" else Role.ANALYST
-            token = w.auth.get_user(user_id).signing_token
+            token = user_id
             out[user_id] = Caller(
                 user_id, role, token, basic(creds["access_key_id"], creds["secret_access_key"])
             )
@@ -195,8 +199,8 @@ def _callers(w: World) -> dict[str, Caller]:
                     "wrong-secret", None, token, basic(creds["access_key_id"], "x" * 40)
                 )
     expired = w.auth.issue_token(w.auth.get_user("dev"), now=time.time() - TOKEN_TTL - 60).token
-    out["expired-token"] = Caller("expired-token", None, out["dev"].token, bearer(expired))
-    out["anonymous"] = Caller("anonymous", None, "nobody", {})
+    out["expired-token"] = Caller("expired-token", None, "dev", bearer(expired))
+    out["anonymous"] = Caller("anonymous", None, "", {})
     return out
 
 

@@ -17,7 +17,9 @@ from lakectl.core.kv.memory import MemoryStore
 from lakectl.errors import AlreadyExists, InvalidArgument, NotFound, StorageError, Unauthenticated
 from server.auth import (
     CREDENTIALS,
+    REVOKED,
     ROLE_PERMISSIONS,
+    TOKEN_TTL,
     USERS,
     Auth,
     Permission,
@@ -244,6 +246,56 @@ def test_tokens_of_another_secret_or_a_gone_user_are_refused() -> None:
     auth.create_user("bob", Role.ADMIN)
     with pytest.raises(Unauthenticated):
         auth.user_of_token(token)
+
+
+def test_a_revoked_token_is_refused_until_it_would_expire_then_forgotten() -> None:
+    kv = MemoryStore()
+    auth = Auth(kv, "secret")
+    user = auth.create_user("bob", Role.ANALYST)
+    first, second = (auth.issue_token(user, ttl=100, now=1_000_000).token for _ in range(2))
+    assert first != second  # issued in the same second, still each its own (revoked alone)
+    auth.revoke_token(first, now=1_000_010)
+    with pytest.raises(Unauthenticated, match="signed out"):
+        auth.user_of_token(first, now=1_000_020)
+    assert auth.user_of_token(second, now=1_000_020) == user
+    assert [int(raw) for _, raw in kv.scan(REVOKED)] == [1_000_100]
+    # Forged, expired or revoked already: nothing to record. Once expired, the record is swept.
+    for token in ("junk", first, auth.issue_token(user, ttl=5, now=1_000_000).token):
+        auth.revoke_token(token, now=1_000_050)
+    assert len(list(kv.scan(REVOKED))) == 1
+    auth.revoke_token(auth.issue_token(user, now=1_000_200).token, now=1_000_200)
+    assert [int(raw) for _, raw in kv.scan(REVOKED)] == [1_000_200 + TOKEN_TTL]
+
+
+def test_grant_epochs_change_with_their_users_grants_only() -> None:
+    """Whatever changes what a user may do or how it signs in renews its grant epoch (its block
+    signatures die); users the change does not concern keep theirs."""
+    auth = Auth(MemoryStore(), "secret")
+    d = auth.directory
+    read = [{"effect": "allow", "resource": "*", "action": ["fs:Read*"]}]
+    d.create_policy("p", read)
+    d.create_group("g")
+    user, bystander = auth.create_user("in"), auth.create_user("out")
+    assert user.grant_token.startswith("in@") and user.epoch and user.epoch != bystander.epoch
+    changes = [
+        lambda: auth.add_member("g", "in"),
+        lambda: d.attach_to_group("g", "p"),
+        lambda: d.update_policy("p", [{"effect": "allow", "resource": "*", "action": ["fs:List*"]}]),
+        lambda: d.detach_from_group("g", "p"),
+        lambda: auth.attach_policy("in", "p"),
+        lambda: auth.create_credentials(auth.get_user("in")),
+        lambda: auth.delete_credentials(
+            auth.get_user("in"), next(auth.list_credentials(auth.get_user("in"))).access_key_id
+        ),
+        lambda: d.delete_policy("p"),
+        lambda: d.delete_group("g"),
+        lambda: auth.set_role("in", Role.ANALYST),
+    ]
+    for change in changes:
+        before = {u: auth.get_user(u).grant_token for u in ("in", "out")}
+        change()
+        after = {u: auth.get_user(u).grant_token for u in ("in", "out")}
+        assert after["in"] != before["in"] and after["out"] == before["out"]
 
 
 def _auth_with_ada() -> Auth:

@@ -22,6 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.server.conftest import Live, commit, unique, upload
+from tests.ui.conftest import sign_in
 
 A_PATH, B_PATH = "data/a.bin", "data/b.bin"
 Keys = tuple[str, str]
@@ -408,3 +409,41 @@ def test_presigned_urls_follow_their_signers_policy_of_now(scene: Scene) -> None
             assert anon.get(stats[scene.a]["physical_address"]).content == scene.a_data
             refused(anon.get(stats[scene.b]["physical_address"]))
             refused(anon.put(slot.json()["presigned_url"], content=b"after the narrowing"))
+
+
+# -- what a user is reported as -------------------------------------------------------------------
+
+
+def test_a_confined_user_is_reported_with_the_policies_that_apply_not_a_role(scene: Scene) -> None:
+    """A user allowed to read and write one repository may read and write *some* repository, which
+    is not what the Developer role means (every repository): it has no role, and the API and the
+    admin pages report the policies that apply to it, attached and through its groups."""
+    with scene.rest(scene.admin) as admin:
+        keys = user_with(admin, confined(scene.a, "fs:ReadObject", "fs:WriteObject", "fs:List*"))
+        with scene.rest(keys) as http:
+            me = http.get("/user").json()["user"]
+            name, [policy] = me["id"], me["policies"]
+            assert me["role"] is None, me
+            assert admin.get(f"/auth/users/{name}").json() == me
+            listed = admin.get(f"/auth/users/{name}/policies", params={"effective": "true"}).json()
+            assert [p["id"] for p in listed["results"]] == [policy]
+            with sign_in(scene.live, *scene.admin) as ui:
+                shown = ui.get(f"/ui/admin/users/{name}")
+                assert shown.status_code == 200 and "<dt>Role</dt><dd>none</dd>" in shown.text
+                assert f"<code>{policy}</code>" in shown.text
+            # Through a group, its policies add up: Viewers read every repository.
+            assert admin.put(f"/auth/groups/Viewers/members/{name}").status_code == 201
+            again = http.get("/user").json()["user"]
+            assert again["role"] == "Analyst"
+            assert again["policies"] == sorted([policy, "AuthManageOwnCredentials", "FSReadAll"])
+
+        # Allowed everything but denied one repository: not a Developer either.
+        deny_b = [
+            {"effect": "deny", "resource": f"arn:lakefs:fs:::repository/{scene.b}/*", "action": ["fs:*"]}
+        ]
+        with scene.rest(user_with(admin, deny_b, "FSReadWriteAll")) as http:
+            assert http.get("/user").json()["user"]["role"] is None
+        with scene.rest(
+            user_with(admin, [{"effect": "allow", "resource": "*", "action": ["fs:List*"]}], "FSReadWriteAll")
+        ) as http:
+            assert http.get("/user").json()["user"]["role"] == "Developer"

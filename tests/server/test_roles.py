@@ -93,7 +93,7 @@ def _put_block(w: World, c: Caller) -> Call:
 
 def _prove(w: World, c: Caller) -> Call:
     bare, data, _ = w.block(c)
-    nonce = blockaccess.challenge(w.lake, bare, c.token)
+    nonce = blockaccess.challenge(w.lake, bare, w.token(c))
     return Call(
         "/blocks/prove",
         json={"locator": bare, "nonce": nonce, "answer": blockaccess.prove_answer(nonce, data)},
@@ -556,7 +556,7 @@ route(
         params={"prefix": "imported"},
         # Signed for the caller, as a signed export hands them out (an unsigned one is refused).
         content=manifests.export_manifest(
-            w.lake, REPO, "main", sign=lambda bare: blockaccess.sign_locator(w.lake, bare, c.token)
+            w.lake, REPO, "main", sign=lambda bare: blockaccess.sign_locator(w.lake, bare, w.token(c))
         ).encode(),
     ),
 )

@@ -8,6 +8,7 @@ from http.cookies import SimpleCookie
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import pytest
 
 from server.auth import Auth, load_secret_key
 from server.ui import links
@@ -183,6 +184,34 @@ def test_sign_out_ends_the_session(live: Live) -> None:
     # a copy of the cookie kept from before stops working too
     with httpx.Client(base_url=base_url(live), cookies={"lakectl_session": kept}, timeout=30.0) as copy:
         assert copy.get("/ui/").status_code == 303
+
+
+@pytest.mark.parametrize("server_name", ["live", "live_pg"])
+def test_sign_out_revokes_the_token_inside_the_cookie(
+    request: pytest.FixtureRequest, server_name: str
+) -> None:
+    """The cookie holds a login token: taken out of it, it worked as the API's bearer token after
+    the sign-out. It is refused there too from the sign-out on; another session's is not."""
+    server: Live = request.getfixturevalue(server_name)
+
+    def whoami(token: str) -> httpx.Response:
+        with httpx.Client(base_url=server.url, timeout=30.0) as api:
+            return api.get("/user", headers={"Authorization": f"Bearer {token}"})
+
+    with sign_in(server, server.key_id, server.secret) as other:
+        others = other.cookies["lakectl_session"].rpartition(":")[0]
+        with sign_in(server, server.key_id, server.secret) as client:
+            home = client.get("/ui/")
+            token = client.cookies["lakectl_session"].rpartition(":")[0]
+            assert token != others
+            assert whoami(token).status_code == 200
+            out = client.post("/ui/logout", data={"csrf": csrf_of(home.text)})
+            assert out.status_code == 303
+        refused = whoami(token)
+        assert refused.status_code == 401 and refused.json()["code"] == "unauthenticated", refused.text
+        assert "signed out" in refused.json()["message"]
+        assert whoami(others).status_code == 200
+        assert other.get("/ui/").status_code == 200
 
 
 def test_one_time_links_sign_in_once(live: Live) -> None:
