@@ -81,6 +81,20 @@ def test_a_confined_listing_follows_no_link_out_of_its_source(
         parse_object(str(src / "secret"), None, c)
 
 
+def test_a_directory_swapped_for_a_link_while_listed_is_left_out(
+    host: tuple[Path, Path, Confinement],
+) -> None:
+    allowed, own, c = host
+    src = allowed / "data"
+    (src / "z").mkdir()
+    (src / "z" / "secret").write_bytes(b"not secret")
+    listing = parse_source(str(src), None, c).list()
+    assert next(listing)[0] == "f.csv"  # the walk is done: z/secret is among the names
+    (src / "z").rename(src / "z-gone")
+    os.symlink(own, src / "z")  # z/secret now names the server's own secret
+    assert list(listing) == []
+
+
 def test_a_file_swapped_after_the_import_is_not_read(host: tuple[Path, Path, Confinement]) -> None:
     allowed, own, c = host
     target = own / "secret"

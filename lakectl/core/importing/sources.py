@@ -54,27 +54,49 @@ class LocalSource:
 
     def list(self) -> Iterator[Listed]:
         # os.walk orders neither globally nor in code points; sorting the relative names
-        # (strings only, no stat results) keeps memory at one string per file.
+        # (strings only, no stat results) keeps memory at one string per file. Confined, the
+        # walk is os.fwalk's, which enters a directory by its descriptor, checked to be the one
+        # listed: a directory swapped for a link while it is walked is not walked.
         names: list[str] = []
-        for dirpath, _, files in os.walk(self.root):
+        if self.confinement is None:
+            walked: Iterator[tuple[str, list[str]]] = ((d, f) for d, _, f in os.walk(self.root))
+        else:
+            walked = ((d, f) for d, _, f, _ in os.fwalk(self.root, follow_symlinks=False))
+        for dirpath, files in walked:
             rel = os.path.relpath(dirpath, self.root)
             base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
             names.extend(base + f for f in files)
         names.sort()
+        resolved: dict[str, bool] = {self.root: True}  # confined: whether a directory resolves to itself
         for name in names:
             full = os.path.join(self.root, name)
             try:
-                st = os.stat(full) if self.confinement is None else os.lstat(full)
-                if stat_mod.S_ISLNK(st.st_mode):  # confined: a link is taken only to a file of the source
-                    full = os.path.realpath(full)
-                    if not full.startswith(self.root.rstrip(os.sep) + os.sep):
-                        continue
-                    st = os.lstat(full)
+                if self.confinement is None:
+                    st = os.stat(full)
+                else:
+                    full, st = self._inside(full, resolved)
             except OSError:
-                continue  # vanished while listing: not imported
+                continue  # vanished while listing, or led out of the source: not imported
             if not stat_mod.S_ISREG(st.st_mode):
                 continue
             yield name, st.st_size, External(full, mtime_ns=st.st_mtime_ns), int(st.st_mtime)
+
+    def _inside(self, full: str, resolved: dict[str, bool]) -> tuple[str, os.stat_result]:
+        """Confined: the resolved path of a listed file and its ``lstat``, when it is in the
+        source (``OSError`` otherwise). A link is resolved: one to a file of the source is that
+        file. Each directory is resolved once (``resolved``), so a file whose directory was
+        swapped for a link since the walk is resolved too, and left out when it leads outside."""
+        inside = self.root.rstrip(os.sep) + os.sep
+        directory = os.path.dirname(full)
+        if directory not in resolved:
+            resolved[directory] = os.path.realpath(directory) == directory
+        st = os.lstat(full)
+        if stat_mod.S_ISLNK(st.st_mode) or not resolved[directory]:
+            full = os.path.realpath(full)
+            if not full.startswith(inside):
+                raise OSError(f"{full} is outside the source")
+            st = os.lstat(full)
+        return full, st
 
 
 def parse_source(uri: str, blocks: Any = None, confinement: Confinement | None = None) -> Source:
