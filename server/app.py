@@ -78,7 +78,7 @@ HOST_SYSTEM = ("/proc", "/sys", "/dev")
 def confinement(settings: Settings) -> Confinement:
     """The host paths the server may read imported objects from: under the allowed prefixes,
     never its own files (data directory, block volumes, SQLite database, configuration, S3
-    credentials file, log file) nor the host's system trees."""
+    credentials file, log file) nor the host's system trees; nor its block bucket's prefix."""
     own = [settings.data_dir, settings.config_file, *HOST_SYSTEM]
     if settings.blockstore.local is not None:
         own.extend(settings.blockstore.local.paths)
@@ -89,7 +89,13 @@ def confinement(settings: Settings) -> Confinement:
         own.extend(db + suffix for suffix in ("", "-wal", "-shm", "-journal"))
     if settings.logging.output not in ("-", "="):
         own.append(settings.logging.output)
-    return Confinement.of(settings.allowed_external_prefixes, [p for p in own if p])
+    stores = []
+    if settings.blockstore.s3 is not None:  # its blocks, listed by any S3 prefix that overlaps theirs
+        prefix = settings.blockstore.s3.prefix  # as the S3 adapter keys them
+        stores.append(
+            (settings.blockstore.s3.bucket, prefix + "/" if prefix and prefix[-1] != "/" else prefix)
+        )
+    return Confinement.of(settings.allowed_external_prefixes, [p for p in own if p], stores)
 
 
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:

@@ -39,14 +39,31 @@ class Confinement:
     """Resolved directories under which a local source may lie; empty: no local source at all."""
     forbidden: tuple[str, ...] = ()
     """Resolved paths never read (nor a source holding one), whatever ``allowed`` says."""
+    stores: tuple[tuple[str, str], ...] = ()
+    """``(bucket, key prefix)`` of the lake's own blocks on S3: never imported either."""
 
     @staticmethod
-    def of(allowed: Iterable[str], forbidden: Iterable[str]) -> Confinement:
+    def of(
+        allowed: Iterable[str], forbidden: Iterable[str], stores: Iterable[tuple[str, str]] = ()
+    ) -> Confinement:
         """A confinement of the given paths, resolved now (they need not exist)."""
         real = (os.path.realpath(os.path.abspath(os.path.expanduser(p))) for p in forbidden)
         return Confinement(
-            tuple(os.path.realpath(os.path.abspath(os.path.expanduser(p))) for p in allowed), tuple(real)
+            tuple(os.path.realpath(os.path.abspath(os.path.expanduser(p))) for p in allowed),
+            tuple(real),
+            tuple(stores),
         )
+
+    def check_object_store(self, bucket: str, key: str, what: str) -> None:
+        """``Forbidden`` when the S3 prefix or key ``key`` of ``bucket`` may list or name one of
+        the lake's own blocks: S3 prefixes are lexical, so ``lake/b`` lists ``lake/blocks/...``."""
+        for store_bucket, store_prefix in self.stores:
+            if bucket == store_bucket and (key.startswith(store_prefix) or store_prefix.startswith(key)):
+                raise Forbidden(
+                    f"{what} may not be read by this server: it holds the lake's own blocks "
+                    f"(s3://{store_bucket}/{store_prefix}), which are never imported",
+                    path=f"s3://{bucket}/{key}",
+                )
 
     def refusal(self, real: str, tree: bool = False) -> str | None:
         """Why resolved ``real`` may not be read (``None``: it may). With ``tree``, ``real`` is a

@@ -24,7 +24,7 @@ from server.app import open_lake
 from server.config import Settings, load_settings
 from tests import moto_s3
 from tests.pg import PostgresServer
-from tests.server.conftest import Live, serve, unique
+from tests.server.conftest import Live, commit, serve, unique
 
 s3_endpoint = moto_s3.s3_endpoint
 
@@ -347,3 +347,57 @@ def test_an_import_from_object_storage_needs_fs_import(
             admin.delete(f"/auth/users/dev/policies/{grant['id']}")
     with host.client("admin") as admin:  # Admins hold fs:Import (FSFullAccess)
         assert _imported(admin, host.repo, uri) == ["in/1.json"]
+
+
+def test_the_lakes_own_block_bucket_is_never_imported(tmp_path: Path, s3_endpoint: str) -> None:
+    """A server whose blocks are in S3: no import, an admin's included, lists or names them (S3
+    prefixes are lexical: ``lake`` lists ``lake/blocks/...``), and no entry naming one is read."""
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(s3={"addressing_style": "path"}),
+    )
+    bucket = f"blocks-{time.time_ns() % 10**9}"
+    client.create_bucket(Bucket=bucket)
+    client.put_object(Bucket=bucket, Key="other/data.json", Body=b"{}\n")
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        f"blockstore:\n  type: s3\n  s3:\n    bucket: {bucket}\n    prefix: lake/blocks\n"
+        f"    endpoint: '{s3_endpoint}'\n    region: us-east-1\n"
+        "    access_key_id: testing\n    secret_access_key: testing\n"
+    )
+    settings = load_settings(str(conf), str(tmp_path / "data"), environ={})
+    with serve(settings) as live, live.client((live.key_id, live.secret)) as admin:
+        repo = unique("s3lake")
+        admin.post("/repositories", json={"name": repo, "storage_namespace": f"local://{repo}"})
+        r = admin.post(
+            f"/repositories/{repo}/branches/main/objects", params={"path": "x"}, content=b"private"
+        )
+        assert r.status_code == 201, r.text
+        commit(admin, repo, "main", "a private object")
+        block = next(
+            o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix="lake/blocks/")["Contents"]
+        )
+        for kind, path in (
+            ("common_prefix", f"s3://{bucket}/lake/blocks/"),
+            ("common_prefix", f"s3://{bucket}/lake"),
+            ("common_prefix", f"s3://{bucket}/"),
+            ("object", f"s3://{bucket}/{block}"),
+        ):
+            r = _start(admin, repo, path, kind)
+            assert r.status_code == 403, (path, r.text)
+            assert "the lake's own blocks" in r.json()["message"]
+        assert _imported(admin, repo, f"s3://{bucket}/other/") == ["in/data.json"]
+        lake = open_lake(settings)
+        try:
+            etag = client.head_object(Bucket=bucket, Key=block)["ETag"].strip('"')
+            size = client.head_object(Bucket=bucket, Key=block)["ContentLength"]
+            entry = Entry(size, etag, (), 0, external=External(f"s3://{bucket}/{block}", etag))
+            porcelain.stage_rows(lake, repo, "main", [("planted", entry.to_row())])
+        finally:
+            lake.close()
+        r = admin.get(f"/repositories/{repo}/refs/main/objects", params={"path": "planted"})
+        assert r.status_code == 403 and b"private" not in r.content, r.text

@@ -114,3 +114,15 @@ def test_a_file_swapped_after_the_import_is_not_read(host: tuple[Path, Path, Con
     os.mkfifo(src)  # nor does a FIFO block the reader
     with pytest.raises(SourceChanged, match="regular file"):
         read_external(entry, confinement=c)
+
+
+def test_the_lakes_block_prefix_on_s3_overlaps_lexically() -> None:
+    c = Confinement.of([], [], [("lake", "prod/blocks/")])
+    for key in ("prod/blocks/", "prod/blocks/abc/abcdef", "prod/b", "prod", ""):
+        with pytest.raises(Forbidden, match="the lake's own blocks"):
+            c.check_object_store("lake", key, "source")
+    for bucket, key in (("lake", "prod/blocks2/x"), ("lake", "raw/"), ("other", "prod/blocks/")):
+        c.check_object_store(bucket, key, "source")
+    whole = Confinement.of([], [], [("lake", "")])
+    with pytest.raises(Forbidden):
+        whole.check_object_store("lake", "anything", "source")

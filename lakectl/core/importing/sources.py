@@ -107,7 +107,10 @@ def parse_source(uri: str, blocks: Any = None, confinement: Confinement | None =
     if uri.startswith("s3://"):
         from lakectl.core.importing import s3
 
-        return s3.parse(uri, blocks)
+        source = s3.parse(uri, blocks)
+        if confinement is not None:
+            confinement.check_object_store(source.bucket, source.prefix, f"import source {uri!r}")
+        return source
     if "://" in uri and not uri.startswith("local://"):
         scheme = uri.split("://", 1)[0]
         raise InvalidURI(
@@ -157,7 +160,10 @@ def parse_object(uri: str, blocks: Any = None, confinement: Confinement | None =
     if isinstance(uri, str) and uri.startswith("s3://"):
         from lakectl.core.importing import s3
 
-        return OneObject(uri, s3.parse(uri, blocks))
+        source = s3.parse(uri, blocks)
+        if confinement is not None:
+            confinement.check_object_store(source.bucket, source.prefix, f"import source {uri!r}")
+        return OneObject(uri, source)
     if (
         isinstance(uri, str)
         and uri
@@ -198,6 +204,8 @@ def read_external(
     if ext.address.startswith("s3://"):
         from lakectl.core.importing import s3
 
+        if confinement is not None:
+            confinement.check_object_store(*s3.split(ext.address), ext.address)
         return s3.read(ext, entry.size, offset, end, blocks)
     return _read_local(ext, entry.size, offset, end, confinement)
 
