@@ -63,7 +63,7 @@ def import_start(
             committer=user.id,
             merge=body.merge,
         )
-    except NotFound as exc:
+    except (NotFound, Forbidden) as exc:
         if "import source" in exc.message:  # a remote user may have meant a path of their own
             exc.message += " (a local source is read on the server, not where the client runs)"
         raise

@@ -197,6 +197,7 @@ def test_links_out_of_the_source_embedded_and_on_a_server(both: Lakectl, tmp_pat
             "import", "--from", str(cli.live.data_dir), "--to", f"lakefs://{repo}/main/x/", code=FORBIDDEN
         )
         assert r.stderr.startswith("error: ") and "server's own files" in r.stderr, r.stderr
+        assert "read on the server, not where the client runs" in r.stderr
         assert r.stderr.count("\n") == 1
 
 
