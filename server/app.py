@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lakectl import __version__
+from lakectl.core.hostpaths import Confinement
 from lakectl.core.porcelain import Lake
 from lakectl.errors import AlreadyExists
 from server import errors
@@ -65,8 +66,36 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             blocks = local_volumes(local.paths, local.replicas)
     kv, identity = open_metadata(settings.database.url, blocks, create)
     lake = Lake(kv=kv, blocks=blocks, home=settings.data_dir, identity=identity)
+    lake.confinement = confinement(settings)
     journal.install(lake)
     return lake
+
+
+HOST_SYSTEM = ("/proc", "/sys", "/dev")
+"""Never data, and the server's own environment and memory are readable there."""
+
+
+def confinement(settings: Settings) -> Confinement:
+    """The host paths the server may read imported objects from: under the allowed prefixes,
+    never its own files (data directory, block volumes, SQLite database, configuration, S3
+    credentials file, log file) nor the host's system trees; nor its block bucket's prefix."""
+    own = [settings.data_dir, settings.config_file, *HOST_SYSTEM]
+    if settings.blockstore.local is not None:
+        own.extend(settings.blockstore.local.paths)
+    if settings.blockstore.s3 is not None and settings.blockstore.s3.credentials_file:
+        own.append(settings.blockstore.s3.credentials_file)
+    if settings.database.url.startswith("sqlite:///"):
+        db = settings.database.url.removeprefix("sqlite:///")
+        own.extend(db + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+    if settings.logging.output not in ("-", "="):
+        own.append(settings.logging.output)
+    stores = []
+    if settings.blockstore.s3 is not None:  # its blocks, listed by any S3 prefix that overlaps theirs
+        prefix = settings.blockstore.s3.prefix  # as the S3 adapter keys them
+        stores.append(
+            (settings.blockstore.s3.bucket, prefix + "/" if prefix and prefix[-1] != "/" else prefix)
+        )
+    return Confinement.of(settings.allowed_external_prefixes, [p for p in own if p], stores)
 
 
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
@@ -87,6 +116,7 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     from server.api import tables as tables_api
 
     lake = lake if lake is not None else open_lake(settings)
+    lake.confinement = confinement(settings)  # a lake served is confined, however it was opened
     if settings.actions.enabled:
         from lakectl.core.actionruns import ActionHooks
 

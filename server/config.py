@@ -24,7 +24,7 @@ import enum
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -104,6 +104,7 @@ TABLE: tuple[Key, ...] = (
     Key("blockstore.local.path"),
     Key("blockstore.local.volumes", kind=Kind.LIST),
     Key("blockstore.local.replicas", "1", Kind.INT),
+    Key("blockstore.local.allowed_external_prefixes", kind=Kind.LIST),
     Key("blockstore.s3.bucket"),
     Key("blockstore.s3.prefix"),
     Key("blockstore.s3.endpoint"),
@@ -287,6 +288,11 @@ class Settings:
     """One line per lakeFS key accepted and ignored (:mod:`server.lakefs_keys`), for the operator."""
     actions: ActionsSettings = field(default_factory=ActionsSettings)
     aws_iam: AwsIamSettings = field(default_factory=AwsIamSettings)
+    allowed_external_prefixes: tuple[str, ...] = ()
+    """lakeFS's ``blockstore.local.allowed_external_prefixes``: absolute directories of this host
+    under which zero-copy import may read (none by default), whatever the blockstore type."""
+    config_file: str = ""
+    """The YAML file the settings were read from (absolute; empty: none), never importable."""
 
     @property
     def listen_address(self) -> str:
@@ -328,7 +334,10 @@ def load_settings(
     if data_dir:
         values.put(BY_NAME["data_dir"], data_dir, "data_dir", None)
     warnings = tuple(f"ignored {', '.join(keys)}: {entry.reason}" for entry, keys in ignored.items())
-    return _build(values, warnings)
+    settings = _build(values, warnings)
+    if config_file:
+        settings = replace(settings, config_file=os.path.abspath(os.path.expanduser(config_file)))
+    return settings
 
 
 class _Values:
@@ -510,7 +519,20 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
         warnings=warnings,
         actions=ActionsSettings(_bool(v, "actions.enabled"), _bool(v, "actions.command.enabled")),
         aws_iam=_aws_iam(v),
+        allowed_external_prefixes=_external_prefixes(v),
     )
+
+
+def _external_prefixes(v: _Values) -> tuple[str, ...]:
+    """Absolute directories (``local://`` as lakeFS writes them, or a plain path)."""
+    key = "blockstore.local.allowed_external_prefixes"
+    prefixes = []
+    for given in v[key]:
+        path = os.path.expanduser(given.removeprefix("local://"))
+        if not os.path.isabs(path) or "\x00" in path:
+            raise v.bad(key, f"{given!r} is not an absolute directory")
+        prefixes.append(os.path.normpath(path))
+    return tuple(prefixes)
 
 
 def _aws_iam(v: _Values) -> AwsIamSettings:

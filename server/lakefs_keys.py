@@ -59,9 +59,12 @@ FOREIGN: tuple[Foreign, ...] = (
     Foreign("metadata.db.badger", _REFUSE, _BADGER),
     Foreign("metadata.badger", _REFUSE, _BADGER),
     Foreign("blockstore.default_namespace_prefix", _IGNORE, "storage namespaces here are local://<name>"),
-    Foreign("blockstore.local.import_enabled", _IGNORE, "lakectl imports no external objects yet"),
-    Foreign("blockstore.local.import_hidden", _IGNORE, "lakectl imports no external objects yet"),
-    Foreign("blockstore.local.allowed_external_prefixes", _IGNORE, "lakectl reads no external paths"),
+    Foreign(
+        "blockstore.local.import_enabled",
+        _IGNORE,
+        "local import is limited by blockstore.local.allowed_external_prefixes (none by default)",
+    ),
+    Foreign("blockstore.local.import_hidden", _IGNORE, "hidden files are imported like the others"),
     Foreign(
         "blockstore.gs", _REFUSE, "Google Cloud Storage is not supported: use blockstore.type local or s3"
     ),

@@ -39,6 +39,9 @@ class Permission(enum.Enum):
     """The repository's own settings that lakeFS gates with ``fs:UpdateRepository`` (its metadata)."""
     MANAGE_AUTH = "ManageAuth"
     """Users, groups, other users' access keys and policies."""
+    IMPORT = "Import"
+    """Importing from object storage, which the server reads with its own credentials (lakeFS's
+    ``fs:Import``: in FSFullAccess, not in the Developers' FSReadWriteAll)."""
 
 
 PERMISSION_ACTIONS: Mapping[Permission, tuple[str, ...]] = {
@@ -47,6 +50,7 @@ PERMISSION_ACTIONS: Mapping[Permission, tuple[str, ...]] = {
     Permission.READ_REPO: ("fs:ReadObject",),
     Permission.WRITE_REPO: ("fs:WriteObject",),
     Permission.UPDATE_REPO: ("fs:UpdateRepository",),
+    Permission.IMPORT: ("fs:Import",),
     # Managing users, groups and policies is all of lakeFS's auth actions that change them:
     # granting only some of them would let a holder grant itself the rest.
     Permission.MANAGE_AUTH: (

@@ -41,6 +41,7 @@ from lakectl.core.graph.refs import (
 )
 from lakectl.core.graph.staging import Carry, Staging, staged_values
 from lakectl.core.graph.tree import Trees, Update
+from lakectl.core.hostpaths import Confinement
 from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
@@ -136,6 +137,8 @@ class Lake:
     """Its identity record, when opened by :func:`open_lake` or a server."""
     events: EventSink = field(default_factory=NoEvents)
     """Where mutating verbs announce themselves (:mod:`lakectl.core.events`)."""
+    confinement: Confinement | None = None
+    """The host paths imported objects may be read from: a server's; ``None`` (embedded): any."""
 
     def __post_init__(self) -> None:
         self.ranges = RangeStore(self.blocks)
@@ -551,7 +554,7 @@ def read_entry(
     if entry.external is not None:
         from lakectl.core.importing.sources import read_external
 
-        return read_external(entry, offset, length, lake.blocks)
+        return read_external(entry, offset, length, lake.blocks, lake.confinement)
     return read_object(lake.blocks, entry.locators, offset, length, ahead)
 
 

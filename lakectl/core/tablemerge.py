@@ -27,6 +27,7 @@ from lakectl.errors import InvalidArgument, MergeConflict
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from lakectl.core.hostpaths import Confinement
     from lakectl.core.porcelain import Lake
 
 MARK = "=rows:"
@@ -245,16 +246,19 @@ def settle(
 
 
 def run_in_process(lake: Lake, units: Sequence[Unit]) -> list[Outcome]:
-    return [merge_unit(lake.blocks, unit) for unit in units]
+    return [merge_unit(lake.blocks, unit, lake.confinement) for unit in units]
 
 
-def merge_unit(blocks: Any, unit: Unit) -> Outcome:
+def merge_unit(blocks: Any, unit: Unit, confinement: Confinement | None = None) -> Outcome:
     """One unit merged by rows (:func:`lakectl.core.tables.merge.merge_rows`) with the blocks of
     ``blocks``; the merged object written like the destination's version (else the source's):
     its content type, compression and row-group size. Nothing is synced here."""
     from lakectl.core.tables.merge import RowWinner, merge_rows
 
-    read = [_read(blocks, path, side) for path, side in zip((unit.output,) * 3, unit.sides, strict=True)]
+    read = [
+        _read(blocks, path, side, confinement)
+        for path, side in zip((unit.output,) * 3, unit.sides, strict=True)
+    ]
     result = merge_rows(read[0][0], read[1][0], read[2][0], unit.key, RowWinner(unit.winner))
     if result.table is None:
         return {
@@ -269,7 +273,9 @@ def merge_unit(blocks: Any, unit: Unit) -> Outcome:
     return _write(blocks, result.table, like[0][1] if like else None, meta)
 
 
-def _read(blocks: Any, where: str, objects: Sequence[tuple[str, Row]]) -> tuple[pa.Table | None, Any]:
+def _read(
+    blocks: Any, where: str, objects: Sequence[tuple[str, Row]], confinement: Confinement | None
+) -> tuple[pa.Table | None, Any]:
     """A side's rows in the unit (None when it has no object there) and its first object's
     Parquet metadata."""
     import pyarrow as pa
@@ -282,7 +288,7 @@ def _read(blocks: Any, where: str, objects: Sequence[tuple[str, Row]]) -> tuple[
     for path, row in objects:
         entry = Entry.from_row(row)
         chunks = (
-            read_external(entry, 0, None, blocks)
+            read_external(entry, 0, None, blocks, confinement)
             if entry.external is not None
             else read_object(blocks, entry.locators)
         )

@@ -3,6 +3,9 @@
 
 Start checks the request (branch, sources) and answers 202 with the task's id while a thread of
 this server lists the sources and commits; the status route is polled as lakeFS's lakectl does.
+A source on object storage also needs ``fs:Import`` (the server reads it with its own
+credentials); a local one must lie where the lake's confinement allows
+(``blockstore.local.allowed_external_prefixes``), which the core checks.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from fastapi import APIRouter, Query, Response
 from pydantic import Field
 
 from lakectl.core.importing import owning, tasks
-from lakectl.errors import NotFound
+from lakectl.errors import Forbidden, NotFound
 from server.api.bodies import Body, CommitCreation, unsupported
-from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
+from server.api.deps import AuthFirstRoute, LakeDep, UserDep, forbidden, require
 from server.auth import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
@@ -44,6 +47,10 @@ def import_start(
     """lakeFS ``ImportCreationResponse``: the id of the task now running."""
     if body.commit.date is not None:
         raise unsupported("date")
+    if any(p.path.startswith("s3://") for p in body.paths) and not user.allows(Permission.IMPORT, repository):
+        refusal = forbidden(user, Permission.IMPORT, repository)
+        why = "an import from object storage reads it with the server's own credentials"
+        raise Forbidden(f"{refusal.message} ({why})", **refusal.details)
     locations = [tasks.Location.from_dict(p.model_dump()) for p in body.paths]
     try:
         st = tasks.start(
@@ -56,7 +63,7 @@ def import_start(
             committer=user.id,
             merge=body.merge,
         )
-    except NotFound as exc:
+    except (NotFound, Forbidden) as exc:
         if "import source" in exc.message:  # a remote user may have meant a path of their own
             exc.message += " (a local source is read on the server, not where the client runs)"
         raise

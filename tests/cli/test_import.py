@@ -23,7 +23,7 @@ __all__ = ["both", "live"]
 
 s3_endpoint = moto_s3.s3_endpoint
 
-INTEGRITY, NOT_FOUND, INVALID, CONFLICT, UNAUTHENTICATED = 7, 3, 2, 5, 10
+INTEGRITY, NOT_FOUND, INVALID, CONFLICT, UNAUTHENTICATED, FORBIDDEN = 7, 3, 2, 5, 10, 8
 
 
 def tree(root: Path, files: dict[str, bytes]) -> Path:
@@ -180,6 +180,25 @@ def test_bad_input_is_one_error_line_and_stores_nothing(both: Lakectl, tmp_path:
     assert (
         cli("import", "status", f"lakefs://{repo}/main", "nosuchid", code=NOT_FOUND).stderr.count("\n") == 1
     )
+
+
+def test_links_out_of_the_source_embedded_and_on_a_server(both: Lakectl, tmp_path: Path, src: Path) -> None:
+    """The embedded CLI imports its user's files, links out of the source included; a server
+    follows none, and refuses its own data directory with one error line (exit 8)."""
+    cli, repo = both, both.repo
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"elsewhere\n")
+    os.symlink(outside, src / "link.txt")
+    cli("import", "--from", str(src), "--to", f"lakefs://{repo}/main/in/", "-m", "links", "--merge")
+    listed = [o["path"] for o in cli.js("fs", "ls", "-r", f"lakefs://{repo}/main/in/")]
+    assert ("in/link.txt" in listed) is (cli.live is None), listed
+    if cli.live is not None:
+        r = cli(
+            "import", "--from", str(cli.live.data_dir), "--to", f"lakefs://{repo}/main/x/", code=FORBIDDEN
+        )
+        assert r.stderr.startswith("error: ") and "server's own files" in r.stderr, r.stderr
+        assert "read on the server, not where the client runs" in r.stderr
+        assert r.stderr.count("\n") == 1
 
 
 def test_a_dirty_branch_is_refused_before_a_merging_import(both: Lakectl, src: Path) -> None:

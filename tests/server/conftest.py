@@ -25,6 +25,7 @@ from server.config import Settings, load_settings
 from tests.pg import PostgresServer
 
 START_TIMEOUT_S = 15.0
+ALLOWED_EXTERNAL_PREFIXES = "LAKECTL_SERVER_BLOCKSTORE_LOCAL_ALLOWED_EXTERNAL_PREFIXES"
 _names = itertools.count()
 
 
@@ -108,9 +109,11 @@ def serve(settings: Settings) -> Iterator[Live]:
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """A live server on the default settings: SQLite metadata and blocks under its data directory."""
+    """A live server on the default settings: SQLite metadata and blocks under its data directory;
+    import may read the tests' temporary directories (but its own data directory there)."""
     data_dir = tmp_path_factory.mktemp("server")
-    with serve(load_settings(None, str(data_dir), environ={})) as server:
+    env = {ALLOWED_EXTERNAL_PREFIXES: str(tmp_path_factory.getbasetemp())}
+    with serve(load_settings(None, str(data_dir), environ=env)) as server:
         yield server
 
 

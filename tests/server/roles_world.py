@@ -26,7 +26,13 @@ from lakectl.core.importing import tasks
 from server.app import create_app
 from server.auth import TOKEN_TTL, Auth, Role, User
 from server.config import load_settings
-from tests.server.conftest import START_TIMEOUT_S, Snapshot, data_files, free_port
+from tests.server.conftest import (
+    ALLOWED_EXTERNAL_PREFIXES,
+    START_TIMEOUT_S,
+    Snapshot,
+    data_files,
+    free_port,
+)
 
 REPO = "matrix"
 R = f"/api/v1/repositories/{REPO}"
@@ -148,7 +154,8 @@ class World:
 @pytest.fixture(scope="module", name="world")
 def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     data_dir = tmp_path_factory.mktemp("roles")
-    app = create_app(load_settings(None, str(data_dir), environ={}))
+    env = {ALLOWED_EXTERNAL_PREFIXES: str(data_dir.parent / "import-src")}  # test_roles' import source
+    app = create_app(load_settings(None, str(data_dir), environ=env))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
     thread = threading.Thread(target=server.run, name="lakectl-roles-server", daemon=True)
     thread.start()

@@ -93,11 +93,12 @@ def test_generated_secret_is_kept_private_in_the_data_dir(tmp_path: Path) -> Non
 def test_the_role_table() -> None:
     """The decision in docs/server.md: Developers read and write every repository but do not
     create or delete repositories (lakeFS's Developers: FSReadWriteAll, without fs:CreateRepository
-    or fs:DeleteRepository, nor fs:UpdateRepository for a repository's metadata); only Admins
-    manage users, keys and groups."""
+    or fs:DeleteRepository, nor fs:UpdateRepository for a repository's metadata, nor fs:Import
+    for an import from S3 with the server's credentials); only Admins manage users, keys and
+    groups."""
     table = {role.value: sorted(p.value for p in perms) for role, perms in ROLE_PERMISSIONS.items()}
     assert table == {
-        "Admin": ["CreateRepo", "DeleteRepo", "ManageAuth", "ReadRepo", "UpdateRepo", "WriteRepo"],
+        "Admin": ["CreateRepo", "DeleteRepo", "Import", "ManageAuth", "ReadRepo", "UpdateRepo", "WriteRepo"],
         "Developer": ["ReadRepo", "WriteRepo"],
         "Analyst": ["ReadRepo"],
     }

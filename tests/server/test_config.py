@@ -626,3 +626,38 @@ def test_actions_keys_are_lakefs_s(tmp_path: Path) -> None:
         assert type(lake.events).__name__ == "NoEvents"  # actions.enabled false: no hooks run
     finally:
         lake.close()
+
+
+def test_allowed_external_prefixes_from_yaml_and_the_environment(tmp_path: Path) -> None:
+    assert load_settings(None, str(tmp_path), environ={}).allowed_external_prefixes == ()  # none by default
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        "blockstore:\n  local:\n    allowed_external_prefixes: [/data/in/, 'local:///srv/x/../y']\n"
+    )
+    s = load_settings(str(conf), str(tmp_path), environ={})
+    assert s.allowed_external_prefixes == ("/data/in", "/srv/y") and s.config_file == str(conf)
+    lakefs = {"LAKEFS_BLOCKSTORE_LOCAL_ALLOWED_EXTERNAL_PREFIXES": os.pathsep.join(["/a", "/b"])}
+    assert load_settings(None, str(tmp_path), environ=lakefs).allowed_external_prefixes == ("/a", "/b")
+    conf.write_text("blockstore:\n  local:\n    allowed_external_prefixes: [relative/dir]\n")
+    with pytest.raises(InvalidArgument, match="allowed_external_prefixes: 'relative/dir' is not an absolute"):
+        load_settings(str(conf), str(tmp_path), environ={})
+
+
+def test_the_confinement_never_holds_the_servers_own_files(tmp_path: Path) -> None:
+    from server.app import confinement
+
+    conf = tmp_path / "etc" / "server.yaml"
+    conf.parent.mkdir()
+    conf.write_text(
+        f"blockstore: {{local: {{volumes: [{tmp_path / 'v1'}, {tmp_path / 'v2'}], "
+        f"allowed_external_prefixes: [{tmp_path}]}}}}\n"
+        f"database: {{connection_string: {tmp_path / 'meta' / 'lake.db'}}}\n"
+        f"logging: {{output: {tmp_path / 'log' / 'server.log'}}}\n"
+    )
+    c = confinement(load_settings(str(conf), str(tmp_path / "data"), environ={}))
+    real = os.path.realpath(tmp_path)
+    assert c.allowed == (real,)
+    for own in ("data", "v1", "v2", "etc/server.yaml", "meta/lake.db", "meta/lake.db-wal", "log/server.log"):
+        assert os.path.join(real, own) in c.forbidden, own
+    assert {"/proc", "/sys", "/dev"} <= set(c.forbidden)
+    assert c.refusal(os.path.join(real, "meta", "other")) is None  # the database's neighbours are data

@@ -52,7 +52,8 @@ def copy_imported(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[
         entry = info.entry
         if entry is None or entry.external is None:
             continue
-        stream = io.BufferedReader(_Chunks(read_external(entry, blocks=lake.blocks)))
+        chunks = read_external(entry, blocks=lake.blocks, confinement=lake.confinement)
+        stream = io.BufferedReader(_Chunks(chunks))
         written = write_object(lake.blocks, cast("BinaryIO", stream))
         owned = dataclasses.replace(
             entry, locators=written.locators, checksum=written.checksum, external=None, mtime=porcelain.now()

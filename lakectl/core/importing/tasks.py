@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
 from lakectl.core.graph.tree import Update
+from lakectl.core.hostpaths import Confinement
 from lakectl.core.importing.sources import Listed, Source, local_checksum, parse_object, parse_source
 from lakectl.core.limits import check_metadata, check_name
 from lakectl.core.model import PathType, Row
@@ -74,10 +75,11 @@ class Location:
             raise InvalidArgument("an import path needs a source `path` and a `destination` (strings)")
         return Location(path, dest, path_type)
 
-    def source(self, blocks: Any = None) -> Source:
+    def source(self, blocks: Any = None, confinement: Confinement | None = None) -> Source:
+        """What ``path`` names; a local path outside ``confinement`` (a server's) is ``Forbidden``."""
         if self.type is PathType.OBJECT:
-            return parse_object(self.path, blocks)
-        return parse_source(self.path, blocks)
+            return parse_object(self.path, blocks, confinement)
+        return parse_source(self.path, blocks, confinement)
 
     def dest_prefix(self, source: Source) -> str:
         """The destination of the source's relative keys. A directory (or an S3 prefix ending
@@ -208,7 +210,8 @@ def start(
     sources = []
     for loc in locations:
         check_path(loc.destination, allow_empty=True)
-        source = loc.source(lake.blocks)  # bad URIs and missing directories fail here, before a task
+        # Bad URIs, missing directories and paths the server may not read fail here, before a task.
+        source = loc.source(lake.blocks, lake.confinement)
         dest = loc.dest_prefix(source)
         if dest and not dest.endswith("/"):
             check_new_path(dest)  # an object's path (or a prefix a key continues)
