@@ -236,7 +236,9 @@ def quiet(capfd: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list[str]]
     application") or printed as a traceback, to stdout or stderr, by itself or by a process it
     started, while the test ran."""
     handler = _Errors()
-    logging.getLogger().addHandler(handler)
+    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]  # uvicorn's do not propagate
+    for logger in loggers:
+        logger.addHandler(handler)
 
     def problems() -> list[str]:
         out, err = capfd.readouterr()
@@ -251,7 +253,8 @@ def quiet(capfd: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list[str]]
     try:
         yield problems
     finally:
-        logging.getLogger().removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)
 
 
 # -- the REST API ------------------------------------------------------------------------------
