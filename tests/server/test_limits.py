@@ -29,9 +29,10 @@ from lakectl.core.limits import (
     MAX_METADATA_KEY_BYTES,
     MAX_METADATA_VALUE_BYTES,
     MAX_NAME_BYTES,
+    MAX_NAMESPACE_BYTES,
     MAX_PATH_BYTES,
 )
-from lakectl.core.pulls import MAX_TITLE_BYTES
+from lakectl.core.pulls import MAX_TEXT_BYTES, MAX_TITLE_BYTES
 from lakectl.errors import InvalidArgument, from_code
 from tests.server.conftest import Live, unique
 from tests.ui.conftest import csrf_of, sign_in
@@ -230,6 +231,35 @@ def test_rest_refuses_one_byte_past_each_limit_and_stores_nothing(rest: httpx.Cl
         ),
         TITLE,
         [TITLE + "t"],
+    )
+    opened = rest.get(f"{r}/pulls").json()["results"]
+    comments = f"{r}/pulls/{opened[0]['id'] if opened else 1}/comments"
+    problems += _boundary(
+        "pull request comment",
+        lambda text: rest.post(comments, json={"body": text}),
+        lambda text: any(c["body"] == text for c in rest.get(comments).json()["results"]),
+        "c" * MAX_TEXT_BYTES,
+        ["c" * (MAX_TEXT_BYTES + 1)],
+    )
+    user = unique("user")
+    problems += _boundary(
+        "user name",
+        lambda name: rest.post("/auth/users", json={"id": name}),
+        lambda name: found(f"/auth/users/{quote(name, safe='')}"),
+        user + "u" * (MAX_NAME_BYTES - len(user)),
+        [user + "u" * (MAX_NAME_BYTES + 1 - len(user)), user + "\n"],
+    )
+    problems += _boundary(
+        "storage namespace",
+        lambda ns: rest.post(
+            "/repositories", json={"name": unique("ns")[-20:].strip("-"), "storage_namespace": ns}
+        ),
+        lambda ns: any(
+            repo["storage_namespace"] == ns
+            for repo in rest.get("/repositories", params={"amount": 1000}).json()["results"]
+        ),
+        "local://" + "n" * (MAX_NAMESPACE_BYTES - 8),
+        ["local://" + "n" * (MAX_NAMESPACE_BYTES - 7)],
     )
     assert not problems, "\n".join(problems)
 
