@@ -24,8 +24,8 @@ from lakectl.errors import InvalidArgument, SignatureError
 from server.api.deps import PUBLIC, AuthFirstRoute, forbidden
 from server.api.ranges import byte_span
 from server.auth import Auth, Permission, User
-from server.headers import as_header
 from server.reads import object_body
+from server.served import served_headers
 
 router = APIRouter(route_class=AuthFirstRoute)
 ROUTE = "/presigned/{token}"
@@ -93,8 +93,8 @@ async def read_presigned(
         "ETag": f'"{entry.checksum}"',
         "Last-Modified": formatdate(entry.mtime, usegmt=True),
         "Accept-Ranges": "bytes",
-        "Content-Type": as_header(entry.content_type),
         "Cache-Control": "private",
+        **served_headers(granted.found.path, entry.content_type),  # never active content
     }
     span = byte_span(entry.size, range_, headers)
     if not isinstance(span, tuple):  # the 416 answer

@@ -33,7 +33,7 @@ from lakectl.errors import (
 SIGNATURE_TTL = 14 * 24 * 3600
 """How long a signed locator stays valid (Keep's default blob signature TTL is two weeks)."""
 
-_MD5 = re.compile(r"^[0-9a-f]{32}$")
+_MD5 = re.compile(r"^[0-9a-f]{32}\Z")  # \Z: $ would take a trailing newline
 _DIGITS = re.compile(r"[0-9]{1,20}\Z")
 
 __all__ = [

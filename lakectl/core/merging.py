@@ -62,6 +62,10 @@ def merge(
     from lakectl.core.graph.merge import StrategyRules, plan_merge
 
     rid, bid = _branch_target(lake, repo, dest)
+    # What was given is checked first: a merge with nothing to do refuses bad input as well.
+    check_message(message or "-")
+    check_name(committer or "", "committer")
+    check_metadata(metadata or {}, "commit metadata")
     if not through_pull:
         protection.check_direct_merge(lake.kv, rid, bid)
     row_rules: list[tablemerge.RowRule] = []

@@ -341,6 +341,8 @@ def create_pull(
     for branch in (src, dst):
         lake.refs.get_branch(rid, branch)  # BranchNotFound
     author = check_name(author or default_committer(), "author")
+    # Refused before a number is taken (a refused request changes nothing); _claim decides races.
+    _refuse_if_open(lake, part, repo, keys.pull_open_key(src, dst), "")
     event = _announce(lake, rid, "create", "", [])
     with announced(lake.events, event):
         number = _next_number(lake, part, keys.PULL_SEQUENCE)
@@ -367,27 +369,34 @@ def _claim(lake: Lake, part: str, repo: str, pull: PullRequest) -> tuple[str, st
     of two racing openers, the second to mark finds the first open and gives way."""
     key = keys.pull_open_key(pull.source_branch, pull.destination_branch)
     for _ in range(CAS_ATTEMPTS):
-        try:
-            held: bytes | None = lake.kv.get(part, key)
-        except KeyNotFound:
-            held = None
-        if held is not None and held.decode() != pull.id:
-            try:
-                other: PullRequest | None = _load(lake, part, int(held), repo)[0]
-            except NotFound:
-                other = None
-            if other is not None and other.status is PullStatus.OPEN:
-                raise AlreadyExists(
-                    f"pull request {other.id} from {other.source_branch!r} into "
-                    f"{other.destination_branch!r} is already open",
-                    pull_request=other.id,
-                )
+        held = _refuse_if_open(lake, part, repo, key, pull.id)
         try:
             lake.kv.set_if(part, key, pull.id.encode(), held)
             return key, pull.id
         except PredicateFailed:
             continue
     raise TooManyRetries(f"could not mark pull request {pull.id} open: too many concurrent changes")
+
+
+def _refuse_if_open(lake: Lake, part: str, repo: str, key: str, mine: str) -> bytes | None:
+    """The open mark ``key`` as stored (None: none); ``AlreadyExists`` when it names an open
+    pull request other than ``mine``."""
+    try:
+        held = lake.kv.get(part, key)
+    except KeyNotFound:
+        return None
+    if held.decode() != mine:
+        try:
+            other: PullRequest | None = _load(lake, part, int(held), repo)[0]
+        except NotFound:
+            other = None
+        if other is not None and other.status is PullStatus.OPEN:
+            raise AlreadyExists(
+                f"pull request {other.id} from {other.source_branch!r} into "
+                f"{other.destination_branch!r} is already open",
+                pull_request=other.id,
+            )
+    return held
 
 
 def _scan(lake: Lake, part: str, after: int = 0) -> Iterator[PullRequest]:

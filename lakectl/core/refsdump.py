@@ -33,6 +33,7 @@ from lakectl.core.graph.refs import (
     new_staging_token,
 )
 from lakectl.core.kv.helpers import scan_prefix, set_many
+from lakectl.core.limits import MAX_MESSAGE_BYTES, check_metadata, check_name, check_text
 from lakectl.core.model import BLOCK_SIZE, Branch, Commit, CommitId, RepositoryId, Tag
 from lakectl.core.porcelain import Lake, get_repo
 from lakectl.core.replayorder import moved
@@ -233,7 +234,8 @@ def _hashed(commit: Commit) -> CommitId:
 
 
 def _commit(record: object, where: str = " of the dump") -> Commit:
-    """A commit record with every field of its type, else ``InvalidArgument``."""
+    """A commit record with every field of its type, within the limits of a commit made here
+    (message, committer, metadata), else ``InvalidArgument``."""
     malformed = InvalidArgument(f"a commit record{where} is malformed: {str(record)[:80]}")
     if not isinstance(record, dict):
         raise malformed
@@ -253,6 +255,10 @@ def _commit(record: object, where: str = " of the dump") -> Commit:
     ):
         raise malformed
     parse_locator(commit.meta_range_id)
+    # A record is written as given: the limits of a commit made here apply to it too.
+    check_text(commit.message, "commit message", MAX_MESSAGE_BYTES)
+    check_name(commit.committer, "committer")
+    check_metadata(commit.metadata, "commit metadata")
     return commit
 
 

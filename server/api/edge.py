@@ -14,6 +14,8 @@ import json
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from starlette.datastructures import FormData
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 
 from lakectl.errors import InvalidArgument
@@ -40,6 +42,48 @@ def check_url(request: Request) -> None:
             raise InvalidArgument(
                 f"invalid request: query parameter {shown!r} is not UTF-8 once percent-decoded"
             )
+
+
+async def read_form(request: Request) -> FormData:
+    """The form of a web UI ``POST``, refused (``InvalidArgument``) when a field's name or value,
+    or a file's name, is not UTF-8: Starlette would decode it with replacement (a URL-encoded
+    form) or as latin-1 (a multipart one), and store text the browser never sent. Browsers send
+    forms of UTF-8 pages as UTF-8. A multipart body (an upload) still streams to its spool."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media == "application/x-www-form-urlencoded":
+        for pair in (await request.body()).split(b"&"):
+            name, _, value = pair.partition(b"=")
+            if not (_utf8(name) and _utf8(value)):
+                shown = unquote_to_bytes(name.replace(b"+", b" ")).decode("utf-8", "replace")
+                raise InvalidArgument(f"invalid form: field {shown!r} is not UTF-8 once percent-decoded")
+    elif media == "multipart/form-data":
+        try:
+            # Starlette's Request keeps the parsed form here; request.form() then returns it.
+            request._form = await _Utf8Parts(request.headers, request.stream()).parse()
+        except MultiPartException as e:
+            raise InvalidArgument(f"invalid form: {e.message}") from None
+    return await request.form()
+
+
+class _Utf8Parts(MultiPartParser):
+    """Starlette's multipart parser, refusing names and text fields that are not UTF-8 instead
+    of decoding them as latin-1."""
+
+    def on_headers_finished(self) -> None:
+        _strict(bytes(self._current_part.content_disposition or b""), "a part's name or file name")
+        super().on_headers_finished()
+
+    def on_part_end(self) -> None:
+        if self._current_part.file is None:
+            _strict(bytes(self._current_part.data), f"field {self._current_part.field_name!r}")
+        super().on_part_end()
+
+
+def _strict(raw: bytes, what: str) -> None:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MultiPartException(f"{what} is not UTF-8") from None
 
 
 def _utf8(raw: bytes) -> bool:

@@ -25,9 +25,10 @@ from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.api.ranges import byte_span
 from server.auth import Permission
-from server.headers import as_header, sent_text
+from server.headers import sent_text
 from server.multipart import read_form_file
 from server.reads import etag_matches, object_body
+from server.served import served_headers
 
 router = APIRouter(route_class=AuthFirstRoute)
 REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
@@ -43,12 +44,12 @@ PathQuery = Query(..., description="the object's path")
 # -- reading --------------------------------------------------------------------------------
 
 
-def _headers(entry: Entry) -> dict[str, str]:
+def _headers(path: str, entry: Entry) -> dict[str, str]:
     return {
         "ETag": f'"{entry.checksum}"',
         "Last-Modified": formatdate(entry.mtime, usegmt=True),
         "Accept-Ranges": "bytes",
-        "Content-Type": as_header(entry.content_type),  # as stored: no charset added
+        **served_headers(path, entry.content_type),  # as stored (no charset added), never active
     }
 
 
@@ -66,7 +67,7 @@ async def _serve(
     small and on local disk (``inline_reads``), else streamed from the thread pool."""
     found = p.open_object(lake, repository, ref, path)
     entry = found.entry
-    headers = _headers(entry)
+    headers = _headers(found.path, entry)
     if if_none_match and etag_matches(if_none_match, entry.checksum):
         return Response(status_code=304, headers=headers)
     span = byte_span(entry.size, range_, headers)

@@ -25,6 +25,7 @@ from server.headers import as_header, is_token, mime_encoded, sent_text
 from server.reads import etag_matches, object_body
 from server.s3 import body, xml
 from server.s3.app import Call
+from server.served import served_headers
 
 META = "x-amz-meta-"
 MAX_DELETE = 1000
@@ -119,6 +120,10 @@ async def _serve(call: Call, with_body: bool) -> Response:
     for param, header in _OVERRIDES.items():
         if param in call.query:
             headers[header] = as_header(call.query[param])
+    # The type sent (as stored, or as a presigned URL's response-content-type asked) is never
+    # active content: this port is the API's site, and a browser sends it the UI's cookies.
+    disposition = headers.pop("Content-Disposition", None)
+    headers.update(served_headers(path, headers["Content-Type"], disposition))
     start, end, status = 0, entry.size, 200
     range_ = h.get("range")
     if range_ and entry.size > 0:  # S3 answers a range of an empty object with the whole (empty) object

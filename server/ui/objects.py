@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from itertools import islice
 from typing import Annotated, BinaryIO, cast
-from urllib.parse import quote
 
 from fastapi import File, Form, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -16,11 +15,11 @@ from lakectl.errors import InvalidArgument
 from server import presigned
 from server.api.deps import LakeDep
 from server.auth import Permission
-from server.headers import as_header
 from server.reads import object_body
+from server.served import attachment, served_headers
 from server.ui import previews
 from server.ui.refs import branch_of, ref_names
-from server.ui.render import basename, page, redirect, url
+from server.ui.render import page, redirect, url
 from server.ui.session import SignedIn, can, ui_router
 
 router = ui_router()
@@ -93,12 +92,10 @@ async def download(
     found = await run_in_threadpool(p.open_object, lake, repo, ref, path)
     entry = found.entry
     image = previews.image_type(found.path, entry.content_type) if inline else None
-    name = quote(basename(path).rstrip("/"), safe="")
+    saved = attachment(found.path)
+    disposition = saved.replace("attachment", "inline", 1) if image else saved
     headers = {
-        "Content-Type": image or as_header(entry.content_type),
-        "Content-Disposition": f"{'inline' if image else 'attachment'}; filename*=UTF-8''{name}",
-        "Content-Security-Policy": "sandbox",
-        "X-Content-Type-Options": "nosniff",
+        **served_headers(found.path, image or entry.content_type, disposition),
         "ETag": f'"{entry.checksum}"',
     }
     in_loop = request.app.state.inline_reads

@@ -38,6 +38,7 @@ from starlette.exceptions import HTTPException
 
 from lakectl.core import journal
 from lakectl.errors import Forbidden, KeyNotFound, LakectlError, Unauthenticated
+from server.api import edge
 from server.api.deps import forbidden
 from server.auth import Auth, Permission, User, load_secret_key
 from server.ui import links, render
@@ -168,8 +169,9 @@ class UIRoute(APIRoute):
         async def answer(request: Request) -> Response:
             form: FormData | None = None
             try:
+                edge.check_url(request)  # as the API's: text that is not UTF-8 is refused, not replaced
                 if request.method == "POST":
-                    form = await request.form()
+                    form = await edge.read_form(request)
                     _check_csrf(request, form)
                 response = await handler(request)
             except SignInRequired:

@@ -3,13 +3,18 @@ arguments and option values: lone surrogates (what Python makes of non-UTF-8 byt
 command line), terminal escapes and bidi overrides, and values far past the documented limits.
 
 Each run must end in a documented exit code with one ``error:`` line (or succeed without
-storing anything), never in a traceback or exit 1, and the lake must be byte for byte what it
-was: every KV row and every block file.
+storing anything), never in a traceback or exit 1 (a server's 5xx would be one), and the lake
+must be byte for byte what it was: every KV row and every block file. Against a server, the
+server must log no error either. The commands come from the CLI's own command table, so a new
+command fails :func:`test_every_command_is_fuzzed` until it is given a valid invocation here
+(or a reason in :data:`NOT_FUZZED`); each fuzz is bounded by construction (four hostile values
+per text token of one invocation per command, at most :data:`MAX_RUNS`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +35,7 @@ HOSTILE = {
 }
 DOCUMENTED = {0, 2, 3, 4, 5, 6, 7, 8}
 """Exit codes a refused input may end in (1 would be an internal error)."""
+MAX_RUNS = 1500
 
 NOT_FUZZED = {
     "lakectl init": "no text arguments",
@@ -286,9 +292,11 @@ def fuzz(env: dict[str, str], d: str, work: Path, db: Path, blocks: Path) -> int
     for command, argv in valid_invocations(d, work).items():
         for what, mutated in mutations(command, argv):
             before = snapshot(db, blocks)
-            code, _, err = run(env, *mutated, input=b"data\n")
+            code, out, err = run(env, *mutated, input=b"data\n")
             count += 1
             lines = [line for line in err.splitlines() if line.strip()]
+            if "Traceback (most recent call last)" in err + out:
+                failures.append(f"{command}, {what}: a traceback: {err[-300:]!r}")
             if code not in DOCUMENTED:
                 failures.append(f"{command}, {what}: exit {code}: {err[:300]!r}")
             elif code and not (len(lines) == 1 and lines[0].startswith("error: ")):
@@ -296,6 +304,7 @@ def fuzz(env: dict[str, str], d: str, work: Path, db: Path, blocks: Path) -> int
             if snapshot(db, blocks) != before:
                 failures.append(f"{command}, {what}: exit {code}, and the lake changed")
     assert not failures, "\n".join(failures)
+    assert count <= MAX_RUNS
     return count
 
 
@@ -311,9 +320,30 @@ def test_hostile_values_embedded(tmp_path: Path) -> None:
     assert fuzz(env, "lakefs://fuzz", tmp_path, home / "lake.db", home / "blocks") > 200
 
 
+class _Errors(logging.Handler):
+    """Records the server logs at ERROR (an internal error, uvicorn's "Exception in ASGI
+    application"): the server runs in this process, on a thread."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(f"{record.name}: {record.getMessage()[:300]}")
+
+
 def test_hostile_values_remote(tmp_path: Path, live: Live) -> None:
     env = live.cli_env(tmp_path)
     d = f"lakefs://{unique('fuzz')}"
     populate(env, d)
-    assert fuzz(env, d, tmp_path, live.data_dir / "lake.db", live.data_dir / "blocks") > 200
+    errors = _Errors()
+    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]  # uvicorn's do not propagate
+    for logger in loggers:
+        logger.addHandler(errors)
+    try:
+        assert fuzz(env, d, tmp_path, live.data_dir / "lake.db", live.data_dir / "blocks") > 200
+    finally:
+        for logger in loggers:
+            logger.removeHandler(errors)
+    assert not errors.seen, "the server logged errors:\n" + "\n".join(errors.seen[:20])
     assert json.loads(run(env, "repo", "show", d, "--json")[1])["id"] == d.removeprefix("lakefs://")

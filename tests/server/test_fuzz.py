@@ -1,11 +1,16 @@
-"""Bad text and oversized values in every field of every REST route and S3 gateway operation: never
-a 5xx, and a refused request stores nothing.
+"""Bad text and oversized values in every field of every REST route, web UI route and S3 gateway
+operation: never a 5xx, and a refused request stores nothing.
 
-The REST routes come from the app's OpenAPI document, so a new route (or a new field) is fuzzed
-without a line here; the gateway's operations are every one its routing table answers for a grid
-of methods, addresses and queries. Each request carries one bad value (a lone surrogate, bytes
-that are not UTF-8, or a value over the documented limits) in one place (a JSON field, a query
-or path parameter, a header), everything else valid, from an admin: auth is never what refuses.
+The REST routes come from the app's OpenAPI document and the web UI's from its routes' own
+parameters, so a new route (or a new field) is fuzzed without a line here; a test checks that
+every route of the app (``app.routes``, the UI's mount included) is fuzzed or listed in
+:data:`NOT_FUZZED` with its reason. The gateway's operations are every one its routing table
+answers for a grid of methods, addresses and queries. No request may end in a 5xx, nor log a
+traceback or an error (nor print one: a server-side subprocess such as Spark included).
+
+Each request carries one bad value (a lone surrogate, bytes that are not UTF-8, or a value over
+the documented limits) in one place (a JSON field, a form field, a query or path parameter, a
+header), everything else valid, from an admin: auth is never what refuses.
 Every mutating request is bracketed by snapshots of every KV row and every file of the data
 directory; a refusal must leave both as they were.
 """
@@ -14,24 +19,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from fastapi import params
+from fastapi.routing import iter_route_contexts
+from starlette.routing import Mount
 
 from lakectl.core.limits import MAX_MESSAGE_BYTES, MAX_METADATA_ENTRIES
 from lakectl.errors import InvalidArgument
 from server.api.edge import MAX_JSON_BODY
+from server.app import create_app
 from server.config import load_settings
 from server.s3.routes import route
 from tests.server.conftest import Live, Snapshot, changes, serve, snapshot
+from tests.ui.conftest import csrf_of, sign_in
 
 REPO = "fuzz"
 SURROGATE = "\udcff"
@@ -45,10 +58,19 @@ RAW = "\x00RAW\x00"
 URL_VARIANTS = {"not UTF-8": "a%FFb", "lone surrogate": "a%ED%B3%BFb", "oversized": "x" * BIG_URL}
 """A path or query value as sent (already percent-encoded): ``%ED%B3%BF`` is ``\\udcff`` in UTF-8."""
 MUTATING = {"POST", "PUT", "DELETE", "PATCH"}
-SKIPPED_PARAMETERS = {("POST", "/api/v1/repositories/{repository}/gc/run", "spark_master")}
+SKIPPED_PARAMETERS = {
+    ("POST", "/api/v1/repositories/{repository}/gc/run", "spark_master"),
+    ("POST", "/api/v1/fsck", "spark_master"),
+    ("POST", "/api/v1/repositories/{repository}/fsck", "spark_master"),
+}
 """Any text is a valid Spark master URL (a wrong one fails in Spark): fuzzing it would start Spark."""
-IGNORED = {"POST /api/v1/repositories/{repository}/branches/{branch}/objects query storageClass"}
-"""Parameters accepted and ignored whatever their value, as lakeFS does: the request succeeds."""
+IGNORED = {
+    "POST /api/v1/repositories/{repository}/branches/{branch}/objects query storageClass",
+    "POST /ui/admin/groups/{group_id}/members/{user_id}/remove back: oversized",  # where to go next
+    "POST /ui/repos/{repo}/settings/protection required_checks: oversized",  # a checkbox: any value is on
+}
+"""Parameters accepted and ignored whatever their value, as lakeFS does (and UI form fields that are
+never stored): the request succeeds (2xx, or a UI form's 303)."""
 
 
 @dataclass
@@ -65,12 +87,21 @@ class Fuzz:
     problems: list[str] = field(default_factory=list)
     state: Snapshot | None = None
 
-    def send(self, what: str, method: str, url: str, signed: bool = False, **kw: Any) -> httpx.Response:
-        """One request (as the admin, unless ``signed`` already); a 5xx, or a mutation that
-        changed the lake unless it is one of :data:`IGNORED`, is a problem."""
+    def send(
+        self,
+        what: str,
+        method: str,
+        url: str,
+        signed: bool = False,
+        client: httpx.Client | None = None,
+        **kw: Any,
+    ) -> httpx.Response:
+        """One request (as the admin, unless ``signed`` already; with ``client``, through it); a
+        5xx, or a mutation that changed the lake unless it is one of :data:`IGNORED`, is a
+        problem."""
         mutating = method in MUTATING
         before = self.state if mutating and self.state is not None else snapshot(self.live.data_dir)
-        client = self.raw if signed else self.http
+        client = client or (self.raw if signed else self.http)
         r = client.send(client.build_request(method, url, **kw), stream=True)
         try:
             # A server-sent-events stream that was accepted never ends: its status is the answer.
@@ -88,7 +119,7 @@ class Fuzz:
             self.problems.append(shown)
         if mutating:
             after = self.state = snapshot(self.live.data_dir)
-            if after != before and (r.status_code >= 300 or not any(what.startswith(i) for i in IGNORED)):
+            if after != before and (r.status_code >= 400 or not any(what.startswith(i) for i in IGNORED)):
                 self.problems.append(f"{shown}: {changes(before, after)}")
             elif after != before:  # accepted and ignored: put main back as it was for the next ones
                 self.http.put(f"/api/v1/repositories/{REPO}/branches/main", json={"type": "reset"})
@@ -183,6 +214,47 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "location": "data/",
         }
         yield Fuzz(server, http, head["id"], values, raw)
+
+
+MAX_REQUESTS = 5000
+"""Each fuzz is bounded by construction (one bad value per field of each route); this says how
+far: a fuzz that grew past it would cost minutes on a small machine."""
+
+
+class _Errors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(f"logged: {record.name}: {record.getMessage()[:200]}")
+
+
+@pytest.fixture
+def quiet(capfd: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list[str]]]:
+    """What the server logged at ERROR (an internal error, uvicorn's "Exception in ASGI
+    application") or printed as a traceback, to stdout or stderr, by itself or by a process it
+    started, while the test ran."""
+    handler = _Errors()
+    loggers = [logging.getLogger(), logging.getLogger("uvicorn")]  # uvicorn's do not propagate
+    for logger in loggers:
+        logger.addHandler(handler)
+
+    def problems() -> list[str]:
+        out, err = capfd.readouterr()
+        sys.stdout.write(out)
+        printed = [
+            f"printed: {line[:200]}"
+            for line in (out + err).splitlines()
+            if "Traceback (most recent call last)" in line or line.startswith("Exception in thread")
+        ]
+        return handler.seen + printed
+
+    try:
+        yield problems
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
 
 
 # -- the REST API ------------------------------------------------------------------------------
@@ -311,6 +383,8 @@ def _rest_requests(doc: dict[str, Any], fz: Fuzz) -> Iterator[tuple[str, str, st
                 )
         query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in required.items())
         url = f"{_fill(path, values)}?{query}"
+        if not parameters and schema is None:  # nothing of its own: a query it does not know
+            yield f"{where} query: not UTF-8", method, f"{url}fuzz={URL_VARIANTS['not UTF-8']}", kw
         if schema is not None:
             for what, body in _body_variants(doc, schema, values):
                 yield f"{where} {what}", method, url, {**kw, "content": _encode(body)}
@@ -324,7 +398,9 @@ def _rest_requests(doc: dict[str, Any], fz: Fuzz) -> Iterator[tuple[str, str, st
                 yield f"{where} x-lakefs-meta: {what}", method, url, {"content": b"data", "headers": headers}
 
 
-def test_every_rest_route_refuses_bad_input_without_a_5xx_or_a_write(fuzz: Fuzz) -> None:
+def test_every_rest_route_refuses_bad_input_without_a_5xx_or_a_write(
+    fuzz: Fuzz, quiet: Callable[[], list[str]]
+) -> None:
     doc = fuzz.http.get("/api/v1/openapi.json").json()
     started, fuzz.sent, fuzz.problems = time.monotonic(), 0, []
     covered = set()
@@ -332,12 +408,205 @@ def test_every_rest_route_refuses_bad_input_without_a_5xx_or_a_write(fuzz: Fuzz)
         covered.add(" ".join(what.split(" ")[:2]))
         fuzz.send(what, method, url, **kw)
     served = {f"{m} {p}" for m, p, _ in _operations(doc)}
-    silent = {
-        f"{m} {p}" for m, p, op in _operations(doc) if not op.get("parameters") and "requestBody" not in op
-    }
-    assert served - silent <= covered, sorted(served - silent - covered)
+    assert served <= covered, sorted(served - covered)
+    assert fuzz.sent <= MAX_REQUESTS
     print(f"REST fuzz: {fuzz.sent} requests over {len(served)} routes in {time.monotonic() - started:.1f} s")
-    assert not fuzz.problems, f"{len(fuzz.problems)} problems:\n" + "\n".join(fuzz.problems[:30])
+    problems = fuzz.problems + quiet()
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:30])
+
+
+# -- the web UI --------------------------------------------------------------------------------
+
+NOT_FUZZED = {
+    "POST /ui/logout": "ends the fuzz's own session; it reads no field but the CSRF token",
+}
+"""Routes of the app no fuzz sends to, each with its reason."""
+
+
+def _flat(dependant: Any, kind: str) -> list[Any]:
+    """The parameters of ``kind`` of a route's dependant and of every dependency of it."""
+    found = list(getattr(dependant, kind))
+    for sub in dependant.dependencies:
+        found += _flat(sub, kind)
+    return found
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    """As the app matches it, ``{name}`` for a parameter (``{name:path}`` too)."""
+    path_params: tuple[str, ...] = ()
+    query: tuple[tuple[str, bool], ...] = ()
+    """(name, required)."""
+    form: tuple[tuple[str, bool, bool], ...] = ()
+    """(name, required, is a file)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def app_routes(routes: Any, prefix: str = "") -> Iterator[Route]:
+    """Every route of an app as it answers requests: routers included (FastAPI keeps them as
+    included routers, whose routes ``iter_route_contexts`` lists with their prefixes) and
+    mounts (the UI's app; its static files) walked."""
+    for context in iter_route_contexts(routes):
+        route = context.route
+        if isinstance(route, Mount):
+            if route.routes:
+                yield from app_routes(route.routes, prefix + route.path)
+            else:  # static files: any path under it
+                yield Route("GET", f"{prefix}{route.path}/{{file}}", ("file",))
+            continue
+        path = prefix + re.sub(r"\{(\w+):\w+\}", r"{\1}", context.path)
+        dependant = getattr(route, "dependant", None)
+        for method in sorted(context.methods or ()):
+            if dependant is None:
+                yield Route(method, path)
+                continue
+            yield Route(
+                method,
+                path,
+                tuple(p.alias for p in _flat(dependant, "path_params")),
+                tuple((q.alias, q.field_info.is_required()) for q in _flat(dependant, "query_params")),
+                tuple(
+                    (b.alias, b.field_info.is_required(), isinstance(b.field_info, params.File))
+                    for b in _flat(dependant, "body_params")
+                ),
+            )
+
+
+@pytest.fixture(scope="module")
+def routes(tmp_path_factory: pytest.TempPathFactory) -> list[Route]:
+    """The routes of an app as the server creates it (over a lake of its own)."""
+    app = create_app(load_settings(None, str(tmp_path_factory.mktemp("routes")), environ={}))
+    try:
+        return list(app_routes(app.routes))
+    finally:
+        app.state.lake.close()
+
+
+UI_VALUES = {
+    "repo": REPO,
+    "pull_id": "999999",
+    "group_id": "Developers",
+    "user_id": "fuzzer",
+    "policy_id": "FSReadAll",
+    "rest": "nowhere",
+    "file": "app.css",
+    "commit": "main",
+    "destination": "main",
+    "source": "dev",
+    "title": "t",
+    "group": "Viewers",
+    "policy": "FSReadAll",
+    "user": "fuzzer",
+    "pattern": "fz_*",
+    "default_retention_days": "7",
+    "left": "main",
+    "right": "v1",
+    "path": "data/a.txt",
+    "ref": "main",
+}
+"""Valid values of the UI's parameters and form fields, over :attr:`Fuzz.values`."""
+
+
+def _route_requests(
+    route: Route, values: dict[str, Any], csrf: str
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(what, url, httpx arguments) of every bad request of one route from its parameters (the
+    UI's): a bad value in each path parameter, query parameter and form field in turn, the
+    others valid; a route with none gets a query parameter it does not know."""
+
+    def enc(value: Any) -> str:
+        return quote(str(value), safe="")
+
+    def url(bad: tuple[str, str] | None = None) -> str:
+        filled = _fill(route.path, values, bad if bad and bad[0] in route.path_params else None)
+        query = {n: enc(values.get(n, "x")) for n, required in route.query if required}
+        if bad and bad[0] in dict(route.query):
+            query[bad[0]] = bad[1]
+        return filled + "?" + "&".join(f"{k}={v}" for k, v in query.items())
+
+    def body(bad: tuple[str, str] | None = None) -> dict[str, Any]:
+        if route.method != "POST":
+            return {}
+        fields = {n: enc(values.get(n, "x")) for n, required, file in route.form if required and not file}
+        if bad and bad[0] in {n for n, _, _ in route.form}:
+            fields[bad[0]] = bad[1]
+        if any(file for _, _, file in route.form):  # a multipart form: text fields as sent
+            data = {k: unquote(v, errors="surrogateescape") for k, v in fields.items()}
+            data = {k: v.encode("utf-8", "surrogateescape") for k, v in data.items()}
+            return {"files": {"content": ("f.txt", b"data")}, "data": {"csrf": csrf, **data}}
+        form = "&".join(f"{k}={v}" for k, v in {"csrf": enc(csrf), **fields}.items())
+        return {"content": form, "headers": {"Content-Type": "application/x-www-form-urlencoded"}}
+
+    fields = {n for n, _, file in route.form if not file}
+    names = [*route.path_params, *(n for n, _ in route.query), *fields]
+    for name in names:
+        for what, bad in URL_VARIANTS.items():
+            if name in fields and what == "oversized":  # a form field: over every limit of text
+                bad = "x" * BIG
+            yield f"{route.key} {name}: {what}", url((name, bad)), body((name, bad))
+    if not names:
+        yield f"{route.key} query: not UTF-8", url() + f"fuzz={URL_VARIANTS['not UTF-8']}", body()
+
+
+def test_every_ui_route_refuses_bad_input_without_a_5xx_or_a_write(
+    fuzz: Fuzz, routes: list[Route], quiet: Callable[[], list[str]]
+) -> None:
+    """The routes outside the OpenAPI document: the web UI's (as a signed-in user, with the
+    session's CSRF token), and the document itself."""
+    values = {**fuzz.values, **UI_VALUES, "commit_id": fuzz.head, "key_id": fuzz.values["accessKeyId"]}
+    documented = _documented(fuzz)
+    others = [r for r in routes if r.key not in documented and r.key not in NOT_FUZZED]
+    started, fuzz.sent, fuzz.problems = time.monotonic(), 0, []
+    base = fuzz.live.url.removesuffix("/api/v1")
+    with (
+        sign_in(fuzz.live, fuzz.live.key_id, fuzz.live.secret) as browser,
+        httpx.Client(base_url=base, timeout=30) as stranger,
+    ):
+        csrf = csrf_of(browser.get(f"/ui/repos/{REPO}/branches").text)
+        login_csrf = csrf_of(stranger.get("/ui/login").text)
+        for route in others:
+            # The sign-in form drops the session of whoever shows it: it is fuzzed by a
+            # browser that has none, with its own form's token.
+            at_login = route.path == "/ui/login"
+            client = stranger if at_login else browser if route.path.startswith("/ui") else fuzz.http
+            for what, url, kw in _route_requests(route, values, login_csrf if at_login else csrf):
+                fuzz.send(what, route.method, url, client=client, **kw)
+        still = browser.get("/ui/")
+        assert still.status_code == 200 and 'class="user">admin<' in still.text, "the session ended"
+    assert fuzz.sent <= MAX_REQUESTS
+    took = time.monotonic() - started
+    print(f"UI fuzz: {fuzz.sent} requests over {len(others)} routes in {took:.1f} s")
+    problems = fuzz.problems + quiet()
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:30])
+
+
+def _documented(fuzz: Fuzz) -> set[str]:
+    """The routes the REST fuzz sends to (from the OpenAPI document)."""
+    doc = fuzz.http.get("/api/v1/openapi.json").json()
+    return {" ".join(what.split(" ")[:2]) for what, *_ in _rest_requests(doc, fuzz)}
+
+
+def test_every_route_of_the_app_is_fuzzed(fuzz: Fuzz, routes: list[Route]) -> None:
+    """Each route the app answers is sent bad input by one of the fuzzes here (the REST API's
+    from the OpenAPI document, the others from their routes' parameters), or is listed with
+    its reason."""
+    every = {r.key for r in routes}
+    assert not set(NOT_FUZZED) - every, f"listed but not a route: {sorted(set(NOT_FUZZED) - every)}"
+    values = {**fuzz.values, **UI_VALUES, "commit_id": fuzz.head, "key_id": fuzz.values["accessKeyId"]}
+    documented = _documented(fuzz)
+    others = {
+        " ".join(what.split(" ")[:2])
+        for r in routes
+        if r.key not in documented
+        for what, *_ in _route_requests(r, values, "csrf")
+    }
+    missing = every - documented - others - set(NOT_FUZZED)
+    assert not missing, f"routes no fuzz sends to (fuzz them, or list them with a reason): {sorted(missing)}"
 
 
 # -- the S3 gateway ----------------------------------------------------------------------------

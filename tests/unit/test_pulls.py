@@ -95,6 +95,9 @@ def test_bad_input_is_refused_and_changes_nothing(lake: p.Lake) -> None:
     pulls.create_pull(lake, "rep", "t", "feature", "main")
     with pytest.raises(AlreadyExists):  # one open pull request between two branches
         pulls.create_pull(lake, "rep", "again", "feature", "main")
+    # the refusal took no number: the next pull request is the second
+    p.create_branch(lake, "rep", "other", "main")
+    assert pulls.create_pull(lake, "rep", "t", "other", "main").id == "2"
     with pytest.raises(InvalidArgument):
         pulls.add_comment(lake, "rep", "1", "   ")
     with pytest.raises(InvalidArgument):

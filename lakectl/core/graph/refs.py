@@ -38,11 +38,12 @@ from lakectl.errors import (
     TagNotFound,
 )
 
-REPO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{2,62}$")
-BRANCH_NAME = re.compile(r"^\w[-\w]{0,254}$", re.ASCII)
-TAG_NAME = re.compile(r"^\w[-\w.]{0,254}$", re.ASCII)
-COMMIT_ID = re.compile(r"^[0-9a-f]{64}$")
-COMMIT_PREFIX = re.compile(r"^[0-9a-f]{4,64}$")
+# \Z, not $: a $ also matches before a trailing newline, and "main\n" would be a branch name.
+REPO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{2,62}\Z")
+BRANCH_NAME = re.compile(r"^\w[-\w]{0,254}\Z", re.ASCII)
+TAG_NAME = re.compile(r"^\w[-\w.]{0,254}\Z", re.ASCII)
+COMMIT_ID = re.compile(r"^[0-9a-f]{64}\Z")
+COMMIT_PREFIX = re.compile(r"^[0-9a-f]{4,64}\Z")
 _MODIFIER = re.compile(r"([~^])(\d*)")
 
 
