@@ -35,7 +35,11 @@ def dump_status(repository: str, lake: LakeDep, task_id: str = TaskId) -> dict[s
     return refsdump.get_task(lake, repository, "dump", task_id)
 
 
-@router.post(RESTORE, status_code=202, dependencies=[require(Permission.WRITE_REPO)])
+# Admins only (DeleteRepo), as a commit record (server.api.internal): the manifest names dump
+# files, and a dump file any block of the lake, so a writer could restore trees it wrote itself,
+# naming other repositories' blocks or objects of the server's own buckets, and read them through
+# this repository. lakeFS's restore is an administrator's task too.
+@router.post(RESTORE, status_code=202, dependencies=[require(Permission.DELETE_REPO)])
 def restore_submit(repository: str, lake: LakeDep, body: Any = Body(...)) -> dict[str, Any]:
     """Body: lakeFS ``RefsRestore``; answer: ``TaskInfo`` of a finished restore."""
     refsdump.restore(lake, repository, refsdump.RefsManifest.from_dict(body))
@@ -56,7 +60,7 @@ def dump_refs(repository: str, lake: LakeDep) -> dict[str, str]:
     return refsdump.dump(lake, repository).to_dict()
 
 
-@router.put("/repositories/{repository}/refs/restore", dependencies=[require(Permission.WRITE_REPO)])
+@router.put("/repositories/{repository}/refs/restore", dependencies=[require(Permission.DELETE_REPO)])
 def restore_refs(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
     """The older synchronous form; body: lakeFS ``RefsRestore``."""
     refsdump.restore(lake, repository, refsdump.RefsManifest.from_dict(body))
