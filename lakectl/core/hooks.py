@@ -3,19 +3,25 @@ program with the event JSON on stdin); each answers whether it passed and its ou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import selectors
 import shlex
+import signal
 import subprocess
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from lakectl.core.actions import Hook
 
 MAX_OUTPUT = 1 << 20
 """Bytes of a hook's output kept (an answer's body, a program's output): the start of it."""
+_CHUNK = 1 << 16
 ENV_PREFIX = "LAKEFSACTIONS_"
 """lakeFS's rule: ``{{ ENV.X }}`` in a hook's properties reads only variables with this prefix."""
 _ENV_REF = re.compile(r"\{\{\s*ENV\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -101,6 +107,9 @@ def _scalar(value: Any) -> str:
 
 
 def _command(hook: Hook, event: Mapping[str, Any], extra: Mapping[str, str]) -> Outcome:
+    """Run the program in a session of its own, its output read as it comes (the first
+    :data:`MAX_OUTPUT` bytes kept, the rest read and dropped, so that the program neither blocks
+    nor dies writing); past the timeout, its whole process group is killed."""
     props = hook.properties
     cmd = props["command"]
     argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
@@ -108,22 +117,75 @@ def _command(hook: Hook, event: Mapping[str, Any], extra: Mapping[str, str]) -> 
     env.update(extra)
     env.update({f"LAKEFS_{k.upper()}": _scalar(v) for k, v in event.items() if not isinstance(v, dict)})
     env.update({k: substitute(_scalar(v)) for k, v in (props.get("env") or {}).items()})
+    deadline = time.monotonic() + hook.timeout
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             argv,
-            input=json.dumps(event).encode(),
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
-            timeout=hook.timeout,
-            check=False,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired as e:
-        out = e.output or b""
-        return Outcome(False, out[:MAX_OUTPUT] + f"\ntimed out after {hook.timeout:g}s\n".encode())
     except OSError as e:
         return Outcome(False, f"cannot run {argv[0]!r}: {e.strerror or e}\n".encode())
-    out = done.stdout[:MAX_OUTPUT]
-    if done.returncode != 0:
-        out += f"\nexit status {done.returncode}\n".encode()
-    return Outcome(done.returncode == 0, out)
+    assert proc.stdin is not None and proc.stdout is not None
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, json.dumps(event).encode()), daemon=True)
+    feeder.start()
+    status: int | None = None
+    try:
+        kept, dropped, ended = _drain(proc.stdout, deadline)
+        if ended:
+            status = proc.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.returncode is None:  # timed out (or interrupted): the group, not only the program
+            _kill_group(proc)
+        proc.stdout.close()
+        feeder.join()
+    out = bytes(kept)
+    if dropped:
+        out += f"\noutput cut at its first {MAX_OUTPUT} bytes ({dropped} more dropped)\n".encode()
+    if status is None:
+        return Outcome(False, out + f"\ntimed out after {hook.timeout:g}s\n".encode())
+    if status != 0:
+        out += f"\nexit status {status}\n".encode()
+    return Outcome(status == 0, out)
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write the event to the program's standard input (a program may exit without reading it)."""
+    try:
+        with pipe:
+            pipe.write(data)
+    except OSError:  # BrokenPipeError: the program did not read it
+        pass
+
+
+def _drain(pipe: IO[bytes], deadline: float) -> tuple[bytearray, int, bool]:
+    """Read ``pipe`` to its end or to ``deadline``: the first :data:`MAX_OUTPUT` bytes, how many
+    more were read and dropped, and whether the end was reached."""
+    kept, dropped = bytearray(), 0
+    fd = pipe.fileno()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return kept, dropped, False
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return kept, dropped, True
+            room = MAX_OUTPUT - len(kept)
+            kept += chunk[:room]
+            dropped += max(0, len(chunk) - room)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the program and every process it started in its session (its process group: one
+    that made a session of its own escapes), then reap the program."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the program is not reaped yet: its pid is its group's
+    proc.kill()
+    proc.wait()
