@@ -1,5 +1,6 @@
-"""Running one hook: a webhook (lakeFS's event JSON POSTed with urllib) or a command (a local
-program with the event JSON on stdin); each answers whether it passed and its output (log)."""
+"""Running one hook: a webhook (lakeFS's event JSON POSTed, :mod:`lakectl.core.webhooks`) or a
+command (a local program with the event JSON on stdin); each answers whether it passed and its
+output (log), of bounded size, within the hook's timeout."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
+from lakectl.core import webhooks
 from lakectl.core.actions import Hook
 
-MAX_OUTPUT = 1 << 20
+MAX_OUTPUT = webhooks.MAX_ANSWER
 """Bytes of a hook's output kept (an answer's body, a program's output): the start of it."""
 _CHUNK = 1 << 16
 ENV_PREFIX = "LAKEFSACTIONS_"
@@ -51,12 +53,19 @@ def substitute(text: str) -> str:
     return _ENV_REF.sub(one, text)
 
 
-def run(hook: Hook, event: Mapping[str, Any], commands: bool, env: Mapping[str, str]) -> Outcome:
+def run(
+    hook: Hook,
+    event: Mapping[str, Any],
+    commands: bool,
+    env: Mapping[str, str],
+    hosts: webhooks.HostPolicy | None = None,
+) -> Outcome:
     """Run ``hook`` for ``event`` (lakeFS's event JSON). ``commands``: whether command hooks may
-    run here; ``env``: extra variables for a command (where the lake is)."""
+    run here; ``env``: extra variables for a command (where the lake is); ``hosts``: where
+    webhooks may go (a server's policy; None: anywhere)."""
     try:
         if hook.type == "webhook":
-            return _webhook(hook, event)
+            return _webhook(hook, event, hosts)
         if not commands:
             raise _Failed(
                 "command hooks are disabled on this server (set actions.command.enabled: true to run them)"
@@ -64,14 +73,12 @@ def run(hook: Hook, event: Mapping[str, Any], commands: bool, env: Mapping[str, 
         return _command(hook, event, env)
     except _Failed as e:
         return Outcome(False, f"{e}\n".encode())
-    except (ValueError, UnicodeError, OSError) as e:  # a URL or header urllib will not send
+    except (ValueError, UnicodeError, OSError) as e:  # a URL or header http.client will not send
         return Outcome(False, f"cannot run the hook: {e}\n".encode())
 
 
-def _webhook(hook: Hook, event: Mapping[str, Any]) -> Outcome:
-    import urllib.error  # here: http.client and ssl cost a commit 12 ms, and most have no webhook
+def _webhook(hook: Hook, event: Mapping[str, Any], hosts: webhooks.HostPolicy | None) -> Outcome:
     import urllib.parse
-    import urllib.request
 
     props = hook.properties
     url = str(props["url"])
@@ -84,19 +91,16 @@ def _webhook(hook: Hook, event: Mapping[str, Any]) -> Outcome:
     headers = {"Content-Type": "application/json"}
     headers.update({k: substitute(_scalar(v)) for k, v in (props.get("headers") or {}).items()})
     body = json.dumps(event).encode()
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    log = [f"Request:\nPOST {url}\n"]
+    log = f"Request:\nPOST {url}\n"
     try:
-        with urllib.request.urlopen(request, timeout=hook.timeout) as answer:
-            status, reason, data = answer.status, answer.reason, answer.read(MAX_OUTPUT)
-    except urllib.error.HTTPError as e:
-        status, reason, data = e.code, e.reason, e.read(MAX_OUTPUT)
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        log.append(f"\nRequest failed: {reason}\n")
-        return Outcome(False, "".join(log).encode())
-    log.append(f"\nResponse:\n{status} {reason}\n")
-    text = "".join(log).encode() + data
+        status, reason, data, note = webhooks.post(url, headers, body, hook.timeout, hosts)
+    except webhooks.Refused as e:
+        return Outcome(False, f"{log}\n{e}\n".encode())
+    except OSError as e:
+        return Outcome(False, f"{log}\nRequest failed: {e}\n".encode())
+    text = f"{log}\nResponse:\n{status} {reason}\n".encode() + data
+    if note:
+        text += f"\n{note}\n".encode()
     return Outcome(200 <= status < 300, text)
 
 

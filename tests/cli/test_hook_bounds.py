@@ -1,8 +1,11 @@
-"""Hooks a server can run for anyone who may write an action file: a command hook's output is
-bounded while it is read, and its whole process group dies at the timeout.
+"""Hooks a server can run for anyone who may write an action file: a server's webhooks do not
+reach its own network unless its operator allows the host, no webhook follows a redirect or
+outlives its timeout, and a command hook's output is bounded while it is read and its whole
+process group dies at the timeout.
 
-Each test runs embedded and against a live server (``both``) unless it measures a process;
-command hooks are real processes."""
+Each test runs embedded and against a live server (``both``) unless it is about the server's
+host policy; webhooks go to real HTTP servers on 127.0.0.1 started here, command hooks are real
+processes."""
 
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +26,69 @@ import pytest
 from lakectl.core.hooks import MAX_OUTPUT
 from server.config import load_settings
 from tests.cli.both import Lakectl, both
-from tests.cli.test_actions import command, put_action, runs
-from tests.server.conftest import Live, serve
+from tests.cli.test_actions import command, head, put_action, runs, webhook
+from tests.server.conftest import LOOPBACK_HOOKS, Live, serve
 
 __all__ = ["both"]
 
+SECRET = b"internal-only: db password hunter2"
 SLOW_S = 10.0
-"""How long the slow programs below would hold a hook if nothing cut them short."""
+"""How long the slow servers and programs below would hold a hook without a total deadline."""
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """The server of ``both``: command hooks enabled."""
-    env = {"LAKECTL_SERVER_ACTIONS_COMMAND_ENABLED": "true"}
+    """The server of ``both``: command hooks enabled, webhooks to 127.0.0.1 allowed (as an
+    operator allows its own receivers: ``actions.webhook.allowed_hosts``)."""
+    env = {"LAKECTL_SERVER_ACTIONS_COMMAND_ENABLED": "true", **LOOPBACK_HOOKS}
     with serve(load_settings(None, str(tmp_path_factory.mktemp("server-bounds")), environ=env)) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """A server on the default settings: no host allowed besides public addresses."""
+    with serve(load_settings(None, str(tmp_path_factory.mktemp("server-strict")), environ={})) as server:
+        yield server
+
+
+@contextmanager
+def http_server(handle: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[tuple[str, list[str]]]:
+    """A real HTTP server on 127.0.0.1 answering every GET and POST with ``handle``: its base
+    URL, and the method and path of each request it received."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            handle(self)
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def reply(status: int, body: bytes, **headers: str) -> Callable[[BaseHTTPRequestHandler], None]:
+    def handle(h: BaseHTTPRequestHandler) -> None:
+        if h.command == "POST":
+            h.rfile.read(int(h.headers["Content-Length"]))
+        h.send_response(status)
+        for name, value in headers.items():
+            h.send_header(name, value)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    return handle
 
 
 def gate(cli: Lakectl, hook: dict[str, Any]) -> tuple[str, str]:
@@ -50,6 +104,99 @@ def gate(cli: Lakectl, hook: dict[str, Any]) -> tuple[str, str]:
 def longest(char: str, text: str) -> int:
     """The length of the longest run of ``char`` in ``text``."""
     return max(map(len, re.findall(f"{re.escape(char)}+", text)), default=0)
+
+
+def remote(server: Live, work: Path) -> Lakectl:
+    """The CLI against ``server``, with a repository as ``both`` makes one."""
+    cli = Lakectl("remote", {**server.cli_env(work), "LAKECTL_BASE_URI": ""}, work, repo=f"s{time.time_ns()}")
+    cli("repo", "create", f"lakefs://{cli.repo}")
+    cli("branch", "create", f"lakefs://{cli.repo}/feat", "--source", f"lakefs://{cli.repo}/main")
+    return cli
+
+
+# -- where a server's webhooks may go -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "shown"),
+    [
+        ("127.0.0.1", "loopback address 127.0.0.1"),
+        ("localhost", "loopback address 127.0.0.1 (localhost)"),
+        ("2130706433", "loopback address 127.0.0.1 (2130706433)"),  # 127.0.0.1 as one number
+        ("[::ffff:127.0.0.1]", "loopback address ::ffff:127.0.0.1"),
+    ],
+)
+def test_a_server_refuses_a_webhook_to_its_own_network(
+    strict: Live, tmp_path: Path, host: str, shown: str
+) -> None:
+    cli = remote(strict, tmp_path)
+    with http_server(reply(200, SECRET)) as (base, seen):
+        port = base.rsplit(":", 1)[1]
+        before = head(cli, "feat")
+        stderr, out = gate(cli, webhook("peek", f"http://{host}:{port}/secret"))
+    assert f"Request refused: {shown}" in out and "actions.webhook.allowed_hosts" in out
+    assert "refused" in stderr and SECRET.decode() not in stderr + out
+    assert seen == []  # nothing was sent to the internal server
+    assert head(cli, "feat") == before
+
+
+def test_a_host_the_operator_allows_is_called(both: Lakectl) -> None:
+    """``both``'s server allows 127.0.0.1 (and the embedded lake has no policy): the internal
+    receiver is called and its answer stored."""
+    with http_server(reply(200, SECRET)) as (base, seen):
+        stderr, out = gate(both, webhook("peek", f"{base}/secret"))
+    assert stderr == "" and seen == ["POST /secret"]
+    assert "200 OK" in out and SECRET.decode() in out
+
+
+# -- what any webhook does ------------------------------------------------------------------------
+
+
+def test_a_redirect_fails_the_hook_and_is_not_followed(both: Lakectl) -> None:
+    with http_server(reply(200, SECRET)) as (elsewhere, elsewhere_seen):
+        moved = reply(302, b"moved", Location=f"{elsewhere}/secret")
+        with http_server(moved) as (base, seen):
+            stderr, out = gate(both, webhook("hop", f"{base}/hook"))
+    assert seen == ["POST /hook"] and elsewhere_seen == []  # not fetched, by GET or by POST
+    assert "302 Found" in out and f"redirect to {elsewhere}/secret not followed" in out
+    assert stderr.startswith("error: pre-commit hook aborted") and SECRET.decode() not in out
+
+
+def test_a_dripping_answer_is_cut_at_the_hooks_timeout(both: Lakectl) -> None:
+    """An answer sent a byte at a time (each read well within the timeout) is cut when the whole
+    call's time is up: the server finds its connection closed long before it is done."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    pause = SLOW_S / len(answer)
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def drip(h: BaseHTTPRequestHandler) -> None:
+        h.rfile.read(int(h.headers["Content-Length"]))
+        sent = 0
+        try:
+            for byte in answer:
+                h.wfile.write(bytes([byte]))
+                h.wfile.flush()
+                sent += 1
+                time.sleep(pause)
+        except OSError as e:
+            outcome["closed"] = type(e).__name__
+        outcome["sent"] = sent
+        finished.set()
+
+    with http_server(drip) as (base, _):
+        stderr, out = gate(both, webhook("drip", f"{base}/", timeout="1s"))
+        assert finished.wait(SLOW_S * 3)
+    assert "Request failed: timed out after 1s" in out and "timed out" in stderr
+    assert "closed" in outcome and outcome["sent"] < len(answer), outcome
+
+
+def test_a_long_answer_is_read_only_to_the_cap(both: Lakectl) -> None:
+    body = b"x" * (3 * MAX_OUTPUT)
+    with http_server(reply(200, body)) as (base, _):
+        stderr, out = gate(both, webhook("big", f"{base}/"))
+    assert stderr == ""
+    assert longest("x", out) == MAX_OUTPUT and f"answer cut at its first {MAX_OUTPUT} bytes" in out
 
 
 # -- command hooks ---------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from server.config import Settings, load_settings
 from tests.pg import PostgresServer
 
 START_TIMEOUT_S = 15.0
+LOOPBACK_HOOKS = {"LAKECTL_SERVER_ACTIONS_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
+"""The test servers' webhooks may call the tests' receivers, on 127.0.0.1 (tests/hookd.py)."""
 _names = itertools.count()
 
 
@@ -108,9 +110,10 @@ def serve(settings: Settings) -> Iterator[Live]:
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """A live server on the default settings: SQLite metadata and blocks under its data directory."""
+    """A live server on the default settings (but webhooks may call 127.0.0.1): SQLite metadata
+    and blocks under its data directory."""
     data_dir = tmp_path_factory.mktemp("server")
-    with serve(load_settings(None, str(data_dir), environ={})) as server:
+    with serve(load_settings(None, str(data_dir), environ=dict(LOOPBACK_HOOKS))) as server:
         yield server
 
 
@@ -120,6 +123,7 @@ def live_pg(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresS
     data_dir = tmp_path_factory.mktemp("server-pg")
     url = postgres_server.create_database()
     env = {"LAKECTL_SERVER_DATABASE_TYPE": "postgres", "LAKECTL_SERVER_DATABASE_CONNECTION_STRING": url}
+    env.update(LOOPBACK_HOOKS)
     try:
         with serve(load_settings(None, str(data_dir), environ=env)) as server:
             yield server
