@@ -12,7 +12,6 @@ import selectors
 import shlex
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -134,11 +133,9 @@ def _command(hook: Hook, event: Mapping[str, Any], extra: Mapping[str, str]) -> 
     except OSError as e:
         return Outcome(False, f"cannot run {argv[0]!r}: {e.strerror or e}\n".encode())
     assert proc.stdin is not None and proc.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(proc.stdin, json.dumps(event).encode()), daemon=True)
-    feeder.start()
     status: int | None = None
     try:
-        kept, dropped, ended = _drain(proc.stdout, deadline)
+        kept, dropped, ended = _exchange(proc.stdin, proc.stdout, json.dumps(event).encode(), deadline)
         if ended:
             status = proc.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -146,8 +143,8 @@ def _command(hook: Hook, event: Mapping[str, Any], extra: Mapping[str, str]) -> 
     finally:
         if proc.returncode is None:  # timed out (or interrupted): the group, not only the program
             _kill_group(proc)
+        proc.stdin.close()  # nothing buffered: never blocks, even if a child holds the pipe
         proc.stdout.close()
-        feeder.join()
     out = bytes(kept)
     if dropped:
         out += f"\noutput cut at its first {MAX_OUTPUT} bytes ({dropped} more dropped)\n".encode()
@@ -158,32 +155,41 @@ def _command(hook: Hook, event: Mapping[str, Any], extra: Mapping[str, str]) -> 
     return Outcome(status == 0, out)
 
 
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    """Write the event to the program's standard input (a program may exit without reading it)."""
-    try:
-        with pipe:
-            pipe.write(data)
-    except OSError:  # BrokenPipeError: the program did not read it
-        pass
-
-
-def _drain(pipe: IO[bytes], deadline: float) -> tuple[bytearray, int, bool]:
-    """Read ``pipe`` to its end or to ``deadline``: the first :data:`MAX_OUTPUT` bytes, how many
-    more were read and dropped, and whether the end was reached."""
-    kept, dropped = bytearray(), 0
-    fd = pipe.fileno()
+def _exchange(
+    stdin: IO[bytes], stdout: IO[bytes], data: bytes, deadline: float
+) -> tuple[bytearray, int, bool]:
+    """Write ``data`` to the program's input as it takes it (a program may exit, or leave a
+    child holding its input, without reading it) while reading its output, to the output's end or
+    to ``deadline``: the first :data:`MAX_OUTPUT` bytes, how many more were read and dropped, and
+    whether the end was reached. One thread, no blocking call: nothing can outlive the hook."""
+    kept, dropped, sent = bytearray(), 0, 0
+    inp, out = stdin.fileno(), stdout.fileno()
+    os.set_blocking(inp, False)
     with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
+        selector.register(out, selectors.EVENT_READ)
+        selector.register(inp, selectors.EVENT_WRITE)
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
+            if left <= 0:
                 return kept, dropped, False
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
-                return kept, dropped, True
-            room = MAX_OUTPUT - len(kept)
-            kept += chunk[:room]
-            dropped += max(0, len(chunk) - room)
+            for key, _ in selector.select(left):
+                if key.fd == inp:
+                    try:
+                        sent += os.write(inp, data[sent : sent + _CHUNK])
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:  # the program exited without reading it all
+                        sent = len(data)
+                    if sent >= len(data):
+                        selector.unregister(inp)
+                        stdin.close()
+                    continue
+                chunk = os.read(out, _CHUNK)
+                if not chunk:
+                    return kept, dropped, True
+                room = MAX_OUTPUT - len(kept)
+                kept += chunk[:room]
+                dropped += max(0, len(chunk) - room)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

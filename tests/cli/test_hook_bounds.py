@@ -279,3 +279,37 @@ def test_a_loud_commands_output_does_not_fill_the_memory_of_the_lake(tmp_path: P
     (run,) = runs(cli, "--branch", "main")
     out = cli("cat-hook-output", "lakefs://loud", run["run_id"], "0000_0000").stdout
     assert longest("z", out) == MAX_OUTPUT and f"({size - MAX_OUTPUT} more dropped)" in out
+
+
+def test_a_hook_ends_with_its_program_though_a_child_holds_its_unread_input(
+    both: Lakectl, tmp_path: Path
+) -> None:
+    """The program starts a child that keeps the hook's standard input open and never reads it,
+    then exits 0; the event (over 64 KiB, more than a pipe holds) is never read whole. The hook
+    passes when its program ends: the commit is made while that child still runs."""
+    pid_file = tmp_path / "child"
+    code = (
+        "import subprocess, sys\nfrom subprocess import DEVNULL\n"
+        f"child = subprocess.Popen(['sleep', '{SLOW_S * 3:g}'], stdin=sys.stdin,"
+        " stdout=DEVNULL, stderr=DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))"
+    )
+    hook = command("quick", code)
+    hook["properties"]["timeout"] = f"{SLOW_S * 2:g}s"
+    put_action(both, "feat", "gate", {"on": {"pre-commit": None}, "hooks": [hook]}, commit=False)
+    try:
+        meta = [arg for i in range(7) for arg in ("--meta", f"k{i}={'m' * 4000}")]
+        both.js("commit", f"lakefs://{both.repo}/feat", "-m", "e" * 60_000, *meta)
+        child = int(pid_file.read_text())
+        assert running(child), "the commit waited for the hook's child"
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), 9)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (neither ended nor a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
