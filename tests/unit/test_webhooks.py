@@ -162,3 +162,90 @@ def test_allowed_hosts_is_a_list_in_the_file(tmp_path: Path) -> None:
     config.write_text("actions:\n  webhook:\n    allowed_hosts: 10.0.0.0/8\n")
     with pytest.raises(InvalidArgument, match="allowed_hosts must be a list of names"):
         load_settings(str(config), str(tmp_path), environ={})
+
+
+def _certificates(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate it signed for the name ``localhost`` only: (CA, cert, key) files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def make(subject: str, issuer: x509.Name | None, signer: Any, ca: bool) -> tuple[Any, x509.Certificate]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(issuer or name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(subject)]), False)
+        return key, builder.sign(signer or key, hashes.SHA256())
+
+    ca_key, ca = make("test CA", None, None, True)
+    key, cert = make("localhost", ca.subject, ca_key, False)
+    paths = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return paths
+
+
+def test_https_checks_the_urls_host_while_connecting_to_the_checked_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call goes to the address the policy checked, and TLS still verifies the certificate
+    against the URL's host (sent as SNI): a certificate for ``localhost`` passes as
+    ``https://localhost``, and fails as ``https://127.0.0.1``."""
+    import ssl
+
+    ca, cert, key = _certificates(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    server_names: list[str | None] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, name, ctx: server_names.append(name)  # type: ignore[func-returns-value]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "6")
+            self.end_headers()
+            self.wfile.write(b"secure")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class TLSServer(ThreadingHTTPServer):
+        def get_request(self) -> Any:
+            sock, address = super().get_request()
+            return context.wrap_socket(sock, server_side=True), address
+
+    server = TLSServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    tls_port = server.server_address[1]
+    try:
+        policy = HostPolicy.parse(["127.0.0.1"])
+        good = call(f"https://localhost:{tls_port}/", policy)
+        assert good.passed, good.output
+        assert good.output.endswith(b"200 OK\nsecure") and server_names == ["localhost"]
+        bad = call(f"https://127.0.0.1:{tls_port}/", policy)
+        assert not bad.passed and b"CERTIFICATE_VERIFY_FAILED" in bad.output
+    finally:
+        server.shutdown()
+        server.server_close()
