@@ -9,8 +9,10 @@ processes."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -21,13 +23,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from lakectl.core.hooks import MAX_OUTPUT
 from server.config import load_settings
 from tests.cli.both import Lakectl, both
 from tests.cli.test_actions import command, head, put_action, runs, webhook
-from tests.server.conftest import LOOPBACK_HOOKS, Live, serve
+from tests.server.conftest import LOOPBACK_HOOKS, Live, free_port, serve
 
 __all__ = ["both"]
 
@@ -313,3 +316,65 @@ def running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_loud_command_hook_does_not_fill_the_memory_of_a_server(tmp_path: Path) -> None:
+    """The same hook run by a server (``lakectl server run``, a process of its own, command hooks
+    enabled): the server's peak resident size (VmHWM) grows far less than what the hook printed.
+    The hook prints as many MiB as the commit message says; a first commit of 1 MiB warms up."""
+    size = 200 << 20
+    code = (
+        "import os, sys\n"
+        "for _ in range(int(os.environ['LAKEFS_COMMIT_MESSAGE'])): sys.stdout.write('z' * (1 << 20))"
+    )
+    port = free_port()
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        f"listen_address: 127.0.0.1:{port}\ngateways: {{s3: {{listen_address: '127.0.0.1:{free_port()}'}}}}\n"
+        "actions: {command: {enabled: true}}\nlogging: {level: error}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
+    env["LAKECTL_SERVER_DATA_DIR"] = str(tmp_path / "data")
+    lakectl = str(Path(sys.executable).with_name("lakectl"))
+    setup = [lakectl, "server", "setup", "--config", str(conf), "--json"]
+    creds = json.loads(subprocess.run(setup, env=env, capture_output=True, check=True).stdout)
+    proc = subprocess.Popen([lakectl, "server", "run", "--config", str(conf)], env=env)
+    try:
+        url = f"http://127.0.0.1:{port}/api/v1"
+        server = Live(url, creds["access_key_id"], creds["secret_access_key"], tmp_path)
+        wait_for(server, proc)
+        cli = Lakectl("remote", {**server.cli_env(tmp_path), "LAKECTL_BASE_URI": ""}, tmp_path, repo="loud")
+        cli("repo", "create", "lakefs://loud")
+        action = {"on": {"pre-commit": None}, "hooks": [command("loud", code)]}
+        put_action(cli, "main", "gate", action, commit=False)
+        cli("commit", "lakefs://loud/main", "-m", "1")
+        before = peak_kib(proc.pid)
+        cli("fs", "upload", "lakefs://loud/main/more.txt", "-s", "-", input=b"more")
+        cli("commit", "lakefs://loud/main", "-m", str(size >> 20))
+        grown = (peak_kib(proc.pid) - before) << 10
+        loud, _ = runs(cli, "--branch", "main")
+        out = cli("cat-hook-output", "lakefs://loud", loud["run_id"], "0000_0000").stdout
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    assert grown < size / 4, f"the server's peak grew {grown >> 20} MiB for a {size >> 20} MiB output"
+    assert longest("z", out) == MAX_OUTPUT and f"({size - MAX_OUTPUT} more dropped)" in out
+
+
+def peak_kib(pid: int) -> int:
+    """The peak resident size of process ``pid`` so far (Linux's VmHWM), in KiB."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1])
+
+
+def wait_for(server: Live, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    with server.client() as anon:
+        while True:
+            assert proc.poll() is None, "the server exited"
+            assert time.monotonic() < deadline, "the server did not answer in time"
+            try:
+                if anon.get("/healthcheck", timeout=1).status_code == 204:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.05)
