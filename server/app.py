@@ -120,7 +120,11 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     if settings.actions.enabled:
         from lakectl.core.actionruns import ActionHooks
 
-        lake.events = ActionHooks(lake, commands=settings.actions.command_enabled)
+        lake.events = ActionHooks(
+            lake,
+            commands=settings.actions.command_enabled,
+            webhook_hosts=settings.actions.webhook_hosts,
+        )
         journal.install(lake)  # again, after the actions (open_lake installed it alone)
     auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
     installed = settings.installation

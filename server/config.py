@@ -14,8 +14,10 @@ Keys lakeFS has for parts lakectl does not have are ignored with a warning or re
 
 Most keys hold one string. ``blockstore.local.volumes`` holds a list of directories (a YAML list;
 in the environment, directories separated by ``os.pathsep`` as in ``PATH``),
-``blockstore.local.replicas`` a whole number and ``blockstore.s3.force_path_style`` a boolean
-(YAML ``true``/``false``; in the environment also ``1``/``0``, ``yes``/``no``, ``on``/``off``).
+``actions.webhook.allowed_hosts`` a list of names (a YAML list; in the environment, separated by
+commas or spaces), ``blockstore.local.replicas`` a whole number and
+``blockstore.s3.force_path_style`` a boolean (YAML ``true``/``false``; in the environment also
+``1``/``0``, ``yes``/``no``, ``on``/``off``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from lakectl.core.webhooks import HostPolicy
 from lakectl.errors import InvalidArgument
 from server.lakefs_keys import FOREIGN, Fate, Foreign, foreign, has_deeper
 
@@ -67,6 +70,7 @@ class Kind(enum.Enum):
     LIST = "a list of paths"
     BOOL = "true or false"
     INT = "a whole number"
+    WORDS = "a list of names"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +136,11 @@ TABLE: tuple[Key, ...] = (
     Key("installation.secret_access_key"),
     Key("actions.enabled", "true", Kind.BOOL),
     Key("actions.command.enabled", "false", Kind.BOOL),
+    Key("actions.webhook.allowed_hosts", kind=Kind.WORDS),
 )
 """Every setting, once."""
+
+_LISTS = (Kind.LIST, Kind.WORDS)
 
 BY_NAME: dict[str, Key] = {name: key for key in TABLE for name in key.names}
 """Every accepted name (aliases included) to its setting."""
@@ -258,6 +265,8 @@ class ActionsSettings:
 
     enabled: bool = True
     command_enabled: bool = False
+    webhook_hosts: HostPolicy = field(default_factory=HostPolicy)
+    """Where webhooks may go: public addresses, and ``actions.webhook.allowed_hosts``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +353,7 @@ class _Values:
     """Each setting's value and the name it was given by, which error messages use."""
 
     def __init__(self) -> None:
-        self._value: dict[str, Any] = {k.name: () if k.kind is Kind.LIST else k.default for k in TABLE}
+        self._value: dict[str, Any] = {k.name: () if k.kind in _LISTS else k.default for k in TABLE}
         self._name: dict[str, str] = {k.name: k.name for k in TABLE}
         self._from_file: dict[str, tuple[str, Any]] = {}
 
@@ -372,6 +381,8 @@ class _Values:
 
 
 def _env_value(key: Key, text: str) -> Any:
+    if key.kind is Kind.WORDS:  # host names and IPv6 addresses hold ':', so not os.pathsep here
+        return tuple(w for w in re.split(r"[,\s]+", text) if w)
     return tuple(p for p in text.split(os.pathsep) if p) if key.kind is Kind.LIST else text
 
 
@@ -472,10 +483,10 @@ def _leaves(key: str, value: Any) -> Iterator[tuple[str, Any]]:
 
 def _yaml_value(key: Key, value: Any, source: str) -> Any:
     """A YAML value in the form ``_build`` reads: a tuple of strings for list keys, else text."""
-    if key.kind is Kind.LIST:
+    if key.kind in _LISTS:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise InvalidArgument(
-                f"invalid configuration {source}: {key.name} must be a list of paths, not {value!r}",
+                f"invalid configuration {source}: {key.name} must be {key.kind.value}, not {value!r}",
                 key=key.name,
             )
         return tuple(value)
@@ -517,7 +528,9 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
         s3=_s3_gateway(v, host, port),
         installation=_installation(v),
         warnings=warnings,
-        actions=ActionsSettings(_bool(v, "actions.enabled"), _bool(v, "actions.command.enabled")),
+        actions=ActionsSettings(
+            _bool(v, "actions.enabled"), _bool(v, "actions.command.enabled"), _webhook_hosts(v)
+        ),
         aws_iam=_aws_iam(v),
         allowed_external_prefixes=_external_prefixes(v),
     )
@@ -557,6 +570,13 @@ def _aws_iam(v: _Values) -> AwsIamSettings:
     if server_id and not re.fullmatch(r"[!-~]{1,253}", server_id):
         raise v.bad("auth.external.aws_auth.server_id", f"{server_id!r} is not 1-253 printable characters")
     return AwsIamSettings(endpoint or None, server_id or None)
+
+
+def _webhook_hosts(v: _Values) -> HostPolicy:
+    try:
+        return HostPolicy.parse(v["actions.webhook.allowed_hosts"])
+    except InvalidArgument as e:
+        raise v.bad("actions.webhook.allowed_hosts", e.message) from None
 
 
 def _bool(v: _Values, key: str) -> bool:

@@ -24,6 +24,7 @@ from lakectl.errors import HookFailed, InvalidArgument, KeyNotFound, NotFound
 if TYPE_CHECKING:
     from lakectl.core import actions
     from lakectl.core.porcelain import Lake
+    from lakectl.core.webhooks import HostPolicy
 
 # actions (the action files' parser) and hooks (their runner) are imported when a hooked verb
 # runs: every command of the embedded lake installs this sink, and a read never calls it.
@@ -250,12 +251,21 @@ class ActionHooks:
     a failing ``post-`` hook is only recorded. Actions run in parallel, an action's hooks in
     order (a failed hook stops its action)."""
 
-    def __init__(self, lake: Lake, commands: bool = True, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        lake: Lake,
+        commands: bool = True,
+        env: Mapping[str, str] | None = None,
+        webhook_hosts: HostPolicy | None = None,
+    ) -> None:
         self.lake = lake
         self.commands = commands
         """Whether command hooks may run (a server runs them only when configured to)."""
         self.env = dict(env or {})
         """Variables command hooks get besides the caller's (the embedded lake's LAKECTL_HOME)."""
+        self.webhook_hosts = webhook_hosts
+        """Where webhooks may go: a server's policy (public addresses and the hosts its operator
+        allows); None, the embedded lake's: anywhere its user can reach."""
 
     def before(self, event: Event) -> None:
         if not event.verb.has_hooks:
@@ -353,7 +363,7 @@ class ActionHooks:
         for number, hook in enumerate(action.hooks):
             start = now_text()
             payload = event_json(event, etype, run_id, action.name, hook.id)
-            outcome = hooks.run(hook, payload, self.commands, env)
+            outcome = hooks.run(hook, payload, self.commands, env, self.webhook_hosts)
             status = COMPLETED if outcome.passed else FAILED
             record = HookRun(f"{index:04d}_{number:04d}", action.name, hook.id, start, now_text(), status)
             done.append(_Done(record, outcome.output))

@@ -20,15 +20,16 @@ import pytest
 from server.config import load_settings
 from tests.cli.both import Lakectl, both
 from tests.hookd import Hookd, hookd
-from tests.server.conftest import Live, serve
+from tests.server.conftest import LOOPBACK_HOOKS, Live, serve
 
 __all__ = ["both", "hookd"]
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """This module's server: command hooks enabled, as an operator would enable them."""
-    env = {"LAKECTL_SERVER_ACTIONS_COMMAND_ENABLED": "true"}
+    """This module's server: command hooks enabled, as an operator would enable them, and
+    webhooks to 127.0.0.1 allowed (where the tests' receivers listen)."""
+    env = {"LAKECTL_SERVER_ACTIONS_COMMAND_ENABLED": "true", **LOOPBACK_HOOKS}
     with serve(load_settings(None, str(tmp_path_factory.mktemp("server-actions")), environ=env)) as server:
         yield server
 

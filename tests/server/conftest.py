@@ -26,6 +26,8 @@ from tests.pg import PostgresServer
 
 START_TIMEOUT_S = 15.0
 ALLOWED_EXTERNAL_PREFIXES = "LAKECTL_SERVER_BLOCKSTORE_LOCAL_ALLOWED_EXTERNAL_PREFIXES"
+LOOPBACK_HOOKS = {"LAKECTL_SERVER_ACTIONS_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
+"""The test servers' webhooks may call the tests' receivers, on 127.0.0.1 (tests/hookd.py)."""
 _names = itertools.count()
 
 
@@ -109,10 +111,11 @@ def serve(settings: Settings) -> Iterator[Live]:
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """A live server on the default settings: SQLite metadata and blocks under its data directory;
-    import may read the tests' temporary directories (but its own data directory there)."""
+    """A live server on the default settings, but that webhooks may call 127.0.0.1 and import may
+    read the tests' temporary directories (but its own data directory there): SQLite metadata and
+    blocks under its data directory."""
     data_dir = tmp_path_factory.mktemp("server")
-    env = {ALLOWED_EXTERNAL_PREFIXES: str(tmp_path_factory.getbasetemp())}
+    env = {ALLOWED_EXTERNAL_PREFIXES: str(tmp_path_factory.getbasetemp()), **LOOPBACK_HOOKS}
     with serve(load_settings(None, str(data_dir), environ=env)) as server:
         yield server
 
@@ -123,6 +126,7 @@ def live_pg(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresS
     data_dir = tmp_path_factory.mktemp("server-pg")
     url = postgres_server.create_database()
     env = {"LAKECTL_SERVER_DATABASE_TYPE": "postgres", "LAKECTL_SERVER_DATABASE_CONNECTION_STRING": url}
+    env.update(LOOPBACK_HOOKS)
     try:
         with serve(load_settings(None, str(data_dir), environ=env)) as server:
             yield server
