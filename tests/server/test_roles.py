@@ -417,7 +417,9 @@ route("POST", IMPORT + "/copy", WRITE, lambda w, c: Call(f"{R}/branches/{w.branc
 # refs dump and restore (into a fresh bare repository)
 route("POST", RP + "/dump", WRITE, fixed(R + "/dump"), (202,))
 route("GET", RP + "/dump", READ, lambda w, c: Call(R + "/dump", params={"task_id": w.task("dump")}))
-route("POST", RP + "/restore", DELETE, lambda w, c: Call(f"{REPOS}/{w.bare()}/restore", json=w.refs()), (202,))
+route(
+    "POST", RP + "/restore", DELETE, lambda w, c: Call(f"{REPOS}/{w.bare()}/restore", json=w.refs()), (202,)
+)
 route("GET", RP + "/restore", READ, lambda w, c: Call(R + "/restore", params={"task_id": w.task("restore")}))
 route("PUT", RP + "/refs/dump", WRITE, fixed(R + "/refs/dump"), (201,))
 route(
