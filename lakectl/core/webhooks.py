@@ -144,19 +144,31 @@ def post(
         raise Refused(f"Request refused: {url!r} names no host")
     port = parts.port or (443 if scheme == "https" else 80)
     deadline = time.monotonic() + timeout
-    addresses = _resolve(host, port, policy)
+    # A server connects to the address it checked, never through a proxy (which would connect
+    # anywhere); an embedded lake goes through the proxy its environment names, as urllib would.
+    proxy = _proxy(scheme, host) if policy is None else None
+    via_host, via_port = (proxy[0], proxy[1]) if proxy else (host, port)
+    addresses = _resolve(via_host, via_port, policy)
+    send = dict(headers)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     conn: http.client.HTTPConnection
     if scheme == "https":
         import ssl
 
-        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context())
+        conn = http.client.HTTPSConnection(
+            via_host, via_port, timeout=timeout, context=ssl.create_default_context()
+        )
+        if proxy:
+            conn.set_tunnel(host, port, headers=proxy[2])
     else:
-        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn = http.client.HTTPConnection(via_host, via_port, timeout=timeout)
+        if proxy:
+            path = url.split("#", 1)[0]  # a proxy is sent the absolute URL
+            send.update(proxy[2])
     watchdog = _Watchdog(conn, deadline)
     conn._create_connection = lambda *_: _connect(addresses, watchdog)  # type: ignore[attr-defined]
     try:
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        conn.request("POST", path, body, dict(headers))
+        conn.request("POST", path, body, send)
         answer = conn.getresponse()
         data = answer.read(MAX_ANSWER + 1)
         status, reason = answer.status, answer.reason
@@ -181,6 +193,27 @@ def post(
     if 300 <= status < 400:
         note = f"redirect to {location or '(no Location)'} not followed" + (f"; {note}" if note else "")
     return status, reason, data, note
+
+
+def _proxy(scheme: str, host: str) -> tuple[str, int, dict[str, str]] | None:
+    """The proxy the environment names for ``scheme`` (``http_proxy``, ``https_proxy``, ``no_proxy``
+    as urllib reads them) and the headers it is sent (its credentials), or None: connect directly."""
+    import urllib.request
+
+    named = urllib.request.getproxies().get(scheme)
+    if not named or urllib.request.proxy_bypass(host):
+        return None
+    proxy = urlsplit(named if "://" in named else f"http://{named}")
+    if not proxy.hostname:
+        return None
+    sent: dict[str, str] = {}
+    if proxy.username is not None:
+        import base64
+        from urllib.parse import unquote
+
+        pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}".encode()
+        sent["Proxy-Authorization"] = "Basic " + base64.b64encode(pair).decode()
+    return proxy.hostname, proxy.port or 80, sent
 
 
 def _resolve(host: str, port: int, policy: HostPolicy | None) -> list[tuple[Any, ...]]:

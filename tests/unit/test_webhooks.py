@@ -249,3 +249,25 @@ def test_https_checks_the_urls_host_while_connecting_to_the_checked_address(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_embedded_lake_calls_through_its_proxy_and_a_server_never_does(
+    receiver: tuple[int, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The receiver plays the proxy of ``http_proxy``: an embedded lake's webhook reaches a host
+    only the proxy knows through it, as urllib did; a server ignores the proxy (it would connect
+    to addresses the server never checked) and refuses a loopback address still."""
+    port, seen = receiver
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    outcome = call("http://hooks.example.invalid/gate?x=1", None)
+    assert outcome.passed, outcome.output
+    assert seen == ["http://hooks.example.invalid/gate?x=1"]
+    refused = call(f"http://127.0.0.1:{port}/inner", STRICT)
+    assert not refused.passed
+    assert "loopback address 127.0.0.1" in refused.output.decode()
+    assert seen == ["http://hooks.example.invalid/gate?x=1"]
+    monkeypatch.setenv("no_proxy", "hooks.example.invalid")
+    bypassed = call("http://hooks.example.invalid/gate", None)
+    assert not bypassed.passed and "cannot resolve hooks.example.invalid" in bypassed.output.decode()
