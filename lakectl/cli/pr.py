@@ -158,6 +158,7 @@ def _show(data: dict[str, Any]) -> None:
             [
                 ("Approvals", f"{approvals}: {', '.join(gate['approvals']) or 'none'}"),
                 ("Checks", ", ".join(f"{c['run_id']} {c['status']}" for c in gate["checks"]) or "none"),
+                ("Merge checks", ", ".join(gate.get("destination_checks", ())) or "none"),
                 ("Mergeable", "yes" if gate["mergeable"] else "no: " + "; ".join(gate["reasons"])),
             ]
         )
