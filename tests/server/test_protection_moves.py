@@ -92,6 +92,10 @@ VERBS: dict[str, Callable[[World], httpx.Response | int]] = {
     "revert": lambda w: w.api.post(f"{w.base}/revert", json={"ref": "release", "parent_number": 1}),
     "cherry-pick": lambda w: w.api.post(f"{w.base}/cherry-pick", json={"ref": w.dev_head}),
     "delete branch": lambda w: w.api.delete(w.base),
+    "create matching": lambda w: w.api.post(
+        f"/repositories/{w.repo}/branches", json={"name": "release-2", "source": "dev"}
+    ),
+    "tag": lambda w: w.api.post(f"/repositories/{w.repo}/tags", json={"id": "v1", "ref": "release"}),
     "create over it": lambda w: w.api.post(
         f"/repositories/{w.repo}/branches", json={"name": "release", "source": "dev"}
     ),
@@ -101,8 +105,15 @@ VERBS: dict[str, Callable[[World], httpx.Response | int]] = {
 EXPECTED = {
     "none": dict.fromkeys(VERBS, OK) | {"create over it": EXISTS},
     "plain": dict.fromkeys(VERBS, REFUSED)
-    | {"merge": OK, "revert": OK, "cherry-pick": OK, "create over it": EXISTS},
-    "pulls": dict.fromkeys(VERBS, REFUSED) | {"create over it": EXISTS},
+    | {
+        "merge": OK,
+        "revert": OK,
+        "cherry-pick": OK,
+        "create matching": OK,
+        "tag": OK,
+        "create over it": EXISTS,
+    },
+    "pulls": dict.fromkeys(VERBS, REFUSED) | {"create matching": OK, "tag": OK, "create over it": EXISTS},
 }
 
 
