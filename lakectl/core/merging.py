@@ -52,11 +52,14 @@ def merge(
     squash: bool = False,
     through_pull: bool = False,
     rows_runner: tablemerge.UnitRunner | None = None,
+    onto: str | None = None,
 ) -> MergeResult:
     """Three-way merge of ``source`` into the destination branch, as a merge commit; with
     ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
     A destination whose protection rule gates pull requests takes only merges made
-    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate).
+    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate), and
+    with ``onto`` only onto that head of the destination (``PredicateFailed`` once it moved):
+    the one whose actions the gate found, which the merge runs.
     ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
     :func:`lakectl.spark.tablemerge.runner`)."""
     from lakectl.core.graph.merge import StrategyRules, plan_merge
@@ -75,6 +78,8 @@ def merge(
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
     branch = lake.refs.get_branch(rid, bid)
+    if onto is not None and branch.commit_id != onto:
+        raise PredicateFailed(f"branch {dest!r} moved since the merge was checked: try again")
     if lake.staging.is_dirty(rid, branch):
         raise DirtyBranch(f"branch {dest!r} has uncommitted changes; commit or reset them first")
     dst = lake.refs.get_commit(rid, branch.commit_id)

@@ -11,8 +11,9 @@ to the garbage-collection rules, so :func:`guard` on the write path costs a sing
 A rule may also gate pull requests into its branches (the shape lakeFS's upstream proposal
 gives approvals): ``required_approvals`` (approvals on the source's current head, by others
 than the author) and ``required_checks`` (the destination's own pre-merge actions, read at its
-head, pass on the merge). A branch under such a rule takes merges, reverts and cherry-picks
-only through a pull request, so the gate cannot be walked around.
+head, pass on the merge). A branch under such a rule takes merges only through a pull request
+and refuses reverts and cherry-picks as it refuses a direct merge, so the gate cannot be walked
+around.
 """
 
 from __future__ import annotations

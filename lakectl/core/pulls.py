@@ -236,6 +236,8 @@ class Gate:
     destination_checks: tuple[str, ...] = ()
     """The destination's pre-merge actions (committed at its head) a merge into a protected
     branch runs, and that must pass: the checks a rule's ``required_checks`` asks for."""
+    destination_commit_id: str = ""
+    """The destination's head the gate read: :func:`merge_pull` merges onto that head only."""
 
     @property
     def mergeable(self) -> bool:
@@ -249,6 +251,7 @@ class Gate:
             "required_checks": self.required_checks,
             "checks": [c.to_dict() for c in self.checks],
             "destination_checks": list(self.destination_checks),
+            "destination_commit_id": self.destination_commit_id,
             "mergeable": self.mergeable,
             "reasons": list(self.reasons),
         }
@@ -263,6 +266,7 @@ class Gate:
             tuple(Check.from_dict(c) for c in d["checks"]),
             tuple(str(r) for r in d["reasons"]),
             tuple(str(c) for c in d.get("destination_checks", ())),
+            str(d.get("destination_commit_id") or ""),
         )
 
 
@@ -648,7 +652,8 @@ def _gate(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> Gate:
     )
     changes_requested = [r.reviewer for r in fresh if r.verdict is Verdict.CHANGES_REQUESTED]
     found = tuple(checks(lake, rid, head))
-    judges, invalid = _destination_checks(lake, rid, pull.destination_branch) if rule else ((), ())
+    dest_head = _head(lake, rid, pull.destination_branch)
+    judges, invalid = _destination_checks(lake, rid, pull.destination_branch, dest_head) if rule else ((), ())
     reasons: list[str] = []
     if pull.status is not PullStatus.OPEN:
         reasons.append(f"the pull request is {pull.status.value}")
@@ -668,19 +673,24 @@ def _gate(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> Gate:
             f"checks are required, and the destination {pull.destination_branch!r} has no pre-merge "
             "action committed at its head to run"
         )
-    return Gate(head, required, approvals, need_checks, found, tuple(reasons), judges)
+    return Gate(head, required, approvals, need_checks, found, tuple(reasons), judges, dest_head)
+
+
+def _head(lake: Lake, rid: RepositoryId, branch: str) -> str:
+    try:
+        return str(lake.refs.get_branch(rid, check_branch_name(branch)).commit_id)
+    except NotFound:
+        return ""
 
 
 def _destination_checks(
-    lake: Lake, rid: RepositoryId, branch: str
+    lake: Lake, rid: RepositoryId, branch: str, head: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names of the pre-merge actions committed at ``branch``'s head (what a merge into it
-    runs when a rule protects it), and the paths of the action files there that do not parse."""
+    """The names of the pre-merge actions committed at ``head``, ``branch``'s (what a merge into
+    it runs when a rule protects it), and the paths of the action files there that do not parse."""
     from lakectl.core import actions
 
-    try:
-        head = lake.refs.get_branch(rid, check_branch_name(branch)).commit_id
-    except NotFound:
+    if not head:
         return (), ()
     loaded = actions.load(lake, rid, head)
     chosen = actions.matching(loaded.actions, "pre-merge", branch)
@@ -719,6 +729,7 @@ def merge_pull(
         committer=merger or None,
         metadata={"pull_request": pull.id, "source_branch": pull.source_branch},
         through_pull=True,
+        onto=found.destination_commit_id,
     )
 
     def change(old: bytes | None) -> bytes:

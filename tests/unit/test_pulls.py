@@ -25,6 +25,7 @@ from lakectl.errors import (
     InvalidArgument,
     NotFound,
     PreconditionFailed,
+    PredicateFailed,
     ProtectedBranch,
 )
 
@@ -239,6 +240,7 @@ def test_required_checks_are_the_destinations_own_pre_merge_actions(lake: p.Lake
     gate = pulls.gate(lake, "rep", "1")
     assert gate.destination_checks == ("main-gate",) and gate.mergeable
     head = p.get_branch(lake, "rep", "main").commit_id
+    assert gate.destination_commit_id == head
     with pytest.raises(HookFailed, match="pre-merge hook aborted"):
         pulls.merge_pull(lake, "rep", "1")
     assert p.get_branch(lake, "rep", "main").commit_id == head
@@ -322,3 +324,15 @@ def test_racing_openers_leave_one_open_pull_request(lake: p.Lake) -> None:
         outcomes = list(pool.map(attempt, reopen))
     assert sum(o != "refused" for o in outcomes) == 1
     assert len(pulls.list_pulls(lake, "rep", StatusFilter.OPEN)[0]) == 1
+
+
+def test_a_pull_request_merges_only_onto_the_head_its_gate_read(lake: p.Lake) -> None:
+    """The gate found the destination's checks at one head; a merge onto another head (one that
+    may no longer hold them) is refused, and the destination keeps what it had."""
+    work(lake, "feature", "a.csv", b"1\n")
+    read = p.get_branch(lake, "rep", "main").commit_id
+    moved = work(lake, "main", "m.csv", b"m\n")
+    with pytest.raises(PredicateFailed, match="moved since the merge was checked"):
+        p.merge(lake, "rep", "feature", "main", onto=read, through_pull=True)
+    assert p.get_branch(lake, "rep", "main").commit_id == moved
+    assert p.merge(lake, "rep", "feature", "main", onto=moved, through_pull=True).changed
