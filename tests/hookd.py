@@ -22,6 +22,8 @@ class Hookd:
     status: int = 200
     body: bytes = b"ok"
     received: list[dict[str, Any]] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+    """A status of its own for a URL path (``/pass``, ``/gate``), ``status`` for the others."""
 
 
 @pytest.fixture
@@ -32,8 +34,11 @@ def hookd() -> Iterator[Hookd]:
         def do_POST(self) -> None:
             data = self.rfile.read(int(self.headers["Content-Length"]))
             query = parse_qs(urlsplit(self.path).query)
-            state.received.append({"event": json.loads(data), "query": query, "headers": dict(self.headers)})
-            self.send_response(state.status)
+            path = urlsplit(self.path).path
+            state.received.append(
+                {"event": json.loads(data), "query": query, "headers": dict(self.headers), "path": path}
+            )
+            self.send_response(state.statuses.get(path, state.status))
             self.send_header("Content-Length", str(len(state.body)))
             self.end_headers()
             self.wfile.write(state.body)

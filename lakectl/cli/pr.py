@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 app = noun(
     "Open, review and merge pull requests.\n\nA pull request proposes merging one branch into "
     "another. When the destination's branch protection rule asks for approvals or checks, "
-    "`pr merge` refuses (exit 6) until they are there, and plain `lakectl merge` into that "
-    "branch is refused (exit 8)."
+    "`pr merge` refuses (exit 6) until they are there, and plain `lakectl merge`, `revert` and "
+    "`cherry-pick` onto that branch are refused (exit 8)."
 )
 
 RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
@@ -158,6 +158,7 @@ def _show(data: dict[str, Any]) -> None:
             [
                 ("Approvals", f"{approvals}: {', '.join(gate['approvals']) or 'none'}"),
                 ("Checks", ", ".join(f"{c['run_id']} {c['status']}" for c in gate["checks"]) or "none"),
+                ("Merge checks", ", ".join(gate.get("destination_checks", ())) or "none"),
                 ("Mergeable", "yes" if gate["mergeable"] else "no: " + "; ".join(gate["reasons"])),
             ]
         )

@@ -11,8 +11,9 @@ from lakectl.cli.common import JsonFlag, backend, noun, repo_uri
 
 app = noun(
     "Create and manage branch protection rules.\n\nA branch whose name matches a rule refuses "
-    "uploads, deletes, commits and resets (exit 8): it changes only by merges, reverts and "
-    "cherry-picks."
+    "uploads, deletes, commits, resets and its own deletion (exit 8): it changes only by merges, "
+    "reverts and cherry-picks, judged by its own pre-merge actions (under a rule with required "
+    "approvals or checks, only through pull requests)."
 )
 
 RepoArg = Annotated[str, typer.Argument(help="lakefs://<repository>", show_default=False)]
@@ -38,8 +39,9 @@ def add(
         bool,
         typer.Option(
             "--required-checks",
-            help="A pull request into these branches merges only when the actions runs of its "
-            "source's head all passed (at least one). Merges come only through pull requests.",
+            help="A pull request into these branches merges only when the branch's own pre-merge "
+            "actions, committed at its head, pass the merge (at least one). Merges come only "
+            "through pull requests.",
         ),
     ] = False,
     json_: JsonFlag = False,

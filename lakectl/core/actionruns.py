@@ -205,15 +205,26 @@ def event_type(when: str, event: Event) -> str:
     return f"{when}-{event.verb.value}"
 
 
-def _ref_of(when: str, event: Event) -> str:
-    """Where the action files are read: the ref the event is about (lakeFS's source ref)."""
+def _ref_of(lake: Lake, when: str, event: Event) -> str:
+    """Where the action files are read: the ref the event is about (lakeFS's source ref), but
+    a merge into a protected branch is judged by the destination's own actions, committed at
+    its head: a change cannot edit or remove the gates that judge it."""
     if when == "post" and event.commit_id:
         return event.commit_id
     if event.verb is Verb.MERGE and event.payload.get("source_commit_id"):
+        if event.payload.get("destination_commit_id") and _protected(lake, event):
+            return str(event.payload["destination_commit_id"])
         return str(event.payload["source_commit_id"])  # the very commit being merged
     if event.verb in (Verb.COMMIT, Verb.DELETE_BRANCH):
         return event.branch
     return event.source_ref or event.commit_id
+
+
+def _protected(lake: Lake, event: Event) -> bool:
+    from lakectl.core import protection
+
+    rid = RepositoryId(event.repository)
+    return protection.rule_for(lake.kv, rid, event.branch or "") is not None
 
 
 def event_json(event: Event, etype: str, run_id: str, action: str, hook_id: str) -> dict[str, Any]:
@@ -312,7 +323,7 @@ class ActionHooks:
         from lakectl.core import actions
 
         etype = event_type(when, event)
-        loaded = actions.load(self.lake, event.repository, _ref_of(when, event))
+        loaded = actions.load(self.lake, event.repository, _ref_of(self.lake, when, event))
         chosen = actions.matching(loaded.actions, etype, event.branch)
         if not chosen and not loaded.errors:
             return None

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakectl.core import porcelain, replayorder
+from lakectl.core import porcelain, protection, replayorder
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.commits import CommitRequest, Moved, merge_base
 from lakectl.core.graph.refs import new_staging_token
@@ -25,6 +25,7 @@ from lakectl.core.porcelain import (
     default_committer,
     resolve,
 )
+from lakectl.core.protection import Move
 from lakectl.core.uri import check_path
 from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, PredicateFailed, TooManyRetries
 
@@ -51,14 +52,16 @@ def merge(
     squash: bool = False,
     through_pull: bool = False,
     rows_runner: tablemerge.UnitRunner | None = None,
+    onto: str | None = None,
 ) -> MergeResult:
     """Three-way merge of ``source`` into the destination branch, as a merge commit; with
     ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
     A destination whose protection rule gates pull requests takes only merges made
-    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate).
+    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate), and
+    with ``onto`` only onto that head of the destination (``PredicateFailed`` once it moved):
+    the one whose actions the gate found, which the merge runs.
     ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
     :func:`lakectl.spark.tablemerge.runner`)."""
-    from lakectl.core import protection
     from lakectl.core.graph.merge import StrategyRules, plan_merge
 
     rid, bid = _branch_target(lake, repo, dest)
@@ -66,8 +69,7 @@ def merge(
     check_message(message or "-")
     check_name(committer or "", "committer")
     check_metadata(metadata or {}, "commit metadata")
-    if not through_pull:
-        protection.check_direct_merge(lake.kv, rid, bid)
+    protection.guard(lake.kv, rid, bid, Move.MERGE, through_pull)
     row_rules: list[tablemerge.RowRule] = []
     if any("=rows:" in s for s in strategies):
         from lakectl.core import tablemerge
@@ -76,6 +78,8 @@ def merge(
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
     branch = lake.refs.get_branch(rid, bid)
+    if onto is not None and branch.commit_id != onto:
+        raise PredicateFailed(f"branch {dest!r} moved since the merge was checked: try again")
     if lake.staging.is_dirty(rid, branch):
         raise DirtyBranch(f"branch {dest!r} has uncommitted changes; commit or reset them first")
     dst = lake.refs.get_commit(rid, branch.commit_id)
@@ -137,7 +141,9 @@ def _apply_commit_change(
 ) -> Commit:
     from lakectl.core.graph.merge import StrategyRules, plan_merge
 
+    # A revert or cherry-pick is a merge of one commit's change: what a rule lets a merge do.
     rid, bid = _branch_target(lake, repo, branch)
+    protection.guard(lake.kv, rid, bid, Move.MERGE)
     target = resolve(lake, repo, ref).commit
     if len(target.parents) > 1 and parent_number < 1:
         raise InvalidArgument(
@@ -215,7 +221,7 @@ def cherry_pick(
 
 def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = "") -> int:
     """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     if kind is ResetKind.ALL:
         for _ in range(READ_ATTEMPTS):
             b, raw = lake.refs.get_branch_raw(rid, bid)

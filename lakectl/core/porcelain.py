@@ -91,7 +91,7 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
-    from lakectl.core import changes, listing, merging, writes
+    from lakectl.core import changes, listing, merging, protection, writes
 
     # What __getattr__ (at the end) loads when first asked for, as the type checker sees it.
     log = changes.log
@@ -388,9 +388,12 @@ def list_branches(lake: Lake, repo: str, after: str = "", amount: int | None = N
 
 def delete_branch(lake: Lake, repo: str, name: str) -> None:
     r = get_repo(lake, repo)
+    from lakectl.core import protection
+
     branch = lake.refs.get_branch(r.name, check_branch_name(name))
     if branch.name == r.default_branch:
         raise ProtectedBranch(f"cannot delete the default branch {branch.name!r} of {r.name!r}")
+    protection.guard(lake.kv, r.name, branch.name, protection.Move.DELETE)
     event = Event(Verb.DELETE_BRANCH, r.name, branch.name, commit_id=branch.commit_id)
     with announced(lake.events, event):
         lake.refs.delete_branch(r.name, branch.name)
@@ -585,13 +588,14 @@ def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, Br
     return r.name, bid
 
 
-def _write_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
-    """The branch a direct write (staging, commit, reset) goes to, refused with
-    ``ProtectedBranch`` when a protection rule covers it (:mod:`lakectl.core.protection`)."""
+def _write_target(lake: Lake, repo: str, branch: str, move: protection.Move) -> tuple[RepositoryId, BranchId]:
+    """The branch a verb moves (``move``: staging, a commit, a merge...), refused with
+    ``ProtectedBranch`` when a protection rule forbids that move (:func:`protection.guard`,
+    the one check every verb that moves a branch goes through)."""
     from lakectl.core import protection
 
     rid, bid = _branch_target(lake, repo, branch)
-    protection.check(lake.kv, rid, bid)
+    protection.guard(lake.kv, rid, bid, move)
     return rid, bid
 
 
@@ -619,7 +623,9 @@ def commit(
         raise InvalidArgument(
             "a partial commit (--prefix) commits changes: it cannot be empty (--allow-empty)"
         )
-    rid, bid = _write_target(lake, repo, branch)
+    from lakectl.core.protection import Move
+
+    rid, bid = _write_target(lake, repo, branch, Move.COMMIT)
     req = _commit_request(message, metadata, committer, allow_empty)
     event = _commit_event(rid, bid, req, {"prefixes": under} if under else {})
     with announced(lake.events, event):
@@ -686,7 +692,9 @@ def commit_rows(
     """Commit sorted prepared rows (None: delete) onto the branch's head as one commit, without
     staging them: the bulk path of zero-copy import (:mod:`lakectl.core.importing`). The branch
     must have nothing staged (``DirtyBranch``)."""
-    rid, bid = _write_target(lake, repo, branch)
+    from lakectl.core.protection import Move
+
+    rid, bid = _write_target(lake, repo, branch, Move.COMMIT)
     req = _commit_request(message, metadata, committer, allow_empty=True)
     b = lake.refs.get_branch(rid, bid)
     if lake.staging.is_dirty(rid, b):

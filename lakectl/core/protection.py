@@ -1,20 +1,24 @@
 """Branch protection rules (lakeFS's): glob patterns of branches that refuse direct writes.
 
-A branch matching any rule of its repository refuses staging (uploads, deletes, copies, links,
-manifest and multipart imports), commits and resets; merges, reverts and cherry-picks into it
-are allowed, as in lakeFS (changes reach a protected branch as commits made elsewhere). The
-rules are one KV value next to the garbage-collection rules, so :func:`check` on the write
-path costs a single ``get``.
+Every verb that moves a branch asks :func:`guard` once, naming how it moves it (a
+:class:`Move`), so no surface (REST API, S3 gateway, UI, CLI, embedded or remote) can skip a
+rule. A branch matching any rule of its repository refuses staging (uploads, deletes, copies,
+links, metadata, manifest, multipart and zero-copy imports), commits, resets of staged changes
+and its own deletion; merges, reverts and cherry-picks into it are allowed, as in lakeFS
+(changes reach a protected branch as commits made elsewhere). The rules are one KV value next
+to the garbage-collection rules, so :func:`guard` on the write path costs a single ``get``.
 
 A rule may also gate pull requests into its branches (the shape lakeFS's upstream proposal
 gives approvals): ``required_approvals`` (approvals on the source's current head, by others
-than the author) and ``required_checks`` (the actions runs of the source's head all passed,
-and there is at least one). A branch under such a rule takes merges only through a pull
-request (:func:`check_direct_merge`), so the gate cannot be walked around.
+than the author) and ``required_checks`` (the destination's own pre-merge actions, read at its
+head, pass on the merge). A branch under such a rule takes merges only through a pull request
+and refuses reverts and cherry-picks as it refuses a direct merge, so the gate cannot be walked
+around.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -153,36 +157,63 @@ def _raw(kv: KVStore, rid: RepositoryId) -> bytes | None:
         return None
 
 
-def check(kv: KVStore, rid: RepositoryId, branch: BranchId) -> None:
-    """Raise ``ProtectedBranch`` when a rule of ``rid`` protects ``branch`` (one KV get)."""
-    raw = _raw(kv, rid)
+class Move(enum.Enum):
+    """How a verb moves a branch: what a protection rule decides on (docs/pulls.md's table)."""
+
+    STAGE = "stage"
+    """Staged changes written or dropped: uploads, links, copies, deletes, metadata, imports,
+    a reset of staged changes."""
+    COMMIT = "commit"
+    """The branch's own staged changes (or prepared rows) committed onto its head."""
+    MERGE = "merge"
+    """A commit made from other commits: a merge, a revert, a cherry-pick."""
+    DELETE = "delete"
+    """The branch deleted (it could then be created again from anything)."""
+
+
+_REFUSED = {
+    Move.STAGE: "direct writes are refused",
+    Move.COMMIT: "direct commits are refused",
+    Move.DELETE: "it cannot be deleted",
+}
+
+
+def _first_match(raw: bytes | None, branch: str) -> Rule | None:
+    """The first stored rule protecting ``branch``: the stored list was checked when it was set,
+    so on the write path of every object it is only read."""
     if raw is None:
+        return None
+    for row in json.loads(raw):
+        if fnmatchcase(branch, row["pattern"]):
+            return Rule(row["pattern"], row.get("required_approvals", 0), row.get("required_checks", False))
+    return None
+
+
+def guard(kv: KVStore, rid: RepositoryId, branch: BranchId, move: Move, through_pull: bool = False) -> None:
+    """The one check of every verb that moves a branch (one KV get): ``ProtectedBranch`` when a
+    rule of ``rid`` refuses ``move`` on ``branch``. A plain rule lets only merges, reverts and
+    cherry-picks in; a rule gating pull requests lets in only a merge made ``through_pull`` (by
+    :func:`lakectl.core.pulls.merge_pull`, which checked the gate)."""
+    rule = _first_match(_raw(kv, rid), branch)
+    if rule is None:
         return
-    # On the write path of every object: the stored list was checked when it was set.
-    patterns = [row["pattern"] for row in json.loads(raw)]
-    pattern = next((p for p in patterns if fnmatchcase(branch, p)), None)
-    if pattern is not None:
-        raise ProtectedBranch(
-            f"branch {branch!r} of {rid!r} is protected (rule {pattern!r}): only merges may change it",
-            branch=branch,
-            pattern=pattern,
-        )
+    if move is Move.MERGE:
+        if not rule.gates_pulls or through_pull:
+            return
+        what = "it takes merges only through a pull request"
+    else:
+        only = "merges through a pull request" if rule.gates_pulls else "merges, reverts and cherry-picks"
+        what = f"{_REFUSED[move]}, only {only} may change it"
+    raise ProtectedBranch(
+        f"branch {branch!r} of {rid!r} is protected (rule {rule.pattern!r}): {what}",
+        branch=branch,
+        pattern=rule.pattern,
+    )
 
 
 def rule_for(kv: KVStore, rid: RepositoryId, branch: str) -> Rule | None:
     """The first rule of ``rid`` that protects ``branch`` (one KV get)."""
     return _decode(_raw(kv, rid)).matching(branch)
-
-
-def check_direct_merge(kv: KVStore, rid: RepositoryId, branch: BranchId) -> None:
-    """``ProtectedBranch`` when a rule makes pull requests the only way into ``branch``."""
-    rule = rule_for(kv, rid, branch)
-    if rule is not None and rule.gates_pulls:
-        raise ProtectedBranch(
-            f"branch {branch!r} of {rid!r} takes merges only through a pull request (rule {rule.pattern!r})",
-            branch=branch,
-            pattern=rule.pattern,
-        )
 
 
 # -- the verbs ------------------------------------------------------------------------------

@@ -7,9 +7,12 @@ and reviews are records of their own beside it, so commenting never races a stat
 review is a reviewer's latest verdict, with the source branch's head at that moment: a later
 commit on the source makes it *stale*, and only fresh approvals by others than the author count.
 
-Checks are the actions runs of the source branch's head commit (:mod:`lakectl.core.actionruns`).
-A branch protection rule (:mod:`lakectl.core.protection`) sets what a merge needs:
-``required_approvals`` and ``required_checks``; :func:`gate` says what is missing, and
+The checks shown are the actions runs of the source branch's head commit
+(:mod:`lakectl.core.actionruns`): a failed one holds the merge back, but the source's author
+chose them, so they never satisfy a rule. A branch protection rule (:mod:`lakectl.core.protection`)
+sets what a merge needs: ``required_approvals`` and ``required_checks``, the checks being the
+destination's own pre-merge actions, committed at its head (the merge runs them, from there,
+whatever the source did to ``_lakefs_actions/``); :func:`gate` says what is missing, and
 :func:`merge_pull` refuses (``PreconditionFailed``, with the reasons) until nothing is.
 
 Every change announces one ``Verb.PULL_REQUEST`` event whose payload lists the records written
@@ -230,6 +233,11 @@ class Gate:
     checks: tuple[Check, ...]
     reasons: tuple[str, ...]
     """Why a merge is refused now; empty when it may go ahead."""
+    destination_checks: tuple[str, ...] = ()
+    """The destination's pre-merge actions (committed at its head) a merge into a protected
+    branch runs, and that must pass: the checks a rule's ``required_checks`` asks for."""
+    destination_commit_id: str = ""
+    """The destination's head the gate read: :func:`merge_pull` merges onto that head only."""
 
     @property
     def mergeable(self) -> bool:
@@ -242,6 +250,8 @@ class Gate:
             "approvals": list(self.approvals),
             "required_checks": self.required_checks,
             "checks": [c.to_dict() for c in self.checks],
+            "destination_checks": list(self.destination_checks),
+            "destination_commit_id": self.destination_commit_id,
             "mergeable": self.mergeable,
             "reasons": list(self.reasons),
         }
@@ -255,6 +265,8 @@ class Gate:
             bool(d["required_checks"]),
             tuple(Check.from_dict(c) for c in d["checks"]),
             tuple(str(r) for r in d["reasons"]),
+            tuple(str(c) for c in d.get("destination_checks", ())),
+            str(d.get("destination_commit_id") or ""),
         )
 
 
@@ -640,6 +652,8 @@ def _gate(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> Gate:
     )
     changes_requested = [r.reviewer for r in fresh if r.verdict is Verdict.CHANGES_REQUESTED]
     found = tuple(checks(lake, rid, head))
+    dest_head = _head(lake, rid, pull.destination_branch)
+    judges, invalid = _destination_checks(lake, rid, pull.destination_branch, dest_head) if rule else ((), ())
     reasons: list[str] = []
     if pull.status is not PullStatus.OPEN:
         reasons.append(f"the pull request is {pull.status.value}")
@@ -652,9 +666,35 @@ def _gate(lake: Lake, rid: RepositoryId, part: str, pull: PullRequest) -> Gate:
     failed = [c.run_id for c in found if not c.passed]
     if failed:
         reasons.append("failed check(s): " + ", ".join(failed))
-    elif need_checks and not found:
-        reasons.append("no check has run on the source's current head")
-    return Gate(head, required, approvals, need_checks, found, tuple(reasons))
+    if invalid:
+        reasons.append("invalid action file(s) at the destination's head: " + ", ".join(invalid))
+    elif need_checks and not judges:
+        reasons.append(
+            f"checks are required, and the destination {pull.destination_branch!r} has no pre-merge "
+            "action committed at its head to run"
+        )
+    return Gate(head, required, approvals, need_checks, found, tuple(reasons), judges, dest_head)
+
+
+def _head(lake: Lake, rid: RepositoryId, branch: str) -> str:
+    try:
+        return str(lake.refs.get_branch(rid, check_branch_name(branch)).commit_id)
+    except NotFound:
+        return ""
+
+
+def _destination_checks(
+    lake: Lake, rid: RepositoryId, branch: str, head: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names of the pre-merge actions committed at ``head``, ``branch``'s (what a merge into
+    it runs when a rule protects it), and the paths of the action files there that do not parse."""
+    from lakectl.core import actions
+
+    if not head:
+        return (), ()
+    loaded = actions.load(lake, rid, head)
+    chosen = actions.matching(loaded.actions, "pre-merge", branch)
+    return tuple(a.name for a in chosen), tuple(path for path, _ in loaded.errors)
 
 
 def merge_pull(
@@ -689,6 +729,7 @@ def merge_pull(
         committer=merger or None,
         metadata={"pull_request": pull.id, "source_branch": pull.source_branch},
         through_pull=True,
+        onto=found.destination_commit_id,
     )
 
     def change(old: bytes | None) -> bytes:

@@ -30,6 +30,7 @@ from lakectl.core.porcelain import (
     _write_target,
     list_objects,
 )
+from lakectl.core.protection import Move
 from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import BlockNotFound, ObjectNotFound
 
@@ -67,7 +68,7 @@ def upload(
     gateway): recorded as the object's checksum, and used as the block's hash when the body
     is one block."""
     path = check_new_path(path)
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     content_type = check_content_type(content_type)  # refused before any block is written
     metadata = check_metadata(metadata or {})
     if isinstance(source, bytes | memoryview):
@@ -98,7 +99,7 @@ def upload_files(
     streamed into blocks of their own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     content_type = check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
@@ -155,7 +156,7 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
     branch, stamped now: the copy shares the source's blocks, no byte is written. Returns the
     staged entry. The REST API's and the S3 gateway's copies both come here."""
     path = check_new_path(path)
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     entry = dataclasses.replace(source, mtime=porcelain.now())
     touch_blocks(lake, entry)
     _stage(lake, rid, bid, [(path, entry.to_row())])
@@ -164,7 +165,7 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
     """Stage prepared rows (library fast path for bulk staging: no data is written)."""
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     _stage(lake, rid, bid, updates)
 
 
@@ -172,14 +173,14 @@ def check_writable(lake: Lake, repo: str, branch: str) -> None:
     """Raise what a write to ``branch`` would: no repository, no such branch, a ref that exists
     but is no branch (InvalidRef), a protected branch -- before a caller reads a body it would
     then refuse."""
-    _write_target(lake, repo, branch)
+    _write_target(lake, repo, branch, Move.STAGE)
 
 
 def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> list[str]:
     """Delete those of ``paths`` that exist on the branch (S3 and lakeFS batch deletes: a missing
     path is no error); return them. A path deleted concurrently gets a second tombstone: the
     same change."""
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
     if present:
         _stage(lake, rid, bid, [(p, None) for p in present], Verb.DELETE_OBJECTS)
@@ -187,7 +188,7 @@ def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) ->
 
 
 def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
     if missing:
         raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
@@ -197,7 +198,7 @@ def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> 
 def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
     """Delete every object under ``prefix`` on the branch; returns the deleted paths."""
     check_path(prefix, allow_empty=True)
-    rid, bid = _write_target(lake, repo, branch)
+    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
     if paths:
         _stage(lake, rid, bid, [(p, None) for p in paths], Verb.DELETE_OBJECTS)

@@ -4,9 +4,12 @@ author approving it, a merge that a protection rule's approvals hold back)."""
 
 from __future__ import annotations
 
-from tests.cli.both_json import Cli, cli, live
+import json
 
-__all__ = ["cli", "live"]
+from tests.cli.both_json import Cli, cli, live
+from tests.hookd import Hookd, hookd
+
+__all__ = ["cli", "hookd", "live"]
 
 
 def _branch_with_a_change(cli: Cli) -> None:
@@ -81,7 +84,7 @@ def test_required_approvals_hold_the_merge(cli: Cli) -> None:
     assert cli("merge", "lakefs://R/fix", "lakefs://R/main", code=8)["code"] == "protected_branch"
     cli("pr", "create", "lakefs://R/fix", "lakefs://R/main", "--title", "t")
     refused = cli("pr", "merge", "lakefs://R", "1", code=6)
-    assert "0 of 1 required approval" in refused["message"] and "no check has run" in refused["message"]
+    assert "0 of 1 required approval" in refused["message"] and "no pre-merge action" in refused["message"]
     assert (
         cli("branch", "show", "lakefs://R/main")["commit_id"]
         != cli("branch", "show", "lakefs://R/fix")["commit_id"]
@@ -112,3 +115,40 @@ def test_show_summarizes_the_tables_a_pull_request_changes(cli: Cli) -> None:
     shown = cli("pr", "show", "lakefs://R", "1")
     assert shown["tables"] == [{"table": "t/", "summary": "t: +1 rows, \u22120"}]
     assert "table t: +1 rows" in cli("pr", "show", "lakefs://R", "1", human=True)
+
+
+def _webhook_action(name: str, url: str, **on: str) -> bytes:
+    return json.dumps(
+        {
+            "name": name,
+            "on": {event.replace("_", "-"): {"branches": [branch]} for event, branch in on.items()},
+            "hooks": [{"id": name, "type": "webhook", "properties": {"url": url}}],
+        }
+    ).encode()
+
+
+def test_a_pull_request_cannot_replace_the_gate_that_judges_it(cli: Cli, hookd: Hookd) -> None:
+    """main requires checks and holds a gate (a pre-merge webhook that fails); the pull request
+    deletes it and brings an action that always passes: main's own gate still judges the merge."""
+    base = hookd.url.rsplit("/", 1)[0]
+    hookd.statuses = {"/gate": 412, "/pass": 200}
+    gate = _webhook_action("gate", f"{base}/gate", pre_merge="main")
+    mine = _webhook_action("pass", f"{base}/pass", pre_merge="main", pre_commit="attack")
+    cli("repo", "create", "lakefs://R")
+    cli("fs", "upload", "lakefs://R/main/_lakefs_actions/gate.yaml", "--source", "-", input=gate)
+    cli("commit", "lakefs://R/main", "-m", "the gate")
+    cli("branch", "create", "lakefs://R/attack", "--source", "lakefs://R/main")
+    cli("branch-protect", "add", "lakefs://R", "main", "--required-checks")
+    cli("fs", "rm", "lakefs://R/attack/_lakefs_actions/gate.yaml")
+    cli("fs", "upload", "lakefs://R/attack/_lakefs_actions/pass.yaml", "--source", "-", input=mine)
+    cli("commit", "lakefs://R/attack", "-m", "drop the gate, bring my own")
+    cli("pr", "create", "lakefs://R/attack", "lakefs://R/main", "--title", "t")
+    head = cli("branch", "show", "lakefs://R/main")["commit_id"]
+    refused = cli("pr", "merge", "lakefs://R", "1", code=6)
+    assert refused["code"] == "hook_failed" and "pre-merge hook aborted" in refused["message"]
+    assert [r["path"] for r in hookd.received if r["event"]["event_type"] == "pre-merge"] == ["/gate"]
+    assert cli("branch", "show", "lakefs://R/main")["commit_id"] == head
+    assert cli("fs", "cat", "lakefs://R/main/_lakefs_actions/gate.yaml", human=True) == gate.decode()
+    shown = cli("pr", "show", "lakefs://R", "1")
+    assert shown["status"] == "open" and shown["gate"]["destination_checks"] == ["gate"]
+    assert "Merge checks" in cli("pr", "show", "lakefs://R", "1", human=True)

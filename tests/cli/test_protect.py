@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
@@ -95,3 +96,75 @@ def test_a_refused_remote_upload_sends_no_data(live: Live, tmp_path: Path) -> No
     run("fs", "upload", "lakefs://R/main/one.bin", "--source", "-", input=os.urandom(5000), code=8)
     run("fs", "upload", "-r", "lakefs://R/main/dir/", "--source", str(folder), code=8)
     assert snapshot(live.data_dir) == before, changes(before, snapshot(live.data_dir))
+
+
+MOVE_RULES = {"none": [], "plain": ["rel*"], "pulls": ["rel*", "--required-approvals", "1"]}
+
+CLI_VERBS: dict[str, tuple[str, ...]] = {
+    "upload": ("fs", "upload", "lakefs://R/release/new.txt", "--source", "-"),
+    "rm": ("fs", "rm", "lakefs://R/release/kept.txt"),
+    "rm -r": ("fs", "rm", "-r", "lakefs://R/release/"),
+    "commit": ("commit", "lakefs://R/release", "-m", "direct", "--allow-empty"),
+    "reset": ("reset", "lakefs://R/release"),
+    "merge": ("merge", "lakefs://R/dev", "lakefs://R/release"),
+    "revert": ("revert", "lakefs://R/release", "release", "--parent-number", "1"),
+    "cherry-pick": ("cherry-pick", "lakefs://R/dev", "lakefs://R/release"),
+    "branch delete": ("branch", "delete", "lakefs://R/release", "--yes"),
+    "import --merge": ("import", "--from", "{dir}", "--to", "lakefs://R/release/imp/", "--merge"),
+}
+
+CLI_EXPECTED = {
+    "none": dict.fromkeys(CLI_VERBS, 0),
+    "plain": dict.fromkeys(CLI_VERBS, 8) | {"merge": 0, "revert": 0, "cherry-pick": 0},
+    "pulls": dict.fromkeys(CLI_VERBS, 8),
+}
+
+
+@pytest.mark.parametrize("rule", list(MOVE_RULES))
+def test_every_verb_that_moves_a_branch_obeys_its_rule(cli: Cli, tmp_path: Path, rule: str) -> None:
+    """Each verb on a fresh repository whose ``release`` branch is under no rule, a plain rule or
+    a rule gating pull requests: the exit code ``CLI_EXPECTED`` gives (0, or 8 ``protected_branch``),
+    and a refusal changes nothing (head, staged changes, the branch itself)."""
+    source = tmp_path / "landing"
+    source.mkdir()
+    (source / "i.txt").write_bytes(b"i")
+    for n, (verb, args) in enumerate(CLI_VERBS.items()):
+        if verb.startswith("import") and cli.mode == "remote":
+            continue  # a server imports its own directories only: embedded, the CLI's
+        r = f"lakefs://R{n}"
+
+        def run(*a: str, code: int = 0, input: bytes | None = None, r: str = r) -> Any:
+            return cli(*(x.replace("lakefs://R", r) for x in a), code=code, input=input)
+
+        run("repo", "create", "lakefs://R")
+        run("fs", "upload", "lakefs://R/main/kept.txt", "--source", "-", input=b"kept")
+        run("commit", "lakefs://R/main", "-m", "base")
+        run("branch", "create", "lakefs://R/release", "--source", "lakefs://R/main")
+        run("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+        run("fs", "upload", "lakefs://R/dev/dev.txt", "--source", "-", input=b"dev")
+        run("commit", "lakefs://R/dev", "-m", "dev work")
+        if MOVE_RULES[rule]:
+            run("branch-protect", "add", "lakefs://R", *MOVE_RULES[rule])
+        before = run("branch", "show", "lakefs://R/release")
+        expected = CLI_EXPECTED[rule][verb]
+        out = run(*(x.replace("{dir}", str(source)) for x in args), code=expected, input=b"new")
+        if expected:
+            _refused(out)
+            assert run("branch", "show", "lakefs://R/release") == before, verb
+            assert run("diff", "lakefs://R/release") == [], verb
+
+
+def test_revert_and_cherry_pick_are_refused_as_a_direct_merge_is(cli: Cli) -> None:
+    cli("repo", "create", "lakefs://R")
+    cli("branch", "create", "lakefs://R/dev", "--source", "lakefs://R/main")
+    cli("fs", "upload", "lakefs://R/dev/a.txt", "--source", "-", input=b"a")
+    cli("commit", "lakefs://R/dev", "-m", "add a")
+    cli("branch-protect", "add", "lakefs://R", "main", "--required-approvals", "1")
+    head = cli("branch", "show", "lakefs://R/main")["commit_id"]
+    merged = cli("merge", "lakefs://R/dev", "lakefs://R/main", code=8)
+    picked = cli("cherry-pick", "lakefs://R/dev", "lakefs://R/main", code=8)
+    reverted = cli("revert", "lakefs://R/main", "main", "--parent-number", "1", code=8)
+    for out in (merged, picked, reverted):
+        _refused(out)
+        assert "takes merges only through a pull request" in out["message"]
+    assert cli("branch", "show", "lakefs://R/main")["commit_id"] == head

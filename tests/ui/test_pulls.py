@@ -29,9 +29,17 @@ def _sign_in(page: Any, server: Live, key_id: str, secret: str) -> None:
 
 
 def _gated_repo(api: httpx.Client, hook_url: str) -> str:
-    """A repository whose main needs one approval and passing checks; branch ``fix`` holds a
-    commit with tables/orders.csv, checked by a webhook action on its commits."""
+    """A repository whose main needs one approval and passing checks (its own pre-merge webhook
+    action, committed on main); branch ``fix`` holds a commit with tables/orders.csv, checked by
+    a webhook action on its commits."""
     repo = new_repo(api)
+    gate = {
+        "name": "main-gate",
+        "on": {"pre-merge": {"branches": ["main"]}},
+        "hooks": [{"id": "gate", "type": "webhook", "properties": {"url": hook_url}}],
+    }
+    upload(api, repo, "main", "_lakefs_actions/gate.yaml", json.dumps(gate).encode())
+    commit(api, repo, "main", "main's gate")
     assert (
         api.post(f"/repositories/{repo}/branches", json={"name": "fix", "source": "main"}).status_code == 201
     )
@@ -91,6 +99,7 @@ def test_a_reviewer_merges_a_pull_request_in_the_browser(
     expect(changes).to_contain_text("tables/orders.csv")
     expect(changes.locator("tr.added")).to_have_count(2)  # the table and the action file
     expect(page.locator(".check-status.completed")).to_have_count(1)
+    expect(page.locator("ul.gate-list")).to_contain_text("main-gate")
 
     page.get_by_label("Add a comment").fill("Totals match the *source* system.")
     page.get_by_role("button", name="Comment", exact=True).click()
@@ -116,6 +125,9 @@ def test_a_reviewer_merges_a_pull_request_in_the_browser(
         pr = api.get(f"/repositories/{repo}/pulls/1").json()
         head = api.get(f"/repositories/{repo}/branches/main").json()["commit_id"]
         assert pr["status"] == "merged" and pr["merged_commit_id"] == head
+    assert [r["event"]["action_name"] for r in hookd.received if r["event"]["event_type"] == "pre-merge"] == [
+        "main-gate"
+    ]
 
 
 def _form_post(client: httpx.Client, page_path: str, action: str, **data: str) -> httpx.Response:

@@ -21,9 +21,11 @@ from lakectl.errors import (
     AlreadyExists,
     BranchNotFound,
     Forbidden,
+    HookFailed,
     InvalidArgument,
     NotFound,
     PreconditionFailed,
+    PredicateFailed,
     ProtectedBranch,
 )
 
@@ -198,20 +200,55 @@ hooks:
 """
 
 
-def test_checks_are_the_runs_of_the_source_head(lake: p.Lake) -> None:
+MAIN_GATE = """
+name: main-gate
+on:
+  pre-merge:
+    branches: ["main"]
+hooks:
+  - id: gate
+    type: command
+    properties:
+      command: ["{python}", "-c", "import sys; sys.exit({code})"]
+"""
+
+
+def test_required_checks_are_the_destinations_own_pre_merge_actions(lake: p.Lake) -> None:
+    def gate_on_main(code: int) -> None:
+        """main's gate, committed while main is not protected (a protected main takes no commit)."""
+        protection.delete_rule(lake, "rep", "main")
+        text = MAIN_GATE.format(python=sys.executable, code=code)
+        p.upload(lake, "rep", "main", "_lakefs_actions/gate.yaml", io.BytesIO(text.encode()))
+        p.commit(lake, "rep", "main", "main's gate")
+        protection.add_rule(lake, "rep", protection.Rule("main", required_checks=True))
+
     protection.add_rule(lake, "rep", protection.Rule("main", required_checks=True))
     pulls.create_pull(lake, "rep", "t", "feature", "main")
     gate = pulls.gate(lake, "rep", "1")
-    assert gate.checks == () and "no check has run" in " ".join(gate.reasons)
+    assert gate.checks == () and gate.destination_checks == ()
+    assert "no pre-merge action" in " ".join(gate.reasons)
 
-    # Actions are read at the ref the event is about: the file goes on the source branch.
+    # The source's own checks pass, and count for nothing: the author chose them.
     action = ACTION.format(name="quality", python=sys.executable, code=0)
     p.upload(lake, "rep", "feature", "_lakefs_actions/quality.yaml", io.BytesIO(action.encode()))
     work(lake, "feature", "a.csv", b"1\n")
     gate = pulls.gate(lake, "rep", "1")
-    assert [c.passed for c in gate.checks] == [True] and gate.mergeable
+    assert [c.passed for c in gate.checks] == [True] and not gate.mergeable
 
-    # A post-commit hook that fails leaves its commit, and a failed check on it.
+    # main's own pre-merge action is the check: it runs on the merge, from main's head.
+    gate_on_main(code=1)
+    gate = pulls.gate(lake, "rep", "1")
+    assert gate.destination_checks == ("main-gate",) and gate.mergeable
+    head = p.get_branch(lake, "rep", "main").commit_id
+    assert gate.destination_commit_id == head
+    with pytest.raises(HookFailed, match="pre-merge hook aborted"):
+        pulls.merge_pull(lake, "rep", "1")
+    assert p.get_branch(lake, "rep", "main").commit_id == head
+    assert pulls.get_pull(lake, "rep", "1").status is PullStatus.OPEN
+
+    # A post-commit hook that fails leaves its commit, and a failed check on it: that holds
+    # the merge back even when main's gate would pass it.
+    gate_on_main(code=0)
     post = f"""
 name: audit
 on:
@@ -230,6 +267,9 @@ hooks:
     assert sorted(c.passed for c in gate.checks) == [False, True]
     with pytest.raises(PreconditionFailed, match="failed check"):
         pulls.merge_pull(lake, "rep", "1")
+    p.delete_objects(lake, "rep", "feature", ["_lakefs_actions/audit.yaml"])
+    work(lake, "feature", "c.csv", b"3\n")
+    assert pulls.merge_pull(lake, "rep", "1").status is PullStatus.MERGED
 
 
 def test_the_journal_rebuilds_pull_requests(lake: p.Lake, tmp_path: Path) -> None:
@@ -284,3 +324,15 @@ def test_racing_openers_leave_one_open_pull_request(lake: p.Lake) -> None:
         outcomes = list(pool.map(attempt, reopen))
     assert sum(o != "refused" for o in outcomes) == 1
     assert len(pulls.list_pulls(lake, "rep", StatusFilter.OPEN)[0]) == 1
+
+
+def test_a_pull_request_merges_only_onto_the_head_its_gate_read(lake: p.Lake) -> None:
+    """The gate found the destination's checks at one head; a merge onto another head (one that
+    may no longer hold them) is refused, and the destination keeps what it had."""
+    work(lake, "feature", "a.csv", b"1\n")
+    read = p.get_branch(lake, "rep", "main").commit_id
+    moved = work(lake, "main", "m.csv", b"m\n")
+    with pytest.raises(PredicateFailed, match="moved since the merge was checked"):
+        p.merge(lake, "rep", "feature", "main", onto=read, through_pull=True)
+    assert p.get_branch(lake, "rep", "main").commit_id == moved
+    assert p.merge(lake, "rep", "feature", "main", onto=moved, through_pull=True).changed
