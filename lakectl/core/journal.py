@@ -4,8 +4,11 @@
 A :class:`Journal` is an :class:`~lakectl.core.events.EventSink`. ``before`` stores an *intent*
 under the writer's own KV partition (refusing the verb if it cannot), ``after`` overwrites it
 with its *outcome*; a staged write instead stores its entry done, in the write's own
-transaction. :func:`seal` numbers done entries with the lake's logical timestamps and stores
-them as one Parquet block per batch; :func:`entries` reads the sealed journal back.
+transaction. Before the verb returns, its done entry is also logged in the block store
+(:class:`LogWriter`, :mod:`lakectl.core.journallog`), so that an acknowledged change survives
+the loss of the metadata database before it is sealed. :func:`seal` numbers done entries with
+the lake's logical timestamps and stores them as one Parquet block per batch; :func:`entries`
+reads the sealed journal back.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import keys
+from lakectl.core import journallog, keys
+from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
 from lakectl.core.journalform import (
     DONE,
@@ -151,10 +155,7 @@ class GroupWriter:
         if batch:
             failure: BaseException | None = None
             try:
-                if len(batch) == 1:
-                    self.kv.set(self.partition, *batch[0])
-                else:
-                    set_many(self.kv, self.partition, batch)
+                self._store(batch)
             except BaseException as e:  # every waiter learns it, and the next batch can start
                 failure = e
             with self._cond:
@@ -167,6 +168,48 @@ class GroupWriter:
             failed = self._failed.get(mine)
         if failed is not None:
             raise failed
+
+    def _store(self, batch: list[tuple[str, bytes]]) -> None:
+        if len(batch) == 1:
+            self.kv.set(self.partition, *batch[0])
+        else:
+            set_many(self.kv, self.partition, batch)
+
+
+class LogWriter(GroupWriter):
+    """A writer's acknowledged entries made durable in the block store, outside the metadata
+    database, before the answer (:mod:`lakectl.core.journallog`): concurrent callers share one
+    log block and one sync (group commit). Blocks whose entries are all sealed are deleted
+    (:meth:`retire`)."""
+
+    def __init__(self, kv: KVStore, partition: str, blocks: Any, writer: str) -> None:
+        super().__init__(kv, partition)
+        self.blocks = blocks
+        self.writer = writer
+        self._written: dict[str, list[str]] = {}
+        """Log blocks of this writer not yet retired, and the keys of their entries."""
+
+    def _store(self, batch: list[tuple[str, bytes]]) -> None:
+        data = journallog.encode(self.writer, batch)
+        locator = block_locator(data)
+        self.blocks.put(locator, data)
+        self.blocks.sync()
+        with self._cond:
+            self._written.setdefault(locator, []).extend(k for k, _ in batch)
+
+    def retire(self) -> None:
+        """Delete the log blocks whose entries are sealed: gone from the writer's partition
+        (a seal deletes an entry's live key once its batch is published)."""
+        with self._cond:
+            held = dict(self._written)
+        if not held:
+            return
+        live = {key for key, _ in self.kv.scan(self.partition)}
+        for locator, written in held.items():
+            if live.isdisjoint(written):
+                self.blocks.delete(locator)
+                with self._cond:
+                    self._written.pop(locator, None)
 
 
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
@@ -191,6 +234,7 @@ class Journal:
         self._registered = False
         self._open = threading.local()
         self._group = GroupWriter(kv, self.partition)
+        self._log = LogWriter(kv, self.partition, blocks, self.writer)
         self._client = ""
         self._opened: set[str] = set()
         """Keys of intents whose verb has not ended, in every thread."""
@@ -233,7 +277,8 @@ class Journal:
         a dead writer's (:mod:`lakectl.core.recovery`)."""
         if CARRIED in event.notes:
             # A staged write stores its entry, done, with each of its writes: whatever landed
-            # has its entry, and nothing else has one.
+            # has its entry, and nothing else has one. Not acknowledged: not logged.
+            event.notes.pop(STORED, None)
             self._finished()
             return
         stack = self._stack()
@@ -278,6 +323,7 @@ class Journal:
                 self._decide(key, read_live(self.kv.get(self.partition, key)))
         if self._registered:
             self._quietly(self._seal)
+            self._quietly(self._log.retire)
             self._quietly(self._unregister)
 
     def _register(self) -> None:
@@ -311,6 +357,7 @@ class Journal:
         beat = time.monotonic()
         while not self._stop.wait(SEAL_INTERVAL):
             self._quietly(self._seal)
+            self._quietly(self._log.retire)  # what this seal or another sealer sealed
             if time.monotonic() - beat >= HEARTBEAT:
                 beat = time.monotonic()
                 self._quietly(self._beat)
@@ -350,7 +397,9 @@ class Journal:
         carried: list[Carry] | None = event.notes.get(CARRIED)
         if carried is not None:
             key, record, text, _ = self._record(event, DONE)
-            carried.append(self._carrier(key, record, text))
+            stored: dict[str, bytes] = {}
+            event.notes[STORED] = stored
+            carried.append(self._carrier(key, record, text, stored))
             return
         key, record, text, header = self._record(event, PENDING)
         stack = self._stack()
@@ -368,12 +417,13 @@ class Journal:
             self._opened.add(key)
         stack.append((which, key, record, text, header))
 
-    def _carrier(self, key: str, record: dict[str, Any], text: str) -> Carry:
+    def _carrier(self, key: str, record: dict[str, Any], text: str, stored: dict[str, bytes]) -> Carry:
         """A staged write's entry as each of its writes stores it, in the write's transaction once
         its rows are in: done, with the tokens written so far and the clock of each write
         (``settled``, ``settled_in``), read inside the transaction. Two writes of one path land
         in the order of those clocks (docs/decisions/0009-journal.md, "Concurrent writers"),
-        and an entry is stored if and only if its write landed: nothing is ever pending."""
+        and an entry is stored if and only if its write landed: nothing is ever pending. The
+        last entry made is kept in ``stored``, for the log (:meth:`after`)."""
         close = _open_ended(DONE, _fields(record), text)
         settled: dict[str, int] = {}
 
@@ -387,15 +437,22 @@ class Journal:
             # and the key it deleted must not be written again (the sealer's next run deletes
             # that key once more). A sealer that sees both seals the last (journalseal).
             attempt = len(tokens)
-            return [(self.partition, key if attempt == 1 else f"{key}.{attempt}", close(added))]
+            made = (key if attempt == 1 else f"{key}.{attempt}", close(added))
+            stored.clear()  # a later attempt supersedes the earlier ones (journalseal)
+            stored[made[0]] = made[1]
+            return [(self.partition, *made)]
 
         return carry
 
     def after(self, event: Event) -> None:
-        """Store the outcome over the intent; never raises (the change is done). A staged write's
-        entry is stored already, with the write."""
+        """Store the outcome over the intent, and log it in the block store (a staged write's
+        entry is stored already, with the write: it is logged). The change is done, so nothing
+        raises here but the log: a change whose entry cannot be made durable outside the
+        metadata database is not acknowledged (``StorageError``), although it landed."""
         if CARRIED in event.notes:
+            stored: dict[str, bytes] = event.notes.pop(STORED, {})
             self._finished()
+            self._log.write_many(list(stored.items()))
             return
         stack = self._stack()
         which = _identity(event)
@@ -406,8 +463,10 @@ class Journal:
         outcome = _live(DONE, header, _extended(text, record["event_payload"], payload_of(event)))
         with self._lock:
             self._opened.discard(key)
-        self._quietly(lambda: self._group.write(key, outcome))
+        # Not stored: its intent stays pending for recovery, and the change is not acknowledged.
+        self._group.write(key, outcome)
         self._finished()
+        self._log.write(key, outcome)
 
     def _finished(self) -> None:
         """One more entry of this writer done: sealed once :data:`SEAL_EVERY` of them wait."""
@@ -473,6 +532,10 @@ def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
         return True
     return True
 
+
+STORED = "journal.stored"
+"""The note in which a staged write's journal entry, as its last write stored it, waits for
+:meth:`Journal.after` to log it."""
 
 REFUSALS = (InvalidArgument, NotFound, AlreadyExists, Conflict, Forbidden, PredicateFailed, DirtyBranch,
             NothingToCommit, HookFailed)  # fmt: skip
@@ -542,10 +605,12 @@ def release(lake: Lake) -> None:
 
 
 def flush(lake: Lake) -> None:
-    """Seal now what the lake's writer finished (its keeper would within a second)."""
+    """Seal now what the lake's writer finished (its keeper would within a second), and delete
+    its log blocks whose entries are sealed."""
     found = _find(lake.events)
     if found is not None:
         found._seal()
+        found._log.retire()
 
 
 def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:

@@ -29,8 +29,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, journalform, keys, protection, pulls, replayorder, repometadata
+from lakectl.core import (
+    gc,
+    journal,
+    journalform,
+    journallog,
+    journalseal,
+    keys,
+    protection,
+    pulls,
+    replayorder,
+    repometadata,
+)
 from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.kv import KVStore
@@ -49,7 +61,7 @@ from lakectl.core.model import (
     encode_row,
 )
 from lakectl.core.porcelain import Lake, delete_repo
-from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError
+from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, NotFound
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -75,12 +87,24 @@ class Rebuilt:
 def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
     """The sealed batches among the blocks, in order: ``{"first", "last", "previous", "locator",
     ...}``. ``IntegrityError`` when the chain from timestamp 1 has a gap or a fork."""
+    return find_journal(blocks)[0]
+
+
+def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str]]:
+    """The sealed batches among the blocks, in order (as :func:`find_batches`), and the
+    locators of the log blocks (:mod:`lakectl.core.journallog`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     found: dict[int, list[dict[str, Any]]] = {}
+    logs: list[str] = []
     for locator in blocks.list():
-        if blocks.get(locator, 0, len(PARQUET_MAGIC)) != PARQUET_MAGIC:
+        head = blocks.get(locator, 0, len(PARQUET_MAGIC))
+        if head == journallog.MAGIC[: len(PARQUET_MAGIC)]:
+            if journallog.is_log(blocks.get(locator)):
+                logs.append(locator)
+            continue
+        if head != PARQUET_MAGIC:
             continue
         data = blocks.get(locator)
         if len(data) < 12 or not data.endswith(PARQUET_MAGIC):
@@ -119,7 +143,7 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
             f"the journal has batches after a gap at logical timestamp {first} "
             f"(from {min(found)}): a batch is missing from the blocks"
         )
-    return ordered
+    return ordered, logs
 
 
 def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
@@ -127,7 +151,16 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     otherwise); the rebuilt lake keeps journalling from where the journal ended."""
     if partitions(kv, "") or next(iter(kv.scan(keys.REPOSITORIES)), None) is not None:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
-    batches = find_batches(blocks)
+    batches, logs = find_journal(blocks)
+    logged = _unsealed(blocks, batches, logs)
+    if not batches and not logged:
+        raise NotFound(
+            "no journal among the blocks: the lake's journal was off, so there is nothing to "
+            "rebuild its metadata from"
+        )
+    if logged:
+        # Acknowledged but not sealed before the database was lost: sealed now, after the rest.
+        batches.append(_seal_logged(blocks, batches, logged))
     lake = Lake(kv=kv, blocks=blocks)
     count = 0
     replaying = Replay(lake)
@@ -135,6 +168,8 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         replaying.apply(entry)
         count += 1
     replaying.finish()
+    for locator in logs:
+        blocks.delete(locator)  # every entry they held is in a batch now
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journalform._encode({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
@@ -145,6 +180,60 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     cursor["generation"] = generation
     kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, journalform._encode(cursor))
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
+
+
+def _unsealed(
+    blocks: BlockAdapter, batches: list[dict[str, Any]], logs: list[str]
+) -> list[tuple[str, dict[str, Any], str]]:
+    """The logged entries no batch holds, as a seal would order them: (id, header, payload)."""
+    if not logs:
+        return []
+    sealed = journalseal.sealed_ids(blocks, batches)
+    found: dict[str, tuple[str, dict[str, Any], str]] = {}
+    for locator in logs:
+        for id_, header, text in journallog.decode(blocks.get(locator), locator):
+            if id_ not in sealed and header.get("state") == journalform.DONE:
+                found[id_] = (id_, header, text)
+    # Of a write redone into the next token, its last attempt (as a seal keeps it).
+    last: dict[str, str] = {}
+    for id_ in found:
+        write, _, attempt = id_.partition(".")
+        if write not in last or int(attempt or 1) > int(last[write].partition(".")[2] or 1):
+            last[write] = id_
+    kept = [found[id_] for id_ in last.values()]
+    kept.sort(key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]))
+    return kept
+
+
+def _seal_logged(
+    blocks: BlockAdapter, batches: list[dict[str, Any]], logged: list[tuple[str, dict[str, Any], str]]
+) -> dict[str, Any]:
+    """One batch, chained after ``batches``, of the logged entries no batch holds."""
+    first = int(batches[-1]["last"]) + 1 if batches else 1
+    headers = [h for _, h, _ in logged]
+    about = {
+        "first": first,
+        "last": first + len(logged) - 1,
+        "count": len(logged),
+        "min_time": headers[0]["time"],
+        "max_time": max(h["time"] for h in headers),
+        "previous": batches[-1]["locator"] if batches else "",
+        "generation": _gen(batches),
+    }
+    columns = [
+        list(range(first, first + len(logged))),
+        [h["time"] for h in headers],
+        [h["client_id"] for h in headers],
+        [h["repo_id"] for h in headers],
+        [h["event_type"] for h in headers],
+        [t for _, _, t in logged],
+        [i for i, _, _ in logged],
+    ]
+    data = journalseal._batch(columns, about)
+    locator = block_locator(data)
+    blocks.put(locator, data)
+    blocks.sync()
+    return {**about, "locator": locator}
 
 
 def _gen(batches: list[dict[str, Any]]) -> int:
@@ -444,7 +533,12 @@ def rebuild_embedded(home: str) -> dict[str, Any]:
     try:
         done = rebuild(blocks, kv)
         claim(kv, blocks, database)
-    finally:
+    except BaseException:
         kv.close()
+        for stale in (building, building + "-wal", building + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(stale)  # nothing half-built is left beside the lake
+        raise
+    kv.close()
     os.replace(building, database)
     return {"database": database, **done.to_dict()}

@@ -238,7 +238,12 @@ def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: p.Lake) -> None:
         "repo_id",
         "event_type",
         "event_payload",
+        "entry",
     ]
+    # Each entry names the live entry it was (its writer and key), so that a rebuild tells the
+    # logged entries a batch holds from those it does not.
+    writer = table.column("entry")[0].as_py().split("/")[0]
+    assert writer and writer == journal._find(lake.events).writer  # type: ignore[union-attr]
     roots = gc.roots(lake, "sealed")
     assert {b["locator"] for b in found} <= roots.locators
 
@@ -408,7 +413,7 @@ def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p
     from lakectl.core import fsck
 
     p.create_repo(lake, "checked")
-    journal.seal(lake.kv, lake.blocks)
+    journal.flush(lake)  # sealed, and its log block, held until then, deleted
     (batch,) = journal.batches(lake.kv)
     report = fsck.check(lake).to_dict()
     assert report["ok"] and report["orphaned"]["count"] == 0
@@ -581,3 +586,62 @@ def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tm
         assert state(p.Lake(kv=fresh, blocks=lake.blocks)) == expected
     finally:
         fresh.close()
+
+
+def _logs(lake: p.Lake) -> list[str]:
+    from lakectl.core import journallog
+
+    return [locator for locator, _ in journallog.logged(lake.blocks)]
+
+
+def test_an_acknowledged_change_is_in_the_blocks_before_it_is_sealed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verb returns once its entry is logged in the block store: a rebuild from the blocks
+    alone, with nothing sealed, gives every change back; a seal then retires the log blocks."""
+    from lakectl.core import rebuild
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)  # no keeper seals during the test
+    lake = p.open_lake(str(tmp_path / "lake"))
+    journal.enable(lake)
+    p.create_repo(lake, "logged")
+    p.upload(lake, "logged", "main", "a", b"one")
+    made = p.commit(lake, "logged", "main", "first")
+    p.upload(lake, "logged", "main", "b", b"two")
+    assert journal.batches(lake.kv) == [] and len(_logs(lake)) == 4
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    rebuilt = p.Lake(kv=kv, blocks=lake.blocks)
+    done = rebuild.rebuild(lake.blocks, kv)
+    assert (done.entries, done.batches) == (4, 1)
+    assert p.get_branch(rebuilt, "logged", "main").commit_id == made.id
+    assert b"".join(p.read(rebuilt, "logged", "main", "b")) == b"two"
+    assert _logs(lake) == []  # sealed by the rebuild: a second rebuild reads its batch alone
+    kv.close()
+    lake.close()
+
+
+def test_log_blocks_are_deleted_once_sealed(lake: p.Lake) -> None:
+    p.create_repo(lake, "retired")
+    p.upload(lake, "retired", "main", "a", b"a")
+    assert len(_logs(lake)) == 2
+    journal.flush(lake)
+    assert _logs(lake) == [] and len(journal.batches(lake.kv)) == 1
+
+
+def test_a_rebuild_of_a_lake_without_a_journal_refuses(tmp_path: Path) -> None:
+    from lakectl.core import rebuild
+    from lakectl.errors import NotFound
+
+    home = tmp_path / "lake"
+    lake = p.open_lake(str(home))
+    journal_off = {"enabled": False}
+    lake.kv.set(keys.LAKE, keys.JOURNAL_SETTING, json.dumps(journal_off).encode())
+    lake.close()
+    lake = p.open_lake(str(home))
+    p.create_repo(lake, "unjournaled")
+    lake.close()
+    (home / "lake.db").unlink()
+    with pytest.raises(NotFound, match="no journal among the blocks"):
+        rebuild.rebuild_embedded(str(home))
+    assert sorted(f.name for f in home.iterdir()) == ["blocks"]  # nothing half-built left
