@@ -619,7 +619,9 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
     their next opening of the lake. Returns ``{"enabled", "since", "reads"}``."""
     for _ in range(SEAL_ATTEMPTS):
         setting, raw = _setting(lake.kv)
-        wanted = dict(setting) if raw is not None else {"enabled": True, "since": int(time.time())}
+        on = raw is not None and bool(setting.get("enabled"))
+        # Switched on again after `journal disable`: it journals from now, with a gap before.
+        wanted = dict(setting) if on else {**setting, "enabled": True, "since": int(time.time())}
         if reads is not None:
             wanted["reads"] = reads
         if raw is not None and wanted == setting:
@@ -633,6 +635,33 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
         raise TooManyRetries("could not change the journal's setting: it kept changing")
     install(lake)
     return {**wanted, "reads": bool(wanted.get("reads"))}
+
+
+def disable(lake: Lake) -> dict[str, Any]:
+    """Switch the journal off for the lake (idempotent): this process seals what it journalled
+    and stops; other processes stop at their next opening of the lake. What is sealed stays (the
+    audit trail), but a rebuild can no longer give back the changes made from now on. Returns
+    ``{"enabled", "since", "reads"}``."""
+    for _ in range(SEAL_ATTEMPTS):
+        setting, raw = _setting(lake.kv)
+        if raw is not None and not setting.get("enabled"):
+            break
+        wanted = {**setting, "enabled": False}
+        try:
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+        except PredicateFailed:
+            continue
+        break
+    else:
+        raise TooManyRetries("could not change the journal's setting: it kept changing")
+    found = _find(lake.events)
+    if found is not None:
+        found.close()
+        sinks = lake.events.sinks if isinstance(lake.events, Fanout) else ()
+        rest = [sink for sink in sinks if sink is not found]
+        lake.events = rest[0] if len(rest) == 1 else Fanout(rest) if rest else NoEvents()
+    setting = _setting(lake.kv)[0]
+    return {"enabled": False, "since": int(setting.get("since", 0)), "reads": bool(setting.get("reads"))}
 
 
 __all__ = [
