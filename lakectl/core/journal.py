@@ -186,14 +186,14 @@ class LogWriter(GroupWriter):
         super().__init__(kv, partition)
         self.blocks = blocks
         self.writer = writer
+        self._put = _durable_put(blocks)
         self._written: dict[str, list[str]] = {}
         """Log blocks of this writer not yet retired, and the keys of their entries."""
 
     def _store(self, batch: list[tuple[str, bytes]]) -> None:
         data = journallog.encode(self.writer, batch)
         locator = block_locator(data)
-        self.blocks.put(locator, data)
-        self.blocks.sync()
+        self._put(locator, data)
         with self._cond:
             self._written.setdefault(locator, []).extend(k for k, _ in batch)
 
@@ -210,6 +210,23 @@ class LogWriter(GroupWriter):
                 self.blocks.delete(locator)
                 with self._cond:
                     self._written.pop(locator, None)
+
+
+def _durable_put(blocks: Any) -> Any:
+    """A put that returns once the block is durable. A local block directory's own ``sync``
+    makes every block the process put durable, one sync at a time, and its uploads sync their
+    blocks too: the log's group would queue behind theirs. So a log block is put through a
+    second adapter of the same directory that syncs the one file and its directory as it puts."""
+    from lakectl.core.blocks.local import LocalAdapter
+
+    if isinstance(blocks, LocalAdapter):
+        return LocalAdapter(blocks.root, fsync_each=True).put
+
+    def put(locator: str, data: bytes) -> None:
+        blocks.put(locator, data)
+        blocks.sync()
+
+    return put
 
 
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]

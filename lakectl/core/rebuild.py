@@ -4,9 +4,10 @@
 The sealed batches are found among the blocks by what each says it is (Parquet schema
 metadata), chained by the locator of the batch before, and replayed into an empty KV store:
 repositories, branches, tags, commits (each entry that made one carries the commit record),
-staged entries and settings. Writers seal what they finished on close and within a second; only
-what a process finished in its last second before it died together with the database is not in
-the blocks, and so not rebuilt.
+staged entries and settings. Writers seal what they finished on close and within a second, and
+log every acknowledged entry in the block store before the acknowledgement
+(:mod:`lakectl.core.journallog`): the logged entries no batch holds are sealed into one more
+batch and replayed after the others, so every acknowledged change is rebuilt.
 
 Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before
 each mutation, not the order in which concurrent mutations landed. Where that order would decide

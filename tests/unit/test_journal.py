@@ -36,11 +36,18 @@ def types(lake: p.Lake, repo: str = "") -> list[str]:
     return [e.event_type for e in journal.tail(lake.kv, lake.blocks, amount=1000, repo=repo)]
 
 
-def test_off_until_enabled(tmp_path: Path) -> None:
+def test_on_for_a_new_lake_and_off_once_disabled(tmp_path: Path) -> None:
     lake = p.open_lake(str(tmp_path / "lake"))
+    assert journal.is_enabled(lake.kv)
     p.create_repo(lake, "plain")
-    assert journal.tail(lake.kv, lake.blocks) == []
-    assert not list(lake.kv.scan(keys.JOURNAL))
+    assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
+    assert journal.disable(lake)["enabled"] is False
+    p.create_branch(lake, "plain", "dev", "main")
+    lake.close()
+    lake = p.open_lake(str(tmp_path / "lake"))  # reopened: still off, nothing journalled
+    p.create_tag(lake, "plain", "v1", "main")
+    assert not journal.is_enabled(lake.kv) and journal._find(lake.events) is None
+    assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
     lake.close()
 
 
