@@ -35,6 +35,7 @@ NOT_FUZZED = {
     "lakectl init": "no text arguments",
     "lakectl doctor": "no text arguments",
     "lakectl journal enable": "no text arguments",
+    "lakectl journal disable": "no text arguments",
     "lakectl journal compact": "no text arguments",
     "lakectl admin rebuild": "no text arguments",
     "lakectl server setup": "writes a server's data directory, not a lake (tests/server/test_cli.py)",

@@ -111,7 +111,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """A live server on the default settings: SQLite metadata and blocks under its data directory."""
     data_dir = tmp_path_factory.mktemp("server")
     with serve(load_settings(None, str(data_dir), environ={})) as server:
+        without_journal(server)
         yield server
+
+
+def without_journal(server: Live) -> None:
+    """The shared servers run with the journal off (a new lake has it on): their tests compare
+    snapshots of the data directory, which the journal's sealing would change under them. The
+    journal's tests start servers of their own."""
+    with server.client((server.key_id, server.secret)) as api:
+        api.post("/journal/disable").raise_for_status()
 
 
 @pytest.fixture(scope="session")
@@ -122,6 +131,7 @@ def live_pg(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresS
     env = {"LAKECTL_SERVER_DATABASE_TYPE": "postgres", "LAKECTL_SERVER_DATABASE_CONNECTION_STRING": url}
     try:
         with serve(load_settings(None, str(data_dir), environ=env)) as server:
+            without_journal(server)
             yield server
     finally:
         postgres_server.drop_database(url)
