@@ -87,13 +87,19 @@ class Rebuilt:
 
 def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
     """The sealed batches among the blocks, in order: ``{"first", "last", "previous", "locator",
-    ...}``. ``IntegrityError`` when the chain from timestamp 1 has a gap or a fork."""
+    ...}``. ``IntegrityError`` when the chain from timestamp 1 has a gap or a fork it cannot
+    resolve (see :func:`find_journal`)."""
     return find_journal(blocks)[0]
 
 
-def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str]]:
-    """The sealed batches among the blocks, in order (as :func:`find_batches`), and the
-    locators of the log blocks (:mod:`lakectl.core.journallog`)."""
+def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """The sealed batches among the blocks, in order (as :func:`find_batches`), the locators of
+    the log blocks (:mod:`lakectl.core.journallog`), and the batches left off the chain where it
+    forked. A sealer killed between storing its batch and publishing it leaves a batch that
+    follows the same one as the batch published there: the chain takes the one a later batch
+    follows, or, at the chain's end, the larger; the entries of the other that the journal lacks
+    are replayed after the rest (they were done, so they happened). Batches that do not name
+    their entries (an older version's) cannot be told apart: a fork of those is refused."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -117,8 +123,10 @@ def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str]]
         if meta.get(journal.MARK) != b"journal":
             continue  # a range, a metarange, a user's Parquet file
         about = json.loads(meta[journal.BATCH])
-        found.setdefault(int(about["first"]), []).append({**about, "locator": locator})
+        named = "entry" in pq.read_schema(io.BytesIO(data)).names
+        found.setdefault(int(about["first"]), []).append({**about, "locator": locator, "named": named})
     ordered: list[dict[str, Any]] = []
+    forks: list[dict[str, Any]] = []
     previous, first = "", 1
     while first in found:
         following = [b for b in found.pop(first) if b["previous"] == previous]
@@ -126,6 +134,14 @@ def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str]]
         # (whose blocks the compaction deletes, unless it was killed first).
         newest = max((int(b.get("generation", 0)) for b in following), default=0)
         candidates = [b for b in following if int(b.get("generation", 0)) == newest]
+        if len(candidates) > 1 and all(b["named"] for b in candidates):
+            continued = [
+                b for b in candidates if any(n["previous"] == b["locator"] for v in found.values() for n in v)
+            ]
+            if len(continued) <= 1:
+                chosen = continued or [max(candidates, key=lambda b: (int(b["count"]), b["locator"]))]
+                forks.extend(b for b in candidates if b is not chosen[0])
+                candidates = chosen
         if len(candidates) != 1:
             raise IntegrityError(
                 f"the journal's batches from logical timestamp {first} do not chain: "
@@ -144,7 +160,9 @@ def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str]]
             f"the journal has batches after a gap at logical timestamp {first} "
             f"(from {min(found)}): a batch is missing from the blocks"
         )
-    return ordered, logs
+    for batch in (*ordered, *forks):
+        del batch["named"]
+    return ordered, logs, forks
 
 
 def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
@@ -152,8 +170,8 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     otherwise); the rebuilt lake keeps journalling from where the journal ended."""
     if partitions(kv, "") or next(iter(kv.scan(keys.REPOSITORIES)), None) is not None:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
-    batches, logs = find_journal(blocks)
-    logged = _unsealed(blocks, batches, logs)
+    batches, logs, forks = find_journal(blocks)
+    logged = _unsealed(blocks, batches, logs, forks)
     if not batches and not logged:
         raise NotFound(
             "no journal among the blocks: the lake's journal was off, so there is nothing to "
@@ -169,7 +187,7 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         replaying.apply(entry)
         count += 1
     replaying.finish()
-    for locator in logs:
+    for locator in [*logs, *(b["locator"] for b in forks)]:
         blocks.delete(locator)  # every entry they held is in a batch now
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journalform._encode({"enabled": True, "since": _since(batches)}))
@@ -184,10 +202,11 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
 
 
 def _unsealed(
-    blocks: BlockAdapter, batches: list[dict[str, Any]], logs: list[str]
+    blocks: BlockAdapter, batches: list[dict[str, Any]], logs: list[str], forks: list[dict[str, Any]]
 ) -> list[tuple[str, dict[str, Any], str]]:
-    """The logged entries no batch holds, as a seal would order them: (id, header, payload)."""
-    if not logs:
+    """The logged entries, and those of batches left off a fork, that no batch of the chain
+    holds, as a seal would order them: (id, header, payload)."""
+    if not logs and not forks:
         return []
     sealed = journalseal.sealed_ids(blocks, batches)
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
@@ -195,6 +214,14 @@ def _unsealed(
         for id_, header, text in journallog.decode(blocks.get(locator), locator):
             if id_ not in sealed and header.get("state") == journalform.DONE:
                 found[id_] = (id_, header, text)
+    for fork in forks:
+        for entry in journalseal._read_batch(blocks, fork["locator"]):
+            if entry.key and entry.key not in sealed:
+                writer, _, key = entry.key.partition("/")
+                seq = int(key.split(".")[0].rpartition("-")[2] or "0", 16)
+                header = {"time": entry.time, "writer": writer, "seq": seq, "client_id": entry.client_id,
+                          "repo_id": entry.repo_id, "event_type": entry.event_type}  # fmt: skip
+                found.setdefault(entry.key, (entry.key, header, journalform._text(entry.event_payload)))
     # Of a write redone into the next token, its last attempt (as a seal keeps it).
     last: dict[str, str] = {}
     for id_ in found:

@@ -652,3 +652,48 @@ def test_a_rebuild_of_a_lake_without_a_journal_refuses(tmp_path: Path) -> None:
     with pytest.raises(NotFound, match="no journal among the blocks"):
         rebuild.rebuild_embedded(str(home))
     assert sorted(f.name for f in home.iterdir()) == ["blocks"]  # nothing half-built left
+
+
+class _Killed(BaseException):
+    """A sealer's death, between storing its batch and publishing it."""
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["at-the-end", "mid-chain"])
+def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: bool
+) -> None:
+    """Its batch follows the same batch as the one published after it: the rebuild takes the one
+    published (the one a later batch follows, or the larger), and nothing is replayed twice."""
+    from lakectl.core import rebuild
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
+    lake = p.open_lake(str(tmp_path / "lake"))
+    p.create_repo(lake, "forked")
+    journal.seal(lake.kv, lake.blocks)
+    p.upload(lake, "forked", "main", "a", b"a")
+    real = lake.kv.set_if
+
+    def killed(partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+        if key == keys.JOURNAL_CURSOR:
+            raise _Killed
+        real(partition, key, value, expected)
+
+    monkeypatch.setattr(lake.kv, "set_if", killed)
+    with pytest.raises(_Killed):
+        journal.seal(lake.kv, lake.blocks)
+    monkeypatch.setattr(lake.kv, "set_if", real)
+    p.upload(lake, "forked", "main", "b", b"b")
+    journal.seal(lake.kv, lake.blocks)  # publishes a batch of both writes after the first
+    if later:
+        p.commit(lake, "forked", "main", "both")
+        journal.seal(lake.kv, lake.blocks)
+    journal.flush(lake)
+    assert len(rebuild.find_journal(lake.blocks)[2]) == 1  # the batch left unpublished
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    rebuilt = p.Lake(kv=kv, blocks=lake.blocks)
+    done = rebuild.rebuild(lake.blocks, kv)
+    assert done.entries == (4 if later else 3)
+    assert {o.path for o in p.list_objects(rebuilt, "forked", "main")} == {"a", "b"}
+    kv.close()
+    lake.close()
