@@ -75,6 +75,7 @@ from lakectl.errors import (
     NotFound,
     NothingToCommit,
     PredicateFailed,
+    StorageError,
     TooManyRetries,
 )
 
@@ -177,56 +178,101 @@ class GroupWriter:
 
 
 class LogWriter(GroupWriter):
-    """A writer's acknowledged entries made durable in the block store, outside the metadata
-    database, before the answer (:mod:`lakectl.core.journallog`): concurrent callers share one
-    log block and one sync (group commit). Blocks whose entries are all sealed are deleted
+    """A writer's acknowledged entries made durable outside the metadata database before the
+    answer (:mod:`lakectl.core.journallog`): concurrent callers share one log record and one sync
+    (group commit). In a local block directory the records are appended to the writer's log file
+    and synced with ``fdatasync`` (0.15 ms here, against 0.65 ms for a new file and its
+    directory); in other stores each record is a block. What is sealed is deleted
     (:meth:`retire`)."""
 
     def __init__(self, kv: KVStore, partition: str, blocks: Any, writer: str) -> None:
         super().__init__(kv, partition)
         self.blocks = blocks
         self.writer = writer
-        self._put = _durable_put(blocks)
+        self._folder = journallog.directory(blocks)
+        self._file: int | None = None
+        """The open log file's descriptor (its path is :attr:`_path`), None until the next write."""
+        self._path = ""
+        self._segment = 0
         self._written: dict[str, list[str]] = {}
-        """Log blocks of this writer not yet retired, and the keys of their entries."""
+        """Log files (paths) or blocks (locators) of this writer not yet retired, and the keys
+        of their entries."""
+        self._files = threading.Lock()
+        """Held by an append and by a retirement: a file is never deleted under a write."""
 
     def _store(self, batch: list[tuple[str, bytes]]) -> None:
         data = journallog.encode(self.writer, batch)
-        locator = block_locator(data)
-        self._put(locator, data)
-        with self._cond:
-            self._written.setdefault(locator, []).extend(k for k, _ in batch)
+        with self._files:
+            if self._folder is None:
+                name = block_locator(data)
+                self.blocks.put(name, data)
+                self.blocks.sync()
+            else:
+                name = self._append(data)
+            self._written.setdefault(name, []).extend(k for k, _ in batch)
+
+    def _append(self, data: bytes) -> str:
+        assert self._folder is not None
+        try:
+            if self._file is None:
+                self._open()
+            assert self._file is not None
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._file, view) :]
+            os.fdatasync(self._file)
+        except OSError as e:
+            self._close()  # a record cut short ends that file: the next one starts afresh
+            raise StorageError(f"cannot log the journal's entries in {self._folder}: {e}") from e
+        return self._path
+
+    def _open(self) -> None:
+        assert self._folder is not None
+        if not os.path.isdir(self._folder):
+            os.makedirs(self._folder, exist_ok=True)
+            _sync_directory(os.path.dirname(self._folder))
+        self._segment += 1
+        self._path = os.path.join(self._folder, journallog.file_name(self.writer, self._segment))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        self._file = os.open(self._path, flags, 0o600)
+        _sync_directory(self._folder)  # the file's name is durable before its first record
+
+    def _close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._file)
+            self._file = None
 
     def retire(self) -> None:
-        """Delete the log blocks whose entries are sealed: gone from the writer's partition
-        (a seal deletes an entry's live key once its batch is published)."""
-        with self._cond:
-            held = dict(self._written)
-        if not held:
-            return
-        live = {key for key, _ in self.kv.scan(self.partition)}
-        for locator, written in held.items():
-            if live.isdisjoint(written):
-                self.blocks.delete(locator)
-                with self._cond:
-                    self._written.pop(locator, None)
+        """Delete the log files or blocks whose entries are sealed: gone from the writer's
+        partition (a seal deletes an entry's live key once its batch is published)."""
+        with self._files:
+            if not self._written:
+                return
+            live = {key for key, _ in self.kv.scan(self.partition)}
+            for name, written in list(self._written.items()):
+                if not live.isdisjoint(written):
+                    continue
+                if self._folder is None:
+                    self.blocks.delete(name)
+                else:
+                    if name == self._path:
+                        self._close()  # the next record starts the next file
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name)
+                del self._written[name]
+
+    def close(self) -> None:
+        with self._files:
+            self._close()
 
 
-def _durable_put(blocks: Any) -> Any:
-    """A put that returns once the block is durable. A local block directory's own ``sync``
-    makes every block the process put durable, one sync at a time, and its uploads sync their
-    blocks too: the log's group would queue behind theirs. So a log block is put through a
-    second adapter of the same directory that syncs the one file and its directory as it puts."""
-    from lakectl.core.blocks.local import LocalAdapter
-
-    if isinstance(blocks, LocalAdapter):
-        return LocalAdapter(blocks.root, fsync_each=True).put
-
-    def put(locator: str, data: bytes) -> None:
-        blocks.put(locator, data)
-        blocks.sync()
-
-    return put
+def _sync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
@@ -342,6 +388,7 @@ class Journal:
             self._quietly(self._seal)
             self._quietly(self._log.retire)
             self._quietly(self._unregister)
+        self._log.close()
 
     def _register(self) -> None:
         self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))

@@ -75,9 +75,9 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
         # A log block whose entries are sealed is deleted now: once compaction dropped one of
         # them, a rebuild could no longer tell that it was sealed and would replay it again.
         sealed = {e.key for e in every if e.key}
-        for locator, ids in journallog.logged(blocks):
+        for name, ids in journallog.logged(blocks):
             if ids <= sealed:
-                blocks.delete(locator)
+                journallog.discard(blocks, name)
         generation = _generation(cursor) + 1
         kept = [e for e in every if e.logical_timestamp not in drop]
         new: list[dict[str, Any]] = []

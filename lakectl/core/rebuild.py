@@ -105,10 +105,13 @@ def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str],
 
     found: dict[int, list[dict[str, Any]]] = {}
     logs: list[str] = []
+    # A local block directory keeps its log in files no upload can write: a block that begins
+    # like a log record there is a user's object, never read as the journal's.
+    in_blocks = journallog.directory(blocks) is None
     for locator in blocks.list():
         head = blocks.get(locator, 0, len(PARQUET_MAGIC))
         if head == journallog.MAGIC[: len(PARQUET_MAGIC)]:
-            if journallog.is_log(blocks.get(locator)):
+            if in_blocks and journallog.is_log(blocks.get(locator)):
                 logs.append(locator)
             continue
         if head != PARQUET_MAGIC:
@@ -171,6 +174,7 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     if partitions(kv, "") or next(iter(kv.scan(keys.REPOSITORIES)), None) is not None:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
     batches, logs, forks = find_journal(blocks)
+    logs = [*journallog.files(blocks), *logs]
     logged = _unsealed(blocks, batches, logs, forks)
     if not batches and not logged:
         raise NotFound(
@@ -187,8 +191,8 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         replaying.apply(entry)
         count += 1
     replaying.finish()
-    for locator in [*logs, *(b["locator"] for b in forks)]:
-        blocks.delete(locator)  # every entry they held is in a batch now
+    for name in [*logs, *(b["locator"] for b in forks)]:
+        journallog.discard(blocks, name)  # every entry they held is in a batch now
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journalform._encode({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
@@ -210,8 +214,9 @@ def _unsealed(
         return []
     sealed = journalseal.sealed_ids(blocks, batches)
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
-    for locator in logs:
-        for id_, header, text in journallog.decode(blocks.get(locator), locator):
+    for name in logs:
+        held = journallog.read_file(name) if os.sep in name else journallog.decode(blocks.get(name), name)
+        for id_, header, text in held:
             if id_ not in sealed and header.get("state") == journalform.DONE:
                 found[id_] = (id_, header, text)
     for fork in forks:
