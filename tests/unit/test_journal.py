@@ -721,3 +721,31 @@ def test_an_object_that_looks_like_a_log_record_is_not_replayed(tmp_path: Path) 
     lake = p.open_lake(str(home))
     assert [r.name for r in p.list_repos(lake)] == ["honest"]
     lake.close()
+
+
+def test_in_a_store_of_volumes_each_log_record_is_a_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the blocks are not one local directory (volumes, S3), a record of the log is a block
+    of its own: a rebuild from the blocks alone gives back what nothing sealed, and a seal then
+    deletes those blocks."""
+    from lakectl.core import journallog, rebuild
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.blocks.volumes import VolumeSet
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
+    blocks = VolumeSet([(f"v{i}", LocalAdapter(str(tmp_path / f"v{i}"))) for i in range(2)])
+    lake = p.Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
+    journal.enable(lake)
+    p.create_repo(lake, "volumes")
+    p.upload(lake, "volumes", "main", "a", b"a")
+    assert journallog.files(blocks) == [] and len(list(journallog.logged(blocks))) == 2
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    assert rebuild.rebuild(blocks, kv).entries == 2
+    assert b"".join(p.read(p.Lake(kv=kv, blocks=blocks), "volumes", "main", "a")) == b"a"
+    kv.close()
+    p.upload(lake, "volumes", "main", "b", b"b")
+    journal.flush(lake)
+    assert list(journallog.logged(blocks)) == []
+    lake.close()
