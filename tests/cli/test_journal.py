@@ -300,3 +300,22 @@ def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
     assert journal.PENDING not in states
     lake.close()
     assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]
+
+
+def test_a_lake_set_up_for_a_server_journals(tmp_path: Path) -> None:
+    """``lakectl server setup`` makes a new lake: its journal is on before any server opens it."""
+    from lakectl.core import journal
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKECTL_SERVER_", "LAKECTL_HOME"))}
+    env |= {"LAKECTL_SERVER_DATA_DIR": str(tmp_path), "LAKECTL_SERVER_LISTEN_ADDRESS": "127.0.0.1:1"}
+    lakectl = Path(sys.executable).with_name("lakectl")
+    done = subprocess.run(
+        [str(lakectl), "server", "setup", "--json"], env=env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    kv = SQLiteStore(str(tmp_path / "lake.db"))
+    try:
+        assert journal.is_enabled(kv)
+    finally:
+        kv.close()
