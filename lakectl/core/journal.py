@@ -62,7 +62,7 @@ from lakectl.core.journalseal import (
     tail,
 )
 from lakectl.core.kv import KVStore
-from lakectl.core.kv.helpers import set_many
+from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.errors import (
     AlreadyExists,
     Conflict,
@@ -94,6 +94,9 @@ MAX_OPEN = 64
 """Open intents a thread keeps track of; older ones are left to recovery."""
 SEAL_INTERVAL = 1.0
 """Seconds within which a writer seals what it finished (its keeper thread), besides on close."""
+CLOSE_SEAL_WRITERS = 16
+"""A closing writer seals when this many writers are registered (their entries in logs, not yet
+sealed): a run of short commands seals once in so many, not once each."""
 HEARTBEAT = 10.0
 """Seconds between two heartbeats of a writer in its registration record."""
 LEASE = 60.0
@@ -305,6 +308,8 @@ class Journal:
         """Entries this writer finished since it last sealed."""
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
+        self._kept = False
+        """Whether the keeper ran a round: a writer that lives that long seals as it closes."""
         self._sealing = threading.Lock()
         """Held through a seal: a flush waits for the keeper's seal in flight to end."""
 
@@ -374,7 +379,14 @@ class Journal:
     def close(self) -> None:
         """Decide the intents of verbs that raised and so never ended (a lake is closed only
         once no verb runs on it; a refused ``lakectl commit`` leaves nothing behind), seal what
-        this writer finished, and unregister it once nothing of it is left."""
+        this writer finished, and unregister it once nothing of it is left.
+
+        What this writer acknowledged is in its log already: sealing it now is not needed for a
+        rebuild, and costs a short command a tenth of a second (pyarrow's Parquet writer). So a
+        writer that lived less than its keeper's first round (a short command) leaves its
+        entries to the next seal (any writer's keeper, ``journal tail``, ``fsck``, ``gc``, or a
+        later close) unless :data:`CLOSE_SEAL_WRITERS` writers wait already, or it decided
+        intents here (changes never acknowledged, so never logged). A server seals as it stops."""
         self._stop.set()
         if self._keeper is not None:
             self._keeper.join()
@@ -384,11 +396,28 @@ class Journal:
         for key in opened:
             with contextlib.suppress(LakectlError):
                 self._decide(key, read_live(self.kv.get(self.partition, key)))
-        if self._registered:
+        if self._registered and (opened or self._kept or self._waiting() >= CLOSE_SEAL_WRITERS):
             self._quietly(self._seal)
             self._quietly(self._log.retire)
             self._quietly(self._unregister)
+        elif self._registered:
+            self._quietly(self._unregister)  # nothing of it left (its verbs were all refused)
+            if self._registered:  # entries left for the next seal: recovery lets it go after
+                self._quietly(self._closed)
         self._log.close()
+
+    def _closed(self) -> None:
+        self.kv.set(
+            keys.JOURNAL, keys.journal_writer_key(self.writer), _encode({**writer_record(), "closed": True})
+        )
+
+    def _waiting(self) -> int:
+        """How many writers are registered: every command that changed the lake since the last
+        seal is one until a seal took its entries and recovery let it go."""
+        try:
+            return sum(1 for _ in scan_prefix(self.kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX))
+        except LakectlError:
+            return CLOSE_SEAL_WRITERS
 
     def _register(self) -> None:
         self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
@@ -420,6 +449,7 @@ class Journal:
         the heartbeat by which writers on other hosts tell that it lives."""
         beat = time.monotonic()
         while not self._stop.wait(SEAL_INTERVAL):
+            self._kept = True
             self._quietly(self._seal)
             self._quietly(self._log.retire)  # what this seal or another sealer sealed
             if time.monotonic() - beat >= HEARTBEAT:
@@ -580,6 +610,8 @@ def writer_record() -> dict[str, Any]:
 def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
     """Whether the writer of ``record`` may still be writing: on this host, its process exists
     (and is the same process: its start time agrees); elsewhere, its heartbeat is recent."""
+    if record.get("closed"):
+        return False  # closed with entries left for the next seal: nothing more comes from it
     if "pid" not in record:
         return True  # a record that cannot say is never taken for dead
     if record.get("host") != _host():

@@ -542,17 +542,34 @@ def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
     keeper.join()
 
 
-def test_closing_a_lake_seals_its_entries_and_unregisters_its_writer(tmp_path: Path) -> None:
+def _writers(lake: p.Lake) -> list[str]:
+    return [k for k, _ in lake.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
+
+
+def test_closing_a_lake_leaves_its_logged_entries_to_the_next_seal(tmp_path: Path) -> None:
+    """A closing writer's entries are in its log already: the next seal takes them, and the seal
+    after it lets the closed writer go with its log; once enough closed writers wait, a closing
+    writer seals them all."""
+    from lakectl.core import journallog
+
     lake = p.open_lake(str(tmp_path / "lake"))
-    journal.enable(lake)
     p.create_repo(lake, "closed")
     writer = _writer(lake)
-    assert writer in {k.removeprefix(keys.JOURNAL_WRITER_PREFIX) for k, _ in lake.kv.scan(keys.JOURNAL)}
     lake.close()
     again = p.open_lake(str(tmp_path / "lake"))
-    assert journal.last_timestamp(again.kv) == 1  # sealed as the lake closed, no feed read
-    assert not [k for k, _ in again.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
+    assert journal.last_timestamp(again.kv) == 0 and journallog.files(again.blocks, writer)
+    assert _writers(again) == [keys.journal_writer_key(writer)]
+    assert journal.seal(again.kv, again.blocks) == 1 and journal.last_timestamp(again.kv) == 1
+    journal.seal(again.kv, again.blocks)  # recovery finds the closed writer with nothing left
+    assert _writers(again) == [] and journallog.files(again.blocks) == []
     assert not list(again.kv.scan(keys.journal_live_partition(writer)))
+    again.close()
+    for n in range(journal.CLOSE_SEAL_WRITERS):
+        lake = p.open_lake(str(tmp_path / "lake"))
+        p.create_branch(lake, "closed", f"b{n}", "main")
+        lake.close()
+    again = p.open_lake(str(tmp_path / "lake"))
+    assert journal.last_timestamp(again.kv) == journal.CLOSE_SEAL_WRITERS + 1  # the last one sealed
     again.close()
 
 
