@@ -2,11 +2,14 @@
 (docs/decisions/0009-journal.md), each measured with the journal off and on in the same run.
 
 * the 100k-file upload: ``lakectl fs upload -r`` of ``--files`` files of 4 KiB, then ``lakectl
-  commit``, through the real CLI on a fresh embedded lake (as ``bench_small_files.py``); "on"
-  runs ``lakectl journal enable`` first;
+  commit``, through the real CLI on a fresh embedded lake (as ``bench_small_files.py``); a new
+  lake has its journal on, so "off" runs ``lakectl journal disable`` first and "on" ``lakectl
+  journal enable``;
 * the server write benchmark: uploads of 1 KiB objects to new paths on a real server process for
   ``--seconds`` at ``--connections`` connections (as ``bench_server_load.py``'s upload, with its
-  Python load generator); "on" switches the journal on through ``POST /api/v1/journal/enable``.
+  Python load generator); "on" switches the journal on through ``POST /api/v1/journal/enable``,
+  "off" off through ``POST /api/v1/journal/disable``. With the journal on, every answered
+  upload's entry is in a log block (group-committed and synced) before the answer.
 
 Modes alternate (off, on, off, on, ...) over ``--rounds`` rounds, each on a fresh lake or server,
 so that the machine's drifting load falls on both alike. Each round gives one on/off ratio of its
@@ -34,8 +37,7 @@ def upload_once(exe: str, tree: str, work: str, journal: bool, timeout: float) -
     env = dict(os.environ, LAKECTL_HOME=os.path.join(work, "lake"), LAKECTL_COMMITTER="bench")
     env.pop("LAKECTL_SERVER_ENDPOINT_URL", None)
     run([exe, "repo", "create", "lakefs://bench"], timeout, env=env)
-    if journal:
-        run([exe, "journal", "enable"], timeout, env=env)
+    run([exe, "journal", "enable" if journal else "disable"], timeout, env=env)
     os.sync()
     took = run([exe, "fs", "upload", "-r", "--source", tree, "lakefs://bench/main/data/"], timeout, env=env)
     return took + run([exe, "commit", "lakefs://bench/main", "-m", "small files"], timeout, env=env)
@@ -45,9 +47,8 @@ def server_once(work: str, journal: bool, seconds: float, connections: int) -> f
     op = next(o for o in operations() if o.kind == "write")
     with live_server(work) as server:
         prepare(server)
-        if journal:
-            with server.client() as api:
-                api.post("/journal/enable").raise_for_status()
+        with server.client() as api:
+            api.post("/journal/enable" if journal else "/journal/disable").raise_for_status()
         run_python(server, op, 2.0, connections, work, "warm")
         return run_python(server, op, seconds, connections, work, "timed").rps
 

@@ -25,9 +25,10 @@ def rebuild(
 
     For a lake whose lake.db is lost: the journal's sealed batches are found among the blocks
     and replayed in order -- repositories, branches, tags, commits, staged objects, settings.
-    Every command seals its changes before it exits (a server, within a second). An
-    existing lake.db is never overwritten (move it aside first: exit 4); against a server,
-    refused (exit 2): run it where the lake's directory is.
+    Every change is in the blocks before it is acknowledged. An existing lake.db is never
+    overwritten (move it aside first: exit 4); a lake whose journal was off has nothing to
+    rebuild from (exit 3); against a server, refused (exit 2): run it where the lake's
+    directory is.
     """
     if not from_journal:
         raise InvalidArgument("say what to rebuild from: --from-journal")

@@ -1,4 +1,4 @@
-"""``lakectl journal``: switch the lake's journal on, and read it (``tail``, ``tail --follow``)."""
+"""``lakectl journal``: switch the lake's journal on or off, and read it (``tail``, ``tail --follow``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def enable(
 
     Repositories, branches and tags created or deleted, objects written or deleted, commits,
     merges, resets, reverts and cherry-picks, each with the client that made it. Idempotent. A
-    server already running elsewhere over the same lake journals from its next start.
+    new lake has its journal on already (`lakectl journal disable` switches it off). A server
+    already running elsewhere over the same lake journals from its next start.
 
     With --reads, every object read is recorded too (journal.reads): fs cat, fs download, the
     REST and S3 reads and presigned URLs, one `read-object` entry each, with the reader, the ref
@@ -42,6 +43,19 @@ def enable(
 def _enabled(d: dict[str, Any]) -> None:
     reads = ", reads audited" if d.get("reads") else ""
     render.line(f"journal enabled since {render.when(d['since'])}{reads}")
+
+
+@app.command("disable")
+def disable(json_: JsonFlag = False) -> None:
+    """Switch the journal off for the lake: from now on mutations are not recorded.
+
+    A new lake has its journal on. Off, what was recorded stays readable, but the lake's
+    metadata can no longer be rebuilt from the blocks (`lakectl admin rebuild --from-journal`)
+    once lost. Idempotent. A server already running elsewhere over the same lake stops
+    journalling at its next start; `lakectl journal enable` switches it on again.
+    """
+    setting = backend().journal_disable()
+    render.emit(setting, json_, lambda d: render.line("journal disabled"))
 
 
 @app.command("compact")

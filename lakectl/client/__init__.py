@@ -444,6 +444,10 @@ class Backend(Protocol):
         None: as it is): ``{"enabled", "since", "reads"}``."""
         ...
 
+    def journal_disable(self) -> dict[str, Any]:
+        """Switch the lake's journal off (idempotent): ``{"enabled", "since", "reads"}``."""
+        ...
+
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         """The last ``amount`` journal entries (every one after ``after`` when given), oldest first,
         of one repository or (``repo`` empty) the lake: :meth:`lakectl.core.journal.Entry.to_dict`."""

@@ -512,6 +512,11 @@ class LocalBackend:
 
         return journal.enable(self.lake, reads)
 
+    def journal_disable(self) -> dict[str, Any]:
+        from lakectl.core import journal
+
+        return journal.disable(self.lake)
+
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         from lakectl.core import journal
 

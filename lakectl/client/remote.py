@@ -631,6 +631,9 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         body = {} if reads is None else {"reads": reads}
         return dict(self._json("POST", "/api/v1/journal/enable", json=body, idempotent=True))
 
+    def journal_disable(self) -> dict[str, Any]:
+        return dict(self._json("POST", "/api/v1/journal/disable", idempotent=True))
+
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         params = {"repo": repo, "amount": amount, "after": after}
         return list(self._json("GET", "/api/v1/journal", params=params)["results"])

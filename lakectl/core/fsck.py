@@ -22,6 +22,7 @@ path of the range whose entry names the block.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 from collections import deque
@@ -414,6 +415,10 @@ def check(
     """Verify every block ``repo`` (None: the whole lake) references; lake-wide, list orphaned
     blocks and temporary files too. With ``repair``, damaged copies are rewritten from intact
     ones on other volumes where they exist. ``progress`` is called as blocks are verified."""
+    # What this process journalled is sealed first (a batch is referenced) and its log blocks
+    # deleted: a log block is no orphan, but the journal's until its entries are sealed.
+    with contextlib.suppress(LakectlError):
+        journal.flush(lake)
     begin = start(lake, repo)
     found = references(lake, begin)
     findings = verify_all(lake.blocks, found, progress)

@@ -7,6 +7,7 @@ applies them follows docs/decisions/0008.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -36,6 +37,7 @@ from lakectl.errors import (
     CorruptBlock,
     InvalidArgument,
     KeyNotFound,
+    LakectlError,
     NotFound,
     PreconditionFailed,
 )
@@ -591,6 +593,11 @@ def run(
     marked = mark(lake, repo, now, stale)
     cutoff = began - grace_seconds
     tally = Tally()
+    # This process's journal log blocks whose entries are sealed go now; the others are the
+    # journal's until sealed (docs/journal.md), and a grace period shorter than a seal's second
+    # would take them for garbage.
+    with contextlib.suppress(LakectlError):
+        journal.flush(lake)
     for locator in lake.blocks.list():
         tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
     tally.sweep_temporaries(lake.blocks, cutoff, dry_run)

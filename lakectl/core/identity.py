@@ -9,7 +9,8 @@ one:
 
 - it holds lake records (repositories, the signing secret, anything): a lake made before the
   record existed, adopted silently (the record is written);
-- it is empty and so is the block store: a new lake (first use), the record is written;
+- it is empty and so is the block store: a new lake (first use), the record is written, and
+  the lake's journal switched on (a lake made before keeps its setting);
 - it is empty but the block store holds blocks: ``StorageError`` naming the database, and
   nothing is created, unless the caller asked to create the lake (``lakectl init``, ``lakectl
   server setup``). Then the record counts the blocks that were there
@@ -22,6 +23,7 @@ file over a block store that holds blocks is refused without writing anything.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -120,7 +122,17 @@ def claim(kv: KVStore, blocks: BlockAdapter, database: str, create: bool = False
         if not create:
             raise _refusal(f"{database} holds no lake", database, blocks)
         over = sum(1 for _ in blocks.list())
+    _journal_on(kv)
     return _write(kv, Identity(uuid.uuid4().hex, int(time.time()), over, Origin.CREATED))
+
+
+def _journal_on(kv: KVStore) -> None:
+    """A new lake journals from its first change (docs/journal.md): its setting is written
+    before its identity, so that every process that opens it finds the journal on. A lake that
+    exists keeps its setting; ``lakectl journal disable`` switches it off."""
+    setting = json.dumps({"enabled": True, "since": int(time.time())}, sort_keys=True).encode()
+    with contextlib.suppress(PredicateFailed):  # another process creating the lake wrote it first
+        kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, setting, None)
 
 
 def clear_preexisting(kv: KVStore) -> None:

@@ -4,8 +4,11 @@
 A :class:`Journal` is an :class:`~lakectl.core.events.EventSink`. ``before`` stores an *intent*
 under the writer's own KV partition (refusing the verb if it cannot), ``after`` overwrites it
 with its *outcome*; a staged write instead stores its entry done, in the write's own
-transaction. :func:`seal` numbers done entries with the lake's logical timestamps and stores
-them as one Parquet block per batch; :func:`entries` reads the sealed journal back.
+transaction. Before the verb returns, its done entry is also logged in the block store
+(:class:`LogWriter`, :mod:`lakectl.core.journallog`), so that an acknowledged change survives
+the loss of the metadata database before it is sealed. :func:`seal` numbers done entries with
+the lake's logical timestamps and stores them as one Parquet block per batch; :func:`entries`
+reads the sealed journal back.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import keys
+from lakectl.core import journallog, keys
+from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
 from lakectl.core.journalform import (
     DONE,
@@ -58,7 +62,7 @@ from lakectl.core.journalseal import (
     tail,
 )
 from lakectl.core.kv import KVStore
-from lakectl.core.kv.helpers import set_many
+from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.errors import (
     AlreadyExists,
     Conflict,
@@ -71,6 +75,7 @@ from lakectl.errors import (
     NotFound,
     NothingToCommit,
     PredicateFailed,
+    StorageError,
     TooManyRetries,
 )
 
@@ -89,6 +94,9 @@ MAX_OPEN = 64
 """Open intents a thread keeps track of; older ones are left to recovery."""
 SEAL_INTERVAL = 1.0
 """Seconds within which a writer seals what it finished (its keeper thread), besides on close."""
+CLOSE_SEAL_WRITERS = 16
+"""A closing writer seals when this many writers are registered (their entries in logs, not yet
+sealed): a run of short commands seals once in so many, not once each."""
 HEARTBEAT = 10.0
 """Seconds between two heartbeats of a writer in its registration record."""
 LEASE = 60.0
@@ -151,10 +159,7 @@ class GroupWriter:
         if batch:
             failure: BaseException | None = None
             try:
-                if len(batch) == 1:
-                    self.kv.set(self.partition, *batch[0])
-                else:
-                    set_many(self.kv, self.partition, batch)
+                self._store(batch)
             except BaseException as e:  # every waiter learns it, and the next batch can start
                 failure = e
             with self._cond:
@@ -167,6 +172,110 @@ class GroupWriter:
             failed = self._failed.get(mine)
         if failed is not None:
             raise failed
+
+    def _store(self, batch: list[tuple[str, bytes]]) -> None:
+        if len(batch) == 1:
+            self.kv.set(self.partition, *batch[0])
+        else:
+            set_many(self.kv, self.partition, batch)
+
+
+class LogWriter(GroupWriter):
+    """A writer's acknowledged entries made durable outside the metadata database before the
+    answer (:mod:`lakectl.core.journallog`): concurrent callers share one log record and one sync
+    (group commit). In a local block directory the records are appended to the writer's log file
+    and synced with ``fdatasync`` (0.15 ms here, against 0.65 ms for a new file and its
+    directory); in other stores each record is a block. What is sealed is deleted
+    (:meth:`retire`)."""
+
+    def __init__(self, kv: KVStore, partition: str, blocks: Any, writer: str) -> None:
+        super().__init__(kv, partition)
+        self.blocks = blocks
+        self.writer = writer
+        self._folder = journallog.directory(blocks)
+        self._file: int | None = None
+        """The open log file's descriptor (its path is :attr:`_path`), None until the next write."""
+        self._path = ""
+        self._segment = 0
+        self._written: dict[str, list[str]] = {}
+        """Log files (paths) or blocks (locators) of this writer not yet retired, and the keys
+        of their entries."""
+        self._files = threading.Lock()
+        """Held by an append and by a retirement: a file is never deleted under a write."""
+
+    def _store(self, batch: list[tuple[str, bytes]]) -> None:
+        data = journallog.encode(self.writer, batch)
+        with self._files:
+            if self._folder is None:
+                name = block_locator(data)
+                self.blocks.put(name, data)
+                self.blocks.sync()
+            else:
+                name = self._append(data)
+            self._written.setdefault(name, []).extend(k for k, _ in batch)
+
+    def _append(self, data: bytes) -> str:
+        assert self._folder is not None
+        try:
+            if self._file is None:
+                self._open()
+            assert self._file is not None
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._file, view) :]
+            os.fdatasync(self._file)
+        except OSError as e:
+            self._close()  # a record cut short ends that file: the next one starts afresh
+            raise StorageError(f"cannot log the journal's entries in {self._folder}: {e}") from e
+        return self._path
+
+    def _open(self) -> None:
+        assert self._folder is not None
+        if not os.path.isdir(self._folder):
+            os.makedirs(self._folder, exist_ok=True)
+            _sync_directory(os.path.dirname(self._folder))
+        self._segment += 1
+        self._path = os.path.join(self._folder, journallog.file_name(self.writer, self._segment))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        self._file = os.open(self._path, flags, 0o600)
+        _sync_directory(self._folder)  # the file's name is durable before its first record
+
+    def _close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._file)
+            self._file = None
+
+    def retire(self) -> None:
+        """Delete the log files or blocks whose entries are sealed: gone from the writer's
+        partition (a seal deletes an entry's live key once its batch is published)."""
+        with self._files:
+            if not self._written:
+                return
+            live = {key for key, _ in self.kv.scan(self.partition)}
+            for name, written in list(self._written.items()):
+                if not live.isdisjoint(written):
+                    continue
+                if self._folder is None:
+                    self.blocks.delete(name)
+                else:
+                    if name == self._path:
+                        self._close()  # the next record starts the next file
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name)
+                del self._written[name]
+
+    def close(self) -> None:
+        with self._files:
+            self._close()
+
+
+def _sync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
@@ -191,6 +300,7 @@ class Journal:
         self._registered = False
         self._open = threading.local()
         self._group = GroupWriter(kv, self.partition)
+        self._log = LogWriter(kv, self.partition, blocks, self.writer)
         self._client = ""
         self._opened: set[str] = set()
         """Keys of intents whose verb has not ended, in every thread."""
@@ -198,6 +308,8 @@ class Journal:
         """Entries this writer finished since it last sealed."""
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
+        self._kept = False
+        """Whether the keeper ran a round: a writer that lives that long seals as it closes."""
         self._sealing = threading.Lock()
         """Held through a seal: a flush waits for the keeper's seal in flight to end."""
 
@@ -233,7 +345,8 @@ class Journal:
         a dead writer's (:mod:`lakectl.core.recovery`)."""
         if CARRIED in event.notes:
             # A staged write stores its entry, done, with each of its writes: whatever landed
-            # has its entry, and nothing else has one.
+            # has its entry, and nothing else has one. Not acknowledged: not logged.
+            event.notes.pop(STORED, None)
             self._finished()
             return
         stack = self._stack()
@@ -266,7 +379,14 @@ class Journal:
     def close(self) -> None:
         """Decide the intents of verbs that raised and so never ended (a lake is closed only
         once no verb runs on it; a refused ``lakectl commit`` leaves nothing behind), seal what
-        this writer finished, and unregister it once nothing of it is left."""
+        this writer finished, and unregister it once nothing of it is left.
+
+        What this writer acknowledged is in its log already: sealing it now is not needed for a
+        rebuild, and costs a short command a tenth of a second (pyarrow's Parquet writer). So a
+        writer that lived less than its keeper's first round (a short command) leaves its
+        entries to the next seal (any writer's keeper, ``journal tail``, ``fsck``, ``gc``, or a
+        later close) unless :data:`CLOSE_SEAL_WRITERS` writers wait already, or it decided
+        intents here (changes never acknowledged, so never logged). A server seals as it stops."""
         self._stop.set()
         if self._keeper is not None:
             self._keeper.join()
@@ -276,9 +396,28 @@ class Journal:
         for key in opened:
             with contextlib.suppress(LakectlError):
                 self._decide(key, read_live(self.kv.get(self.partition, key)))
-        if self._registered:
+        if self._registered and (opened or self._kept or self._waiting() >= CLOSE_SEAL_WRITERS):
             self._quietly(self._seal)
+            self._quietly(self._log.retire)
             self._quietly(self._unregister)
+        elif self._registered:
+            self._quietly(self._unregister)  # nothing of it left (its verbs were all refused)
+            if self._registered:  # entries left for the next seal: recovery lets it go after
+                self._quietly(self._closed)
+        self._log.close()
+
+    def _closed(self) -> None:
+        self.kv.set(
+            keys.JOURNAL, keys.journal_writer_key(self.writer), _encode({**writer_record(), "closed": True})
+        )
+
+    def _waiting(self) -> int:
+        """How many writers are registered: every command that changed the lake since the last
+        seal is one until a seal took its entries and recovery let it go."""
+        try:
+            return sum(1 for _ in scan_prefix(self.kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX))
+        except LakectlError:
+            return CLOSE_SEAL_WRITERS
 
     def _register(self) -> None:
         self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
@@ -310,7 +449,9 @@ class Journal:
         the heartbeat by which writers on other hosts tell that it lives."""
         beat = time.monotonic()
         while not self._stop.wait(SEAL_INTERVAL):
+            self._kept = True
             self._quietly(self._seal)
+            self._quietly(self._log.retire)  # what this seal or another sealer sealed
             if time.monotonic() - beat >= HEARTBEAT:
                 beat = time.monotonic()
                 self._quietly(self._beat)
@@ -350,7 +491,9 @@ class Journal:
         carried: list[Carry] | None = event.notes.get(CARRIED)
         if carried is not None:
             key, record, text, _ = self._record(event, DONE)
-            carried.append(self._carrier(key, record, text))
+            stored: dict[str, bytes] = {}
+            event.notes[STORED] = stored
+            carried.append(self._carrier(key, record, text, stored))
             return
         key, record, text, header = self._record(event, PENDING)
         stack = self._stack()
@@ -368,12 +511,13 @@ class Journal:
             self._opened.add(key)
         stack.append((which, key, record, text, header))
 
-    def _carrier(self, key: str, record: dict[str, Any], text: str) -> Carry:
+    def _carrier(self, key: str, record: dict[str, Any], text: str, stored: dict[str, bytes]) -> Carry:
         """A staged write's entry as each of its writes stores it, in the write's transaction once
         its rows are in: done, with the tokens written so far and the clock of each write
         (``settled``, ``settled_in``), read inside the transaction. Two writes of one path land
         in the order of those clocks (docs/decisions/0009-journal.md, "Concurrent writers"),
-        and an entry is stored if and only if its write landed: nothing is ever pending."""
+        and an entry is stored if and only if its write landed: nothing is ever pending. The
+        last entry made is kept in ``stored``, for the log (:meth:`after`)."""
         close = _open_ended(DONE, _fields(record), text)
         settled: dict[str, int] = {}
 
@@ -387,15 +531,22 @@ class Journal:
             # and the key it deleted must not be written again (the sealer's next run deletes
             # that key once more). A sealer that sees both seals the last (journalseal).
             attempt = len(tokens)
-            return [(self.partition, key if attempt == 1 else f"{key}.{attempt}", close(added))]
+            made = (key if attempt == 1 else f"{key}.{attempt}", close(added))
+            stored.clear()  # a later attempt supersedes the earlier ones (journalseal)
+            stored[made[0]] = made[1]
+            return [(self.partition, *made)]
 
         return carry
 
     def after(self, event: Event) -> None:
-        """Store the outcome over the intent; never raises (the change is done). A staged write's
-        entry is stored already, with the write."""
+        """Store the outcome over the intent, and log it in the block store (a staged write's
+        entry is stored already, with the write: it is logged). The change is done, so nothing
+        raises here but the log: a change whose entry cannot be made durable outside the
+        metadata database is not acknowledged (``StorageError``), although it landed."""
         if CARRIED in event.notes:
+            stored: dict[str, bytes] = event.notes.pop(STORED, {})
             self._finished()
+            self._log.write_many(list(stored.items()))
             return
         stack = self._stack()
         which = _identity(event)
@@ -406,8 +557,10 @@ class Journal:
         outcome = _live(DONE, header, _extended(text, record["event_payload"], payload_of(event)))
         with self._lock:
             self._opened.discard(key)
-        self._quietly(lambda: self._group.write(key, outcome))
+        # Not stored: its intent stays pending for recovery, and the change is not acknowledged.
+        self._group.write(key, outcome)
         self._finished()
+        self._log.write(key, outcome)
 
     def _finished(self) -> None:
         """One more entry of this writer done: sealed once :data:`SEAL_EVERY` of them wait."""
@@ -457,6 +610,8 @@ def writer_record() -> dict[str, Any]:
 def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
     """Whether the writer of ``record`` may still be writing: on this host, its process exists
     (and is the same process: its start time agrees); elsewhere, its heartbeat is recent."""
+    if record.get("closed"):
+        return False  # closed with entries left for the next seal: nothing more comes from it
     if "pid" not in record:
         return True  # a record that cannot say is never taken for dead
     if record.get("host") != _host():
@@ -473,6 +628,10 @@ def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
         return True
     return True
 
+
+STORED = "journal.stored"
+"""The note in which a staged write's journal entry, as its last write stored it, waits for
+:meth:`Journal.after` to log it."""
 
 REFUSALS = (InvalidArgument, NotFound, AlreadyExists, Conflict, Forbidden, PredicateFailed, DirtyBranch,
             NothingToCommit, HookFailed)  # fmt: skip
@@ -542,10 +701,12 @@ def release(lake: Lake) -> None:
 
 
 def flush(lake: Lake) -> None:
-    """Seal now what the lake's writer finished (its keeper would within a second)."""
+    """Seal now what the lake's writer finished (its keeper would within a second), and delete
+    its log blocks whose entries are sealed."""
     found = _find(lake.events)
     if found is not None:
         found._seal()
+        found._log.retire()
 
 
 def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
@@ -554,7 +715,9 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
     their next opening of the lake. Returns ``{"enabled", "since", "reads"}``."""
     for _ in range(SEAL_ATTEMPTS):
         setting, raw = _setting(lake.kv)
-        wanted = dict(setting) if raw is not None else {"enabled": True, "since": int(time.time())}
+        on = raw is not None and bool(setting.get("enabled"))
+        # Switched on again after `journal disable`: it journals from now, with a gap before.
+        wanted = dict(setting) if on else {**setting, "enabled": True, "since": int(time.time())}
         if reads is not None:
             wanted["reads"] = reads
         if raw is not None and wanted == setting:
@@ -568,6 +731,33 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
         raise TooManyRetries("could not change the journal's setting: it kept changing")
     install(lake)
     return {**wanted, "reads": bool(wanted.get("reads"))}
+
+
+def disable(lake: Lake) -> dict[str, Any]:
+    """Switch the journal off for the lake (idempotent): this process seals what it journalled
+    and stops; other processes stop at their next opening of the lake. What is sealed stays (the
+    audit trail), but a rebuild can no longer give back the changes made from now on. Returns
+    ``{"enabled", "since", "reads"}``."""
+    for _ in range(SEAL_ATTEMPTS):
+        setting, raw = _setting(lake.kv)
+        if raw is not None and not setting.get("enabled"):
+            break
+        wanted = {**setting, "enabled": False}
+        try:
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+        except PredicateFailed:
+            continue
+        break
+    else:
+        raise TooManyRetries("could not change the journal's setting: it kept changing")
+    found = _find(lake.events)
+    if found is not None:
+        found.close()
+        sinks = lake.events.sinks if isinstance(lake.events, Fanout) else ()
+        rest = [sink for sink in sinks if sink is not found]
+        lake.events = rest[0] if len(rest) == 1 else Fanout(rest) if rest else NoEvents()
+    setting = _setting(lake.kv)[0]
+    return {"enabled": False, "since": int(setting.get("since", 0)), "reads": bool(setting.get("reads"))}
 
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakectl.core import keys
+from lakectl.core import journallog, keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.journalform import _encode
@@ -72,6 +72,12 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
             return {"entries": 0, "dropped": 0, "batches": 0}
         every = [e for b in old for e in _read_batch(blocks, b["locator"])]
         drop = superseded(every)
+        # A log block whose entries are sealed is deleted now: once compaction dropped one of
+        # them, a rebuild could no longer tell that it was sealed and would replay it again.
+        sealed = {e.key for e in every if e.key}
+        for name, ids in journallog.logged(blocks):
+            if ids <= sealed:
+                journallog.discard(blocks, name)
         generation = _generation(cursor) + 1
         kept = [e for e in every if e.logical_timestamp not in drop]
         new: list[dict[str, Any]] = []

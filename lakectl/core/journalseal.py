@@ -17,6 +17,7 @@ from typing import Any
 from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.journalform import DONE, _encode, _split_live, _text, column
+from lakectl.core.journallog import entry_id
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
 from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed, TooManyRetries
@@ -43,6 +44,9 @@ class Entry:
     repo_id: str
     event_type: str
     event_payload: Mapping[str, Any] = field(default_factory=dict)
+    key: str = field(default="", compare=False)
+    """Which live entry it was, ``<writer>/<key>`` (:func:`lakectl.core.journallog.entry_id`):
+    a rebuild replays a logged entry only when no batch holds it. Empty in older batches."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +160,7 @@ def seal(kv: KVStore, blocks: Any) -> int:
             [h["repo_id"] for h in headers],
             [h["event_type"] for h in headers],
             [t for _, _, _, t in done],
+            [entry_id(h["writer"], k) for _, k, h, _ in done],
         ]
         data = _batch(columns, about)
         locator = block_locator(data)
@@ -187,11 +192,13 @@ def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
         [r.repo_id for r in rows],
         [r.event_type for r in rows],
         [_text(r.event_payload) for r in rows],
+        [r.key for r in rows],
     ]
     return _batch(columns, about)
 
 
-COLUMNS = ("logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload")
+COLUMNS = ("logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload", "entry")
+"""A sealed batch's columns; ``entry`` names the live entry (absent from batches sealed before it)."""
 
 
 def _batch(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:
@@ -200,7 +207,7 @@ def _batch(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:
     import pyarrow.parquet as pq
 
     # Columns from their buffers: pa.array would import pandas (0.2 s of every sealing command).
-    types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string()]
+    types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string(), pa.string()]
     arrays = [column(c, t) for c, t in zip(columns, types, strict=True)]
     table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
     # The batch says what it is, so that a rebuild finds it among the blocks with no database.
@@ -224,6 +231,7 @@ def _read_batch(blocks: Any, locator: str) -> Iterator[Entry]:
                 row["repo_id"],
                 row["event_type"],
                 json.loads(row["event_payload"]),
+                row.get("entry") or "",
             )
 
 
@@ -243,6 +251,18 @@ def batches(kv: KVStore) -> list[dict[str, Any]]:
     if latest is not None:
         found[latest["first"]] = latest
     return [found[k] for k in sorted(found)]
+
+
+def sealed_ids(blocks: Any, batches_: list[dict[str, Any]]) -> set[str]:
+    """The ids of every entry the batches hold (their ``entry`` column alone is read)."""
+    import pyarrow.parquet as pq
+
+    out: set[str] = set()
+    for batch in batches_:
+        handle = pq.ParquetFile(io.BytesIO(blocks.get(batch["locator"])))
+        if "entry" in handle.schema_arrow.names:
+            out.update(v for v in handle.read(columns=["entry"]).column(0).to_pylist() if v)
+    return out
 
 
 def sealed_blocks(kv: KVStore) -> set[str]:

@@ -4,9 +4,10 @@
 The sealed batches are found among the blocks by what each says it is (Parquet schema
 metadata), chained by the locator of the batch before, and replayed into an empty KV store:
 repositories, branches, tags, commits (each entry that made one carries the commit record),
-staged entries and settings. Writers seal what they finished on close and within a second; only
-what a process finished in its last second before it died together with the database is not in
-the blocks, and so not rebuilt.
+staged entries and settings. Writers seal what they finished on close and within a second, and
+log every acknowledged entry in the block store before the acknowledgement
+(:mod:`lakectl.core.journallog`): the logged entries no batch holds are sealed into one more
+batch and replayed after the others, so every acknowledged change is rebuilt.
 
 Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before
 each mutation, not the order in which concurrent mutations landed. Where that order would decide
@@ -29,8 +30,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, journal, journalform, keys, protection, pulls, replayorder, repometadata
+from lakectl.core import (
+    gc,
+    journal,
+    journalform,
+    journallog,
+    journalseal,
+    keys,
+    protection,
+    pulls,
+    replayorder,
+    repometadata,
+)
 from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.kv import KVStore
@@ -49,7 +62,7 @@ from lakectl.core.model import (
     encode_row,
 )
 from lakectl.core.porcelain import Lake, delete_repo
-from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError
+from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, NotFound
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -74,13 +87,34 @@ class Rebuilt:
 
 def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
     """The sealed batches among the blocks, in order: ``{"first", "last", "previous", "locator",
-    ...}``. ``IntegrityError`` when the chain from timestamp 1 has a gap or a fork."""
+    ...}``. ``IntegrityError`` when the chain from timestamp 1 has a gap or a fork it cannot
+    resolve (see :func:`find_journal`)."""
+    return find_journal(blocks)[0]
+
+
+def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """The sealed batches among the blocks, in order (as :func:`find_batches`), the locators of
+    the log blocks (:mod:`lakectl.core.journallog`), and the batches left off the chain where it
+    forked. A sealer killed between storing its batch and publishing it leaves a batch that
+    follows the same one as the batch published there: the chain takes the one a later batch
+    follows, or, at the chain's end, the larger; the entries of the other that the journal lacks
+    are replayed after the rest (they were done, so they happened). Batches that do not name
+    their entries (an older version's) cannot be told apart: a fork of those is refused."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     found: dict[int, list[dict[str, Any]]] = {}
+    logs: list[str] = []
+    # A local block directory keeps its log in files no upload can write: a block that begins
+    # like a log record there is a user's object, never read as the journal's.
+    in_blocks = journallog.directory(blocks) is None
     for locator in blocks.list():
-        if blocks.get(locator, 0, len(PARQUET_MAGIC)) != PARQUET_MAGIC:
+        head = blocks.get(locator, 0, len(PARQUET_MAGIC))
+        if head == journallog.MAGIC[: len(PARQUET_MAGIC)]:
+            if in_blocks and journallog.is_log(blocks.get(locator)):
+                logs.append(locator)
+            continue
+        if head != PARQUET_MAGIC:
             continue
         data = blocks.get(locator)
         if len(data) < 12 or not data.endswith(PARQUET_MAGIC):
@@ -92,8 +126,10 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
         if meta.get(journal.MARK) != b"journal":
             continue  # a range, a metarange, a user's Parquet file
         about = json.loads(meta[journal.BATCH])
-        found.setdefault(int(about["first"]), []).append({**about, "locator": locator})
+        named = "entry" in pq.read_schema(io.BytesIO(data)).names
+        found.setdefault(int(about["first"]), []).append({**about, "locator": locator, "named": named})
     ordered: list[dict[str, Any]] = []
+    forks: list[dict[str, Any]] = []
     previous, first = "", 1
     while first in found:
         following = [b for b in found.pop(first) if b["previous"] == previous]
@@ -101,6 +137,14 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
         # (whose blocks the compaction deletes, unless it was killed first).
         newest = max((int(b.get("generation", 0)) for b in following), default=0)
         candidates = [b for b in following if int(b.get("generation", 0)) == newest]
+        if len(candidates) > 1 and all(b["named"] for b in candidates):
+            continued = [
+                b for b in candidates if any(n["previous"] == b["locator"] for v in found.values() for n in v)
+            ]
+            if len(continued) <= 1:
+                chosen = continued or [max(candidates, key=lambda b: (int(b["count"]), b["locator"]))]
+                forks.extend(b for b in candidates if b is not chosen[0])
+                candidates = chosen
         if len(candidates) != 1:
             raise IntegrityError(
                 f"the journal's batches from logical timestamp {first} do not chain: "
@@ -119,7 +163,9 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
             f"the journal has batches after a gap at logical timestamp {first} "
             f"(from {min(found)}): a batch is missing from the blocks"
         )
-    return ordered
+    for batch in (*ordered, *forks):
+        del batch["named"]
+    return ordered, logs, forks
 
 
 def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
@@ -127,7 +173,17 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     otherwise); the rebuilt lake keeps journalling from where the journal ended."""
     if partitions(kv, "") or next(iter(kv.scan(keys.REPOSITORIES)), None) is not None:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
-    batches = find_batches(blocks)
+    batches, logs, forks = find_journal(blocks)
+    logs = [*journallog.files(blocks), *logs]
+    logged = _unsealed(blocks, batches, logs, forks)
+    if not batches and not logged:
+        raise NotFound(
+            "no journal among the blocks: the lake's journal was off, so there is nothing to "
+            "rebuild its metadata from"
+        )
+    if logged:
+        # Acknowledged but not sealed before the database was lost: sealed now, after the rest.
+        batches.append(_seal_logged(blocks, batches, logged))
     lake = Lake(kv=kv, blocks=blocks)
     count = 0
     replaying = Replay(lake)
@@ -135,6 +191,8 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         replaying.apply(entry)
         count += 1
     replaying.finish()
+    for name in [*logs, *(b["locator"] for b in forks)]:
+        journallog.discard(blocks, name)  # every entry they held is in a batch now
     last = int(batches[-1]["last"]) if batches else 0
     kv.set(keys.LAKE, keys.JOURNAL_SETTING, journalform._encode({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
@@ -145,6 +203,70 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     cursor["generation"] = generation
     kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, journalform._encode(cursor))
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
+
+
+def _unsealed(
+    blocks: BlockAdapter, batches: list[dict[str, Any]], logs: list[str], forks: list[dict[str, Any]]
+) -> list[tuple[str, dict[str, Any], str]]:
+    """The logged entries, and those of batches left off a fork, that no batch of the chain
+    holds, as a seal would order them: (id, header, payload)."""
+    if not logs and not forks:
+        return []
+    sealed = journalseal.sealed_ids(blocks, batches)
+    found: dict[str, tuple[str, dict[str, Any], str]] = {}
+    for name in logs:
+        held = journallog.read_file(name) if os.sep in name else journallog.decode(blocks.get(name), name)
+        for id_, header, text in held:
+            if id_ not in sealed and header.get("state") == journalform.DONE:
+                found[id_] = (id_, header, text)
+    for fork in forks:
+        for entry in journalseal._read_batch(blocks, fork["locator"]):
+            if entry.key and entry.key not in sealed:
+                writer, _, key = entry.key.partition("/")
+                seq = int(key.split(".")[0].rpartition("-")[2] or "0", 16)
+                header = {"time": entry.time, "writer": writer, "seq": seq, "client_id": entry.client_id,
+                          "repo_id": entry.repo_id, "event_type": entry.event_type}  # fmt: skip
+                found.setdefault(entry.key, (entry.key, header, journalform._text(entry.event_payload)))
+    # Of a write redone into the next token, its last attempt (as a seal keeps it).
+    last: dict[str, str] = {}
+    for id_ in found:
+        write, _, attempt = id_.partition(".")
+        if write not in last or int(attempt or 1) > int(last[write].partition(".")[2] or 1):
+            last[write] = id_
+    kept = [found[id_] for id_ in last.values()]
+    kept.sort(key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]))
+    return kept
+
+
+def _seal_logged(
+    blocks: BlockAdapter, batches: list[dict[str, Any]], logged: list[tuple[str, dict[str, Any], str]]
+) -> dict[str, Any]:
+    """One batch, chained after ``batches``, of the logged entries no batch holds."""
+    first = int(batches[-1]["last"]) + 1 if batches else 1
+    headers = [h for _, h, _ in logged]
+    about = {
+        "first": first,
+        "last": first + len(logged) - 1,
+        "count": len(logged),
+        "min_time": headers[0]["time"],
+        "max_time": max(h["time"] for h in headers),
+        "previous": batches[-1]["locator"] if batches else "",
+        "generation": _gen(batches),
+    }
+    columns = [
+        list(range(first, first + len(logged))),
+        [h["time"] for h in headers],
+        [h["client_id"] for h in headers],
+        [h["repo_id"] for h in headers],
+        [h["event_type"] for h in headers],
+        [t for _, _, t in logged],
+        [i for i, _, _ in logged],
+    ]
+    data = journalseal._batch(columns, about)
+    locator = block_locator(data)
+    blocks.put(locator, data)
+    blocks.sync()
+    return {**about, "locator": locator}
 
 
 def _gen(batches: list[dict[str, Any]]) -> int:
@@ -444,7 +566,12 @@ def rebuild_embedded(home: str) -> dict[str, Any]:
     try:
         done = rebuild(blocks, kv)
         claim(kv, blocks, database)
-    finally:
+    except BaseException:
         kv.close()
+        for stale in (building, building + "-wal", building + "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(stale)  # nothing half-built is left beside the lake
+        raise
+    kv.close()
     os.replace(building, database)
     return {"database": database, **done.to_dict()}

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import journal, journalform, keys
+from lakectl.core import journal, journalform, journallog, keys
 from lakectl.core.events import Verb
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
@@ -43,6 +43,7 @@ def recover(kv: KVStore, blocks: Any) -> int:
         left = list(kv.scan(partition))
         if not left:
             kv.delete(keys.JOURNAL, key)  # sealed and gone: nobody writes here any more
+            journallog.forget(blocks, key[len(keys.JOURNAL_WRITER_PREFIX) :])  # so is its log
             continue
         for entry_key, value in left:
             intent = journalform.read_live(value)

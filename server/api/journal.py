@@ -1,7 +1,7 @@
 """The lake's journal (a lakectl extension, docs/decisions/0009-journal.md): ``GET /journal`` (the
 last entries), ``GET /journal/stream`` (server-sent events, one per entry as it is sealed),
-``POST /journal/enable`` and ``POST /journal/compact``. The journal records every user's
-mutations: admins only."""
+``POST /journal/enable``, ``POST /journal/disable`` and ``POST /journal/compact``. The journal
+records every user's mutations: admins only."""
 
 from __future__ import annotations
 
@@ -54,6 +54,13 @@ def enable(lake: LakeDep, body: JournalSetting | None = None) -> dict[str, Any]:
     """Switch the journal on for the lake, and read auditing with ``{"reads": true|false}``; this
     server follows the setting from now on (others: on restart). ``{"enabled", "since", "reads"}``."""
     return journal.enable(lake, body.reads if body is not None else None)
+
+
+@router.post("/journal/disable", dependencies=_ADMINS)
+def disable(lake: LakeDep) -> dict[str, Any]:
+    """Switch the journal off for the lake; this server stops journalling now (others: on
+    restart). ``{"enabled", "since", "reads"}``."""
+    return journal.disable(lake)
 
 
 @router.post("/journal/compact", dependencies=_ADMINS)

@@ -1,6 +1,7 @@
-"""``lakectl journal``: switched on per lake, every mutation made through the CLI is an entry
-with its client, repository and type, in logical-timestamp order; ``tail --follow`` prints new
-entries as they are recorded (server-sent events against a server) -- embedded and remote."""
+"""``lakectl journal``: on for a new lake, switched off and on per lake; every mutation made
+through the CLI is an entry with its client, repository and type, in logical-timestamp order;
+``tail --follow`` prints new entries as they are recorded (server-sent events against a
+server) -- embedded and remote."""
 
 from __future__ import annotations
 
@@ -110,15 +111,65 @@ def test_every_mutation_is_an_entry_by_its_client(cli: Lakectl) -> None:
     assert f"{found[-1]['logical_timestamp']} " in lines[-1] and client in lines[-1]
 
 
-def test_nothing_is_journalled_until_enabled(tmp_path: Path) -> None:
+def test_a_new_lake_journals_until_disabled(tmp_path: Path) -> None:
     cli = embedded_cli(tmp_path)
-    cli("repo", "create", "lakefs://quiet")
-    assert cli.js("journal", "tail") == []
-    empty = cli("journal", "tail")
-    assert empty.stdout == "" and "lakectl journal enable" in empty.stderr
+    cli("repo", "create", "lakefs://noted")
+    assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]
+    off = cli.js("journal", "disable")
+    assert off["enabled"] is False and off["since"] > 0
+    assert cli("journal", "disable").stdout == "journal disabled\n"  # idempotent
+    cli("branch", "create", "lakefs://noted/dev", "--source", "lakefs://noted/main")
+    assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]
+    assert cli.js("journal", "enable")["enabled"] is True
+    cli("tag", "create", "lakefs://noted/v1", "lakefs://noted/main")
+    assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository", "create-tag"]
+
+
+@pytest.mark.parametrize("identity", [True, False], ids=["with-identity", "older-lake"])
+def test_an_existing_lake_without_a_journal_keeps_it_off(tmp_path: Path, identity: bool) -> None:
+    """A lake made before the journal was on by default (with or without its identity record)
+    is opened with its journal off, as it was: opening a lake never switches it on."""
+    from lakectl.core import keys
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    cli = embedded_cli(tmp_path)
+    cli("repo", "create", "lakefs://older")
+    kv = SQLiteStore(str(tmp_path / "lake" / "lake.db"))
+    kv.delete(keys.LAKE, keys.JOURNAL_SETTING)  # as the lake was before: never switched on
+    if not identity:
+        kv.delete(keys.LAKE, keys.IDENTITY)
+    kv.close()
+    cli("branch", "create", "lakefs://older/dev", "--source", "lakefs://older/main")
+    cli("tag", "create", "lakefs://older/v1", "lakefs://older/main")
+    assert cli.js("journal", "tail")[1:] == []  # create-repository alone, from before
+    empty = cli("journal", "tail", "--repo", "lakefs://older", "-n", "1")
+    assert "tag" not in empty.stdout and "branch" not in empty.stdout
+
+
+def test_disable_and_enable_against_a_server(cli: Lakectl) -> None:
+    repo = unique("toggled")
     cli("journal", "enable")
-    cli("branch", "create", "lakefs://quiet/dev", "--source", "lakefs://quiet/main")
-    assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-branch"]
+    try:
+        assert cli.js("journal", "disable")["enabled"] is False
+        cli("repo", "create", f"lakefs://{repo}")
+        assert cli.js("journal", "tail", "--repo", f"lakefs://{repo}") == []
+    finally:
+        cli("journal", "enable")
+    cli("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/main")
+    assert [e["event_type"] for e in cli.js("journal", "tail", "--repo", f"lakefs://{repo}")] == [
+        "create-tag"
+    ]
+
+
+def test_admin_rebuild_refuses_a_lake_without_a_journal(tmp_path: Path) -> None:
+    cli = embedded_cli(tmp_path)
+    cli("journal", "disable")
+    cli("repo", "create", "lakefs://unjournaled")
+    os.remove(tmp_path / "lake" / "lake.db")
+    refused = cli("admin", "rebuild", "--from-journal", code=3)
+    assert refused.stderr.startswith("error: no journal among the blocks")
+    assert len(refused.stderr.splitlines()) == 1 and refused.stdout == ""
+    assert not (tmp_path / "lake" / "lake.db").exists()
 
 
 def test_bad_input_is_one_error_line(cli: Lakectl) -> None:
@@ -249,3 +300,22 @@ def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
     assert journal.PENDING not in states
     lake.close()
     assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]
+
+
+def test_a_lake_set_up_for_a_server_journals(tmp_path: Path) -> None:
+    """``lakectl server setup`` makes a new lake: its journal is on before any server opens it."""
+    from lakectl.core import journal
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKECTL_SERVER_", "LAKECTL_HOME"))}
+    env |= {"LAKECTL_SERVER_DATA_DIR": str(tmp_path), "LAKECTL_SERVER_LISTEN_ADDRESS": "127.0.0.1:1"}
+    lakectl = Path(sys.executable).with_name("lakectl")
+    done = subprocess.run(
+        [str(lakectl), "server", "setup", "--json"], env=env, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    kv = SQLiteStore(str(tmp_path / "lake.db"))
+    try:
+        assert journal.is_enabled(kv)
+    finally:
+        kv.close()

@@ -15,6 +15,7 @@ import itertools
 import multiprocessing
 import os
 import random
+import shutil
 import subprocess
 import threading
 import time
@@ -26,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lakectl.core import journal
+from lakectl.core import journal, rebuild
 from lakectl.core import porcelain as p
 from lakectl.errors import LakectlError
 
@@ -51,6 +52,12 @@ def _writer(home: str, out: str, name: str) -> None:
         except LakectlError:
             continue
         ack.write(f"write {path}\n")
+
+
+def _written_by_writer(path: str) -> bytes:
+    """What :func:`_writer` uploaded at ``path``."""
+    name, n = path.split("/")
+    return f"{name} {int(n)}".encode()
 
 
 def _committer(home: str, out: str, name: str) -> None:
@@ -158,11 +165,24 @@ def test_killed_writers_committers_mergers_and_sealers(
             proc.kill()
             proc.join()
 
+    # The database lost with the last of them: the blocks as they left them, rebuilt alone.
+    lost = tmp_path / "lost"
+    shutil.copytree(Path(home) / "blocks", lost / "blocks")
     lake = p.open_lake(home)
     acked = _acked(out)
     assert kills >= 8 and sum(1 for kind, _ in acked if kind == "write") > 50
     check(lake, acked)
     lake.close()
+    rebuild.rebuild_embedded(str(lost))
+    rebuilt = p.open_lake(str(lost))
+    try:
+        _check_rebuilt(rebuilt, acked, _written_by_writer)
+        on_main = {c.id for c in p.log(rebuilt, REPO, "main")}
+        assert {m for kind, m in acked if kind == "merge"} <= on_main | {
+            c.id for c in p.log(rebuilt, REPO, "dev")
+        }
+    finally:
+        rebuilt.close()
 
 
 def check(lake: p.Lake, acked: list[tuple[str, str]]) -> None:
@@ -335,3 +355,153 @@ def _restart(tmp: Path, i: int, port: str) -> tuple[subprocess.Popen[bytes], str
             env=env,
         )
     return proc, f"http://127.0.0.1:{port}/api/v1"
+
+
+# -- a server killed with its metadata database lost: every acknowledged change rebuilt --------
+
+
+def _server_conf(tmp: Path, name: str, database: str, blocks: Path) -> tuple[Path, str]:
+    from tests.integration.test_two_servers import _free_port
+
+    port = _free_port()
+    conf = tmp / f"{name}.yaml"
+    conf.write_text(
+        f"listen_address: 127.0.0.1:{port}\n"
+        f"gateways: {{s3: {{listen_address: '127.0.0.1:{_free_port()}'}}}}\n"
+        f"data_dir: {tmp / name}\n"
+        "logging: {level: warn}\n"
+        f"database: {database}\n"
+        f"blockstore: {{type: local, local: {{path: {blocks}}}}}\n"
+        "auth: {encrypt: {secret_key: killed-server-secret}}\n"
+    )
+    return conf, f"http://127.0.0.1:{port}/api/v1"
+
+
+def _serve(tmp: Path, name: str, conf: Path) -> subprocess.Popen[bytes]:
+    from tests.integration.test_two_servers import _lakectl
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
+    with open(tmp / f"{name}.log", "ab") as log:
+        return subprocess.Popen(
+            [*_lakectl(), "server", "run", "--config", str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+
+def _write_until_killed(tmp: Path, proc: subprocess.Popen[bytes], url: str) -> list[tuple[str, str]]:
+    """Journal on, a repository with a branch, then two uploaders and a committer against the
+    server until it is SIGKILLed mid-stream; what it acknowledged (a 201), as (kind, what)."""
+    from tests.integration.test_two_servers import _wait_healthy
+
+    _wait_healthy([(proc, url)], tmp)
+    creds = httpx.post(f"{url}/setup_lakefs", json={"username": "admin"}).json()
+    auth = (creds["access_key_id"], creds["secret_access_key"])
+    with httpx.Client(base_url=url, auth=auth, timeout=30.0) as api:
+        api.post("/journal/enable").raise_for_status()
+        api.post(
+            "/repositories", json={"name": REPO, "storage_namespace": f"local://{REPO}"}
+        ).raise_for_status()
+        api.post(f"/repositories/{REPO}/branches", json={"name": "dev", "source": "main"}).raise_for_status()
+    acked: list[tuple[str, str]] = []
+    stop = threading.Event()
+
+    def work(role: str) -> None:
+        with httpx.Client(base_url=f"{url}/repositories/{REPO}", auth=auth, timeout=30.0) as c:
+            for n in itertools.count():
+                if stop.is_set():
+                    return
+                try:
+                    if role == "committer":
+                        r = c.post("/branches/dev/commits", json={"message": f"c{n}"})
+                        if r.status_code == 201:
+                            acked.append(("commit", r.json()["id"]))
+                    else:
+                        path = f"{role}/{n:06d}"
+                        r = c.post("/branches/dev/objects", params={"path": path}, content=path.encode())
+                        if r.status_code == 201:
+                            acked.append(("write", path))
+                except httpx.TransportError:
+                    return  # the server is gone: nothing more is acknowledged
+
+    threads = [threading.Thread(target=work, args=(role,)) for role in ("w1", "w2", "w3", "committer")]
+    for t in threads:
+        t.start()
+    # Kill once writes flow, and only mid-second: the last seal is well behind the last answers.
+    deadline = time.monotonic() + MAX_RUN_S
+    while not (sum(k == "commit" for k, _ in acked) >= 10 and sum(k == "write" for k, _ in acked) >= 100):
+        assert time.monotonic() < deadline and proc.poll() is None, "the writers made no progress"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.kill()  # SIGKILL: no shutdown, no last seal
+    proc.wait()
+    stop.set()
+    for t in threads:
+        t.join()
+    return list(acked)
+
+
+def _check_rebuilt(
+    lake: p.Lake, acked: list[tuple[str, str]], content: Callable[[str], bytes] = str.encode
+) -> None:
+    """Every acknowledged upload is on dev with its bytes, every acknowledged commit in its log."""
+    on_dev = {c.id for c in p.log(lake, REPO, "dev")}
+    missing_commits = [c for kind, c in acked if kind == "commit" and c not in on_dev]
+    listed = {o.path for o in p.list_objects(lake, REPO, "dev")}
+    missing_writes = [w for kind, w in acked if kind == "write" and w not in listed]
+    assert not missing_commits and not missing_writes, (
+        f"{len(missing_commits)} of {sum(k == 'commit' for k, _ in acked)} acknowledged commits and "
+        f"{len(missing_writes)} of {sum(k == 'write' for k, _ in acked)} uploads missing after the rebuild"
+    )
+    for kind, path in acked[:: max(1, len(acked) // 50)]:
+        if kind == "write":
+            assert b"".join(p.read(lake, REPO, "dev", path)) == content(path)
+
+
+@pytest.mark.slow
+def test_a_killed_server_loses_no_acknowledged_change_with_its_database(tmp_path: Path) -> None:
+    """kill -9 of a server on SQLite under writers, lake.db lost, ``lakectl admin rebuild
+    --from-journal``: every commit and upload the server acknowledged is rebuilt."""
+    from tests.integration.test_two_servers import _lakectl
+
+    home = tmp_path / "s0"
+    conf, url = _server_conf(tmp_path, "s0", "{type: sqlite}", home / "blocks")
+    acked = _write_until_killed(tmp_path, _serve(tmp_path, "s0", conf), url)
+    for lost in ("lake.db", "lake.db-wal", "lake.db-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            (home / lost).unlink()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
+    done = subprocess.run(
+        [*_lakectl(), "admin", "rebuild", "--from-journal"],
+        env={**env, "LAKECTL_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lake = p.open_lake(str(home))
+    try:
+        _check_rebuilt(lake, acked)
+    finally:
+        lake.close()
+
+
+@pytest.mark.slow
+def test_a_killed_server_on_postgres_loses_no_acknowledged_change(tmp_path: Path, pg_url: str) -> None:
+    """The same on a server whose metadata is in PostgreSQL: the database is lost with the
+    server, and the lake is rebuilt from the block directory alone."""
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    blocks = tmp_path / "blocks"
+    conf, url = _server_conf(tmp_path, "s0", f"{{type: postgres, connection_string: '{pg_url}'}}", blocks)
+    acked = _write_until_killed(tmp_path, _serve(tmp_path, "s0", conf), url)
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    lake = p.Lake(kv=kv, blocks=LocalAdapter(str(blocks)))
+    try:
+        rebuild.rebuild(lake.blocks, kv)
+        _check_rebuilt(lake, acked)
+    finally:
+        lake.close()

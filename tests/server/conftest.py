@@ -117,7 +117,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data_dir = tmp_path_factory.mktemp("server")
     env = {ALLOWED_EXTERNAL_PREFIXES: str(tmp_path_factory.getbasetemp()), **LOOPBACK_HOOKS}
     with serve(load_settings(None, str(data_dir), environ=env)) as server:
+        without_journal(server)
         yield server
+
+
+def without_journal(server: Live) -> None:
+    """The shared servers run with the journal off (a new lake has it on): their tests compare
+    snapshots of the data directory, which the journal's sealing would change under them. The
+    journal's tests start servers of their own."""
+    with server.client((server.key_id, server.secret)) as api:
+        api.post("/journal/disable").raise_for_status()
 
 
 @pytest.fixture(scope="session")
@@ -129,6 +138,7 @@ def live_pg(tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresS
     env.update(LOOPBACK_HOOKS)
     try:
         with serve(load_settings(None, str(data_dir), environ=env)) as server:
+            without_journal(server)
             yield server
     finally:
         postgres_server.drop_database(url)

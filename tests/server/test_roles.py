@@ -396,6 +396,8 @@ route("POST", RP + "/fsck", DELETE, fixed(R + "/fsck"))
 # the journal: admins only (it records every user's mutations)
 route("GET", V1 + "/journal", DELETE, fixed(V1 + "/journal"))
 route("POST", V1 + "/journal/enable", DELETE, fixed(V1 + "/journal/enable"))
+# (the admin's call switches the world's journal off; the route after it, enable, on again)
+route("POST", V1 + "/journal/disable", DELETE, fixed(V1 + "/journal/disable"))
 route("POST", V1 + "/journal/compact", DELETE, fixed(V1 + "/journal/compact"))
 # An accepted stream never ends: the admin's request names a bad repository, a 400 that shows it
 # got past the permission check.

@@ -17,14 +17,15 @@ import httpx
 import pytest
 
 from server.config import load_settings
-from tests.server.conftest import Live, commit, serve, unique, upload
+from tests.server.conftest import Live, commit, serve, unique, upload, without_journal
 from tests.ui.conftest import base_url, new_repo, sign_in
 
 
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """A server whose journal is off."""
+    """A server whose journal was switched off (a new lake has it on)."""
     with serve(load_settings(None, str(tmp_path_factory.mktemp("feed-quiet")), environ={})) as server:
+        without_journal(server)
         yield server
 
 

@@ -36,11 +36,18 @@ def types(lake: p.Lake, repo: str = "") -> list[str]:
     return [e.event_type for e in journal.tail(lake.kv, lake.blocks, amount=1000, repo=repo)]
 
 
-def test_off_until_enabled(tmp_path: Path) -> None:
+def test_on_for_a_new_lake_and_off_once_disabled(tmp_path: Path) -> None:
     lake = p.open_lake(str(tmp_path / "lake"))
+    assert journal.is_enabled(lake.kv)
     p.create_repo(lake, "plain")
-    assert journal.tail(lake.kv, lake.blocks) == []
-    assert not list(lake.kv.scan(keys.JOURNAL))
+    assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
+    assert journal.disable(lake)["enabled"] is False
+    p.create_branch(lake, "plain", "dev", "main")
+    lake.close()
+    lake = p.open_lake(str(tmp_path / "lake"))  # reopened: still off, nothing journalled
+    p.create_tag(lake, "plain", "v1", "main")
+    assert not journal.is_enabled(lake.kv) and journal._find(lake.events) is None
+    assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
     lake.close()
 
 
@@ -238,7 +245,12 @@ def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: p.Lake) -> None:
         "repo_id",
         "event_type",
         "event_payload",
+        "entry",
     ]
+    # Each entry names the live entry it was (its writer and key), so that a rebuild tells the
+    # logged entries a batch holds from those it does not.
+    writer = table.column("entry")[0].as_py().split("/")[0]
+    assert writer and writer == journal._find(lake.events).writer  # type: ignore[union-attr]
     roots = gc.roots(lake, "sealed")
     assert {b["locator"] for b in found} <= roots.locators
 
@@ -408,7 +420,7 @@ def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p
     from lakectl.core import fsck
 
     p.create_repo(lake, "checked")
-    journal.seal(lake.kv, lake.blocks)
+    journal.flush(lake)  # sealed, and its log block, held until then, deleted
     (batch,) = journal.batches(lake.kv)
     report = fsck.check(lake).to_dict()
     assert report["ok"] and report["orphaned"]["count"] == 0
@@ -530,17 +542,34 @@ def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
     keeper.join()
 
 
-def test_closing_a_lake_seals_its_entries_and_unregisters_its_writer(tmp_path: Path) -> None:
+def _writers(lake: p.Lake) -> list[str]:
+    return [k for k, _ in lake.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
+
+
+def test_closing_a_lake_leaves_its_logged_entries_to_the_next_seal(tmp_path: Path) -> None:
+    """A closing writer's entries are in its log already: the next seal takes them, and the seal
+    after it lets the closed writer go with its log; once enough closed writers wait, a closing
+    writer seals them all."""
+    from lakectl.core import journallog
+
     lake = p.open_lake(str(tmp_path / "lake"))
-    journal.enable(lake)
     p.create_repo(lake, "closed")
     writer = _writer(lake)
-    assert writer in {k.removeprefix(keys.JOURNAL_WRITER_PREFIX) for k, _ in lake.kv.scan(keys.JOURNAL)}
     lake.close()
     again = p.open_lake(str(tmp_path / "lake"))
-    assert journal.last_timestamp(again.kv) == 1  # sealed as the lake closed, no feed read
-    assert not [k for k, _ in again.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
+    assert journal.last_timestamp(again.kv) == 0 and journallog.files(again.blocks, writer)
+    assert _writers(again) == [keys.journal_writer_key(writer)]
+    assert journal.seal(again.kv, again.blocks) == 1 and journal.last_timestamp(again.kv) == 1
+    journal.seal(again.kv, again.blocks)  # recovery finds the closed writer with nothing left
+    assert _writers(again) == [] and journallog.files(again.blocks) == []
     assert not list(again.kv.scan(keys.journal_live_partition(writer)))
+    again.close()
+    for n in range(journal.CLOSE_SEAL_WRITERS):
+        lake = p.open_lake(str(tmp_path / "lake"))
+        p.create_branch(lake, "closed", f"b{n}", "main")
+        lake.close()
+    again = p.open_lake(str(tmp_path / "lake"))
+    assert journal.last_timestamp(again.kv) == journal.CLOSE_SEAL_WRITERS + 1  # the last one sealed
     again.close()
 
 
@@ -581,3 +610,159 @@ def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tm
         assert state(p.Lake(kv=fresh, blocks=lake.blocks)) == expected
     finally:
         fresh.close()
+
+
+def _logs(lake: p.Lake) -> set[str]:
+    """The ids of the entries in the lake's journal log (its writers' files, its log blocks)."""
+    from lakectl.core import journallog
+
+    return {i for _, ids in journallog.logged(lake.blocks) for i in ids}
+
+
+def test_an_acknowledged_change_is_in_the_blocks_before_it_is_sealed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verb returns once its entry is logged in the block store: a rebuild from the blocks
+    alone, with nothing sealed, gives every change back; a seal then retires the log blocks."""
+    from lakectl.core import rebuild
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)  # no keeper seals during the test
+    lake = p.open_lake(str(tmp_path / "lake"))
+    journal.enable(lake)
+    p.create_repo(lake, "logged")
+    p.upload(lake, "logged", "main", "a", b"one")
+    made = p.commit(lake, "logged", "main", "first")
+    p.upload(lake, "logged", "main", "b", b"two")
+    assert journal.batches(lake.kv) == [] and len(_logs(lake)) == 4
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    rebuilt = p.Lake(kv=kv, blocks=lake.blocks)
+    done = rebuild.rebuild(lake.blocks, kv)
+    assert (done.entries, done.batches) == (4, 1)
+    assert p.get_branch(rebuilt, "logged", "main").commit_id == made.id
+    assert b"".join(p.read(rebuilt, "logged", "main", "b")) == b"two"
+    assert _logs(lake) == set()  # sealed by the rebuild: a second rebuild reads its batch alone
+    kv.close()
+    lake.close()
+
+
+def test_log_blocks_are_deleted_once_sealed(lake: p.Lake) -> None:
+    p.create_repo(lake, "retired")
+    p.upload(lake, "retired", "main", "a", b"a")
+    assert len(_logs(lake)) == 2
+    journal.flush(lake)
+    assert _logs(lake) == set() and len(journal.batches(lake.kv)) == 1
+
+
+def test_a_rebuild_of_a_lake_without_a_journal_refuses(tmp_path: Path) -> None:
+    from lakectl.core import rebuild
+    from lakectl.errors import NotFound
+
+    home = tmp_path / "lake"
+    lake = p.open_lake(str(home))
+    journal_off = {"enabled": False}
+    lake.kv.set(keys.LAKE, keys.JOURNAL_SETTING, json.dumps(journal_off).encode())
+    lake.close()
+    lake = p.open_lake(str(home))
+    p.create_repo(lake, "unjournaled")
+    lake.close()
+    (home / "lake.db").unlink()
+    with pytest.raises(NotFound, match="no journal among the blocks"):
+        rebuild.rebuild_embedded(str(home))
+    assert sorted(f.name for f in home.iterdir()) == ["blocks"]  # nothing half-built left
+
+
+class _Killed(BaseException):
+    """A sealer's death, between storing its batch and publishing it."""
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["at-the-end", "mid-chain"])
+def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, later: bool
+) -> None:
+    """Its batch follows the same batch as the one published after it: the rebuild takes the one
+    published (the one a later batch follows, or the larger), and nothing is replayed twice."""
+    from lakectl.core import rebuild
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
+    lake = p.open_lake(str(tmp_path / "lake"))
+    p.create_repo(lake, "forked")
+    journal.seal(lake.kv, lake.blocks)
+    p.upload(lake, "forked", "main", "a", b"a")
+    real = lake.kv.set_if
+
+    def killed(partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+        if key == keys.JOURNAL_CURSOR:
+            raise _Killed
+        real(partition, key, value, expected)
+
+    monkeypatch.setattr(lake.kv, "set_if", killed)
+    with pytest.raises(_Killed):
+        journal.seal(lake.kv, lake.blocks)
+    monkeypatch.setattr(lake.kv, "set_if", real)
+    p.upload(lake, "forked", "main", "b", b"b")
+    journal.seal(lake.kv, lake.blocks)  # publishes a batch of both writes after the first
+    if later:
+        p.commit(lake, "forked", "main", "both")
+        journal.seal(lake.kv, lake.blocks)
+    journal.flush(lake)
+    assert len(rebuild.find_journal(lake.blocks)[2]) == 1  # the batch left unpublished
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    rebuilt = p.Lake(kv=kv, blocks=lake.blocks)
+    done = rebuild.rebuild(lake.blocks, kv)
+    assert done.entries == (4 if later else 3)
+    assert {o.path for o in p.list_objects(rebuilt, "forked", "main")} == {"a", "b"}
+    kv.close()
+    lake.close()
+
+
+def test_an_object_that_looks_like_a_log_record_is_not_replayed(tmp_path: Path) -> None:
+    """A user's object whose bytes are a well-formed log record adds nothing to a rebuild of a
+    local lake: its log is in files no upload writes, and no block is read as a log record."""
+    from lakectl.core import journallog, rebuild
+
+    home = tmp_path / "lake"
+    lake = p.open_lake(str(home))
+    p.create_repo(lake, "honest")
+    forged = {"state": "done", "time": 1, "writer": "f" * 16, "seq": 1, "client_id": "mallory",
+              "repo_id": "forged", "event_type": "create-repository",
+              "event_payload": {"default_branch": "main", "creation_date": 1,
+                                "storage_namespace": "local://forged", "bare": True}}  # fmt: skip
+    record = journallog.encode("f" * 16, [("0000000000000001-000000000001", journalform.live(forged))])
+    p.upload(lake, "honest", "main", "innocent.bin", record)
+    assert any(lake.blocks.get(b, 0, 4) == journallog.MAGIC[:4] for b in lake.blocks.list())
+    lake.close()
+    (home / "lake.db").unlink()
+    rebuild.rebuild_embedded(str(home))
+    lake = p.open_lake(str(home))
+    assert [r.name for r in p.list_repos(lake)] == ["honest"]
+    lake.close()
+
+
+def test_in_a_store_of_volumes_each_log_record_is_a_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the blocks are not one local directory (volumes, S3), a record of the log is a block
+    of its own: a rebuild from the blocks alone gives back what nothing sealed, and a seal then
+    deletes those blocks."""
+    from lakectl.core import journallog, rebuild
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.blocks.volumes import VolumeSet
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
+    blocks = VolumeSet([(f"v{i}", LocalAdapter(str(tmp_path / f"v{i}"))) for i in range(2)])
+    lake = p.Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
+    journal.enable(lake)
+    p.create_repo(lake, "volumes")
+    p.upload(lake, "volumes", "main", "a", b"a")
+    assert journallog.files(blocks) == [] and len(list(journallog.logged(blocks))) == 2
+    kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    assert rebuild.rebuild(blocks, kv).entries == 2
+    assert b"".join(p.read(p.Lake(kv=kv, blocks=blocks), "volumes", "main", "a")) == b"a"
+    kv.close()
+    p.upload(lake, "volumes", "main", "b", b"b")
+    journal.flush(lake)
+    assert list(journallog.logged(blocks)) == []
+    lake.close()

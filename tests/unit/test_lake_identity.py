@@ -24,9 +24,9 @@ def _lake_with_data(home: Path) -> list[str]:
     porcelain.create_repo(lake, "data")
     porcelain.upload(lake, "data", "main", "a.csv", CONTENT)
     porcelain.commit(lake, "data", "main", "one", committer="t")
-    stored = sorted(lake.blocks.list())
-    lake.close()
-    return stored
+    blocks = lake.blocks
+    lake.close()  # which seals the lake's journal: its batch is one of the blocks left
+    return sorted(blocks.list())
 
 
 def _lose_database(home: Path) -> None:
