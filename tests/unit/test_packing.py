@@ -115,6 +115,7 @@ def test_upload_files_packs_and_manifest_round_trip_copies_nothing(tmp_path: Pat
     porcelain.commit(lake, "packs", "main", "packed")
     for path, local in files:
         assert b"".join(porcelain.read(lake, "packs", "main", path)) == Path(local).read_bytes()
+
     def stored() -> set[str]:
         """The blocks but the journal's (sealed, so that none is left in its log)."""
         journal.flush(lake)
