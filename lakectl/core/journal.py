@@ -230,15 +230,17 @@ class LogWriter(GroupWriter):
         return self._path
 
     def _open(self) -> None:
+        from lakectl.core.blocks.local import fsync_dir  # the log has a folder only in a local directory
+
         assert self._folder is not None
         if not os.path.isdir(self._folder):
             os.makedirs(self._folder, exist_ok=True)
-            _sync_directory(os.path.dirname(self._folder))
+            fsync_dir(os.path.dirname(self._folder))
         self._segment += 1
         self._path = os.path.join(self._folder, journallog.file_name(self.writer, self._segment))
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         self._file = os.open(self._path, flags, 0o600)
-        _sync_directory(self._folder)  # the file's name is durable before its first record
+        fsync_dir(self._folder)  # the file's name is durable before its first record
 
     def _close(self) -> None:
         if self._file is not None:
@@ -268,14 +270,6 @@ class LogWriter(GroupWriter):
     def close(self) -> None:
         with self._files:
             self._close()
-
-
-def _sync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]

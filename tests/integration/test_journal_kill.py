@@ -361,20 +361,9 @@ def _restart(tmp: Path, i: int, port: str) -> tuple[subprocess.Popen[bytes], str
 
 
 def _server_conf(tmp: Path, name: str, database: str, blocks: Path) -> tuple[Path, str]:
-    from tests.integration.test_two_servers import _free_port
+    from tests.integration.test_two_servers import server_conf
 
-    port = _free_port()
-    conf = tmp / f"{name}.yaml"
-    conf.write_text(
-        f"listen_address: 127.0.0.1:{port}\n"
-        f"gateways: {{s3: {{listen_address: '127.0.0.1:{_free_port()}'}}}}\n"
-        f"data_dir: {tmp / name}\n"
-        "logging: {level: warn}\n"
-        f"database: {database}\n"
-        f"blockstore: {{type: local, local: {{path: {blocks}}}}}\n"
-        "auth: {encrypt: {secret_key: killed-server-secret}}\n"
-    )
-    return conf, f"http://127.0.0.1:{port}/api/v1"
+    return server_conf(tmp, name, database, blocks, "killed-server-secret")
 
 
 def _serve(tmp: Path, name: str, conf: Path) -> subprocess.Popen[bytes]:

@@ -63,8 +63,9 @@ def _lakectl() -> list[str]:
     return [script] if script else [sys.executable, "-c", "from lakectl.cli.app import main; main()"]
 
 
-def _start(name: str, tmp: Path, pg_url: str, blocks: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start one ``lakectl server run`` on a free port; return the process and its API base URL."""
+def server_conf(tmp: Path, name: str, database: str, blocks: Path, secret: str) -> tuple[Path, str]:
+    """A server's configuration file on free ports (``database``: the YAML of its ``database``
+    key); return it and the server's API base URL."""
     port = _free_port()
     conf = tmp / f"{name}.yaml"
     conf.write_text(
@@ -72,10 +73,17 @@ def _start(name: str, tmp: Path, pg_url: str, blocks: Path) -> tuple[subprocess.
         f"gateways: {{s3: {{listen_address: '127.0.0.1:{_free_port()}'}}}}\n"
         f"data_dir: {tmp / name}\n"
         "logging: {level: warn}\n"
-        f"database: {{type: postgres, connection_string: '{pg_url}'}}\n"
+        f"database: {database}\n"
         f"blockstore: {{type: local, local: {{path: {blocks}}}}}\n"
-        "auth: {encrypt: {secret_key: two-servers-share-this-secret}}\n"
+        f"auth: {{encrypt: {{secret_key: {secret}}}}}\n"
     )
+    return conf, f"http://127.0.0.1:{port}/api/v1"
+
+
+def _start(name: str, tmp: Path, pg_url: str, blocks: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start one ``lakectl server run`` on a free port; return the process and its API base URL."""
+    database = f"{{type: postgres, connection_string: '{pg_url}'}}"
+    conf, url = server_conf(tmp, name, database, blocks, "two-servers-share-this-secret")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
     with open(tmp / f"{name}.log", "wb") as log:
         proc = subprocess.Popen(
@@ -85,7 +93,7 @@ def _start(name: str, tmp: Path, pg_url: str, blocks: Path) -> tuple[subprocess.
             stderr=subprocess.STDOUT,
             env=env,
         )
-    return proc, f"http://127.0.0.1:{port}/api/v1"
+    return proc, url
 
 
 def _wait_healthy(procs: list[tuple[subprocess.Popen[bytes], str]], tmp: Path) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -53,6 +53,20 @@ class Live:
 
     def client(self, auth: tuple[str, str] | None = None) -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=auth, timeout=30.0)
+
+    def s3(self) -> Any:
+        """A boto3 client of the S3 gateway, as admin, path-style and without retries."""
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.s3_endpoint,
+            aws_access_key_id=self.key_id,
+            aws_secret_access_key=self.secret,
+            region_name="us-east-1",
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+        )
 
     def cli_env(self, work: Path) -> dict[str, str]:
         """The environment of a ``lakectl`` CLI in remote mode against this server, as admin

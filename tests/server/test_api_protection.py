@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import httpx
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.server.conftest import Live, changes, commit, snapshot, upload
@@ -125,17 +123,6 @@ def test_merges_and_reverts_into_a_protected_branch_land(api: httpx.Client, repo
     upload(api, repo, "dev", "more.txt", b"m")
 
 
-def _s3(live: Live) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=live.s3_endpoint,
-        aws_access_key_id=live.key_id,
-        aws_secret_access_key=live.secret,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
-
-
 def _access_denied(call: Any, **kw: Any) -> None:
     with pytest.raises(ClientError) as info:
         call(**kw)
@@ -147,7 +134,7 @@ def test_s3_writes_to_a_protected_branch_are_access_denied(live: Live, api: http
     upload(api, repo, "main", "kept.txt", b"kept")
     commit(api, repo, "main", "base")
     _protect(api, repo, "main")
-    s3 = _s3(live)
+    s3 = live.s3()
     before = snapshot(live.data_dir)
     _access_denied(s3.put_object, Bucket=repo, Key="main/new.txt", Body=b"new")
     _access_denied(s3.delete_object, Bucket=repo, Key="main/kept.txt")
@@ -175,7 +162,7 @@ def test_stage_allowed_and_set_allowed(live: Live, api: httpx.Client, repo: str)
 def test_s3_multipart_started_before_protection_cannot_complete(
     live: Live, api: httpx.Client, repo: str
 ) -> None:
-    s3 = _s3(live)
+    s3 = live.s3()
     started = s3.create_multipart_upload(Bucket=repo, Key="main/big.bin")
     part = s3.upload_part(
         Bucket=repo, Key="main/big.bin", UploadId=started["UploadId"], PartNumber=1, Body=b"p"

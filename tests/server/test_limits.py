@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import boto3
 import httpx
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 from typer.testing import CliRunner
 
@@ -264,21 +262,10 @@ def test_rest_refuses_one_byte_past_each_limit_and_stores_nothing(rest: httpx.Cl
     assert not problems, "\n".join(problems)
 
 
-def _s3(live: Live) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=live.s3_endpoint,
-        aws_access_key_id=live.key_id,
-        aws_secret_access_key=live.secret,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
-
-
 def test_the_s3_gateway_refuses_one_byte_past_the_path_and_type_limits(live: Live) -> None:
     with live.client((live.key_id, live.secret)) as api:
         repo, _ = _repo(api)
-    s3 = _s3(live)
+    s3 = live.s3()
 
     def put(key: str, **extra: Any) -> str:
         try:

@@ -10,10 +10,8 @@ import io
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import httpx
 import pytest
-from botocore.config import Config
 
 from lakectl.core import porcelain as p
 from server.served import is_passive, served_headers
@@ -91,23 +89,12 @@ OBJECTS: dict[str, tuple[bytes, str | None, bool]] = {
 }
 
 
-def _s3(live: Live) -> Any:
-    return boto3.client(
-        "s3",
-        endpoint_url=live.s3_endpoint,
-        aws_access_key_id=live.key_id,
-        aws_secret_access_key=live.secret,
-        region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
-
-
 @pytest.fixture(scope="module")
 def stored(live: Live) -> Iterator[str]:
     """A repository holding :data:`OBJECTS` under ``rest/`` (uploaded through the REST API) and
     ``s3/`` (through the S3 gateway)."""
     repo = unique("served")
-    s3 = _s3(live)
+    s3 = live.s3()
     with live.client((live.key_id, live.secret)) as api:
         r = api.post("/repositories", json={"name": repo, "storage_namespace": f"local://{repo}"})
         assert r.status_code == 201, r.text
@@ -128,7 +115,7 @@ def stored(live: Live) -> Iterator[str]:
 def _fetchers(live: Live, repo: str) -> dict[str, Callable[[str], httpx.Response]]:
     """Every way an object's bytes are answered, each a function of its path on main."""
     admin = (live.key_id, live.secret)
-    s3 = _s3(live)
+    s3 = live.s3()
     objects = f"{live.url}/repositories/{repo}/refs/main/objects"
 
     def presigned(path: str) -> httpx.Response:
@@ -188,7 +175,7 @@ def test_every_path_serving_bytes_keeps_active_types_from_running(
 def test_s3_response_overrides_cannot_make_an_object_active(live: Live, stored: str) -> None:
     """A presigned URL may ask for any ``response-content-type`` and ``-disposition``: the
     answer is still a sandboxed file to save when the type asked is active."""
-    s3 = _s3(live)
+    s3 = live.s3()
     params = {
         "Bucket": stored,
         "Key": "main/s3/x.png",

@@ -143,7 +143,7 @@ class LocalAdapter:
         except FileNotFoundError:
             os.makedirs(directory, exist_ok=True)
             if self.fsync_each:
-                _fsync_dir(self.root)
+                fsync_dir(self.root)
             else:
                 self._unsynced_add(self.root)  # the new directory's name
             fd = os.open(tmp, flags, _BLOCK_MODE)
@@ -164,7 +164,7 @@ class LocalAdapter:
                 os.unlink(tmp)
             raise
         if self.fsync_each:
-            _fsync_dir(directory)
+            fsync_dir(directory)
         else:
             self._unsynced_add(path, directory)
 
@@ -405,7 +405,7 @@ def _start_writeback(fd: int) -> None:
         sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
