@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,11 +220,17 @@ def mark(
     and every entry's blocks; each range is read once however many commits share it.
     """
     start = roots(lake, repo, now, expiring)
+    return Mark(frozenset(_live(lake, start)), start.retained, start.expired)
+
+
+def _live(lake: porcelain.Lake, start: Roots) -> set[str]:
+    """The direct locators of ``start``, and the metarange, ranges and entries' blocks of each
+    of its trees."""
     live: set[str] = set(start.locators)
     seen_ranges: set[str] = set()
     for metarange in start.metaranges:
         _mark_tree(lake, metarange, live, seen_ranges)
-    return Mark(frozenset(live), start.retained, start.expired)
+    return live
 
 
 def list_commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
@@ -567,6 +573,23 @@ def check_preexisting(lake: porcelain.Lake, dry_run: bool, allow: bool) -> None:
     )
 
 
+Collect = Callable[[porcelain.Lake, Roots, float, bool], Tally]
+"""How a collection marks and sweeps: given the :func:`roots` of its mark, the cutoff (blocks
+touched since stay) and ``dry_run``, it deletes what nothing live references and returns its
+counts. In-process by default (:func:`collect`); :mod:`lakectl.spark.gc` passes a Spark job."""
+
+
+def collect(lake: porcelain.Lake, start: Roots, cutoff: float, dry_run: bool) -> Tally:
+    """Mark from ``start`` in this process (each range read once), then sweep every stored block
+    and the temporary files killed writers left (:class:`Tally`)."""
+    live = _live(lake, start)
+    tally = Tally()
+    for locator in lake.blocks.list():
+        tally.sweep(lake.blocks, locator, locator in live, cutoff, dry_run)
+    tally.sweep_temporaries(lake.blocks, cutoff, dry_run)
+    return tally
+
+
 def run(
     lake: porcelain.Lake,
     repo: str,
@@ -574,6 +597,7 @@ def run(
     grace_seconds: float = GRACE_SECONDS,
     now: float | None = None,
     allow_preexisting_blocks: bool = False,
+    collector: Collect = collect,
 ) -> Report:
     """Abort ``repo``'s multipart uploads older than :data:`UPLOAD_DAYS`, mark what the lake still
     needs once its expired commits go, then delete every other block older than the grace
@@ -581,7 +605,8 @@ def run(
     ``dry_run``). ``now`` dates retention (commit ages); the grace period counts from the real
     time the mark began. A lake created over existing blocks is refused unless
     ``allow_preexisting_blocks`` (:func:`check_preexisting`), which a collection that ran then
-    clears."""
+    clears. ``collector`` marks and sweeps (:data:`Collect`); whichever does, the checks, the
+    actions' hooks, the journal and the report are these."""
     check_grace(grace_seconds)
     check_preexisting(lake, dry_run, allow_preexisting_blocks)
     event = Event(Verb.GARBAGE_COLLECTION, porcelain.get_repo(lake, repo).name)
@@ -590,20 +615,17 @@ def run(
     began = time.time()
     stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
     orphans = drop_orphan_staging(lake, repo, dry_run)
-    marked = mark(lake, repo, now, stale)
-    cutoff = began - grace_seconds
-    tally = Tally()
-    # This process's journal log blocks whose entries are sealed go now; the others are the
-    # journal's until sealed (docs/journal.md), and a grace period shorter than a seal's second
-    # would take them for garbage.
+    # What this process's journal finished is sealed now, its log blocks whose entries are
+    # sealed go, and the new batch is among the roots; other log blocks are the journal's until
+    # sealed (docs/journal.md), and a grace period shorter than a seal's second would take them
+    # for garbage.
     with contextlib.suppress(LakectlError):
         journal.flush(lake)
-    for locator in lake.blocks.list():
-        tally.sweep(lake.blocks, locator, locator in marked.live, cutoff, dry_run)
-    tally.sweep_temporaries(lake.blocks, cutoff, dry_run)
+    start = roots(lake, repo, now, stale)
+    tally = collector(lake, start, began - grace_seconds, dry_run)
     if allow_preexisting_blocks and not dry_run:
         lake_identity.clear_preexisting(lake.kv)
-    report = tally.report(dry_run, marked.retained, marked.expired, len(stale), orphans)
+    report = tally.report(dry_run, start.retained, start.expired, len(stale), orphans)
     if not dry_run:
         # What a replay of the metadata needs: the uploads aborted (blocks are not replayed).
         lake.events.after(event.done(payload={"aborted_uploads": sorted(stale), "report": report.to_dict()}))

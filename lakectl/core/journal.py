@@ -183,10 +183,13 @@ class GroupWriter:
 class LogWriter(GroupWriter):
     """A writer's acknowledged entries made durable outside the metadata database before the
     answer (:mod:`lakectl.core.journallog`): concurrent callers share one log record and one sync
-    (group commit). In a local block directory the records are appended to the writer's log file
-    and synced with ``fdatasync`` (0.15 ms here, against 0.65 ms for a new file and its
-    directory); in other stores each record is a block. What is sealed is deleted
-    (:meth:`retire`)."""
+    (group commit). In a local block directory the records are written one after the other
+    into the writer's log file, made beforehand of zeros (:data:`journallog.FIRST_FILE_BYTES`,
+    twice as many as the last file's once one fills, up to :data:`journallog.FILE_BYTES`) and
+    opened ``O_DSYNC``: a record's write returns once it is durable, and its sync changes no
+    metadata (the file's size and blocks are durable already), 0.10 ms here against 0.15 ms for
+    an append and its ``fdatasync``. In other stores each record is a block. What is sealed is
+    deleted (:meth:`retire`)."""
 
     def __init__(self, kv: KVStore, partition: str, blocks: Any, writer: str) -> None:
         super().__init__(kv, partition)
@@ -197,6 +200,11 @@ class LogWriter(GroupWriter):
         """The open log file's descriptor (its path is :attr:`_path`), None until the next write."""
         self._path = ""
         self._segment = 0
+        self._offset = 0
+        """Where the open log file's next record goes."""
+        self._size = 0
+        """The open log file's size: its records, then zeros."""
+        self._next_size = journallog.FIRST_FILE_BYTES
         self._written: dict[str, list[str]] = {}
         """Log files (paths) or blocks (locators) of this writer not yet retired, and the keys
         of their entries."""
@@ -217,19 +225,25 @@ class LogWriter(GroupWriter):
     def _append(self, data: bytes) -> str:
         assert self._folder is not None
         try:
-            if self._file is None:
-                self._open()
+            if self._file is None or self._offset + len(data) > self._size:
+                if self._file is not None:  # filled: a writer this busy gets bigger files
+                    self._next_size = min(2 * self._next_size, journallog.FILE_BYTES)
+                self._close()
+                self._open(len(data))
             assert self._file is not None
             view = memoryview(data)
-            while view:
-                view = view[os.write(self._file, view) :]
-            os.fdatasync(self._file)
+            while view:  # O_DSYNC: durable once written
+                written = os.pwrite(self._file, view, self._offset)
+                view = view[written:]
+                self._offset += written
         except OSError as e:
             self._close()  # a record cut short ends that file: the next one starts afresh
             raise StorageError(f"cannot log the journal's entries in {self._folder}: {e}") from e
         return self._path
 
-    def _open(self) -> None:
+    def _open(self, least: int) -> None:
+        """A new log file of zeros (``least`` bytes for a record bigger than the next file),
+        durable with its name before its first record."""
         from lakectl.core.blocks.local import fsync_dir  # the log has a folder only in a local directory
 
         assert self._folder is not None
@@ -238,9 +252,14 @@ class LogWriter(GroupWriter):
             fsync_dir(os.path.dirname(self._folder))
         self._segment += 1
         self._path = os.path.join(self._folder, journallog.file_name(self.writer, self._segment))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC | os.O_CLOEXEC
         self._file = os.open(self._path, flags, 0o600)
-        fsync_dir(self._folder)  # the file's name is durable before its first record
+        self._size = max(self._next_size, least)
+        self._offset = 0
+        zeros = memoryview(bytes(self._size))
+        while zeros:
+            zeros = zeros[os.pwrite(self._file, zeros, self._size - len(zeros)) :]
+        fsync_dir(self._folder)
 
     def _close(self) -> None:
         if self._file is not None:

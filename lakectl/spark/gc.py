@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from lakectl.core import gc, identity, porcelain
+from lakectl.core import gc, porcelain
 from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
@@ -55,9 +54,10 @@ def run(
     master: str = "local[2]",
     allow_preexisting_blocks: bool = False,
 ) -> gc.Report:
-    """:func:`lakectl.core.gc.run` as a Spark job on ``master``: the same uploads aborted, the
-    same blocks deleted, the same report. An active Spark session (a notebook's, a test's) is
-    used as it is; otherwise one is started on ``master`` and stopped when the last collection
+    """:func:`lakectl.core.gc.run` with its mark and sweep as a Spark job on ``master``: the same
+    checks, hooks and journal entry, the same uploads aborted, the same blocks deleted, the
+    same report. An active Spark session (a notebook's, a test's) is used as it is; otherwise
+    one is started on ``master`` once the checks passed, and stopped when the last collection
     using it ends (a server may run several at once).
 
     ``InvalidArgument`` when the lake's blocks are not in a local block directory;
@@ -65,18 +65,22 @@ def run(
     ``allow_preexisting_blocks`` (:func:`lakectl.core.gc.check_preexisting`, as in-process).
     """
     root = local_root(lake, "gc run --spark collects blocks", "run gc without --spark")
-    gc.check_grace(grace_seconds)
-    gc.check_preexisting(lake, dry_run, allow_preexisting_blocks)
-    porcelain.get_repo(lake, repo)  # an unknown repository fails before Spark starts
+    return gc.run(
+        lake,
+        repo,
+        dry_run,
+        grace_seconds,
+        now,
+        allow_preexisting_blocks,
+        collector=functools.partial(_collect, master, root),
+    )
+
+
+def _collect(
+    master: str, root: str, lake: porcelain.Lake, start: gc.Roots, cutoff: float, dry_run: bool
+) -> gc.Tally:
     with shared(master) as spark:
-        began = time.time()
-        stale = gc.expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
-        orphans = gc.drop_orphan_staging(lake, repo, dry_run)
-        start = gc.roots(lake, repo, now, stale)
-        tally = _mark_and_sweep(spark, root, start, began - grace_seconds, dry_run)
-    if allow_preexisting_blocks and not dry_run:
-        identity.clear_preexisting(lake.kv)
-    return tally.report(dry_run, start.retained, start.expired, len(stale), orphans)
+        return _mark_and_sweep(spark, root, start, cutoff, dry_run)
 
 
 def _mark_and_sweep(

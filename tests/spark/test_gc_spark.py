@@ -26,7 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import gc, multipart, porcelain
+from lakectl.core import gc, journal, journallog, multipart, porcelain
 from lakectl.core.blocks.volumes import local_volumes
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.model import ResetKind
@@ -279,7 +279,6 @@ def test_gc_run_spark_on_the_command_line(spark: object, tmp_path: Path) -> None
     """Without rules: every commit stays, and only what nothing references goes."""
     home = tmp_path / "lake"
     cli(home, "repo", "create", f"lakefs://{REPO}")
-    cli(home, "journal", "disable")  # the two collections compare data blocks, not journal logs
     for version in ("one", "two"):
         (tmp_path / "data.txt").write_text(f"version {version}\n")
         cli(home, "fs", "upload", f"lakefs://{REPO}/main/data.txt", "--source", str(tmp_path / "data.txt"))
@@ -296,19 +295,34 @@ def test_gc_run_spark_on_the_command_line(spark: object, tmp_path: Path) -> None
     expected = cli(tmp_path / "in-process", "gc", "run", f"lakefs://{REPO}")
     assert report == expected
     assert report["deleted"] == 1 and report["expired_commits"] == 0
-    blocks = {p.name for p in (home / "blocks").glob("*/*")}
-    assert blocks == {p.name for p in (tmp_path / "in-process" / "blocks").glob("*/*")}
+    assert data_blocks(home) == data_blocks(tmp_path / "in-process")
+    # The same verb: the journal has its entry (with the report), as it has the in-process one's.
+    entries = cli(home, "journal", "tail", "--repo", f"lakefs://{REPO}", "-n", "1")
+    assert [(e["event_type"], e["event_payload"]["report"]) for e in entries] == [
+        ("garbage-collection", report)
+    ]
+
+
+def data_blocks(home: Path) -> set[str]:
+    """The names of the lake's stored blocks but the journal's sealed batches and log files (each
+    lake seals and logs its own entries, with its own writers and times)."""
+    lake = porcelain.open_lake(str(home))
+    try:
+        batches = {locator.split("+")[0] for locator in journal.sealed_blocks(lake.kv)}
+    finally:
+        lake.close()
+    stored = {p.name for p in (home / "blocks").glob("*/*") if p.parent.name != journallog.LOG_DIRECTORY}
+    return stored - batches
 
 
 def test_gc_run_spark_through_a_lakectl_server(spark: object, tmp_path: Path) -> None:
     """The server runs the job on the master the client names; the report has the same shape
     and counts as the server's in-process collection (dry runs, on the same lake)."""
     from server.config import load_settings
-    from tests.server.conftest import serve, without_journal
+    from tests.server.conftest import serve
 
     data_dir = tmp_path / "server"
     with serve(load_settings(None, str(data_dir), environ={})) as live:
-        without_journal(live)  # the two collections compare data blocks, not journal logs
         env = live.cli_env(tmp_path)
 
         def remote(*args: str) -> dict[str, object]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from lakectl.core import gc, journal, journalcompact, journalform, keys
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
-from lakectl.errors import MergeConflict, PredicateFailed
+from lakectl.errors import IntegrityError, MergeConflict, PredicateFailed
 
 
 @pytest.fixture
@@ -766,3 +767,37 @@ def test_in_a_store_of_volumes_each_log_record_is_a_block(
     journal.flush(lake)
     assert list(journallog.logged(blocks)) == []
     lake.close()
+
+
+def test_a_log_file_is_made_before_its_records_and_a_torn_record_ends_it(tmp_path: Path) -> None:
+    """A writer's log file is whole zeros before its first record (a record's sync then changes
+    no metadata); a reader takes the records up to the zeros, and a record cut short by a crash
+    (its header whole, its entries partly zeros: the CRC fails) ends them too. A log block with
+    a wrong CRC is malformed. A writer that fills a file gets a bigger one next."""
+    from lakectl.core import journallog
+    from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.kv.memory import MemoryStore
+
+    blocks = LocalAdapter(str(tmp_path / "blocks"))
+    log = journal.LogWriter(MemoryStore(), "live", blocks, "a" * 16)
+    for n in range(3):
+        log.write(f"{n:016x}-{n:012x}", journalform.live({"state": "done", "n": n, "event_payload": {}}))
+    (path,) = journallog.files(blocks)
+    assert os.path.getsize(path) == journallog.FIRST_FILE_BYTES
+    found = journallog.read_file(path)
+    assert [header["n"] for _, header, _ in found] == [0, 1, 2]
+    with open(path, "rb") as f:
+        data = f.read().rstrip(b"\0")
+    torn = journallog.encode("f" * 16, [("0000000000000009-000000000009", b"done {}\n" + b"y" * 64)])
+    with open(path, "wb") as f:
+        f.write(data + torn[:-20] + b"\0" * 120)
+    assert journallog.read_file(path) == found
+    with pytest.raises(IntegrityError, match="CRC"):
+        list(journallog.decode(torn[:-20] + b"\0" * 20))
+    noise = os.urandom(journallog.FIRST_FILE_BYTES).hex()  # more than a file, compressed
+    big = journalform.live({"state": "done", "n": 3, "event_payload": {"x": noise}})
+    log.write("big", big)
+    log.close()
+    assert len(journallog.files(blocks)) == 2
+    assert os.path.getsize(journallog.files(blocks)[1]) == 2 * journallog.FIRST_FILE_BYTES  # it grew
+    assert [h["n"] for _, h, _ in journallog.read_file(journallog.files(blocks)[1])] == [3]
