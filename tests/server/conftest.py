@@ -5,6 +5,7 @@ directory, set up once with an admin user; httpx clients with and without its cr
 from __future__ import annotations
 
 import itertools
+import json
 import socket
 import sqlite3
 import threading
@@ -19,6 +20,7 @@ import httpx
 import pytest
 import uvicorn
 
+from lakectl.core import journallog, keys
 from lakectl.core.porcelain import Lake
 from server.app import Dispatch, create_app, create_gateway, open_lake
 from server.config import Settings, load_settings
@@ -213,15 +215,45 @@ def commit(api: httpx.Client, repo: str, branch: str, message: str, **metadata: 
     return r.json()
 
 
-Snapshot = tuple[list[tuple[str, str, bytes]], list[tuple[str, int]]]
+Snapshot = tuple[list[tuple[str, str, bytes]], list[tuple[str, int]], int]
 
 
 def snapshot(data_dir: Path) -> Snapshot:
-    """Every KV row of a server's SQLite database and every file of its data directory (but the
-    database's own), to show that a refused request stored nothing."""
+    """Every KV row of a server's SQLite database, every file of its data directory (but the
+    database's own) and the number of journal entries, to show that a refused request stored
+    nothing. The journal's own rows and files are left out, as its keeper seals what earlier
+    requests did and renews its heartbeat whenever it likes; what counts is that no entry was
+    added (a sealed entry leaves the writer's partition for a batch: the sum stays)."""
+    files = data_files(data_dir)  # before the rows: a batch's block is put before it is published
     with closing(sqlite3.connect(f"file:{data_dir / 'lake.db'}?mode=ro", uri=True)) as db:
         rows = db.execute("SELECT partition, key, value FROM kv ORDER BY partition, key").fetchall()
-    return rows, data_files(data_dir)
+    journal = [r for r in rows if _of_journal(r[0])]
+    batches = {json.loads(v)["locator"].split("+")[0] for _, k, v in journal if k.startswith("batch/")}
+    cursor = _cursor(journal)
+    if cursor.get("batch"):
+        batches.add(cursor["batch"]["locator"].split("+")[0])
+    files = [
+        (name, size)
+        for name, size in files
+        if not name.startswith(f"blocks/{journallog.LOG_DIRECTORY}/") and Path(name).name not in batches
+    ]
+    return [r for r in rows if not _of_journal(r[0])], files, journal_entries(journal)
+
+
+def _of_journal(partition: str) -> bool:
+    return partition == keys.JOURNAL or partition.startswith(keys.journal_live_partition(""))
+
+
+def _cursor(rows: list[tuple[str, str, bytes]]) -> dict[str, Any]:
+    found = (json.loads(v) for p, k, v in rows if (p, k) == (keys.JOURNAL, keys.JOURNAL_CURSOR))
+    return next(found, {"next": 1})
+
+
+def journal_entries(rows: list[tuple[str, str, bytes]]) -> int:
+    """How many entries the journal holds, sealed or not, by the KV rows (a redone write's
+    attempts are one entry)."""
+    live = {(p, k.split(".")[0]) for p, k, _ in rows if p.startswith(keys.journal_live_partition(""))}
+    return int(_cursor(rows)["next"]) - 1 + len(live)
 
 
 def data_files(data_dir: Path) -> list[tuple[str, int]]:
@@ -236,7 +268,8 @@ def data_files(data_dir: Path) -> list[tuple[str, int]]:
 def changes(before: Snapshot, after: Snapshot) -> str:
     rows = {r[:2] for r in set(before[0]) ^ set(after[0])}
     files = set(before[1]) ^ set(after[1])
-    return f"KV rows changed: {sorted(rows)[:5]}; files changed: {sorted(files)[:5]}"
+    entries = f"journal entries: {before[2]} then {after[2]}"
+    return f"KV rows changed: {sorted(rows)[:5]}; files changed: {sorted(files)[:5]}; {entries}"
 
 
 @contextmanager

@@ -32,6 +32,7 @@ from tests.server.conftest import (
     Snapshot,
     data_files,
     free_port,
+    journal_entries,
 )
 
 REPO = "matrix"
@@ -224,4 +225,4 @@ def snapshot(w: World) -> Snapshot:
             " ORDER BY partition, key",
             (keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX + "%"),
         ).fetchall()
-    return rows, data_files(w.data_dir)
+    return rows, data_files(w.data_dir), journal_entries(rows)
