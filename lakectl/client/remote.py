@@ -643,7 +643,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         dropped connection from the last entry seen (``Last-Event-ID``)."""
         for attempt in range(ATTEMPTS):
             try:
-                params = {"repo": repo, "after": after}
+                params: dict[str, str | int] = {"repo": repo, "after": after}
                 timeout = httpx.Timeout(None, connect=10.0)
                 with self._http.stream("GET", "/api/v1/journal/stream", params=params, timeout=timeout) as r:
                     if r.status_code >= 400:

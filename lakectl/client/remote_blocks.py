@@ -10,7 +10,7 @@ import io
 import itertools
 import queue
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import quote
@@ -61,7 +61,9 @@ class BlocksOverHttp:
         endpoint: str
         _http: httpx.Client
 
-        def _call(self, method: str, path: str, **kw: Any) -> httpx.Response: ...
+        # An attribute, not a method: the backend's _call takes keyword options of its own, which
+        # a ``**kw`` method here would make an incompatible override.
+        _call: Callable[..., httpx.Response]
 
         def _json(self, method: str, path: str, **kw: Any) -> Any: ...
 

@@ -4,7 +4,7 @@ paths and lakectl's extensions (comments, reviews, the merge gate), decoded into
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,8 +17,9 @@ class PullsOverHttp:
     """Mixed into the remote backend, which supplies the transport."""
 
     if TYPE_CHECKING:
-
-        def _call(self, method: str, path: str, **kw: Any) -> httpx.Response: ...
+        # An attribute, not a method: the backend's _call takes keyword options of its own, which
+        # a ``**kw`` method here would make an incompatible override.
+        _call: Callable[..., httpx.Response]
 
         def _json(self, method: str, path: str, **kw: Any) -> Any: ...
 

@@ -396,7 +396,8 @@ class _Daemon:
         if mine != self.id or not number.isdigit() or int(number) < self.lost or self.degraded:
             return {"token": token, "full": True}
         after = int(number)
-        files, dirs = [], []
+        files: list[str] = []
+        dirs: list[str] = []
         for path, seq in self.changed.items():
             if seq > after:
                 (dirs if path.endswith("/") else files).append(path)
