@@ -1,8 +1,9 @@
 """Server settings: a YAML file with lakeFS's keys (today's and the 0.1 design's), every key also
 settable by environment variable.
 
-Every key is declared once, in ``TABLE``: its name, the other names lakeFS gives the same setting
-(``api.listen_address`` for ``listen_address``), its kind and default. Each name has two
+Every key is declared once, in :class:`Keys`: its name, the other names lakeFS gives the same
+setting (``api.listen_address`` for ``listen_address``), its kind and default; the code reads and
+names a setting through its ``Keys`` attribute, never by spelling the key again. Each name has two
 environment variables: ``LAKECTL_SERVER_<NAME>`` and lakeFS's ``LAKEFS_<NAME>`` (the dotted name
 upper-cased, dots as ``_``); ours win where both are set. Precedence, highest first: explicit
 arguments (``--data-dir``), environment variables, the YAML file, defaults. The defaults give an
@@ -30,13 +31,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from lakectl.core import hostpaths, webhooks
 from lakectl.core.webhooks import HostPolicy
 from lakectl.errors import InvalidArgument
 from server.lakefs_keys import FOREIGN, Fate, Foreign, foreign, has_deeper
 
 ENV_PREFIX = "LAKECTL_SERVER_"
 LAKEFS_ENV_PREFIX = "LAKEFS_"
-CONFIG_ENV = "LAKECTL_SERVER_CONFIG"
+CONFIG_ENV = ENV_PREFIX + "CONFIG"
 """Environment variable naming the YAML file when ``--config`` is not given."""
 
 
@@ -84,6 +86,10 @@ class Key:
     aliases: tuple[str, ...] = ()
     """lakeFS's names for the same setting, where they differ from ``name``."""
 
+    def __str__(self) -> str:
+        """The key as messages cite it: ``f"{Keys.BLOCKSTORE_S3_BUCKET} is required"``."""
+        return self.name
+
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
@@ -94,51 +100,62 @@ class Key:
         return tuple((p + _env(n), n) for p in (ENV_PREFIX, LAKEFS_ENV_PREFIX) for n in self.names)
 
 
-TABLE: tuple[Key, ...] = (
-    Key("data_dir"),
-    Key("listen_address", "127.0.0.1:8000", aliases=("api.listen_address",)),
-    Key("logging.format", LogFormat.TEXT.value),
-    Key("logging.level", "info"),
-    Key("logging.output", "-"),
-    Key("database.type", aliases=("metadata.db.type",)),
-    Key("database.connection_string", aliases=("metadata.db.connection_string",)),
-    Key("database.local.path", aliases=("metadata.db.path",)),
-    Key("database.postgres.connection_string"),
-    Key("blockstore.type", BlockstoreType.LOCAL.value),
-    Key("blockstore.local.path"),
-    Key("blockstore.local.volumes", kind=Kind.LIST),
-    Key("blockstore.local.replicas", "1", Kind.INT),
-    Key("blockstore.local.allowed_external_prefixes", kind=Kind.LIST),
-    Key("blockstore.s3.bucket"),
-    Key("blockstore.s3.prefix"),
-    Key("blockstore.s3.endpoint"),
-    Key("blockstore.s3.region"),
-    Key("blockstore.s3.access_key_id", aliases=("blockstore.s3.credentials.access_key_id",)),
-    Key(
+class Keys:
+    """Every setting, once. Code names a setting by its attribute here, the key upper-cased with
+    dots as ``_`` (its environment variable without the prefix; a test holds every attribute to
+    it), so that a misspelt key is an AttributeError, not a setting silently never read. Two keys
+    are named by the core modules whose messages cite them."""
+
+    DATA_DIR = Key("data_dir")
+    LISTEN_ADDRESS = Key("listen_address", "127.0.0.1:8000", aliases=("api.listen_address",))
+    LOGGING_FORMAT = Key("logging.format", LogFormat.TEXT.value)
+    LOGGING_LEVEL = Key("logging.level", "info")
+    LOGGING_OUTPUT = Key("logging.output", "-")
+    DATABASE_TYPE = Key("database.type", aliases=("metadata.db.type",))
+    DATABASE_CONNECTION_STRING = Key("database.connection_string", aliases=("metadata.db.connection_string",))
+    DATABASE_LOCAL_PATH = Key("database.local.path", aliases=("metadata.db.path",))
+    DATABASE_POSTGRES_CONNECTION_STRING = Key("database.postgres.connection_string")
+    BLOCKSTORE_TYPE = Key("blockstore.type", BlockstoreType.LOCAL.value)
+    BLOCKSTORE_LOCAL_PATH = Key("blockstore.local.path")
+    BLOCKSTORE_LOCAL_VOLUMES = Key("blockstore.local.volumes", kind=Kind.LIST)
+    BLOCKSTORE_LOCAL_REPLICAS = Key("blockstore.local.replicas", "1", Kind.INT)
+    BLOCKSTORE_LOCAL_ALLOWED_EXTERNAL_PREFIXES = Key(hostpaths.SETTING, kind=Kind.LIST)
+    BLOCKSTORE_S3_BUCKET = Key("blockstore.s3.bucket")
+    BLOCKSTORE_S3_PREFIX = Key("blockstore.s3.prefix")
+    BLOCKSTORE_S3_ENDPOINT = Key("blockstore.s3.endpoint")
+    BLOCKSTORE_S3_REGION = Key("blockstore.s3.region")
+    BLOCKSTORE_S3_ACCESS_KEY_ID = Key(
+        "blockstore.s3.access_key_id", aliases=("blockstore.s3.credentials.access_key_id",)
+    )
+    BLOCKSTORE_S3_SECRET_ACCESS_KEY = Key(
         "blockstore.s3.secret_access_key",
         aliases=(
             "blockstore.s3.credentials.secret_access_key",
             "blockstore.s3.credentials.access_secret_key",
         ),
-    ),
-    Key("blockstore.s3.session_token", aliases=("blockstore.s3.credentials.session_token",)),
-    Key("blockstore.s3.profile"),
-    Key("blockstore.s3.credentials_file"),
-    Key("blockstore.s3.force_path_style", "true", Kind.BOOL),
-    Key("auth.encrypt.secret_key"),
-    Key("auth.external.aws_auth.sts_endpoint"),
-    Key("auth.external.aws_auth.server_id"),
-    Key("gateways.s3.listen_address"),
-    Key("gateways.s3.domain_name", "s3.local.lakefs.io"),
-    Key("gateways.s3.region", "us-east-1"),
-    Key("installation.user_name"),
-    Key("installation.access_key_id"),
-    Key("installation.secret_access_key"),
-    Key("actions.enabled", "true", Kind.BOOL),
-    Key("actions.command.enabled", "false", Kind.BOOL),
-    Key("actions.webhook.allowed_hosts", kind=Kind.WORDS),
-)
-"""Every setting, once."""
+    )
+    BLOCKSTORE_S3_SESSION_TOKEN = Key(
+        "blockstore.s3.session_token", aliases=("blockstore.s3.credentials.session_token",)
+    )
+    BLOCKSTORE_S3_PROFILE = Key("blockstore.s3.profile")
+    BLOCKSTORE_S3_CREDENTIALS_FILE = Key("blockstore.s3.credentials_file")
+    BLOCKSTORE_S3_FORCE_PATH_STYLE = Key("blockstore.s3.force_path_style", "true", Kind.BOOL)
+    AUTH_ENCRYPT_SECRET_KEY = Key("auth.encrypt.secret_key")
+    AUTH_EXTERNAL_AWS_AUTH_STS_ENDPOINT = Key("auth.external.aws_auth.sts_endpoint")
+    AUTH_EXTERNAL_AWS_AUTH_SERVER_ID = Key("auth.external.aws_auth.server_id")
+    GATEWAYS_S3_LISTEN_ADDRESS = Key("gateways.s3.listen_address")
+    GATEWAYS_S3_DOMAIN_NAME = Key("gateways.s3.domain_name", "s3.local.lakefs.io")
+    GATEWAYS_S3_REGION = Key("gateways.s3.region", "us-east-1")
+    INSTALLATION_USER_NAME = Key("installation.user_name")
+    INSTALLATION_ACCESS_KEY_ID = Key("installation.access_key_id")
+    INSTALLATION_SECRET_ACCESS_KEY = Key("installation.secret_access_key")
+    ACTIONS_ENABLED = Key("actions.enabled", "true", Kind.BOOL)
+    ACTIONS_COMMAND_ENABLED = Key("actions.command.enabled", "false", Kind.BOOL)
+    ACTIONS_WEBHOOK_ALLOWED_HOSTS = Key(webhooks.ALLOWED_HOSTS_KEY, kind=Kind.WORDS)
+
+
+TABLE: tuple[Key, ...] = tuple(k for k in vars(Keys).values() if isinstance(k, Key))
+"""Every setting, in :class:`Keys`' order."""
 
 _LISTS = (Kind.LIST, Kind.WORDS)
 
@@ -327,8 +344,8 @@ def load_settings(
     values = _Values()
     ignored: dict[Foreign, list[str]] = {}
     if config_file:
-        settings, foreign_keys = _flatten(_read_yaml(config_file), config_file)
-        for name, value in settings:
+        given, foreign_keys = _flatten(_read_yaml(config_file), config_file)
+        for name, value in given:
             values.put(BY_NAME[name], value, name, config_file)
         _sort_foreign(
             [(k, k, value) for k, value in foreign_keys], ignored, f"invalid configuration {config_file}: "
@@ -341,7 +358,7 @@ def load_settings(
                 break
     _sort_foreign(_foreign_env(env), ignored, "")
     if data_dir:
-        values.put(BY_NAME["data_dir"], data_dir, "data_dir", None)
+        values.put(Keys.DATA_DIR, data_dir, Keys.DATA_DIR.name, None)
     warnings = tuple(f"ignored {', '.join(keys)}: {entry.reason}" for entry, keys in ignored.items())
     settings = _build(values, warnings)
     if config_file:
@@ -369,14 +386,14 @@ class _Values:
         self._value[key.name] = value
         self._name[key.name] = name
 
-    def __getitem__(self, key: str) -> Any:
-        return self._value[key]
+    def __getitem__(self, key: Key) -> Any:
+        return self._value[key.name]
 
-    def name(self, key: str) -> str:
+    def name(self, key: Key) -> str:
         """The name the setting was given by (an alias, perhaps), for messages."""
-        return self._name[key]
+        return self._name[key.name]
 
-    def bad(self, key: str, message: str) -> InvalidArgument:
+    def bad(self, key: Key, message: str) -> InvalidArgument:
         return InvalidArgument(f"{self.name(key)}: {message}", key=self.name(key))
 
 
@@ -500,7 +517,7 @@ def _yaml_value(key: Key, value: Any, source: str) -> Any:
     return str(value)
 
 
-def _choice(v: _Values, key: str, kind: type[enum.Enum]) -> Any:
+def _choice(v: _Values, key: Key, kind: type[enum.Enum]) -> Any:
     try:
         return kind(v[key].lower())
     except ValueError:
@@ -509,14 +526,17 @@ def _choice(v: _Values, key: str, kind: type[enum.Enum]) -> Any:
 
 
 def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
-    data_dir = os.path.abspath(os.path.expanduser(v["data_dir"] or default_data_dir()))
-    level = LOG_LEVELS.get(v["logging.level"].lower())
+    data_dir = os.path.abspath(os.path.expanduser(v[Keys.DATA_DIR] or default_data_dir()))
+    level = LOG_LEVELS.get(v[Keys.LOGGING_LEVEL].lower())
     if level is None:
         raise v.bad(
-            "logging.level", f"unknown level {v['logging.level']!r} (choose from {', '.join(LOG_LEVELS)})"
+            Keys.LOGGING_LEVEL,
+            f"unknown level {v[Keys.LOGGING_LEVEL]!r} (choose from {', '.join(LOG_LEVELS)})",
         )
-    logging = LoggingSettings(_choice(v, "logging.format", LogFormat), level, v["logging.output"] or "-")
-    host, port = parse_address(v["listen_address"], v.name("listen_address"))
+    logging = LoggingSettings(
+        _choice(v, Keys.LOGGING_FORMAT, LogFormat), level, v[Keys.LOGGING_OUTPUT] or "-"
+    )
+    host, port = parse_address(v[Keys.LISTEN_ADDRESS], v.name(Keys.LISTEN_ADDRESS))
     return Settings(
         data_dir=data_dir,
         host=host,
@@ -524,12 +544,12 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
         logging=logging,
         database=_database(v, data_dir),
         blockstore=_blockstore(v, data_dir),
-        secret_key=v["auth.encrypt.secret_key"],
+        secret_key=v[Keys.AUTH_ENCRYPT_SECRET_KEY],
         s3=_s3_gateway(v, host, port),
         installation=_installation(v),
         warnings=warnings,
         actions=ActionsSettings(
-            _bool(v, "actions.enabled"), _bool(v, "actions.command.enabled"), _webhook_hosts(v)
+            _bool(v, Keys.ACTIONS_ENABLED), _bool(v, Keys.ACTIONS_COMMAND_ENABLED), _webhook_hosts(v)
         ),
         aws_iam=_aws_iam(v),
         allowed_external_prefixes=_external_prefixes(v),
@@ -538,7 +558,7 @@ def _build(v: _Values, warnings: tuple[str, ...]) -> Settings:
 
 def _external_prefixes(v: _Values) -> tuple[str, ...]:
     """Absolute directories (``local://`` as lakeFS writes them, or a plain path)."""
-    key = "blockstore.local.allowed_external_prefixes"
+    key = Keys.BLOCKSTORE_LOCAL_ALLOWED_EXTERNAL_PREFIXES
     prefixes = []
     for given in v[key]:
         path = os.path.expanduser(given.removeprefix("local://"))
@@ -549,7 +569,7 @@ def _external_prefixes(v: _Values) -> tuple[str, ...]:
 
 
 def _aws_iam(v: _Values) -> AwsIamSettings:
-    key = "auth.external.aws_auth.sts_endpoint"
+    key = Keys.AUTH_EXTERNAL_AWS_AUTH_STS_ENDPOINT
     endpoint: str = v[key].strip().rstrip("/")
     if endpoint:
         try:
@@ -566,20 +586,20 @@ def _aws_iam(v: _Values) -> AwsIamSettings:
             or parts.username
         ):
             raise v.bad(key, f"{endpoint!r} is not an http(s)://host[:port] URL")
-    server_id: str = v["auth.external.aws_auth.server_id"].strip()
+    server_id: str = v[Keys.AUTH_EXTERNAL_AWS_AUTH_SERVER_ID].strip()
     if server_id and not re.fullmatch(r"[!-~]{1,253}", server_id):
-        raise v.bad("auth.external.aws_auth.server_id", f"{server_id!r} is not 1-253 printable characters")
+        raise v.bad(Keys.AUTH_EXTERNAL_AWS_AUTH_SERVER_ID, f"{server_id!r} is not 1-253 printable characters")
     return AwsIamSettings(endpoint or None, server_id or None)
 
 
 def _webhook_hosts(v: _Values) -> HostPolicy:
     try:
-        return HostPolicy.parse(v["actions.webhook.allowed_hosts"])
+        return HostPolicy.parse(v[Keys.ACTIONS_WEBHOOK_ALLOWED_HOSTS])
     except InvalidArgument as e:
-        raise v.bad("actions.webhook.allowed_hosts", e.message) from None
+        raise v.bad(Keys.ACTIONS_WEBHOOK_ALLOWED_HOSTS, e.message) from None
 
 
-def _bool(v: _Values, key: str) -> bool:
+def _bool(v: _Values, key: Key) -> bool:
     text = v[key].strip().lower()
     if text not in BOOLEANS:
         raise v.bad(key, f"{text!r} is not true or false")
@@ -588,80 +608,85 @@ def _bool(v: _Values, key: str) -> bool:
 
 def _installation(v: _Values) -> Installation | None:
     """All three keys or none, as lakeFS requires."""
-    names = ("installation.user_name", "installation.access_key_id", "installation.secret_access_key")
+    names = (
+        Keys.INSTALLATION_USER_NAME,
+        Keys.INSTALLATION_ACCESS_KEY_ID,
+        Keys.INSTALLATION_SECRET_ACCESS_KEY,
+    )
     given = [v[n] for n in names]
     if not any(given):
         return None
     if not all(given):
-        missing = names[given.index("")]
-        others = ", ".join(n for n, g in zip(names, given, strict=True) if g)
+        missing = names[given.index("")].name
+        others = ", ".join(n.name for n, g in zip(names, given, strict=True) if g)
         raise InvalidArgument(f"{missing} is required with {others}", key=missing)
     return Installation(*given)
 
 
 def _s3_gateway(v: _Values, api_host: str, api_port: int) -> S3GatewaySettings:
-    key = "gateways.s3.listen_address"
+    key = Keys.GATEWAYS_S3_LISTEN_ADDRESS
     if v[key]:
-        host, port = parse_address(v[key], key)
+        host, port = parse_address(v[key], key.name)
     else:
         host, port = api_host, (api_port + 1 if api_port else 0)
         if port > 65535:
-            raise v.bad(key, f"set it: {v.name('listen_address')}'s port + 1 is no port")
+            raise v.bad(key, f"set it: {v.name(Keys.LISTEN_ADDRESS)}'s port + 1 is no port")
     if port and port == api_port:
         raise v.bad(key, f"the S3 gateway needs a port of its own, not {port}")
-    region = v["gateways.s3.region"].strip()
+    region = v[Keys.GATEWAYS_S3_REGION].strip()
     if not re.fullmatch(r"[a-z0-9-]{1,64}", region):
-        raise v.bad("gateways.s3.region", f"{region!r} is no region name")
-    domain = v["gateways.s3.domain_name"].strip().strip(".")
+        raise v.bad(Keys.GATEWAYS_S3_REGION, f"{region!r} is no region name")
+    domain = v[Keys.GATEWAYS_S3_DOMAIN_NAME].strip().strip(".")
     if domain and not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", domain):
-        raise v.bad("gateways.s3.domain_name", f"{domain!r} is no domain name")
+        raise v.bad(Keys.GATEWAYS_S3_DOMAIN_NAME, f"{domain!r} is no domain name")
     return S3GatewaySettings(host, port, domain, region)
 
 
 def _blockstore(v: _Values, data_dir: str) -> BlockstoreSettings:
     """The settings of the chosen type; the other type's keys are not read."""
-    kind: BlockstoreType = _choice(v, "blockstore.type", BlockstoreType)
+    kind: BlockstoreType = _choice(v, Keys.BLOCKSTORE_TYPE, BlockstoreType)
     if kind is BlockstoreType.S3:
         return BlockstoreSettings(kind, s3=_s3(v))
     return BlockstoreSettings(kind, local=_local(v, data_dir))
 
 
 def _local(v: _Values, data_dir: str) -> LocalBlockstore:
-    path: str = v["blockstore.local.path"]
-    volumes: tuple[str, ...] = v["blockstore.local.volumes"]
-    text = v["blockstore.local.replicas"].strip()
+    path: str = v[Keys.BLOCKSTORE_LOCAL_PATH]
+    volumes: tuple[str, ...] = v[Keys.BLOCKSTORE_LOCAL_VOLUMES]
+    text = v[Keys.BLOCKSTORE_LOCAL_REPLICAS].strip()
     if re.fullmatch(r"[0-9]+", text) is None or int(text) < 1:
-        raise v.bad("blockstore.local.replicas", f"{text!r} is not a whole number of at least 1")
+        raise v.bad(Keys.BLOCKSTORE_LOCAL_REPLICAS, f"{text!r} is not a whole number of at least 1")
     replicas = int(text)
     if path and volumes:
         raise InvalidArgument(
-            "blockstore.local.path and blockstore.local.volumes exclude each other: set one",
-            key="blockstore.local.volumes",
+            f"{Keys.BLOCKSTORE_LOCAL_PATH} and {Keys.BLOCKSTORE_LOCAL_VOLUMES} exclude each other: set one",
+            key=Keys.BLOCKSTORE_LOCAL_VOLUMES.name,
         )
     paths = tuple(
         os.path.abspath(os.path.expanduser(p)) for p in volumes or [path or os.path.join(data_dir, "blocks")]
     )
     if len(set(paths)) != len(paths):
         duplicate = next(p for p in paths if paths.count(p) > 1)
-        raise v.bad("blockstore.local.volumes", f"{duplicate} is listed twice")
+        raise v.bad(Keys.BLOCKSTORE_LOCAL_VOLUMES, f"{duplicate} is listed twice")
     if replicas > len(paths):
-        where = f"the {len(paths)} volumes" if volumes else "one path (list blockstore.local.volumes)"
-        raise v.bad("blockstore.local.replicas", f"{replicas} copies need {replicas} volumes, not {where}")
+        where = f"the {len(paths)} volumes" if volumes else f"one path (list {Keys.BLOCKSTORE_LOCAL_VOLUMES})"
+        raise v.bad(Keys.BLOCKSTORE_LOCAL_REPLICAS, f"{replicas} copies need {replicas} volumes, not {where}")
     return LocalBlockstore(paths, replicas)
 
 
 def _s3(v: _Values) -> S3Blockstore:
-    bucket: str = v["blockstore.s3.bucket"]
+    bucket: str = v[Keys.BLOCKSTORE_S3_BUCKET]
     if not bucket:
         raise InvalidArgument(
-            "blockstore.s3.bucket is required with blockstore.type s3", key="blockstore.s3.bucket"
+            f"{Keys.BLOCKSTORE_S3_BUCKET} is required with {Keys.BLOCKSTORE_TYPE} s3",
+            key=Keys.BLOCKSTORE_S3_BUCKET.name,
         )
     if _BUCKET.fullmatch(bucket) is None:
-        raise v.bad("blockstore.s3.bucket", f"{bucket!r} is no bucket name")
-    prefix: str = v["blockstore.s3.prefix"]
+        raise v.bad(Keys.BLOCKSTORE_S3_BUCKET, f"{bucket!r} is no bucket name")
+    prefix: str = v[Keys.BLOCKSTORE_S3_PREFIX]
     if any(ord(c) < 0x20 or c == "\x7f" for c in prefix):
-        raise v.bad("blockstore.s3.prefix", f"{prefix!r} holds control characters")
-    endpoint: str = v["blockstore.s3.endpoint"]
+        raise v.bad(Keys.BLOCKSTORE_S3_PREFIX, f"{prefix!r} holds control characters")
+    endpoint: str = v[Keys.BLOCKSTORE_S3_ENDPOINT]
     if endpoint:
         try:
             parts = urlsplit(endpoint)
@@ -669,43 +694,43 @@ def _s3(v: _Values) -> S3Blockstore:
         except ValueError:
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise v.bad("blockstore.s3.endpoint", f"{endpoint!r} is not an http(s)://host[:port] URL")
-    key_id: str = v["blockstore.s3.access_key_id"]
-    secret: str = v["blockstore.s3.secret_access_key"]
-    token: str = v["blockstore.s3.session_token"]
+            raise v.bad(Keys.BLOCKSTORE_S3_ENDPOINT, f"{endpoint!r} is not an http(s)://host[:port] URL")
+    key_id: str = v[Keys.BLOCKSTORE_S3_ACCESS_KEY_ID]
+    secret: str = v[Keys.BLOCKSTORE_S3_SECRET_ACCESS_KEY]
+    token: str = v[Keys.BLOCKSTORE_S3_SESSION_TOKEN]
     if bool(key_id) != bool(secret):
-        missing = "blockstore.s3.secret_access_key" if key_id else "blockstore.s3.access_key_id"
+        missing = Keys.BLOCKSTORE_S3_SECRET_ACCESS_KEY if key_id else Keys.BLOCKSTORE_S3_ACCESS_KEY_ID
         raise InvalidArgument(
             f"{v.name(missing)} is required with the other S3 credential (or set neither: boto3's default "
             "credential chain)",
             key=v.name(missing),
         )
     if token and not key_id:
-        raise v.bad("blockstore.s3.session_token", "needs the access key id and secret it was issued with")
-    profile: str = v["blockstore.s3.profile"]
-    credentials_file: str = v["blockstore.s3.credentials_file"]
+        raise v.bad(Keys.BLOCKSTORE_S3_SESSION_TOKEN, "needs the access key id and secret it was issued with")
+    profile: str = v[Keys.BLOCKSTORE_S3_PROFILE]
+    credentials_file: str = v[Keys.BLOCKSTORE_S3_CREDENTIALS_FILE]
     if key_id and (profile or credentials_file):
-        other = "blockstore.s3.profile" if profile else "blockstore.s3.credentials_file"
-        raise v.bad(other, f"set either it or {v.name('blockstore.s3.access_key_id')}, not both")
+        other = Keys.BLOCKSTORE_S3_PROFILE if profile else Keys.BLOCKSTORE_S3_CREDENTIALS_FILE
+        raise v.bad(other, f"set either it or {v.name(Keys.BLOCKSTORE_S3_ACCESS_KEY_ID)}, not both")
     if credentials_file:
         credentials_file = os.path.abspath(os.path.expanduser(credentials_file))
         if not os.path.isfile(credentials_file):
-            raise v.bad("blockstore.s3.credentials_file", f"{credentials_file} is no file")
-    style = v["blockstore.s3.force_path_style"].strip().lower()
+            raise v.bad(Keys.BLOCKSTORE_S3_CREDENTIALS_FILE, f"{credentials_file} is no file")
+    style = v[Keys.BLOCKSTORE_S3_FORCE_PATH_STYLE].strip().lower()
     if style not in BOOLEANS:
-        raise v.bad("blockstore.s3.force_path_style", f"{style!r} is not true or false")
+        raise v.bad(Keys.BLOCKSTORE_S3_FORCE_PATH_STYLE, f"{style!r} is not true or false")
     if not BOOLEANS[style]:
         # The adapter addresses buckets path-style only: it works with IP endpoints and every
         # S3-compatible server, and AWS still accepts it.
         raise v.bad(
-            "blockstore.s3.force_path_style",
+            Keys.BLOCKSTORE_S3_FORCE_PATH_STYLE,
             "false is not supported: the S3 adapter always addresses buckets path-style",
         )
     return S3Blockstore(
         bucket=bucket,
         prefix=prefix,
         endpoint=endpoint or None,
-        region=v["blockstore.s3.region"] or None,
+        region=v[Keys.BLOCKSTORE_S3_REGION] or None,
         access_key_id=key_id or None,
         secret_access_key=secret or None,
         force_path_style=True,
@@ -718,15 +743,18 @@ def _s3(v: _Values) -> S3Blockstore:
 def _database(v: _Values, data_dir: str) -> DatabaseSettings:
     """The database of the chosen type; the other types' keys are not read. With no type, a
     PostgreSQL connection string means PostgreSQL (lakeFS before ``database.type``), else SQLite."""
-    given: str = v["database.connection_string"]
-    postgres: str = v["database.postgres.connection_string"]
-    text = v["database.type"].strip().lower()
+    given: str = v[Keys.DATABASE_CONNECTION_STRING]
+    postgres: str = v[Keys.DATABASE_POSTGRES_CONNECTION_STRING]
+    text = v[Keys.DATABASE_TYPE].strip().lower()
     if text == "badger":  # the lakeFS 0.1 design's embedded store
         path = (
-            "metadata.db.path" if v.name("database.type").startswith("metadata.") else "database.local.path"
+            # named as the type was: by the 0.1 design's name, or by today's
+            Keys.DATABASE_LOCAL_PATH.aliases[0]
+            if v.name(Keys.DATABASE_TYPE) in Keys.DATABASE_TYPE.aliases
+            else Keys.DATABASE_LOCAL_PATH.name
         )
         raise v.bad(
-            "database.type",
+            Keys.DATABASE_TYPE,
             f"badger is not supported: use local (the embedded SQLite lake, in the directory {path}) "
             "or postgres",
         )
@@ -736,35 +764,39 @@ def _database(v: _Values, data_dir: str) -> DatabaseSettings:
         kind = DATABASE_TYPES[text]
     else:
         raise v.bad(
-            "database.type",
-            f"{v['database.type']!r} is not supported (choose from local, sqlite, postgres, memory)",
+            Keys.DATABASE_TYPE,
+            f"{v[Keys.DATABASE_TYPE]!r} is not supported (choose from local, sqlite, postgres, memory)",
         )
     if kind is DatabaseType.MEMORY:
         return DatabaseSettings(kind, "memory://")
     if kind is DatabaseType.POSTGRES:
         if given and postgres and given != postgres:
             raise InvalidArgument(
-                f"{v.name('database.connection_string')} and database.postgres.connection_string "
+                f"{v.name(Keys.DATABASE_CONNECTION_STRING)} and {Keys.DATABASE_POSTGRES_CONNECTION_STRING} "
                 "are the same setting: set one",
-                key="database.postgres.connection_string",
+                key=Keys.DATABASE_POSTGRES_CONNECTION_STRING.name,
             )
         url = postgres or given
         if not url:
             raise InvalidArgument(
-                "database.postgres.connection_string is required with database.type postgres "
-                "(e.g. postgresql://user:password@host:5432/lakectl)",
-                key="database.postgres.connection_string",
+                f"{Keys.DATABASE_POSTGRES_CONNECTION_STRING} is required with {Keys.DATABASE_TYPE} "
+                "postgres (e.g. postgresql://user:password@host:5432/lakectl)",
+                key=Keys.DATABASE_POSTGRES_CONNECTION_STRING.name,
             )
         if not _is_postgres(url):
-            name = "database.postgres.connection_string" if postgres else v.name("database.connection_string")
+            name = (
+                Keys.DATABASE_POSTGRES_CONNECTION_STRING.name
+                if postgres
+                else v.name(Keys.DATABASE_CONNECTION_STRING)
+            )
             raise InvalidArgument(f"{name}: {url!r} is no postgres:// or postgresql:// URL", key=name)
         return DatabaseSettings(kind, url)
-    directory: str = v["database.local.path"]
+    directory: str = v[Keys.DATABASE_LOCAL_PATH]
     if directory and given:
         raise InvalidArgument(
-            f"{v.name('database.local.path')} and {v.name('database.connection_string')} exclude each "
+            f"{v.name(Keys.DATABASE_LOCAL_PATH)} and {v.name(Keys.DATABASE_CONNECTION_STRING)} exclude each "
             "other: set one",
-            key=v.name("database.local.path"),
+            key=v.name(Keys.DATABASE_LOCAL_PATH),
         )
     if directory:  # lakeFS's embedded store is a directory: the lake's SQLite file goes in it
         path = os.path.join(os.path.abspath(os.path.expanduser(directory)), "lake.db")
@@ -775,7 +807,7 @@ def _database(v: _Values, data_dir: str) -> DatabaseSettings:
         return DatabaseSettings(kind, given)
     if "://" in given:
         raise v.bad(
-            "database.connection_string", f"{given!r} is no SQLite URL (sqlite:///path or a file path)"
+            Keys.DATABASE_CONNECTION_STRING, f"{given!r} is no SQLite URL (sqlite:///path or a file path)"
         )
     return DatabaseSettings(kind, "sqlite:///" + os.path.abspath(os.path.expanduser(given)))
 
@@ -784,7 +816,7 @@ def _is_postgres(url: str) -> bool:
     return url.startswith(("postgres://", "postgresql://"))
 
 
-def parse_address(text: str, key: str = "listen_address") -> tuple[str, int]:
+def parse_address(text: str, key: str = Keys.LISTEN_ADDRESS.name) -> tuple[str, int]:
     """``host:port`` (``[::1]:8000`` for IPv6) into its parts."""
     host, sep, port = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):

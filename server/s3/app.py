@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
@@ -25,37 +24,10 @@ from server.auth import Auth, User
 from server.blocks import BlockBuffers
 from server.config import S3GatewaySettings
 from server.s3 import sigv4, xml
+from server.s3.call import Call
+from server.s3.routes import route
 
 log = logging.getLogger("lakectl.server.s3")
-
-
-@dataclass
-class Call:
-    """One authenticated request, as an operation sees it."""
-
-    request: Request
-    lake: Lake
-    user: User
-    verified: sigv4.Verified
-    bucket: str
-    key: str
-    query: Mapping[str, str]
-    settings: S3GatewaySettings
-    inline_reads: bool
-    buffers: BlockBuffers
-    """The server's pool of block-sized buffers for bodies (shared with the block API)."""
-    headers: Mapping[str, str]
-    """Lower-case header names → values."""
-
-    def split_key(self) -> tuple[str, str]:
-        """``(ref, path)`` of an object key; a key without both is no object."""
-        ref, sep, path = self.key.partition("/")
-        if not ref or not sep or not path:
-            raise InvalidArgument(
-                f"key {self.key!r} names no object: keys are <ref>/<path> (a branch, tag or commit id, "
-                "then the object's path)"
-            )
-        return ref, path
 
 
 def _headers(request: Request) -> dict[str, str]:
@@ -118,8 +90,6 @@ class Gateway:
         return bucket, key
 
     async def handle(self, request: Request) -> Response:
-        from server.s3.routes import route  # the operations import Call from here
-
         head = request.method == "HEAD"
         resource = request.url.path
         try:

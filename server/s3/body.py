@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect
 from lakectl.core.blocks.data import BLOCK_SIZE
 from lakectl.errors import BadDigest, InvalidArgument
 from server.s3 import chunked, sigv4
-from server.s3.app import Call
+from server.s3.call import Call
 
 MAX_PUT = 5 * 1024**3
 """The largest single PutObject or UploadPart, as S3."""

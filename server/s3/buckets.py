@@ -21,7 +21,7 @@ from lakectl.core.model import ObjectInfo, PathType
 from lakectl.errors import InvalidArgument, NotFound, RepositoryNotFound
 from server.auth import Permission
 from server.s3 import xml
-from server.s3.app import Call
+from server.s3.call import Call
 
 MAX_KEYS = 1000
 OWNER_ID = "lakectl"

@@ -10,7 +10,7 @@ from lakectl.core import multipart as mp
 from lakectl.errors import InvalidArgument, InvalidRange, UploadNotFound
 from server.api.ranges import Unsatisfiable, parse_range
 from server.s3 import body, xml
-from server.s3.app import Call
+from server.s3.call import Call
 from server.s3.objects import content_type, source_entry, user_metadata
 
 MAX_PARTS_LISTED = 1000

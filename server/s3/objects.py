@@ -24,7 +24,7 @@ from server.auth import Permission
 from server.headers import as_header, is_token, mime_encoded, sent_text
 from server.reads import etag_matches, object_body
 from server.s3 import body, xml
-from server.s3.app import Call
+from server.s3.call import Call
 from server.served import served_headers
 
 META = "x-amz-meta-"

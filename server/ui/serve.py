@@ -11,7 +11,7 @@ from typing import Any
 from lakectl.core import porcelain as p
 from lakectl.errors import AlreadyExists
 from server.auth import META, SETUP_KEY, Auth
-from server.config import load_settings
+from server.config import Keys, env_name, load_settings
 from server.ui import links
 
 ADMIN = "admin"
@@ -41,8 +41,8 @@ def run(port: int, announce: Callable[[dict[str, Any]], None]) -> None:
         None,
         home,
         environ={
-            "LAKECTL_SERVER_LISTEN_ADDRESS": f"127.0.0.1:{port}",
-            "LAKECTL_SERVER_ACTIONS_ENABLED": "false",
+            env_name(Keys.LISTEN_ADDRESS.name): f"127.0.0.1:{port}",
+            env_name(Keys.ACTIONS_ENABLED.name): "false",
         },
     )
     lake = p.open_lake(home)

@@ -12,9 +12,12 @@ from lakectl.errors import InvalidArgument, StorageError
 from server.app import create_app, open_lake
 from server.config import (
     BY_NAME,
+    TABLE,
     BlockstoreSettings,
     BlockstoreType,
     DatabaseType,
+    Key,
+    Keys,
     LocalBlockstore,
     LogFormat,
     S3Blockstore,
@@ -94,6 +97,17 @@ def test_every_key_has_its_environment_variable() -> None:
     assert env_name("database.connection_string") == "LAKECTL_SERVER_DATABASE_CONNECTION_STRING"
     assert env_name("blockstore.local.path") == "LAKECTL_SERVER_BLOCKSTORE_LOCAL_PATH"
     assert env_name("auth.encrypt.secret_key") == "LAKECTL_SERVER_AUTH_ENCRYPT_SECRET_KEY"
+
+
+def test_each_key_is_declared_once_and_named_by_its_environment_variable() -> None:
+    """The code reads a setting through its ``Keys`` attribute: the attribute is the variable's
+    suffix, so neither can drift from the key, and no name belongs to two settings."""
+    declared = {attr: key for attr, key in vars(Keys).items() if isinstance(key, Key)}
+    assert tuple(declared.values()) == TABLE
+    for attr, key in declared.items():
+        assert env_name(key.name) == "LAKECTL_SERVER_" + attr
+    names = [name for key in TABLE for name in key.names]
+    assert len(names) == len(set(names)) == len(BY_NAME)
 
 
 @pytest.mark.parametrize(
