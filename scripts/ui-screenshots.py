@@ -24,7 +24,7 @@ import uvicorn
 from lakectl.core import gc, protection, pulls
 from lakectl.core import porcelain as p
 from server.app import create_app
-from server.auth import Role
+from server.auth.users import Role
 from server.config import load_settings
 from server.ui import links
 

@@ -15,7 +15,8 @@ from lakectl.core.hostpaths import Confinement
 from lakectl.core.porcelain import Lake
 from lakectl.errors import AlreadyExists
 from server import errors
-from server.auth import Auth, load_secret_key
+from server.auth.secret import load_secret_key
+from server.auth.store import Auth
 from server.config import BlockstoreType, Settings
 from server.responses import SafeJSONResponse
 

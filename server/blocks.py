@@ -28,8 +28,8 @@ from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.ranges import Unsatisfiable, parse_range
-from server.auth import Permission
 from server.errors import error_response
+from server.policies import Permission
 
 MAX_BLOCK = BLOCK_SIZE
 MAX_LOCATORS = 10_000

@@ -108,7 +108,7 @@ class ExternalPrincipals:
         self.kv = kv
         self._alive = alive
         self._changed = changed
-        """Told the id of a user whose bindings changed (``server.auth`` renews its grant epoch)."""
+        """Told the id of a user whose bindings changed (``server.auth.store`` renews its grant epoch)."""
 
     def _live(self, raw: bytes) -> ExternalPrincipal | None:
         principal = ExternalPrincipal.parse(raw)

@@ -41,7 +41,7 @@ Links = tuple[tuple[str, str], ...]
 """(id, incarnation) pairs, sorted by id: the groups or policies a record points at."""
 
 Changed = Callable[[frozenset[str], frozenset[str]], None]
-"""Told the ids of groups and of policies whose grants just changed (``server.auth`` renews the
+"""Told the ids of groups and of policies whose grants just changed (``server.auth.store`` renews the
 grant epoch of the users they apply to)."""
 
 

@@ -22,7 +22,8 @@ def load(config_file: str | None, data_dir: str | None) -> Settings:
 def setup(config_file: str | None, data_dir: str | None, username: str) -> dict[str, Any]:
     """Create the first admin user of the server's lake and return its new access key."""
     from server.app import open_lake
-    from server.auth import Auth, load_secret_key
+    from server.auth.secret import load_secret_key
+    from server.auth.store import Auth
 
     settings = load(config_file, data_dir)
     lake = open_lake(settings, create=True)  # the explicit ask for a new lake, as `lakectl init`

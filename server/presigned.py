@@ -23,7 +23,9 @@ from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument, SignatureError
 from server.api.deps import PUBLIC, AuthFirstRoute, forbidden
 from server.api.ranges import byte_span
-from server.auth import Auth, Permission, User
+from server.auth.store import Auth
+from server.auth.users import User
+from server.policies import Permission
 from server.reads import object_body
 from server.served import served_headers
 

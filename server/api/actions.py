@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Response
 from lakectl.core import actionruns
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, page, page_size
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 RUNS = "/repositories/{repository}/actions/runs"

@@ -20,11 +20,12 @@ from server.api.deps import (
     require_own_or,
 )
 from server.api.pagination import After, Amount, Prefix, by_name, page
-from server.auth import TOKEN_TTL, Permission
+from server.auth.tokens import TOKEN_TTL
 from server.aws_iam import StsLogin, parse_identity_request, principal_ids
 from server.config import Settings
 from server.external_principals import parse_settings
 from server.groups import Group, Policy
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 MANAGE = require(Permission.MANAGE_AUTH)
@@ -84,7 +85,7 @@ def _policy(p: Policy) -> dict[str, Any]:
 async def login(body: LoginInformation, auth: AuthDep) -> dict[str, Any]:
     """A login token for an access key: send it as ``Authorization: Bearer <token>``."""
     user = auth.authenticate(body.access_key_id, body.secret_access_key.get_secret_value())
-    return auth.issue_token(user).to_dict()
+    return auth.tokens.issue(user).to_dict()
 
 
 @router.get("/user", dependencies=[AUTHENTICATED])
@@ -252,7 +253,7 @@ def external_principal_login(
         user = None
     if user is None or principal is None or user.incarnation != principal.user_incarnation:
         raise Unauthenticated(f"{arn} is bound to no user")
-    return auth.issue_token(user, min(ttl or TOKEN_TTL, TOKEN_TTL)).to_dict()
+    return auth.tokens.issue(user, min(ttl or TOKEN_TTL, TOKEN_TTL)).to_dict()
 
 
 # -- groups ---------------------------------------------------------------------------------

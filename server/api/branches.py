@@ -13,7 +13,7 @@ from server.api import shapes
 from server.api.bodies import BranchCreation, CherryPickCreation, ResetCreation, RevertCreation, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 BRANCH = "/repositories/{repository}/branches/{branch}"

@@ -11,7 +11,7 @@ from server.api import shapes
 from server.api.bodies import CommitCreation, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, page
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request, Response
 from lakectl import __version__
 from server.api.bodies import CommPrefs, Setup, StatsEvents
 from server.api.deps import AUTHENTICATED, PUBLIC, AuthDep, AuthFirstRoute, LakeDep, require
-from server.auth import Permission
+from server.policies import Permission
 
 NAMESPACE_REGEX = "^(local|s3)://."
 """What lakectl.core.limits.check_storage_namespace accepts (it also refuses control characters)."""

@@ -28,8 +28,9 @@ from lakectl.core import journal
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, Unauthenticated
 from server.api import edge
-from server.auth import Auth, Permission, User
-from server.policies import PERMISSION_ACTIONS
+from server.auth.store import Auth
+from server.auth.users import User
+from server.policies import PERMISSION_ACTIONS, Permission
 from server.responses import SafeJSONResponse
 
 
@@ -65,7 +66,7 @@ def _authenticate(request: Request) -> User:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     value = value.strip()
     if scheme.lower() == "bearer" and value:
-        return _auth(request).user_of_token(value)
+        return _auth(request).tokens.user_of(value)
     if scheme.lower() == "basic" and value:
         try:
             key_id, sep, secret = base64.b64decode(value, validate=True).decode().partition(":")

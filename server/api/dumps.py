@@ -14,7 +14,7 @@ from fastapi import APIRouter, Body, Query, Response
 
 from lakectl.core import refsdump
 from server.api.deps import AuthFirstRoute, LakeDep, require
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 DUMP = "/repositories/{repository}/dump"

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from lakectl.core import fsck
 from lakectl.core.porcelain import Lake
 from server.api.deps import AuthFirstRoute, LakeDep, require
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 

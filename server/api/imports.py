@@ -19,7 +19,7 @@ from lakectl.core.importing import owning, tasks
 from lakectl.errors import Forbidden, NotFound
 from server.api.bodies import Body, CommitCreation, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, forbidden, require
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 IMPORT = "/repositories/{repository}/branches/{branch}/import"

@@ -24,7 +24,8 @@ from lakectl.core.model import BLOCK_ADDRESS_SCHEME
 from lakectl.errors import InvalidArgument
 from server.api.bodies import Body
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
-from server.auth import Permission, User
+from server.auth.users import User
+from server.policies import Permission
 from server.responses import SafeJSONResponse
 
 router = APIRouter(route_class=AuthFirstRoute)

@@ -18,7 +18,7 @@ from lakectl.core import journal, journalcompact
 from lakectl.core.graph.refs import check_repo_name
 from server.api.bodies import Body
 from server.api.deps import AuthFirstRoute, LakeDep, require
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 

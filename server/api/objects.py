@@ -24,9 +24,9 @@ from server.api.bodies import ObjectCopyCreation, PathList, UserMetadataUpdate
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.api.ranges import byte_span
-from server.auth import Permission
 from server.headers import sent_text
 from server.multipart import read_form_file
+from server.policies import Permission
 from server.reads import etag_matches, object_body
 from server.served import served_headers
 

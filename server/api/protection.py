@@ -12,7 +12,7 @@ from fastapi import APIRouter, Body, Header, Query, Response
 from lakectl.core import porcelain, protection
 from lakectl.errors import InvalidArgument
 from server.api.deps import AuthFirstRoute, LakeDep, require
-from server.auth import Permission
+from server.policies import Permission
 from server.responses import SafeJSONResponse
 
 router = APIRouter(route_class=AuthFirstRoute)

@@ -21,7 +21,7 @@ from server.api.bodies import (
 )
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 PULLS = "/repositories/{repository}/pulls"

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Query, Response
 from lakectl.core import gc
 from lakectl.core import porcelain as p
 from server.api.deps import AuthFirstRoute, LakeDep, require
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 RULES = "/repositories/{repository}/settings/gc_rules"

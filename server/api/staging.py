@@ -15,7 +15,7 @@ from server.api import shapes
 from server.api.bodies import ObjectStageCreation, StagingMetadata
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.objects import BRANCH_OBJECTS, PathQuery, PresignExpiry, check_preconditions
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 BACKING = "/repositories/{repository}/branches/{branch}/staging/backing"

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query
 from lakectl.core import tablediff
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, page_size
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 

@@ -11,7 +11,7 @@ from server.api import shapes
 from server.api.bodies import TagCreation
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, Prefix, by_name, page
-from server.auth import Permission
+from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
 TAG = "/repositories/{repository}/tags/{tag}"

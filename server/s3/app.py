@@ -20,7 +20,8 @@ from starlette.types import Receive, Scope, Send
 from lakectl.core import journal
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, InvalidArgument, LakectlError
-from server.auth import Auth, User
+from server.auth.store import Auth
+from server.auth.users import User
 from server.blocks import BlockBuffers
 from server.config import S3GatewaySettings
 from server.s3 import sigv4, xml

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from lakectl.core import porcelain as p
 from lakectl.core.model import ObjectInfo, PathType
 from lakectl.errors import InvalidArgument, NotFound, RepositoryNotFound
-from server.auth import Permission
+from server.policies import Permission
 from server.s3 import xml
 from server.s3.call import Call
 

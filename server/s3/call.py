@@ -15,7 +15,7 @@ from starlette.requests import Request
 
 from lakectl.core.porcelain import Lake
 from lakectl.errors import InvalidArgument
-from server.auth import User
+from server.auth.users import User
 from server.blocks import BlockBuffers
 from server.config import S3GatewaySettings
 from server.s3 import sigv4

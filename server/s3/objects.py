@@ -20,8 +20,8 @@ from lakectl.core.model import Entry
 from lakectl.core.uri import check_new_path
 from lakectl.errors import Forbidden, InvalidArgument, InvalidRange, LakectlError, PreconditionFailed
 from server.api.ranges import Unsatisfiable, parse_range
-from server.auth import Permission
 from server.headers import as_header, is_token, mime_encoded, sent_text
+from server.policies import Permission
 from server.reads import etag_matches, object_body
 from server.s3 import body, xml
 from server.s3.call import Call

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from starlette.responses import Response
 
 from lakectl.errors import InvalidArgument
-from server.auth import Permission
+from server.policies import Permission
 from server.s3 import buckets, multipart, objects
 
 Handler = Callable[..., Awaitable[Response]]

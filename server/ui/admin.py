@@ -1,6 +1,6 @@
 """Administration in the browser: users (create, delete, their role, groups, policies and access
 keys), groups (create, delete, members), the roles and who holds each; and every user's own
-access keys ("My access keys"). Every action is a method of :class:`server.auth.Auth` (groups
+access keys ("My access keys"). Every action is a method of :class:`server.auth.store.Auth` (groups
 and policies: its ``directory``), as the REST API's ``server/api/auth.py`` calls them; the
 administration pages need ``MANAGE_AUTH``, a user's own keys only its session (as the API's
 ``require_own_or``)."""
@@ -14,7 +14,9 @@ from fastapi import Form, Request, Response
 
 from lakectl.errors import InvalidArgument
 from server.api.deps import AuthDep
-from server.auth import ROLE_PERMISSIONS, Auth, NewCredentials, Permission, Role, User
+from server.auth.store import Auth
+from server.auth.users import ROLE_PERMISSIONS, NewCredentials, Role, User
+from server.policies import Permission
 from server.ui.render import page, redirect, url
 from server.ui.session import SignedIn, can, ui_router
 

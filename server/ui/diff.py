@@ -15,7 +15,7 @@ from lakectl.core.model import Change, DiffType
 from lakectl.core.tables.naming import table_of
 from lakectl.errors import InvalidArgument, LakectlError, MergeConflict, NotFound
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.ui.refs import ref_names
 from server.ui.render import page, redirect, url
 from server.ui.session import SignedIn, can, ui_router

@@ -29,7 +29,8 @@ from lakectl.core import porcelain as p
 from lakectl.core.events import Verb
 from lakectl.core.model import Commit, Repository
 from server.api.deps import LakeDep
-from server.auth import Permission, User
+from server.auth.users import User
+from server.policies import Permission
 from server.ui.render import env, first_line, page, redirect, url
 from server.ui.session import SignedIn, can, require, ui_router
 

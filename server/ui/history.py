@@ -8,7 +8,7 @@ from fastapi import Request, Response
 
 from lakectl.core import porcelain as p
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.ui.refs import branch_of, ref_names
 from server.ui.render import page, url
 from server.ui.session import can, ui_router

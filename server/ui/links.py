@@ -18,7 +18,8 @@ import secrets
 import time
 
 from lakectl.errors import KeyNotFound, NotFound, PredicateFailed, Unauthenticated
-from server.auth import Auth, User
+from server.auth.store import Auth
+from server.auth.users import User
 
 LINKS = "ui/links"
 LINK_TTL = 600

@@ -14,7 +14,7 @@ from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument
 from server import presigned
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.reads import object_body
 from server.served import attachment, served_headers
 from server.ui import previews

@@ -17,7 +17,7 @@ from lakectl.core import pulls
 from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import InvalidArgument, MergeConflict
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.ui.diff import _rows, strategies, table_sides, table_summaries
 from server.ui.render import env, page, redirect, url
 from server.ui.session import SignedIn, can, ui_router

@@ -12,7 +12,7 @@ from lakectl.core import porcelain as p
 from lakectl.core.model import Branch, Commit, ResetKind, Tag
 from lakectl.errors import InvalidArgument
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.ui.render import page, redirect, url
 from server.ui.session import SignedIn, can, ui_router
 

@@ -14,7 +14,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from server.auth import Permission, User
+from server.auth.users import User
+from server.policies import Permission
 
 PREFIX = "/ui"
 TEMPLATES = Path(__file__).parent / "templates"

@@ -10,7 +10,7 @@ from fastapi import Form, Request, Response
 from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument, NotFound
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.ui.render import page, redirect, url
 from server.ui.session import SignedIn, can, require, ui_router
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from lakectl.core import porcelain as p
 from lakectl.errors import AlreadyExists
-from server.auth import META, SETUP_KEY, Auth
+from server.auth.store import META, SETUP_KEY, Auth
 from server.config import Keys, env_name, load_settings
 from server.ui import links
 

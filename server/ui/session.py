@@ -3,12 +3,13 @@ route class :class:`UIRoute` (CSRF checked on every POST, errors rendered as pag
 signed-in user (:data:`SignedIn`) and the permission checks (:func:`can`, :func:`require`).
 
 The session cookie holds ``<login token>:<session id>``: a login token of
-:class:`server.auth.Auth` (the API's bearer tokens) and a random id that makes each sign-in's
-cookie unique. ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` when the request came over https.
-A page resolves its user from the token as the API resolves a bearer token; a signed-out cookie
-is remembered until it would have expired (``ui/ended`` partition: sha256 hex of the cookie → its
-expiry), so a copy of it stops working at sign-out too, and the login token inside it is revoked
-(:meth:`server.auth.Auth.revoke_token`): taken out of the cookie, it is no bearer token either.
+:class:`server.auth.tokens.LoginTokens` (the API's bearer tokens) and a random id that makes each
+sign-in's cookie unique. ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` when the request came over
+https. A page resolves its user from the token as the API resolves a bearer token; a signed-out
+cookie is remembered until it would have expired (``ui/ended`` partition: sha256 hex of the cookie
+→ its expiry), so a copy of it stops working at sign-out too, and the login token inside it is
+revoked (:meth:`server.auth.tokens.LoginTokens.revoke`): taken out of the cookie, it is no bearer
+token either.
 
 CSRF: the token a form carries is HMAC-SHA256 of the session cookie under a key derived from the
 server's secret (``auth.encrypt.secret_key``, shared by every server process). ``SameSite=Lax``
@@ -40,7 +41,10 @@ from lakectl.core import journal
 from lakectl.errors import Forbidden, KeyNotFound, LakectlError, Unauthenticated
 from server.api import edge
 from server.api.deps import forbidden
-from server.auth import Auth, Permission, User, load_secret_key
+from server.auth.secret import load_secret_key
+from server.auth.store import Auth
+from server.auth.users import User
+from server.policies import Permission
 from server.ui import links, render
 
 log = logging.getLogger("lakectl.server")
@@ -115,7 +119,7 @@ def _user_of(request: Request) -> User:
         raise SignInRequired
     auth: Auth = request.app.state.auth
     try:
-        user = auth.user_of_token(_login_token(cookie))
+        user = auth.tokens.user_of(_login_token(cookie))
     except Unauthenticated:
         raise SignInRequired from None
     try:
@@ -226,7 +230,7 @@ def _to_sign_in(request: Request) -> Response:
 
 def _start_session(request: Request, user: User, target: str) -> Response:
     auth: Auth = request.app.state.auth
-    cookie = f"{auth.issue_token(user, ttl=SESSION_TTL).token}:{secrets.token_urlsafe(16)}"
+    cookie = f"{auth.tokens.issue(user, ttl=SESSION_TTL).token}:{secrets.token_urlsafe(16)}"
     response = render.redirect(_safe_next(target))
     secure = request.url.scheme == "https"
     response.set_cookie(
@@ -295,7 +299,7 @@ def sign_out(request: Request) -> Response:
     cookie = request.cookies.get(SESSION_COOKIE)
     auth: Auth = request.app.state.auth
     if cookie and _valid(auth, _login_token(cookie)):
-        auth.revoke_token(_login_token(cookie))  # the token inside, as an API bearer token, too
+        auth.tokens.revoke(_login_token(cookie))  # the token inside, as an API bearer token, too
         now = int(time.time())
         # Remembered for SESSION_TTL, longer than the cookie can live; older records are swept.
         auth.kv.set(ENDED, _ended_key(cookie), str(now + SESSION_TTL).encode())
@@ -309,7 +313,7 @@ def sign_out(request: Request) -> Response:
 
 def _valid(auth: Auth, token: str) -> bool:
     try:
-        auth.user_of_token(token)
+        auth.tokens.user_of(token)
     except Unauthenticated:
         return False
     return True

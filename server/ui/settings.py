@@ -14,7 +14,7 @@ from lakectl.core import gc, protection
 from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument, NotFound
 from server.api.deps import LakeDep
-from server.auth import Permission
+from server.policies import Permission
 from server.ui.render import page, redirect, url
 from server.ui.session import can, ui_router
 

@@ -24,7 +24,9 @@ from lakectl.core import blockaccess, journal, keys, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.importing import tasks
 from server.app import create_app
-from server.auth import TOKEN_TTL, Auth, Role, User
+from server.auth.store import Auth
+from server.auth.tokens import TOKEN_TTL
+from server.auth.users import Role, User
 from server.config import load_settings
 from tests.server.conftest import (
     ALLOWED_EXTERNAL_PREFIXES,
@@ -206,7 +208,7 @@ def _callers(w: World) -> dict[str, Caller]:
                 out["wrong-secret"] = Caller(
                     "wrong-secret", None, token, basic(creds["access_key_id"], "x" * 40)
                 )
-    expired = w.auth.issue_token(w.auth.get_user("dev"), now=time.time() - TOKEN_TTL - 60).token
+    expired = w.auth.tokens.issue(w.auth.get_user("dev"), now=time.time() - TOKEN_TTL - 60).token
     out["expired-token"] = Caller("expired-token", None, "dev", bearer(expired))
     out["anonymous"] = Caller("anonymous", None, "", {})
     return out

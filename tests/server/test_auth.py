@@ -3,9 +3,12 @@ authentication refusals, the role table, token codec properties."""
 
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 import os
 import stat
+import string
 import threading
 from pathlib import Path
 
@@ -15,17 +18,11 @@ from hypothesis import strategies as st
 
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.errors import AlreadyExists, InvalidArgument, NotFound, StorageError, Unauthenticated
-from server.auth import (
-    CREDENTIALS,
-    REVOKED,
-    ROLE_PERMISSIONS,
-    TOKEN_TTL,
-    USERS,
-    Auth,
-    Permission,
-    Role,
-    load_secret_key,
-)
+from server.auth.secret import derive_key, load_secret_key
+from server.auth.store import CREDENTIALS, USERS, Auth
+from server.auth.tokens import REVOKED, TOKEN_TTL
+from server.auth.users import ROLE_PERMISSIONS, Role, User
+from server.policies import Permission
 
 
 def test_setup_creates_an_admin_once() -> None:
@@ -192,7 +189,7 @@ def test_records_without_incarnation_still_authenticate() -> None:
 def test_secrets_stay_out_of_reprs() -> None:
     auth = Auth(MemoryStore(), "secret")
     creds = auth.setup("ada")
-    token = auth.issue_token(creds.user)
+    token = auth.tokens.issue(creds.user)
     assert creds.secret_access_key not in repr(creds) and token.token not in repr(token)
 
 
@@ -208,64 +205,159 @@ _user_ids = st.text(
 def test_tokens_round_trip(user_id: str, ttl: int) -> None:
     auth = Auth(MemoryStore(), "secret")
     user = auth.create_user(user_id, Role.ANALYST)
-    token = auth.issue_token(user, ttl=ttl, now=1_000_000)
+    token = auth.tokens.issue(user, ttl=ttl, now=1_000_000)
     assert token.expiration == 1_000_000 + ttl
-    assert auth.user_of_token(token.token, now=1_000_000 + ttl - 1) == user
+    assert auth.tokens.user_of(token.token, now=1_000_000 + ttl - 1) == user
     with pytest.raises(Unauthenticated, match="expired"):
-        auth.user_of_token(token.token, now=1_000_000 + ttl)
+        auth.tokens.user_of(token.token, now=1_000_000 + ttl)
 
 
 @settings(max_examples=200, deadline=None)
 @given(junk=st.text(max_size=300) | st.binary(max_size=300).map(lambda b: b.decode("latin-1")))
 def test_bad_tokens_raise_only_unauthenticated(junk: str) -> None:
     with pytest.raises(Unauthenticated):
-        _AUTH.user_of_token(junk)
+        _AUTH.tokens.user_of(junk)
 
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_any_change_to_a_token_is_refused(data: st.DataObject) -> None:
-    token = _AUTH.issue_token(_AUTH.get_user("ada")).token
+    token = _AUTH.tokens.issue(_AUTH.get_user("ada")).token
     i = data.draw(st.integers(min_value=0, max_value=len(token) - 1))
     c = data.draw(st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.="))
     tampered = token[:i] + c + token[i + 1 :]
     if tampered != token:
         with pytest.raises(Unauthenticated):
-            _AUTH.user_of_token(tampered)
+            _AUTH.tokens.user_of(tampered)
 
 
 def test_tokens_of_another_secret_or_a_gone_user_are_refused() -> None:
     kv = MemoryStore()
     auth = Auth(kv, "secret")
     user = auth.create_user("bob", Role.ANALYST)
-    token = auth.issue_token(user).token
+    token = auth.tokens.issue(user).token
     with pytest.raises(Unauthenticated):
-        Auth(kv, "another secret").user_of_token(token)
+        Auth(kv, "another secret").tokens.user_of(token)
     auth.delete_user("bob")
     with pytest.raises(Unauthenticated):
-        auth.user_of_token(token)
+        auth.tokens.user_of(token)
     auth.create_user("bob", Role.ADMIN)
     with pytest.raises(Unauthenticated):
-        auth.user_of_token(token)
+        auth.tokens.user_of(token)
 
 
 def test_a_revoked_token_is_refused_until_it_would_expire_then_forgotten() -> None:
     kv = MemoryStore()
     auth = Auth(kv, "secret")
     user = auth.create_user("bob", Role.ANALYST)
-    first, second = (auth.issue_token(user, ttl=100, now=1_000_000).token for _ in range(2))
+    first, second = (auth.tokens.issue(user, ttl=100, now=1_000_000).token for _ in range(2))
     assert first != second  # issued in the same second, still each its own (revoked alone)
-    auth.revoke_token(first, now=1_000_010)
+    auth.tokens.revoke(first, now=1_000_010)
     with pytest.raises(Unauthenticated, match="signed out"):
-        auth.user_of_token(first, now=1_000_020)
-    assert auth.user_of_token(second, now=1_000_020) == user
+        auth.tokens.user_of(first, now=1_000_020)
+    assert auth.tokens.user_of(second, now=1_000_020) == user
     assert [int(raw) for _, raw in kv.scan(REVOKED)] == [1_000_100]
     # Forged, expired or revoked already: nothing to record. Once expired, the record is swept.
-    for token in ("junk", first, auth.issue_token(user, ttl=5, now=1_000_000).token):
-        auth.revoke_token(token, now=1_000_050)
+    for token in ("junk", first, auth.tokens.issue(user, ttl=5, now=1_000_000).token):
+        auth.tokens.revoke(token, now=1_000_050)
     assert len(list(kv.scan(REVOKED))) == 1
-    auth.revoke_token(auth.issue_token(user, now=1_000_200).token, now=1_000_200)
+    auth.tokens.revoke(auth.tokens.issue(user, now=1_000_200).token, now=1_000_200)
     assert [int(raw) for _, raw in kv.scan(REVOKED)] == [1_000_200 + TOKEN_TTL]
+
+
+# The codec is PyJWT's: these pin what the hand-written codec before it did, at its edges.
+
+_TOKEN_KEY = derive_key("secret", b"lakectl login tokens v1")
+_HS256 = {"alg": "HS256", "typ": "JWT"}
+_B64URL = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _jws(
+    header: dict[str, object], claims: dict[str, object], key: bytes = _TOKEN_KEY, digest: str = "sha256"
+) -> str:
+    """A token in JWS compact form built from its definition (RFC 7515), HMAC-signed."""
+    signing_input = ".".join(
+        _b64(json.dumps(part, separators=(",", ":"), sort_keys=True).encode()) for part in (header, claims)
+    )
+    return f"{signing_input}.{_b64(hmac.new(key, signing_input.encode(), digest).digest())}"
+
+
+def _claims_of(user: User, **changed: object) -> dict[str, object]:
+    claims: dict[str, object] = {"sub": user.id, "inc": user.incarnation, "aud": "login", "iat": 1_000_000}
+    return {**claims, "exp": 1_000_100, "jti": "0123456789abcdef", **changed}
+
+
+def _refused(auth: Auth, token: str, now: int) -> bool:
+    try:
+        auth.tokens.user_of(token, now=now)
+    except Unauthenticated as e:
+        return "invalid login token" in str(e)
+    return False
+
+
+def test_tokens_keep_the_wire_form_of_earlier_servers() -> None:
+    """Tokens signed before PyJWT (standard HS256 JWS, sorted claims) stay valid, and new ones
+    are written in the same form, byte for byte."""
+    auth = Auth(MemoryStore(), "secret")
+    user = auth.create_user("bob", Role.ANALYST)
+    earlier = _jws(_HS256, _claims_of(user))
+    assert auth.tokens.user_of(earlier, now=1_000_050) == user
+    issued = auth.tokens.issue(user, ttl=100, now=1_000_000).token
+    jti = json.loads(base64.urlsafe_b64decode(issued.split(".")[1] + "=="))["jti"]
+    assert issued == _jws(_HS256, _claims_of(user, jti=jti))
+
+
+def test_tokens_under_another_header_algorithm_or_key_are_refused() -> None:
+    """Only HS256 under this server's key, with the header it writes: neither ``none`` nor another
+    HMAC, even signed with the right key."""
+    auth = Auth(MemoryStore(), "secret")
+    claims = _claims_of(auth.create_user("bob", Role.ANALYST))
+    tokens = {
+        "alg none": _jws({"alg": "none", "typ": "JWT"}, claims).rsplit(".", 1)[0] + ".",
+        "alg none, signed": _jws({"alg": "none", "typ": "JWT"}, claims),
+        "HS384": _jws({"alg": "HS384", "typ": "JWT"}, claims, digest="sha384"),
+        "HS512": _jws({"alg": "HS512", "typ": "JWT"}, claims, digest="sha512"),
+        "another header": _jws({**_HS256, "kid": "x"}, claims),
+        "another key": _jws(_HS256, claims, derive_key("another secret", b"lakectl login tokens v1")),
+    }
+    assert _refused(auth, _jws(_HS256, claims), 1_000_050) is False
+    assert [name for name, token in tokens.items() if not _refused(auth, token, 1_000_050)] == []
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"aud": ["login"]},
+        {"aud": "other"},
+        {"exp": "1000100"},
+        {"iat": 1_000_000.5},
+        {"inc": None},
+        {"sub": 7},
+    ],
+)
+def test_tokens_with_claims_of_another_type_are_refused(changed: dict[str, object]) -> None:
+    auth = Auth(MemoryStore(), "secret")
+    user = auth.create_user("bob", Role.ANALYST)
+    assert _refused(auth, _jws(_HS256, _claims_of(user, **changed)), 1_000_050)
+
+
+def test_a_token_spelled_otherwise_is_refused_and_stays_revoked() -> None:
+    """Base64 forgives padding and the two unused low bits of a signature's last character (256
+    bits in 43 characters): such a spelling is another token to the revocation records, so none
+    but the issued one is taken."""
+    auth = Auth(MemoryStore(), "secret")
+    user = auth.create_user("bob", Role.ANALYST)
+    token = auth.tokens.issue(user, ttl=100, now=1_000_000).token
+    respelled = (token + "=", token[:-1] + _B64URL[_B64URL.index(token[-1]) ^ 1])
+    assert all(_refused(auth, t, 1_000_010) for t in respelled)
+    auth.tokens.revoke(token, now=1_000_010)
+    for t in (token, *respelled):
+        with pytest.raises(Unauthenticated):
+            auth.tokens.user_of(t, now=1_000_020)
 
 
 def test_grant_epochs_change_with_their_users_grants_only() -> None:

@@ -12,7 +12,9 @@ import httpx
 import pytest
 
 from lakectl.core import porcelain as p
-from server.auth import TOKEN_TTL, Auth, Role, User
+from server.auth.store import Auth
+from server.auth.tokens import TOKEN_TTL
+from server.auth.users import Role, User
 from tests.server.roles_world import (
     OBJ,
     REPO,
@@ -71,12 +73,12 @@ def _tamper(token: str) -> str:
 
 def test_forged_expired_and_foreign_tokens_are_401(world: World) -> None:
     dev = world.auth.get_user("dev")
-    good = world.auth.issue_token(dev).token
+    good = world.auth.tokens.issue(dev).token
     bad = {
         "tampered claims": _tamper(good),
         "flipped signature": good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB"),
-        "expired": world.auth.issue_token(dev, ttl=10, now=time.time() - 11).token,
-        "other server's": Auth(world.lake.kv, "another secret").issue_token(dev).token,
+        "expired": world.auth.tokens.issue(dev, ttl=10, now=time.time() - 11).token,
+        "other server's": Auth(world.lake.kv, "another secret").tokens.issue(dev).token,
         "garbage": "not-a-token",
         "alg none": "eyJhbGciOiJub25lIn0." + good.split(".")[1] + ".",
     }
@@ -95,7 +97,7 @@ def test_forged_expired_and_foreign_tokens_are_401(world: World) -> None:
 def test_tokens_and_keys_of_a_deleted_user_stop_working(world: World) -> None:
     user = world.user(Role.DEVELOPER)
     creds = world.auth.create_credentials(user)
-    token = world.auth.issue_token(user).token
+    token = world.auth.tokens.issue(user).token
     with world.client(basic(*world.admin_key)) as admin:
         assert admin.delete(f"/api/v1/auth/users/{user.id}").status_code == 204
         # A new user of the same name is another user: the old key and token are not its.

@@ -7,10 +7,12 @@ import pytest
 
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.errors import AlreadyExists, InvalidArgument, NotFound
-from server.auth import ROLE_PERMISSIONS, Auth, Permission, Role
+from server.auth.store import Auth
+from server.auth.users import ROLE_PERMISSIONS, Role
 from server.policies import (
     BUILTIN_POLICIES,
     Effect,
+    Permission,
     Statement,
     allows,
     decide,

@@ -27,7 +27,8 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from lakectl.core import backing, blockaccess, manifests, presign, protection, pulls
 from lakectl.core.importing import tasks
 from server.api.deps import Access, AuthFirstRoute, Requirement
-from server.auth import ROLE_PERMISSIONS, Permission, Role
+from server.auth.users import ROLE_PERMISSIONS, Role
+from server.policies import Permission
 from tests.server.conftest import changes
 from tests.server.roles_world import (
     OBJ,

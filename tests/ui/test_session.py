@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from server.auth import Auth, load_secret_key
+from server.auth.secret import load_secret_key
+from server.auth.store import Auth
 from server.ui import links
 from tests.server.conftest import Live, plumbing
 from tests.ui.conftest import base_url, csrf_of, new_repo, sign_in
