@@ -55,6 +55,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakectl.core.kv import KVStore
+from lakectl.core.kv.retry import AGAIN, PRINCIPAL, Again, retry
 from lakectl.errors import (
     AlreadyExists,
     InvalidArgument,
@@ -62,7 +63,6 @@ from lakectl.errors import (
     NotFound,
     PredicateFailed,
     StorageError,
-    TooManyRetries,
     Unauthenticated,
 )
 from server.external_principals import ExternalPrincipals
@@ -82,7 +82,6 @@ SECRET_FILE = "auth-secret"
 TOKEN_TTL = 7 * 24 * 3600
 """How long a login token is valid (lakeFS's default ``auth.login_duration`` is 168h)."""
 MAX_TOKEN_CHARS = 4096
-CAS_ATTEMPTS = 8
 
 _KEY_ALPHABET = string.ascii_uppercase + string.digits
 
@@ -380,7 +379,7 @@ class Auth:
         self.principals.unbind_all(user.id, user.incarnation)
 
     def _update_user(self, user_id: str, change: Callable[[User], User]) -> User:
-        for _ in range(CAS_ATTEMPTS):
+        def attempt() -> User | Again:
             try:
                 raw = self.kv.get(USERS, user_id)
             except KeyNotFound:
@@ -389,9 +388,10 @@ class Auth:
             try:
                 self.kv.set_if(USERS, user_id, updated.record(), raw)
             except PredicateFailed:
-                continue
+                return AGAIN
             return self._resolve(updated)
-        raise TooManyRetries(f"user {user_id!r} kept changing")
+
+        return retry(PRINCIPAL, attempt, f"user {user_id!r} kept changing")
 
     def renew_epoch(self, user_id: str) -> None:
         """Replace the user's grant epoch: every block signature made for it stops working. One
