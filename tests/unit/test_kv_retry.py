@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +116,16 @@ def test_the_named_policies_keep_the_limits_of_the_loops_they_replaced() -> None
     assert r.STAGING_TOKEN.attempts == r.JOURNAL_CURSOR.attempts == r.SETTING.attempts == 20
     assert (r.RECORD.attempts, r.RECORD.base_delay, r.RECORD.max_delay) == (10, 0.002, 0.2)
     assert r.PRINCIPAL.attempts == r.LAKE_IDENTITY.attempts == 8
+
+
+def test_only_the_helper_gives_up() -> None:
+    """A compare-and-swap loop written by hand again would raise TooManyRetries itself."""
+    root = Path(__file__).resolve().parents[2]
+    raisers = []
+    for source in sorted([*root.joinpath("lakectl").rglob("*.py"), *root.joinpath("server").rglob("*.py")]):
+        for node in ast.walk(ast.parse(source.read_text(), str(source))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                named = node.exc.func
+                if isinstance(named, ast.Name) and named.id == "TooManyRetries":
+                    raisers.append(f"{source.relative_to(root)}:{node.lineno}")
+    assert raisers == []
