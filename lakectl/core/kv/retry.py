@@ -64,14 +64,15 @@ metadata, the journal's setting, the mark of a pull request open between two bra
 RECORD: Final = RetryPolicy(attempts=10, base_delay=0.002, max_delay=0.2)
 """A record rewritten by a pure function of its old value
 (:func:`~lakectl.core.kv.helpers.update_with_retries`): pull requests, their counters, branch
-protection rules. Full jitter between attempts spreads the
-contenders out instead of letting them collide again in lockstep."""
+protection rules. Full jitter between attempts spreads the contenders out instead of letting
+them collide again in lockstep."""
 
 PRINCIPAL: Final = RetryPolicy(attempts=8)
 """A user, group, policy or external principal's binding: rarely written by two at once."""
 
 LAKE_IDENTITY: Final = RetryPolicy(attempts=8)
-"""The lake's identity record, written only when a lake is created or its blocks are adopted."""
+"""The lake's identity record: written when the lake is created, and once more when it stops
+counting as created over blocks it found (:func:`~lakectl.core.identity.clear_preexisting`)."""
 
 
 class Again(enum.Enum):
