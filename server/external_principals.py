@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core.kv import KVStore
+from lakectl.core.kv.retry import AGAIN, PRINCIPAL, Again, retry
 from lakectl.errors import (
     AlreadyExists,
     InvalidArgument,
     KeyNotFound,
     NotFound,
     PredicateFailed,
-    TooManyRetries,
 )
 
 PRINCIPALS = "auth/external_principals"
@@ -33,7 +33,6 @@ MAX_ID_CHARS = 2048
 """AWS's longest ARN."""
 MAX_SETTINGS = 100
 MAX_SETTING_CHARS = 1024
-CAS_ATTEMPTS = 8
 
 Settings = tuple[tuple[tuple[str, str], ...], ...]
 """lakeFS's ``settings``: a list of string maps, kept in order, each map sorted by key."""
@@ -122,7 +121,9 @@ class ExternalPrincipals:
         check_principal_id(principal_id)
         principal = ExternalPrincipal(principal_id, user_id, incarnation, int(time.time()), settings)
         expected: bytes | None = None
-        for _ in range(CAS_ATTEMPTS):
+
+        def attempt() -> ExternalPrincipal | Again:
+            nonlocal expected
             try:
                 self.kv.set_if(PRINCIPALS, principal_id, principal.record(), expected)
             except PredicateFailed:
@@ -130,16 +131,17 @@ class ExternalPrincipals:
                     expected = self.kv.get(PRINCIPALS, principal_id)
                 except KeyNotFound:
                     expected = None
-                    continue
+                    return AGAIN
                 holder = self._live(expected)
                 if holder is not None:
                     raise AlreadyExists(
                         f"external principal {principal_id!r} is already bound to user {holder.user_id!r}"
                     ) from None
-                continue
+                return AGAIN
             self._changed(user_id)
             return principal
-        raise TooManyRetries(f"external principal {principal_id!r} kept changing")
+
+        return retry(PRINCIPAL, attempt, f"external principal {principal_id!r} kept changing")
 
     def get(self, principal_id: str) -> ExternalPrincipal:
         """The binding of ``principal_id``; ``NotFound`` when there is none."""

@@ -22,19 +22,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lakectl.core.kv import KVStore
+from lakectl.core.kv.retry import AGAIN, PRINCIPAL, Again, retry
 from lakectl.errors import (
     AlreadyExists,
     InvalidArgument,
     KeyNotFound,
     NotFound,
     PredicateFailed,
-    TooManyRetries,
 )
 from server.policies import BUILTIN, BUILTIN_GROUPS, BUILTIN_POLICIES, Statement, parse_statements
 
 GROUPS = "auth/groups"
 POLICIES = "auth/policies"
-CAS_ATTEMPTS = 8
 MAX_DESCRIPTION = 1024
 
 Links = tuple[tuple[str, str], ...]
@@ -186,7 +185,7 @@ class Directory:
         self._changed(frozenset({group_id}), frozenset())
 
     def _update_group(self, group_id: str, change: Any) -> Group:
-        for _ in range(CAS_ATTEMPTS):
+        def attempt() -> Group | Again:
             if group_id in BUILTIN_GROUPS:
                 raise InvalidArgument(
                     f"group {group_id!r} is built in: its policies are fixed (create a group of your own)"
@@ -199,9 +198,10 @@ class Directory:
             try:
                 self.kv.set_if(GROUPS, group_id, updated.record(), raw)
             except PredicateFailed:
-                continue
+                return AGAIN
             return updated  # type: ignore[no-any-return]
-        raise TooManyRetries(f"group {group_id!r} kept changing")
+
+        return retry(PRINCIPAL, attempt, f"group {group_id!r} kept changing")
 
     def attach_to_group(self, group_id: str, policy_id: str) -> None:
         policy = self.get_policy(policy_id)
@@ -257,7 +257,8 @@ class Directory:
     def update_policy(self, policy_id: str, statement: object) -> Policy:
         """New statements for a policy; every attachment sees them at once."""
         statements = parse_statements(statement)
-        for _ in range(CAS_ATTEMPTS):
+
+        def attempt() -> Policy | Again:
             if policy_id in BUILTIN_POLICIES:
                 raise InvalidArgument(f"policy {policy_id!r} is built in and cannot change")
             try:
@@ -268,10 +269,11 @@ class Directory:
             try:
                 self.kv.set_if(POLICIES, policy_id, updated.record(), raw)
             except PredicateFailed:
-                continue
+                return AGAIN
             self._changed(frozenset(), frozenset({policy_id}))
             return updated
-        raise TooManyRetries(f"policy {policy_id!r} kept changing")
+
+        return retry(PRINCIPAL, attempt, f"policy {policy_id!r} kept changing")
 
     def delete_policy(self, policy_id: str) -> None:
         """Delete a policy; its attachments stop applying at once (they name its incarnation)."""

@@ -9,10 +9,11 @@ from itertools import islice
 from lakectl.core import history
 from lakectl.core.graph.commits import merge_base, walk_log
 from lakectl.core.graph.refs import parse_ref
+from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.model import Change, Commit, DiffType, RepositoryId, same_row
-from lakectl.core.porcelain import READ_ATTEMPTS, Lake, _branch_target, get_repo, resolve
+from lakectl.core.porcelain import Lake, _branch_target, get_repo, resolve
 from lakectl.core.uri import check_path
-from lakectl.errors import InvalidArgument, TooManyRetries
+from lakectl.errors import InvalidArgument
 
 
 def log(
@@ -75,12 +76,13 @@ def _touches(
 def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[Change]:
     rid, bid = _branch_target(lake, repo, branch)
     check_path(prefix, allow_empty=True)
-    for _ in range(READ_ATTEMPTS):
+
+    def attempt() -> list[Change] | Again:
         before = lake.refs.get_branch(rid, bid)
         changes = list(lake.staging.changes(rid, before, prefix))
-        if lake.refs.get_branch(rid, bid) == before:
-            return changes
-    raise TooManyRetries(f"could not diff branch {branch!r}: it kept changing")
+        return changes if lake.refs.get_branch(rid, bid) == before else AGAIN
+
+    return retry(STAGING_TOKEN, attempt, f"could not diff branch {branch!r}: it kept changing")
 
 
 def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:
@@ -99,7 +101,8 @@ def diff_refs(
 
     check_path(prefix, allow_empty=True)
     rid = get_repo(lake, repo).name
-    for _ in range(READ_ATTEMPTS):
+
+    def attempt() -> Iterator[Change] | Again:
         lres, rres = resolve(lake, repo, left), resolve(lake, repo, right)
         lc, rc = lres.commit, rres.commit
         base = lc
@@ -120,7 +123,9 @@ def diff_refs(
         # A commit may move staged rows into the tree between the reads: read both again.
         if all(lake.refs.get_branch(rid, b.name) == b for b in (lstaged, rstaged) if b is not None):
             return refdiff.diff_views(lake.trees, views[0], views[1], prefix)
-    raise TooManyRetries(f"could not diff {left!r} and {right!r}: the branch kept changing")
+        return AGAIN
+
+    return retry(STAGING_TOKEN, attempt, f"could not diff {left!r} and {right!r}: the branch kept changing")
 
 
 def summarize(changes: Sequence[Change]) -> dict[str, int]:

@@ -36,11 +36,10 @@ from lakectl.core import keys
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.kv import KVStore, open_store
 from lakectl.core.kv.helpers import partitions
+from lakectl.core.kv.retry import AGAIN, LAKE_IDENTITY, Again, retry
 from lakectl.errors import KeyNotFound, PredicateFailed, StorageError
 
 __all__ = ["Identity", "Origin", "claim", "clear_preexisting", "get", "open_metadata"]
-
-CAS_ATTEMPTS = 8
 
 
 class Origin(enum.Enum):
@@ -137,20 +136,22 @@ def _journal_on(kv: KVStore) -> None:
 
 def clear_preexisting(kv: KVStore) -> None:
     """Forget that the lake was created over existing blocks (garbage collection may run)."""
-    for _ in range(CAS_ATTEMPTS):
+
+    def attempt() -> Again | None:
         try:
             raw = kv.get(keys.LAKE, keys.IDENTITY)
         except KeyNotFound:
-            return
+            return None
         current = Identity.decode(raw)
         if not current.created_over_blocks:
-            return
+            return None
         try:
             kv.set_if(keys.LAKE, keys.IDENTITY, replace(current, created_over_blocks=0).encode(), raw)
         except PredicateFailed:
-            continue
-        return
-    raise StorageError("the lake's identity record kept changing")
+            return AGAIN
+        return None
+
+    retry(LAKE_IDENTITY, attempt, "the lake's identity record kept changing", error=StorageError)
 
 
 def _write(kv: KVStore, identity: Identity) -> Identity:

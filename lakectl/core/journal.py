@@ -46,7 +46,6 @@ from lakectl.core.journalseal import (
     FOLLOW_INTERVAL,
     MARK,
     READ_CHUNK,
-    SEAL_ATTEMPTS,
     SEAL_BATCH,
     Entry,
     _done_entries,
@@ -63,6 +62,7 @@ from lakectl.core.journalseal import (
 )
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix, set_many
+from lakectl.core.kv.retry import AGAIN, SETTING, Again, retry
 from lakectl.errors import (
     AlreadyExists,
     Conflict,
@@ -76,7 +76,6 @@ from lakectl.errors import (
     NothingToCommit,
     PredicateFailed,
     StorageError,
-    TooManyRetries,
 )
 
 if TYPE_CHECKING:
@@ -726,7 +725,8 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
     """Switch the journal on for the lake (idempotent); ``reads`` switches read auditing on or
     off (None: as it is). This process follows the setting from now on; other processes from
     their next opening of the lake. Returns ``{"enabled", "since", "reads"}``."""
-    for _ in range(SEAL_ATTEMPTS):
+
+    def attempt() -> dict[str, Any] | Again:
         setting, raw = _setting(lake.kv)
         on = raw is not None and bool(setting.get("enabled"))
         # Switched on again after `journal disable`: it journals from now, with a gap before.
@@ -734,14 +734,14 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
         if reads is not None:
             wanted["reads"] = reads
         if raw is not None and wanted == setting:
-            break
+            return wanted
         try:
             lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
         except PredicateFailed:
-            continue  # another process changed the setting meanwhile: apply ours over it
-        break
-    else:
-        raise TooManyRetries("could not change the journal's setting: it kept changing")
+            return AGAIN  # another process changed the setting meanwhile: apply ours over it
+        return wanted
+
+    wanted = retry(SETTING, attempt, "could not change the journal's setting: it kept changing")
     install(lake)
     return {**wanted, "reads": bool(wanted.get("reads"))}
 
@@ -751,18 +751,19 @@ def disable(lake: Lake) -> dict[str, Any]:
     and stops; other processes stop at their next opening of the lake. What is sealed stays (the
     audit trail), but a rebuild can no longer give back the changes made from now on. Returns
     ``{"enabled", "since", "reads"}``."""
-    for _ in range(SEAL_ATTEMPTS):
+
+    def attempt() -> Again | None:
         setting, raw = _setting(lake.kv)
         if raw is not None and not setting.get("enabled"):
-            break
+            return None
         wanted = {**setting, "enabled": False}
         try:
             lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
         except PredicateFailed:
-            continue
-        break
-    else:
-        raise TooManyRetries("could not change the journal's setting: it kept changing")
+            return AGAIN
+        return None
+
+    retry(SETTING, attempt, "could not change the journal's setting: it kept changing")
     found = _find(lake.events)
     if found is not None:
         found.close()
@@ -782,7 +783,6 @@ __all__ = [
     "MARK",
     "PENDING",
     "READ_CHUNK",
-    "SEAL_ATTEMPTS",
     "SEAL_BATCH",
     "Entry",
     "Journal",

@@ -10,7 +10,6 @@ from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.journalform import _encode
 from lakectl.core.journalseal import (
-    SEAL_ATTEMPTS,
     SEAL_BATCH,
     Entry,
     _cursor,
@@ -23,7 +22,8 @@ from lakectl.core.journalseal import (
 )
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
-from lakectl.errors import PredicateFailed, TooManyRetries
+from lakectl.core.kv.retry import AGAIN, JOURNAL_CURSOR, Again, retry
+from lakectl.errors import PredicateFailed
 
 
 def superseded(entries_: list[Entry]) -> set[int]:
@@ -64,7 +64,8 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
     """Rewrite the sealed journal without its superseded entries, as the next generation of
     batches (timestamps kept: a compacted journal has gaps); the old batches are deleted once the
     cursor names the new generation. Concurrent sealers make it start over."""
-    for _ in range(SEAL_ATTEMPTS):
+
+    def attempt() -> dict[str, int] | Again:
         seal(kv, blocks)
         cursor, raw = _cursor(kv)
         old = batches(kv)
@@ -111,7 +112,7 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
             for batch in new:  # a sealer appended meanwhile: this generation never was
                 kv.delete(keys.JOURNAL, keys.journal_batch_key(batch["first"], generation))
                 blocks.delete(batch["locator"])
-            continue
+            return AGAIN
         _finish(kv, published)
         delete_many(
             kv,
@@ -123,4 +124,5 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
             if batch["locator"] not in kept_locators:
                 blocks.delete(batch["locator"])
         return {"entries": len(kept), "dropped": len(drop), "batches": len(new)}
-    raise TooManyRetries("could not compact the journal: sealers kept appending")
+
+    return retry(JOURNAL_CURSOR, attempt, "could not compact the journal: sealers kept appending")

@@ -20,11 +20,11 @@ from lakectl.core.journalform import DONE, _encode, _split_live, _text, column
 from lakectl.core.journallog import entry_id
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
-from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed, TooManyRetries
+from lakectl.core.kv.retry import AGAIN, JOURNAL_CURSOR, Again, retry
+from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed
 
 SEAL_BATCH = 10_000
 """At most this many entries per sealed Parquet batch."""
-SEAL_ATTEMPTS = 20
 READ_CHUNK = 64
 """Entries decoded at once when a batch is read."""
 FOLLOW_INTERVAL = 0.5
@@ -134,7 +134,8 @@ def seal(kv: KVStore, blocks: Any) -> int:
 
     with contextlib.suppress(LakectlError):
         recover(kv, blocks)
-    for _ in range(SEAL_ATTEMPTS):
+
+    def attempt() -> int | Again:
         cursor, raw = _cursor(kv)
         _finish(kv, cursor)
         found = _done_entries(kv)
@@ -178,10 +179,11 @@ def seal(kv: KVStore, blocks: Any) -> int:
             # cursor's batch by now, so every batch record is asked).
             if locator not in sealed_blocks(kv):
                 blocks.delete(locator)
-            continue
+            return AGAIN
         _finish(kv, new)
         return len(done)
-    raise TooManyRetries("could not seal the journal: other sealers kept winning")
+
+    return retry(JOURNAL_CURSOR, attempt, "could not seal the journal: other sealers kept winning")
 
 
 def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:

@@ -4,14 +4,15 @@ with common prefixes under a delimiter. Re-exported by :mod:`lakectl.core.porcel
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from itertools import islice
 
 from lakectl.core.graph.refs import Resolved
 from lakectl.core.graph.tree import prefix_end
+from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.model import Entry, ObjectInfo, PathType, RepositoryId, Row
-from lakectl.core.porcelain import LIST_PAGE, READ_ATTEMPTS, Lake, check_after, get_repo
+from lakectl.core.porcelain import LIST_PAGE, Lake, check_after, get_repo
 from lakectl.core.uri import check_path
-from lakectl.errors import TooManyRetries
 
 
 def _iter_view(
@@ -37,17 +38,20 @@ def list_objects(
     check_path(prefix, allow_empty=True)
     check_after(after)
     rid = get_repo(lake, repo).name
+
+    def page_after(cursor: str, want: int) -> list[ObjectInfo] | Again:
+        res = lake.refs.resolve(rid, ref)
+        page = list(islice(_list_view(lake, res, rid, prefix, delimiter, cursor), want))
+        if res.branch is None or lake.refs.get_branch(rid, res.branch.name) == res.branch:
+            return page
+        return AGAIN
+
     count = 0
     cursor = after
     while amount is None or count < amount:
         want = LIST_PAGE if amount is None else min(LIST_PAGE, amount - count)
-        for _ in range(READ_ATTEMPTS):
-            res = lake.refs.resolve(rid, ref)
-            page = list(islice(_list_view(lake, res, rid, prefix, delimiter, cursor), want))
-            if res.branch is None or lake.refs.get_branch(rid, res.branch.name) == res.branch:
-                break
-        else:
-            raise TooManyRetries(f"could not list {ref!r}: the branch kept changing")
+        gave_up = f"could not list {ref!r}: the branch kept changing"
+        page = retry(STAGING_TOKEN, partial(page_after, cursor, want), gave_up)
         yield from page
         count += len(page)
         if len(page) < want:

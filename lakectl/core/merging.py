@@ -12,10 +12,10 @@ from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.commits import CommitRequest, Moved, merge_base
 from lakectl.core.graph.refs import new_staging_token
 from lakectl.core.graph.tree import Update
+from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.limits import check_metadata, check_name
 from lakectl.core.model import Branch, Commit, ResetKind
 from lakectl.core.porcelain import (
-    READ_ATTEMPTS,
     Lake,
     _branch_target,
     _record,
@@ -27,7 +27,7 @@ from lakectl.core.porcelain import (
 )
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_path
-from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, PredicateFailed, TooManyRetries
+from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, PredicateFailed
 
 if TYPE_CHECKING:
     from lakectl.core import tablemerge
@@ -223,7 +223,8 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
     """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
     rid, bid = _write_target(lake, repo, branch, Move.STAGE)
     if kind is ResetKind.ALL:
-        for _ in range(READ_ATTEMPTS):
+
+        def attempt() -> int | Again:
             b, raw = lake.refs.get_branch_raw(rid, bid)
             n = sum(1 for _ in lake.staging.changes(rid, b))
             payload = {"kind": kind.value, "staging_token": b.staging_token}
@@ -233,11 +234,12 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
             try:
                 lake.refs.swap_branch(rid, raw, fresh)
             except PredicateFailed:
-                continue
+                return AGAIN
             lake.events.after(event.done(payload={**event.payload, **replayorder.moved(fresh, b.tokens)}))
             lake.staging.drop_tokens(rid, b.tokens)
             return n
-        raise TooManyRetries(f"could not reset branch {branch!r}: it kept changing")
+
+        return retry(STAGING_TOKEN, attempt, f"could not reset branch {branch!r}: it kept changing")
     check_path(path, allow_empty=kind is ResetKind.PREFIX)
     b = lake.refs.get_branch(rid, bid)
     if kind is ResetKind.OBJECT:

@@ -45,6 +45,7 @@ from lakectl.core.hostpaths import Confinement
 from lakectl.core.identity import Identity, open_metadata
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
+from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.limits import (
     MAX_MESSAGE_BYTES,
     address_problem,
@@ -87,7 +88,6 @@ from lakectl.errors import (
     RepositoryNotFound,
     StorageError,
     TagNotFound,
-    TooManyRetries,
 )
 
 if TYPE_CHECKING:
@@ -122,8 +122,6 @@ Progress = Callable[[int], None]
 PROGRESS_EVERY = 64
 """Small files are reported to a progress callback in groups of this many (a large one at
 once): a progress bar's update costs more than reading and hashing a 4 KiB file."""
-
-READ_ATTEMPTS = 20
 
 
 @dataclass
@@ -452,7 +450,8 @@ def _lookup(lake: Lake, repo: str, ref: str, path: str) -> Row | None:
 
 def _lookup_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[Row | None, Resolved]:
     rid = get_repo(lake, repo).name
-    for _ in range(READ_ATTEMPTS):
+
+    def attempt() -> tuple[Row | None, Resolved] | Again:
         res = lake.refs.resolve(rid, ref)
         try:
             if res.branch is None:
@@ -460,9 +459,9 @@ def _lookup_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[Row | None, 
             row = lake.staging.lookup(rid, res.branch, path)
         except (BlockNotFound, MissingData) as exc:  # a range file of the tree is gone
             raise explain_missing(lake, rid, res, exc) from exc
-        if lake.refs.get_branch(rid, res.branch.name) == res.branch:
-            return row, res
-    raise TooManyRetries(f"could not read {ref!r}: the branch kept changing")
+        return (row, res) if lake.refs.get_branch(rid, res.branch.name) == res.branch else AGAIN
+
+    return retry(STAGING_TOKEN, attempt, f"could not read {ref!r}: the branch kept changing")
 
 
 def explain_missing(lake: Lake, rid: RepositoryId, res: Resolved, exc: LakectlError) -> LakectlError:

@@ -35,6 +35,7 @@ from lakectl.core import actionruns, keys, protection
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import update_with_retries
+from lakectl.core.kv.retry import AGAIN, SETTING, Again, retry
 from lakectl.core.limits import check_name, check_text
 from lakectl.core.model import RepositoryId
 from lakectl.errors import (
@@ -45,7 +46,6 @@ from lakectl.errors import (
     NotFound,
     PreconditionFailed,
     PredicateFailed,
-    TooManyRetries,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ MAX_TITLE_BYTES = 1024
 MAX_TEXT_BYTES = 64 * 1024
 MAX_AMOUNT = 1000
 DEFAULT_AMOUNT = 100
-CAS_ATTEMPTS = 20
 
 
 class PullStatus(enum.Enum):
@@ -380,14 +379,16 @@ def _claim(lake: Lake, part: str, repo: str, pull: PullRequest) -> tuple[str, st
     The record is open before it is marked, and undone by the caller when the mark is refused:
     of two racing openers, the second to mark finds the first open and gives way."""
     key = keys.pull_open_key(pull.source_branch, pull.destination_branch)
-    for _ in range(CAS_ATTEMPTS):
+
+    def attempt() -> tuple[str, str] | Again:
         held = _refuse_if_open(lake, part, repo, key, pull.id)
         try:
             lake.kv.set_if(part, key, pull.id.encode(), held)
             return key, pull.id
         except PredicateFailed:
-            continue
-    raise TooManyRetries(f"could not mark pull request {pull.id} open: too many concurrent changes")
+            return AGAIN
+
+    return retry(SETTING, attempt, f"could not mark pull request {pull.id} open: too many concurrent changes")
 
 
 def _refuse_if_open(lake: Lake, part: str, repo: str, key: str, mine: str) -> bytes | None:

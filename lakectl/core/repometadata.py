@@ -10,12 +10,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 from lakectl.core import keys, porcelain
 from lakectl.core.events import Event, Verb, announced
+from lakectl.core.kv.retry import AGAIN, SETTING, Again, retry
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import RepositoryId
-from lakectl.errors import InvalidArgument, KeyNotFound, PredicateFailed, TooManyRetries
-
-ATTEMPTS = 20
-"""Compare-and-swap rounds against concurrent writers of the same repository's metadata."""
+from lakectl.errors import InvalidArgument, KeyNotFound, PredicateFailed
 
 __all__ = ["delete", "get", "replace", "update"]
 
@@ -62,7 +60,8 @@ def _change(
     lake: porcelain.Lake, repo: str, how: Callable[[dict[str, str]], dict[str, str]]
 ) -> dict[str, str]:
     rid = porcelain.get_repo(lake, repo).name
-    for _ in range(ATTEMPTS):
+
+    def attempt() -> dict[str, str] | Again:
         current, raw = _read(lake, rid)
         wanted = check_metadata(how(current), "repository metadata")
         if wanted == current:
@@ -73,7 +72,8 @@ def _change(
                 value = json.dumps(wanted, sort_keys=True).encode()
                 lake.kv.set_if(keys.repo_partition(rid), keys.REPOSITORY_METADATA, value, raw)
         except PredicateFailed:
-            continue  # another writer changed it meanwhile: apply ours over theirs
+            return AGAIN  # another writer changed it meanwhile: apply ours over theirs
         lake.events.after(event)
         return wanted
-    raise TooManyRetries(f"could not change the metadata of repository {repo!r}: it kept changing")
+
+    return retry(SETTING, attempt, f"could not change the metadata of repository {repo!r}: it kept changing")

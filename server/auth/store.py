@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from lakectl.core.kv import KVStore
+from lakectl.core.kv.retry import AGAIN, PRINCIPAL, Again, retry
 from lakectl.errors import (
     AlreadyExists,
     InvalidArgument,
@@ -29,7 +30,6 @@ from lakectl.errors import (
     NotFound,
     PredicateFailed,
     StorageError,
-    TooManyRetries,
     Unauthenticated,
 )
 from server.auth.secret import derive_key
@@ -53,7 +53,6 @@ USERS = "auth/users"
 CREDENTIALS = "auth/credentials"
 SETUP_KEY = "setup"
 
-CAS_ATTEMPTS = 8
 
 
 class Auth:
@@ -171,7 +170,7 @@ class Auth:
         self.principals.unbind_all(user.id, user.incarnation)
 
     def _update_user(self, user_id: str, change: Callable[[User], User]) -> User:
-        for _ in range(CAS_ATTEMPTS):
+        def attempt() -> User | Again:
             try:
                 raw = self.kv.get(USERS, user_id)
             except KeyNotFound:
@@ -180,9 +179,10 @@ class Auth:
             try:
                 self.kv.set_if(USERS, user_id, updated.record(), raw)
             except PredicateFailed:
-                continue
+                return AGAIN
             return self._resolve(updated)
-        raise TooManyRetries(f"user {user_id!r} kept changing")
+
+        return retry(PRINCIPAL, attempt, f"user {user_id!r} kept changing")
 
     def renew_epoch(self, user_id: str) -> None:
         """Replace the user's grant epoch: every block signature made for it stops working. One

@@ -24,6 +24,7 @@ from lakectl.core.kv import helpers as kvh
 from lakectl.core.kv import postgres as pg
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.kv.postgres import PostgresStore
+from lakectl.core.kv.retry import RetryPolicy
 from lakectl.core.kv.sqlite import HEAD_REVISION, SCAN_PAGE, SQLiteStore, migrations_dir
 from lakectl.errors import (
     InvalidArgument,
@@ -295,15 +296,19 @@ def test_update_with_retries_gives_up(store: KVStore) -> None:
         return b"mine"
 
     with pytest.raises(TooManyRetries):
-        kvh.update_with_retries(store, "p", "n", always_raced, attempts=3, base_delay=0)
+        kvh.update_with_retries(store, "p", "n", always_raced, RetryPolicy(attempts=3))
     assert calls == 3
     assert store.get("p", "n") == b"other-3"
+
+
+CONTENDED = RetryPolicy(attempts=200, base_delay=0.0005, max_delay=0.2)
+"""Every thread or process hammers one key: enough attempts that none gives up."""
 
 
 def test_compare_and_swap_from_worker_threads(store: KVStore) -> None:
     def work() -> None:
         for _ in range(50):
-            kvh.update_with_retries(store, "p", "n", _incr, attempts=200, base_delay=0.0005)
+            kvh.update_with_retries(store, "p", "n", _incr, CONTENDED)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
     for t in threads:
@@ -460,13 +465,14 @@ _CHILD = """
 import sys
 from lakectl.core.kv import open_store
 from lakectl.core.kv.helpers import update_with_retries
+from lakectl.core.kv.retry import RetryPolicy
 
 store = open_store(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
 incr = lambda old: str(int(old or b"0") + 1).encode()
 for _ in range(int(sys.argv[2])):
-    update_with_retries(store, "p", "counter", incr, attempts=200, base_delay=0.0005)
+    update_with_retries(store, "p", "counter", incr, RetryPolicy(200, 0.0005, 0.2))
 store.close()
 """
 

@@ -10,6 +10,7 @@ from lakectl.core.blocks import BlockAdapter
 from lakectl.core.graph.refs import RefStore, commit_id_of, new_staging_token
 from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update
+from lakectl.core.kv.retry import AGAIN, BRANCH_HEAD, Again, retry
 from lakectl.core.model import (
     Branch,
     BranchId,
@@ -19,9 +20,7 @@ from lakectl.core.model import (
     RepositoryId,
     StagingToken,
 )
-from lakectl.errors import DirtyBranch, NothingToCommit, PredicateFailed, TooManyRetries
-
-CAS_ATTEMPTS = 50
+from lakectl.errors import DirtyBranch, NothingToCommit, PredicateFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +93,9 @@ class Committer:
                 under = ", ".join(map(repr, prefixes))
                 raise NothingToCommit(f"nothing to commit under {under} on branch {name!r}")
         branch, raw = self._seal(repo, name, req.allow_empty or bool(prefixes))
-        for _ in range(CAS_ATTEMPTS):
+
+        def attempt() -> Commit | Again:
+            nonlocal branch, raw
             head = self.refs.get_commit(repo, branch.commit_id)
             applied = branch.sealed_tokens
             updates: list[Update] = []
@@ -123,17 +124,18 @@ class Committer:
             except PredicateFailed:
                 self.staging.drop_tokens(repo, kept)
                 branch, raw = self.refs.get_branch_raw(repo, name)
-                continue
+                return AGAIN
             if moved is not None:
                 moved.branch, moved.dropped = updated, tuple(applied)
             self.staging.drop_tokens(repo, applied)
             if new_head is None:
                 raise NothingToCommit(f"nothing to commit on branch {name!r}")
             return new_head
-        raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
+
+        return retry(BRANCH_HEAD, attempt, f"could not commit branch {name!r}: too many concurrent updates")
 
     def _seal(self, repo: RepositoryId, name: BranchId, allow_empty: bool) -> tuple[Branch, bytes]:
-        for _ in range(CAS_ATTEMPTS):
+        def attempt() -> tuple[Branch, bytes] | Again:
             branch, raw = self.refs.get_branch_raw(repo, name)
             # Staged rows that change nothing are no reason to seal: a commit refused after it
             # sealed would have moved the staging token with no journal entry to say so.
@@ -148,9 +150,10 @@ class Committer:
             try:
                 self.refs.swap_branch(repo, raw, sealed)
             except PredicateFailed:
-                continue
+                return AGAIN
             return sealed, sealed.encode()
-        raise TooManyRetries(f"could not commit branch {name!r}: too many concurrent updates")
+
+        return retry(BRANCH_HEAD, attempt, f"could not commit branch {name!r}: too many concurrent updates")
 
     def commit_tree(
         self,
@@ -170,7 +173,8 @@ class Committer:
         commit = make_commit(tuple(p.id for p in parents), parents, mid, req)
         self.blocks.sync()
         self.refs.put_commit(repo, commit)
-        for _ in range(CAS_ATTEMPTS):
+
+        def attempt() -> Commit | Again:
             branch, raw = self.refs.get_branch_raw(repo, name)
             if branch.commit_id != expected_head:
                 raise PredicateFailed(f"branch {name!r} moved during the operation; try again")
@@ -180,12 +184,13 @@ class Committer:
             try:
                 self.refs.swap_branch(repo, raw, updated)
             except PredicateFailed:
-                continue
+                return AGAIN
             if moved is not None:
                 moved.branch, moved.dropped = updated, branch.tokens
             self.staging.drop_tokens(repo, branch.tokens)
             return commit
-        raise TooManyRetries(f"could not move branch {name!r}: too many concurrent updates")
+
+        return retry(BRANCH_HEAD, attempt, f"could not move branch {name!r}: too many concurrent updates")
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:

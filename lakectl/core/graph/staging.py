@@ -11,6 +11,7 @@ from lakectl.core.graph.refs import RefStore
 from lakectl.core.graph.tree import Trees, Update, diff_rows
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, drop_partition, set_many
+from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.model import (
     TOMBSTONE,
     Branch,
@@ -22,9 +23,7 @@ from lakectl.core.model import (
     decode_row,
     encode_row,
 )
-from lakectl.errors import KeyNotFound, TooManyRetries
-
-WRITE_ATTEMPTS = 20
+from lakectl.errors import KeyNotFound
 
 Carry = Callable[[Sequence[StagingToken]], Sequence[tuple[str, str, bytes]]]
 """What a staged write stores with its rows, in the same transaction, given the tokens written so
@@ -65,14 +64,16 @@ class Staging:
         one). Each write also stores the ``(partition, key, value)`` rows ``carry`` returns for
         the tokens written so far, in its own transaction, once its rows are in."""
         written: list[StagingToken] = []
-        for _ in range(WRITE_ATTEMPTS):
+
+        def attempt() -> list[StagingToken] | Again:
             token = self.refs.get_branch(repo, branch).staging_token
             then = None if carry is None else partial(carry, [*written, token])
             set_many(self.kv, keys.staging_partition(repo, token), items, then)
             written.append(token)
-            if self.refs.get_branch(repo, branch).staging_token == token:
-                return written
-        raise TooManyRetries(f"could not stage on branch {branch!r}: too many concurrent commits")
+            return written if self.refs.get_branch(repo, branch).staging_token == token else AGAIN
+
+        gave_up = f"could not stage on branch {branch!r}: too many concurrent commits"
+        return retry(STAGING_TOKEN, attempt, gave_up)
 
     def fill(self, repo: RepositoryId, token: StagingToken, updates: Sequence[Update]) -> None:
         """Write rows into a token no branch names yet (a partial commit's kept changes)."""

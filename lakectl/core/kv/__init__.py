@@ -2,7 +2,8 @@
 
 Keys and partitions are ``str`` compared by code point, which is the byte order of their UTF-8
 encoding; values are ``bytes``. Conveniences (prefix scans, batched writes) live in
-:mod:`lakectl.core.kv.helpers`, never in the protocol.
+:mod:`lakectl.core.kv.helpers` and the bounded compare-and-swap retries in
+:mod:`lakectl.core.kv.retry`, never in the protocol.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""Conveniences built on the KV protocol: prefix scans, batches, partition drops, CAS retry loops."""
+"""Conveniences built on the KV protocol: prefix scans, batches, partition drops, retried updates."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import cast
 
 from lakectl.core.kv import BatchWriter, KVStore, Then
-from lakectl.errors import KeyNotFound, PredicateFailed, TooManyRetries
+from lakectl.core.kv.retry import AGAIN, RECORD, Again, RetryPolicy, retry
+from lakectl.errors import KeyNotFound, PredicateFailed
 
 DROP_CHUNK = 10_000
 """Keys deleted per batch by :func:`drop_partition`: bounded memory, few transactions."""
@@ -88,18 +88,16 @@ def update_with_retries(
     partition: str,
     key: str,
     fn: Callable[[bytes | None], bytes],
-    attempts: int = 10,
-    base_delay: float = 0.002,
-    max_delay: float = 0.2,
+    policy: RetryPolicy = RECORD,
 ) -> bytes:
     """Read the value (None when absent), store ``fn(old)`` with ``set_if``, and return it.
 
-    When another writer wins the compare-and-swap, wait a random time of up to ``base_delay``
-    doubled per attempt (capped at ``max_delay``) and start again from the read; ``fn`` may
-    therefore run several times and must not have side effects. Raises ``TooManyRetries``
-    after ``attempts`` lost races.
+    When another writer wins the compare-and-swap, start again from the read, as ``policy``
+    says; ``fn`` may therefore run several times and must not have side effects. Raises
+    ``TooManyRetries`` after ``policy.attempts`` lost races.
     """
-    for attempt in range(attempts):
+
+    def attempt() -> bytes | Again:
         try:
             old: bytes | None = store.get(partition, key)
         except KeyNotFound:
@@ -107,16 +105,15 @@ def update_with_retries(
         new = fn(old)
         try:
             store.set_if(partition, key, new, old)
-            return new
         except PredicateFailed:
-            if attempt + 1 < attempts:
-                import random  # here: only a lost race needs it (with secrets, ~1.6 ms of start-up)
+            return AGAIN
+        return new
 
-                # Full jitter: contenders spread out instead of colliding again in lockstep.
-                time.sleep(random.uniform(0, min(max_delay, base_delay * 2**attempt)))
-    raise TooManyRetries(
-        f"gave up updating {key!r} in partition {partition!r} after {attempts} attempts",
+    return retry(
+        policy,
+        attempt,
+        f"gave up updating {key!r} in partition {partition!r} after {policy.attempts} attempts",
         partition=partition,
         key=key,
-        attempts=attempts,
+        attempts=policy.attempts,
     )
