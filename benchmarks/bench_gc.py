@@ -1,7 +1,7 @@
 """Garbage collection in-process, and as a Spark job: a lake of 1M blocks of which 10% are garbage.
 
 Target: the in-process collection (mark + sweep) in <= 60 s with a peak memory <= 1 GiB on this
-machine. The Spark job (``lakectl.spark.gc.run`` on ``local[2]``) is timed beside it, on a copy
+machine. The Spark job (``lakectl.sparkjobs.gc.run`` on ``local[2]``) is timed beside it, on a copy
 of the same lake (``cp -a``, mtimes kept), for information: it must leave the same blocks and
 report the same counts.
 
@@ -56,8 +56,8 @@ _SPARK_CHILD = (
     """
 import json, os, sys, time
 from lakectl.core import porcelain
-from lakectl.spark import gc
-from lakectl.spark.session import session
+from lakectl.sparkjobs import gc
+from lakectl.sparkjobs.session import session
 
 """
     + CHILD_PEAKS

@@ -44,7 +44,7 @@ home, repo, dest, strategy, master = sys.argv[1:6]
 lake = porcelain.open_lake(home)
 runner = None
 if master:
-    from lakectl.spark import tablemerge
+    from lakectl.sparkjobs import tablemerge
     runner = tablemerge.runner(master)
 start = time.perf_counter()
 try:

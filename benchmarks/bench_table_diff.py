@@ -19,7 +19,7 @@ that the diff "either runs within 8 GiB or moves to Spark with the same answer":
 judged against 8 GiB and the time is printed only.
 
 ``--spark MASTER`` (e.g. ``local[2]``) runs the same keyed diff through
-``lakectl.spark.tablediff.diff_table`` in a fresh child as well: the session is started first
+``lakectl.sparkjobs.tablediff.diff_table`` in a fresh child as well: the session is started first
 (timed apart: the JVM), then the diff is timed. It prints the driver's peak (the Python process
 holding the session; the JVM's and the largest Python worker's beside it) and checks that the
 answer is the in-process one, the whole ``to_dict()``: counts, partitions, schema, the first page
@@ -74,8 +74,8 @@ _SPARK_CHILD = (
     """
 import json, os, sys, time
 from lakectl.core import porcelain
-from lakectl.spark import tablediff
-from lakectl.spark.session import session
+from lakectl.sparkjobs import tablediff
+from lakectl.sparkjobs.session import session
 """
     + CHILD_PEAKS
     + """

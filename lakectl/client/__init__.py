@@ -224,7 +224,7 @@ class Backend(Protocol):
         """The data-aware diff of the table at ``path`` from ``left``'s tree to ``right``'s, as
         :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes).
         With ``spark_master``, the same diff runs as a Spark job on that master
-        (:func:`lakectl.spark.tablediff.diff_table`), against an embedded lake only."""
+        (:func:`lakectl.sparkjobs.tablediff.diff_table`), against an embedded lake only."""
         ...
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
@@ -242,7 +242,7 @@ class Backend(Protocol):
         """Three-way merge; raises ``MergeConflict`` (with the paths) when sides disagree.
         ``squash``: the result has the destination as its one parent (lakeFS's squash_merge).
         With ``spark_master``, a ``rows`` strategy's merges run as a Spark job on that master
-        (:func:`lakectl.spark.tablemerge.runner`), against an embedded lake only."""
+        (:func:`lakectl.sparkjobs.tablemerge.runner`), against an embedded lake only."""
         ...
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit: ...
@@ -333,7 +333,7 @@ class Backend(Protocol):
     ) -> dict[str, Any]:
         """Collect the blocks the lake no longer needs once ``repo``'s expired commits go; the
         report of :func:`lakectl.core.gc.run`. With ``spark_master``, the same collection runs
-        as a Spark job on that master (:func:`lakectl.spark.gc.run`), where the lake is.
+        as a Spark job on that master (:func:`lakectl.sparkjobs.gc.run`), where the lake is.
         ``allow_preexisting_blocks``: collect even though the lake's database was created over
         blocks already stored (refused otherwise), and forget that it was."""
         ...
@@ -433,7 +433,7 @@ class Backend(Protocol):
     ) -> dict[str, Any]:
         """Verify every block the lake (``repo`` None) or one repository references: the report
         of :func:`lakectl.core.fsck.check`. With ``spark_master``, the blocks are verified by a
-        Spark job on that master (:func:`lakectl.spark.fsck.check`), where the lake is.
+        Spark job on that master (:func:`lakectl.sparkjobs.fsck.check`), where the lake is.
         ``progress`` is called only where the check runs in this process."""
         ...
 

@@ -1,14 +1,12 @@
 """The remote backend's block plumbing that needs no connection: reading a stream block by
-block, sending large bodies without copies, and collecting the packs a client-side packer writes."""
+block, and sending large bodies without copies."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import BinaryIO, cast
 
 from lakectl.core.model import BLOCK_SIZE
-from lakectl.errors import BlockNotFound
 
 SEND_SLICE = 1024 * 1024
 """The size of the views a large body is sent in (:func:`slices`)."""
@@ -50,46 +48,3 @@ def slices(content: bytes | memoryview) -> Iterator[bytes]:
     for start in range(0, len(view), SEND_SLICE):
         # httpx hands each chunk to socket.sendall, which takes any buffer; it is typed as bytes
         yield cast(bytes, view[start : start + SEND_SLICE])
-
-
-class MemoryBlocks:
-    """Collects the packs a client-side Packer writes, in the order it writes them."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[str, bytes] = {}
-        self.times: dict[str, float] = {}
-
-    def put(self, locator: str, data: bytes | memoryview) -> None:
-        self.blocks[locator] = bytes(data)
-        self.times[locator] = time.time()
-
-    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
-        data = self.blocks[locator]
-        return data[offset:] if length is None else data[offset : offset + length]
-
-    def exists(self, locator: str) -> bool:
-        return locator in self.blocks
-
-    def touch(self, locator: str) -> bool:
-        if locator not in self.blocks:
-            return False
-        self.times[locator] = time.time()
-        return True
-
-    def modified(self, locator: str) -> float:
-        if locator not in self.times:
-            raise BlockNotFound(f"no pack {locator}", locator=locator)
-        return self.times[locator]
-
-    def delete(self, locator: str) -> None:
-        self.blocks.pop(locator, None)
-        self.times.pop(locator, None)
-
-    def list(self) -> Iterator[str]:
-        return iter(list(self.blocks))
-
-    def sync(self) -> None:
-        pass
-
-
-# -- wire format → records -------------------------------------------------------------------

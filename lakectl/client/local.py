@@ -260,7 +260,7 @@ class LocalBackend:
         spark_master: str | None = None,
     ) -> dict[str, Any]:
         if spark_master is not None:
-            from lakectl.spark import tablediff as spark_tablediff
+            from lakectl.sparkjobs import tablediff as spark_tablediff
 
             found = spark_tablediff.diff_table(
                 self.lake, repo, left, right, path, key, amount, after, master=spark_master
@@ -282,7 +282,7 @@ class LocalBackend:
     ) -> MergeResult:
         runner = None
         if spark_master is not None:
-            from lakectl.spark import tablemerge as spark_tablemerge
+            from lakectl.sparkjobs import tablemerge as spark_tablemerge
 
             runner = spark_tablemerge.runner(spark_master)
         return p.merge(self.lake, repo, source, dest, strategies, message, squash=squash, rows_runner=runner)
@@ -377,7 +377,7 @@ class LocalBackend:
 
         allow = allow_preexisting_blocks
         if spark_master is not None:
-            from lakectl.spark import gc as spark_gc
+            from lakectl.sparkjobs import gc as spark_gc
 
             return spark_gc.run(
                 self.lake, repo, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow
@@ -500,7 +500,7 @@ class LocalBackend:
         progress: ByteProgress | None = None,
     ) -> dict[str, Any]:
         if spark_master is not None:
-            from lakectl.spark import fsck as spark_fsck
+            from lakectl.sparkjobs import fsck as spark_fsck
 
             return spark_fsck.check(self.lake, repo, repair, master=spark_master).to_dict()
         from lakectl.core import fsck

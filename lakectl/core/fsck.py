@@ -14,7 +14,7 @@ nothing: garbage that ``gc run`` collects, or a put whose object is not staged y
 temporary files of killed writers. Neither is damage.
 
 Each damaged block names one place that references it, chosen the same way by the in-process
-check and by the Spark job (:mod:`lakectl.spark.fsck`): of the blocks that name it, the least
+check and by the Spark job (:mod:`lakectl.sparkjobs.fsck`): of the blocks that name it, the least
 by ``(parent, root)`` — its range (or metarange) and the metarange that range was reached from —
 then the first commit (repositories and commit ids in order) with that metarange, and the first
 path of the range whose entry names the block.

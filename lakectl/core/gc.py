@@ -576,7 +576,7 @@ def check_preexisting(lake: porcelain.Lake, dry_run: bool, allow: bool) -> None:
 Collect = Callable[[porcelain.Lake, Roots, float, bool], Tally]
 """How a collection marks and sweeps: given the :func:`roots` of its mark, the cutoff (blocks
 touched since stay) and ``dry_run``, it deletes what nothing live references and returns its
-counts. In-process by default (:func:`collect`); :mod:`lakectl.spark.gc` passes a Spark job."""
+counts. In-process by default (:func:`collect`); :mod:`lakectl.sparkjobs.gc` passes a Spark job."""
 
 
 def collect(lake: porcelain.Lake, start: Roots, cutoff: float, dry_run: bool) -> Tally:

@@ -61,7 +61,7 @@ def merge(
     with ``onto`` only onto that head of the destination (``PredicateFailed`` once it moved):
     the one whose actions the gate found, which the merge runs.
     ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with
-    :func:`lakectl.spark.tablemerge.runner`)."""
+    :func:`lakectl.sparkjobs.tablemerge.runner`)."""
     from lakectl.core.graph.merge import StrategyRules, plan_merge
 
     rid, bid = _branch_target(lake, repo, dest)

@@ -62,7 +62,7 @@ class KeyedCompare(Protocol):
     """What compares the two sides' rows by key, given the objects to read, each side's base
     schema, the compared column pairs and the page wanted: in-process by default
     (:func:`~lakectl.core.tables.rows.compare_keyed`), or as a Spark job
-    (:mod:`lakectl.spark.tablediff`)."""
+    (:mod:`lakectl.sparkjobs.tablediff`)."""
 
     def __call__(
         self,
@@ -94,7 +94,7 @@ class MultisetCompare(Protocol):
     """What compares the two sides' whole rows (on the columns of ``pairs``) as multisets, given
     the objects to read, each side's base schema and the page wanted: in-process by default
     (:func:`~lakectl.core.tables.rows.compare_multiset`), or as a Spark job
-    (:mod:`lakectl.spark.tablediff`)."""
+    (:mod:`lakectl.sparkjobs.tablediff`)."""
 
     def __call__(
         self,

@@ -10,7 +10,7 @@ type, compression and row-group size; when both sides only changed objects in pl
 they both changed is merged on its own, under its name. Every directory one side changed keeps
 that side's objects, and every untouched one its locators. Row and schema conflicts are returned
 as data, per object or directory, for :class:`~lakectl.errors.MergeConflict`. The units run
-in-process, or on Spark (:mod:`lakectl.spark.tablemerge`), with the same result.
+in-process, or on Spark (:mod:`lakectl.sparkjobs.tablemerge`), with the same result.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ its conflicts as data (``{"rows": [...], "schema": [...], "count": N}``)."""
 
 class UnitRunner(Protocol):
     """What merges the units by rows: in-process by default (:func:`run_in_process`), or on
-    Spark's executors (:mod:`lakectl.spark.tablemerge`); each outcome as :func:`merge_unit`'s."""
+    Spark's executors (:mod:`lakectl.sparkjobs.tablemerge`); each outcome as :func:`merge_unit`'s."""
 
     def __call__(self, lake: Lake, units: Sequence[Unit]) -> list[Outcome]: ...
 

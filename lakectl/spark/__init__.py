@@ -1,4 +1,4 @@
-"""lakectl on Spark: the ``lakefs`` data source and the garbage-collection job.
+"""lakectl on Spark: the ``lakefs`` data source, which reads and writes a lake through the client.
 
     import lakectl.spark
     lakectl.spark.register(spark)
@@ -7,6 +7,10 @@
         "lakefs://repo/etl/events")
 
 Needs PySpark 4.1+ (the ``spark`` extra: :data:`lakectl.spark.session.INSTALL`) and Java 17+.
+
+This package is the floor above :mod:`lakectl.client`: its modules import the client. The Spark
+jobs the backends and the server run (garbage collection, fsck, table diff and merge) are in
+:mod:`lakectl.sparkjobs`, below the client.
 """
 
 from __future__ import annotations

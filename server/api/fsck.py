@@ -43,7 +43,7 @@ def check_repository(
 
 def _check(lake: Lake, repo: str | None, repair: bool, spark_master: str | None) -> dict[str, Any]:
     if spark_master is not None:
-        from lakectl.spark import fsck as spark_fsck
+        from lakectl.sparkjobs import fsck as spark_fsck
 
         return spark_fsck.check(lake, repo, repair, master=spark_master).to_dict()
     return fsck.check(lake, repo, repair).to_dict()

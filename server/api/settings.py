@@ -64,7 +64,7 @@ def run_gc(
     ``allow_preexisting_blocks``: see :func:`lakectl.core.gc.check_preexisting`."""
     allow = allow_preexisting_blocks
     if spark_master is not None:
-        from lakectl.spark import gc as spark_gc
+        from lakectl.sparkjobs import gc as spark_gc
 
         return spark_gc.run(
             lake, repository, dry_run, grace_seconds, master=spark_master, allow_preexisting_blocks=allow

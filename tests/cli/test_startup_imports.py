@@ -81,6 +81,7 @@ NEVER = (
     "lakectl.core.importing.tasks",
     "lakectl.core.fsck",
     "lakectl.spark",
+    "lakectl.sparkjobs",
 )
 """Modules none of the four commands may import (a name covers its submodules)."""
 

@@ -17,7 +17,7 @@ def spark() -> Iterator[object]:
     if shutil.which("java") is None:
         pytest.skip("SKIPPED LOUDLY: no `java` on PATH; run scripts/ensure-java.sh (make test does)")
     pytest.importorskip("pyspark", reason="pyspark is a test dependency: pip install -e '.[test]'")
-    from lakectl.spark.session import session
+    from lakectl.sparkjobs.session import session
 
     spark = session("local[2]", "lakectl-tests")
     yield spark

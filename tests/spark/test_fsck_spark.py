@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from lakectl.cli.app import app
 from lakectl.core import fsck, multipart, porcelain
 from lakectl.core.porcelain import Lake
-from lakectl.spark import fsck as spark_fsck
+from lakectl.sparkjobs import fsck as spark_fsck
 
 REPO, OTHER = "repo", "other"
 

@@ -32,7 +32,7 @@ from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.model import ResetKind
 from lakectl.core.porcelain import Lake
 from lakectl.errors import BlockNotFound, InvalidArgument, MissingData
-from lakectl.spark import gc as spark_gc
+from lakectl.sparkjobs import gc as spark_gc
 
 REPO, OTHER = "repo", "other"
 T0 = 1_800_000_000
@@ -351,7 +351,7 @@ _CONCURRENT = """
 import sys, threading
 from pyspark.sql import SparkSession
 from lakectl.core import porcelain
-from lakectl.spark import gc as spark_gc
+from lakectl.sparkjobs import gc as spark_gc
 
 lakes = [porcelain.open_lake(home) for home in sys.argv[1:]]
 reports, errors = [], []

@@ -23,7 +23,7 @@ from lakectl.core.blocks.volumes import local_volumes
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.porcelain import Lake
 from lakectl.errors import InvalidArgument
-from lakectl.spark import tablediff as spark_tablediff
+from lakectl.sparkjobs import tablediff as spark_tablediff
 
 REPO = "repo"
 PARTITIONS = ("2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05")

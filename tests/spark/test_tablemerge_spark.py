@@ -17,7 +17,7 @@ from lakectl.cli.app import app
 from lakectl.core import porcelain, tablemerge
 from lakectl.core.porcelain import Lake
 from lakectl.errors import InvalidArgument, MergeConflict
-from lakectl.spark import tablemerge as spark_tablemerge
+from lakectl.sparkjobs import tablemerge as spark_tablemerge
 
 REPO = "repo"
 RULE = "orders/**=rows:key=id"

@@ -1,5 +1,6 @@
 """Every module lakectl ships imports only what its install declares: the runtime dependencies of
-pyproject.toml for everything, plus the ``spark`` extra for :mod:`lakectl.spark`.
+pyproject.toml for everything, plus the ``spark`` extra for :mod:`lakectl.spark` and
+:mod:`lakectl.sparkjobs`.
 
 A package that only the test extras bring in (as ``cryptography`` once did) passes every test and
 then fails a user's plain install with a traceback. This reads every import statement of the
@@ -20,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("lakectl", "server", "migrations")
 OWN = set(SHIPPED)
+SPARK = ("spark", "sparkjobs")
+"""The packages of lakectl that may import the ``spark`` extra: the data source and the jobs."""
 
 
 def declared(requirements: list[str]) -> set[str]:
@@ -68,7 +71,7 @@ def shipped_files() -> list[Path]:
 
 def test_every_runtime_import_is_a_declared_dependency() -> None:
     runtime = declared(list(project()["dependencies"]))  # type: ignore[arg-type]
-    files = [p for p in shipped_files() if "spark" not in p.relative_to(ROOT).parts]
+    files = [p for p in shipped_files() if not set(SPARK) & set(p.relative_to(ROOT).parts)]
     assert len(files) > 50
     missing = undeclared(files, runtime)
     assert not missing, f"imported but not in [project] dependencies: {missing}"
@@ -78,10 +81,12 @@ def test_the_spark_modules_need_only_the_spark_extra() -> None:
     metadata = project()
     extras: dict[str, list[str]] = metadata["optional-dependencies"]  # type: ignore[assignment]
     allowed = declared([*metadata["dependencies"], *extras["spark"]])  # type: ignore[misc]
-    files = sorted((ROOT / "lakectl" / "spark").rglob("*.py"))
+    files = sorted(path for package in SPARK for path in (ROOT / "lakectl" / package).rglob("*.py"))
     assert files
     missing = undeclared(files, allowed)
-    assert not missing, f"imported by lakectl.spark but not in the spark extra: {missing}"
+    assert not missing, (
+        f"imported by lakectl.spark or lakectl.sparkjobs but not in the spark extra: {missing}"
+    )
 
 
 def test_the_check_sees_an_undeclared_import(tmp_path: Path) -> None:

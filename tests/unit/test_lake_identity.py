@@ -13,7 +13,7 @@ import pytest
 from lakectl.core import gc, identity, keys, porcelain
 from lakectl.core.identity import Origin
 from lakectl.errors import PreconditionFailed, StorageError
-from lakectl.spark import gc as spark_gc
+from lakectl.sparkjobs import gc as spark_gc
 
 CONTENT = b"id\n1\n"
 

@@ -23,9 +23,9 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.s3 import S3Adapter, client_config
-from lakectl.core.importing.sources import CHUNK, Listed
+from lakectl.core.importing.protocol import CHUNK, Listed, changed
 from lakectl.core.model import External
-from lakectl.errors import InvalidURI, NotFound, SourceChanged, StorageError, Unauthenticated
+from lakectl.errors import InvalidURI, NotFound, StorageError, Unauthenticated
 
 _lock = threading.Lock()
 _chain: dict[tuple[str, ...], Any] = {}
@@ -196,14 +196,6 @@ def read(
     return _stream(ext, body)
 
 
-def _changed(ext: External, why: str) -> SourceChanged:
-    return SourceChanged(
-        f"the source of this imported object changed or vanished ({why}): {ext.address}; "
-        "import it again to see its new version",
-        address=ext.address,
-    )
-
-
 def _get(
     ext: External, bucket: str, key: str, rng: str | None, want: int, size: int, blocks: BlockAdapter | None
 ) -> Any:
@@ -217,9 +209,9 @@ def _get(
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("PreconditionFailed", "412"):
-            raise _changed(ext, "its ETag is no longer the imported one") from exc
+            raise changed(ext, "its ETag is no longer the imported one") from exc
         if code in ("NoSuchKey", "NoSuchBucket", "404", "NotFound"):
-            raise _changed(ext, "no such object") from exc
+            raise changed(ext, "no such object") from exc
         raise StorageError(f"cannot read imported object at {ext.address}: {exc}") from exc
     except (BotoCoreError, OSError) as exc:
         raise StorageError(f"cannot read imported object at {ext.address}: {exc}") from exc
@@ -227,7 +219,7 @@ def _get(
     total = _total(response)
     if response.get("ContentLength") != want or (total is not None and total != size):
         body.close()
-        raise _changed(ext, "its size is no longer the imported one")
+        raise changed(ext, "its size is no longer the imported one")
     return body
 
 

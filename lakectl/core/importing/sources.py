@@ -18,29 +18,12 @@ import os
 import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from lakectl.core.hostpaths import Confinement
+from lakectl.core.importing.protocol import CHUNK, Listed, Source, changed
 from lakectl.core.model import Entry, External
-from lakectl.errors import InvalidArgument, InvalidURI, NotFound, SourceChanged, StorageError
-
-CHUNK = 1024 * 1024
-"""Bytes read from a source per chunk."""
-
-Listed = tuple[str, int, External, int]
-"""One object of a source: its key relative to the source prefix, its size, its address+guard,
-its modification time (seconds)."""
-
-
-class Source(Protocol):
-    """Where imported objects come from."""
-
-    @property
-    def uri(self) -> str: ...
-
-    def list(self) -> Iterator[Listed]:
-        """Every object under the source, by relative key in code-point order."""
-        ...
+from lakectl.errors import InvalidArgument, InvalidURI, NotFound, StorageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,17 +193,9 @@ def read_external(
     return _read_local(ext, entry.size, offset, end, confinement)
 
 
-def _changed(ext: External, why: str) -> SourceChanged:
-    return SourceChanged(
-        f"the source of this imported object changed or vanished ({why}): {ext.address}; "
-        "import it again to see its new version",
-        address=ext.address,
-    )
-
-
 def _check(ext: External, size: int, st: os.stat_result) -> None:
     if st.st_size != size or st.st_mtime_ns != ext.mtime_ns:
-        raise _changed(ext, f"size {st.st_size}, expected {size}; or mtime changed")
+        raise changed(ext, f"size {st.st_size}, expected {size}; or mtime changed")
 
 
 def _read_local(
@@ -232,16 +207,16 @@ def _read_local(
         else:
             f = os.fdopen(confinement.open(ext.address), "rb")
     except FileNotFoundError as exc:
-        raise _changed(ext, "no such file") from exc
+        raise changed(ext, "no such file") from exc
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # confined: the file was replaced by a symbolic link
-            raise _changed(ext, "replaced by a symbolic link") from exc
+            raise changed(ext, "replaced by a symbolic link") from exc
         raise StorageError(f"cannot read imported object at {ext.address}: {exc.strerror or exc}") from exc
     # Opened and checked eagerly, so a changed source fails before any header is sent.
     try:
         st = os.fstat(f.fileno())
         if not stat_mod.S_ISREG(st.st_mode):
-            raise _changed(ext, "no longer a regular file")
+            raise changed(ext, "no longer a regular file")
         _check(ext, size, st)
     except BaseException:
         f.close()
@@ -264,6 +239,6 @@ def _chunks(f: object, ext: External, size: int, offset: int, end: int) -> Itera
             # Checked after the read and before the bytes leave: a write meanwhile is caught.
             _check(ext, size, os.fstat(f.fileno()))
             if not data:
-                raise _changed(ext, "shorter than recorded")
+                raise changed(ext, "shorter than recorded")
             pos += len(data)
             yield data

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from lakectl.core import keys
 from lakectl.core.graph.tree import Update
 from lakectl.core.hostpaths import Confinement
-from lakectl.core.importing.sources import Listed, Source, local_checksum, parse_object, parse_source
+from lakectl.core.importing.protocol import Listed, Source
+from lakectl.core.importing.sources import local_checksum, parse_object, parse_source
 from lakectl.core.limits import check_metadata, check_name
 from lakectl.core.model import PathType, Row
 from lakectl.core.uri import check_new_path, check_path

@@ -17,7 +17,7 @@ from typing import Any
 
 from lakectl.core import porcelain, tablemerge
 from lakectl.errors import LakectlError, from_code
-from lakectl.spark.session import executor_blocks, local_root, shared, translate
+from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
 MAX_TASKS = 10_000
 """The most units one job schedules as tasks of their own (more share tasks)."""
@@ -25,7 +25,7 @@ MAX_TASKS = 10_000
 
 def runner(master: str = "local[2]") -> tablemerge.UnitRunner:
     """A :class:`~lakectl.core.tablemerge.UnitRunner` that merges the units on Spark on
-    ``master`` (the session Spark jobs share, :func:`lakectl.spark.session.shared`).
+    ``master`` (the session Spark jobs share, :func:`lakectl.sparkjobs.session.shared`).
     ``InvalidArgument`` when the lake's blocks are not in a local block directory."""
 
     def on_spark(lake: porcelain.Lake, units: Sequence[tablemerge.Unit]) -> list[tablemerge.Outcome]:

@@ -2,7 +2,7 @@
 
 The driver computes the roots (:func:`lakectl.core.fsck.start`: every commit's metarange, the
 blocks of staged entries and uploads in flight), then everything that grows with the lake is a
-DataFrame, as in the Spark garbage collection (:mod:`lakectl.spark.gc`):
+DataFrame, as in the Spark garbage collection (:mod:`lakectl.sparkjobs.gc`):
 
 - the links: executors read the metaranges for their ranges, then the ranges' ``locators``
   column for their entries' blocks; each block keeps its least ``(parent, root)`` link, the rule
@@ -31,8 +31,8 @@ from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.errors import BlockNotFound, CorruptBlock
-from lakectl.spark import gc as spark_gc
-from lakectl.spark.session import executor_blocks, local_root, shared, translate
+from lakectl.sparkjobs import gc as spark_gc
+from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -48,7 +48,7 @@ def check(
     lake: porcelain.Lake, repo: str | None = None, repair: bool = False, master: str = "local[2]"
 ) -> fsck.Report:
     """:func:`lakectl.core.fsck.check` as a Spark job on ``master``: the same report. The session
-    is shared as the garbage collection's (:func:`lakectl.spark.gc.run`). With one block
+    is shared as the garbage collection's (:func:`lakectl.sparkjobs.gc.run`). With one block
     directory there is no other copy to repair from: ``repair`` reports damage as unrepaired.
 
     ``InvalidArgument`` when the lake's blocks are not in a local block directory."""

@@ -3,7 +3,7 @@ executors, the comparison of their rows and every count computed in Spark SQL.
 
 The driver finds the objects whose locators differ (:func:`lakectl.core.tables.parts.locate`),
 opens their footers for the schema comparison, exactly as in-process; executors read the objects
-from the local block directory (``mapInArrow`` over the parts, as :mod:`lakectl.spark.fsck`
+from the local block directory (``mapInArrow`` over the parts, as :mod:`lakectl.sparkjobs.fsck`
 reads blocks). The core injects the comparison (:class:`lakectl.core.tablediff.KeyedCompare`,
 :class:`~lakectl.core.tablediff.MultisetCompare`) and builds the same :class:`TableDiff` from it:
 
@@ -43,8 +43,8 @@ from lakectl.core.tables.rows import (
     compare_multiset,
 )
 from lakectl.errors import InvalidArgument
-from lakectl.spark import gc as spark_gc
-from lakectl.spark.session import executor_blocks, local_root, shared, translate
+from lakectl.sparkjobs import gc as spark_gc
+from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -69,7 +69,7 @@ def diff_table(
 ) -> TableDiff:
     """:func:`lakectl.core.tablediff.diff_table` as a Spark job on ``master``, with a key or
     without: the same answer. The session is shared as the garbage collection's
-    (:func:`lakectl.spark.gc.run`).
+    (:func:`lakectl.sparkjobs.gc.run`).
 
     ``InvalidArgument`` for an imported object (its bytes are not in the block directory), when
     the blocks are not in a local block directory, for a column of a type Spark cannot carry,

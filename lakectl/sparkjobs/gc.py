@@ -31,7 +31,7 @@ from lakectl.core import gc, porcelain
 from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.model import MetaRangeId, RangeId
-from lakectl.spark.session import executor_blocks, local_root, shared, translate
+from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
     import pyarrow as pa
