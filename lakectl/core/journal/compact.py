@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakectl.core import journallog, keys
+from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
-from lakectl.core.journalform import _encode
-from lakectl.core.journalseal import (
+from lakectl.core.journal import log
+from lakectl.core.journal.form import _encode
+from lakectl.core.journal.seal import (
     SEAL_ATTEMPTS,
     SEAL_BATCH,
     Entry,
@@ -75,9 +76,9 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
         # A log block whose entries are sealed is deleted now: once compaction dropped one of
         # them, a rebuild could no longer tell that it was sealed and would replay it again.
         sealed = {e.key for e in every if e.key}
-        for name, ids in journallog.logged(blocks):
+        for name, ids in log.logged(blocks):
             if ids <= sealed:
-                journallog.discard(blocks, name)
+                log.discard(blocks, name)
         generation = _generation(cursor) + 1
         kept = [e for e in every if e.logical_timestamp not in drop]
         new: list[dict[str, Any]] = []

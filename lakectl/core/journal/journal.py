@@ -5,7 +5,7 @@ A :class:`Journal` is an :class:`~lakectl.core.events.EventSink`. ``before`` sto
 under the writer's own KV partition (refusing the verb if it cannot), ``after`` overwrites it
 with its *outcome*; a staged write instead stores its entry done, in the write's own
 transaction. Before the verb returns, its done entry is also logged in the block store
-(:class:`LogWriter`, :mod:`lakectl.core.journallog`), so that an acknowledged change survives
+(:class:`LogWriter`, :mod:`lakectl.core.journal.log`), so that an acknowledged change survives
 the loss of the metadata database before it is sealed. :func:`seal` numbers done entries with
 the lake's logical timestamps and stores them as one Parquet block per batch; :func:`entries`
 reads the sealed journal back.
@@ -24,10 +24,11 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import journallog, keys
+from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
-from lakectl.core.journalform import (
+from lakectl.core.journal import log
+from lakectl.core.journal.form import (
     DONE,
     PENDING,
     _encode,
@@ -40,7 +41,7 @@ from lakectl.core.journalform import (
     live,
     read_live,
 )
-from lakectl.core.journalseal import (
+from lakectl.core.journal.seal import (
     BATCH,
     COLUMNS,
     FOLLOW_INTERVAL,
@@ -182,10 +183,10 @@ class GroupWriter:
 
 class LogWriter(GroupWriter):
     """A writer's acknowledged entries made durable outside the metadata database before the
-    answer (:mod:`lakectl.core.journallog`): concurrent callers share one log record and one sync
+    answer (:mod:`lakectl.core.journal.log`): concurrent callers share one log record and one sync
     (group commit). In a local block directory the records are written one after the other
-    into the writer's log file, made beforehand of zeros (:data:`journallog.FIRST_FILE_BYTES`,
-    twice as many as the last file's once one fills, up to :data:`journallog.FILE_BYTES`) and
+    into the writer's log file, made beforehand of zeros (:data:`log.FIRST_FILE_BYTES`,
+    twice as many as the last file's once one fills, up to :data:`log.FILE_BYTES`) and
     opened ``O_DSYNC``: a record's write returns once it is durable, and its sync changes no
     metadata (the file's size and blocks are durable already), 0.10 ms here against 0.15 ms for
     an append and its ``fdatasync``. In other stores each record is a block. What is sealed is
@@ -195,7 +196,7 @@ class LogWriter(GroupWriter):
         super().__init__(kv, partition)
         self.blocks = blocks
         self.writer = writer
-        self._folder = journallog.directory(blocks)
+        self._folder = log.directory(blocks)
         self._file: int | None = None
         """The open log file's descriptor (its path is :attr:`_path`), None until the next write."""
         self._path = ""
@@ -204,7 +205,7 @@ class LogWriter(GroupWriter):
         """Where the open log file's next record goes."""
         self._size = 0
         """The open log file's size: its records, then zeros."""
-        self._next_size = journallog.FIRST_FILE_BYTES
+        self._next_size = log.FIRST_FILE_BYTES
         self._written: dict[str, list[str]] = {}
         """Log files (paths) or blocks (locators) of this writer not yet retired, and the keys
         of their entries."""
@@ -212,7 +213,7 @@ class LogWriter(GroupWriter):
         """Held by an append and by a retirement: a file is never deleted under a write."""
 
     def _store(self, batch: list[tuple[str, bytes]]) -> None:
-        data = journallog.encode(self.writer, batch)
+        data = log.encode(self.writer, batch)
         with self._files:
             if self._folder is None:
                 name = block_locator(data)
@@ -227,7 +228,7 @@ class LogWriter(GroupWriter):
         try:
             if self._file is None or self._offset + len(data) > self._size:
                 if self._file is not None:  # filled: a writer this busy gets bigger files
-                    self._next_size = min(2 * self._next_size, journallog.FILE_BYTES)
+                    self._next_size = min(2 * self._next_size, log.FILE_BYTES)
                 self._close()
                 self._open(len(data))
             assert self._file is not None
@@ -251,7 +252,7 @@ class LogWriter(GroupWriter):
             os.makedirs(self._folder, exist_ok=True)
             fsync_dir(os.path.dirname(self._folder))
         self._segment += 1
-        self._path = os.path.join(self._folder, journallog.file_name(self.writer, self._segment))
+        self._path = os.path.join(self._folder, log.file_name(self.writer, self._segment))
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC | os.O_CLOEXEC
         self._file = os.open(self._path, flags, 0o600)
         self._size = max(self._next_size, least)
@@ -355,7 +356,7 @@ class Journal:
         """The verb raised after its intent: a refusal (the verb's own checks, a lost
         compare-and-swap) changed nothing, and its intent is withdrawn; after any other error
         the change may have landed, and the intent is decided from the lake, as recovery decides
-        a dead writer's (:mod:`lakectl.core.recovery`)."""
+        a dead writer's (:mod:`lakectl.core.journal.recovery`)."""
         if CARRIED in event.notes:
             # A staged write stores its entry, done, with each of its writes: whatever landed
             # has its entry, and nothing else has one. Not acknowledged: not logged.
@@ -374,8 +375,8 @@ class Journal:
             self._decide(key, record)
 
     def _decide(self, key: str, record: dict[str, Any]) -> None:
+        from lakectl.core.journal.recovery import decide
         from lakectl.core.porcelain import Lake
-        from lakectl.core.recovery import decide
 
         with self._lock:
             self._opened.discard(key)
@@ -542,10 +543,10 @@ class Journal:
             # A write redone (a commit took its token) stores its entry again, with every token
             # so far, under a key of its own: a sealer may have sealed the first one already,
             # and the key it deleted must not be written again (the sealer's next run deletes
-            # that key once more). A sealer that sees both seals the last (journalseal).
+            # that key once more). A sealer that sees both seals the last (journal/seal.py).
             attempt = len(tokens)
             made = (key if attempt == 1 else f"{key}.{attempt}", close(added))
-            stored.clear()  # a later attempt supersedes the earlier ones (journalseal)
+            stored.clear()  # a later attempt supersedes the earlier ones (journal/seal.py)
             stored[made[0]] = made[1]
             return [(self.partition, *made)]
 

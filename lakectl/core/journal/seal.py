@@ -1,6 +1,6 @@
 """The sealed journal: done entries numbered with the lake's logical timestamps and stored as one
 Parquet block per batch (:func:`seal`), and read back (:func:`entries`, :func:`tail`,
-:func:`follow`). Writers record entries through :class:`lakectl.core.journal.Journal`, which
+:func:`follow`). Writers record entries through :class:`lakectl.core.journal.journal.Journal`, which
 re-exports what callers use from here (docs/decisions/0009-journal.md)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
-from lakectl.core.journalform import DONE, _encode, _split_live, _text, column
-from lakectl.core.journallog import entry_id
+from lakectl.core.journal.form import DONE, _encode, _split_live, _text, column
+from lakectl.core.journal.log import entry_id
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
 from lakectl.errors import KeyNotFound, LakectlError, PredicateFailed, TooManyRetries
@@ -45,7 +45,7 @@ class Entry:
     event_type: str
     event_payload: Mapping[str, Any] = field(default_factory=dict)
     key: str = field(default="", compare=False)
-    """Which live entry it was, ``<writer>/<key>`` (:func:`lakectl.core.journallog.entry_id`):
+    """Which live entry it was, ``<writer>/<key>`` (:func:`lakectl.core.journal.log.entry_id`):
     a rebuild replays a logged entry only when no batch holds it. Empty in older batches."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,8 +112,8 @@ def _last_attempts(
     done: list[tuple[str, str, dict[str, Any], str]],
 ) -> list[tuple[str, str, dict[str, Any], str]]:
     """``done`` without the entries a later attempt of the same write supersedes: a redone
-    staged write (:meth:`lakectl.core.journal.Journal._carrier`) stores its entry again under
-    ``<key>.<attempt>``, with every token it went to. Their keys are sealed all the same."""
+    staged write (:meth:`lakectl.core.journal.journal.Journal._carrier`) stores its entry again
+    under ``<key>.<attempt>``, with every token it went to. Their keys are sealed all the same."""
     last: dict[tuple[str, str], str] = {}
     for partition, key, _, _ in done:
         write = (partition, key.split(".", 1)[0])
@@ -130,7 +130,7 @@ def _attempt(key: str) -> int:
 def seal(kv: KVStore, blocks: Any) -> int:
     """Decide what dead writers left open, then seal the done entries of every writer into one
     Parquet batch; returns how many."""
-    from lakectl.core.recovery import recover
+    from lakectl.core.journal.recovery import recover
 
     with contextlib.suppress(LakectlError):
         recover(kv, blocks)
