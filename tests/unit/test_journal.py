@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from lakectl.core import gc, keys
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
-from lakectl.core.journal import compact, form, journal
+from lakectl.core.journal import compact, form, journal, seal
 from lakectl.errors import IntegrityError, MergeConflict, PredicateFailed
 
 
@@ -48,7 +48,7 @@ def test_on_for_a_new_lake_and_off_once_disabled(tmp_path: Path) -> None:
     lake.close()
     lake = p.open_lake(str(tmp_path / "lake"))  # reopened: still off, nothing journalled
     p.create_tag(lake, "plain", "v1", "main")
-    assert not journal.is_enabled(lake.kv) and journal._find(lake.events) is None
+    assert not journal.is_enabled(lake.kv) and journal.find(lake.events) is None
     assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
     lake.close()
 
@@ -121,7 +121,7 @@ def test_a_big_write_is_stored_compressed_and_read_back_whole(lake: p.Lake) -> N
     row = lambda i: (4096, f"{i:032x}", f"{i:032x}+4096", 1_700_000_000, "application/octet-stream", "{}")  # noqa: E731
     updates = [(f"tables/part-{i:05d}/file\n{i}.bin", row(i)) for i in range(3000)]
     p.stage_rows(lake, "big", "main", updates)
-    writer = journal._find(lake.events)
+    writer = journal.find(lake.events)
     assert writer is not None
     ((_, raw),) = list(lake.kv.scan(writer.partition))
     text = json.dumps(form.read_live(raw)["event_payload"])
@@ -138,7 +138,7 @@ def test_a_live_entry_reads_back_as_written_whatever_its_size(size: int) -> None
     payload = {"rows": [["p\n" * (i % 3), "x" * (i % 50)] for i in range(size // 40)]}
     record = {"state": "pending", "time": 7, "writer": "w", "seq": 1, "event_payload": payload}
     assert form.read_live(form.live(record)) == record
-    close = form._open_ended("done", form._fields(record), form._text(payload))
+    close = form.open_ended("done", form.header_fields(record), form.json_text(payload))
     finished = form.read_live(close({"tokens": ["t"], "settled": 9}))
     ended = {**payload, "tokens": ["t"], "settled": 9}
     assert finished == {**record, "state": "done", "event_payload": ended}
@@ -158,10 +158,10 @@ PAYLOADS = st.dictionaries(NAMES, JSON, max_size=4)
 def test_an_outcomes_payload_text_reuses_the_intents_and_says_the_outcome(
     announced: dict[str, object], ended: dict[str, object]
 ) -> None:
-    text = form._extended(form._text(announced), announced, ended)
+    text = form.extended_text(form.json_text(announced), announced, ended)
     assert json.loads(text) == ended
     kept = {**announced, **{k: v for k, v in ended.items() if k not in announced}}
-    assert json.loads(form._extended(form._text(announced), announced, kept)) == kept
+    assert json.loads(form.extended_text(form.json_text(announced), announced, kept)) == kept
 
 
 def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) -> None:
@@ -179,7 +179,7 @@ def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) 
         "event_type": "create-tag",
         "event_payload": {"tag": "v0", "commit_id": "abc"},
     }
-    lake.kv.set(writer.partition, "0-1", form._encode(record))
+    lake.kv.set(writer.partition, "0-1", form.json_bytes(record))
     assert form.read_live(lake.kv.get(writer.partition, "0-1")) == record
     (entry,) = journal.tail(lake.kv, lake.blocks, repo="older")[1:]
     assert (entry.event_type, dict(entry.event_payload)) == ("create-tag", {"tag": "v0", "commit_id": "abc"})
@@ -220,12 +220,12 @@ def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
     p.upload(lake, "refuse", "main", "y", b"y")
     p.commit(lake, "refuse", "main", "y")
     assert types(lake, "refuse") == [*before, "write-objects", "commit"]
-    assert journal._done_entries(lake.kv) == []
+    assert seal.done_entries(lake.kv) == []
     assert [k for k, _ in lake.kv.scan(keys.journal_live_partition(_writer(lake)))] == []
 
 
 def _writer(lake: p.Lake) -> str:
-    sink = journal._find(lake.events)  # the journal, alone or after the actions
+    sink = journal.find(lake.events)  # the journal, alone or after the actions
     assert sink is not None
     return sink.writer
 
@@ -252,7 +252,7 @@ def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: p.Lake) -> None:
     # Each entry names the live entry it was (its writer and key), so that a rebuild tells the
     # logged entries a batch holds from those it does not.
     writer = table.column("entry")[0].as_py().split("/")[0]
-    assert writer and writer == journal._find(lake.events).writer  # type: ignore[union-attr]
+    assert writer and writer == journal.find(lake.events).writer  # type: ignore[union-attr]
     roots = gc.roots(lake, "sealed")
     assert {b["locator"] for b in found} <= roots.locators
 
@@ -322,10 +322,10 @@ def test_protection_settings_of_either_journal_form_replay(lake: p.Lake) -> None
     from lakectl.core.journal import rebuild
 
     p.create_repo(lake, "forms")
-    rebuild._setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]})
+    rebuild.replay_setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]})
     assert protection.get_rules(lake, "forms").to_list() == [{"pattern": "stable_*"}]
     rule = {"pattern": "main", "required_approvals": 2, "required_checks": True}
-    rebuild._setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": [rule]})
+    rebuild.replay_setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": [rule]})
     assert protection.get_rules(lake, "forms").to_list() == [rule]
 
 
@@ -525,7 +525,7 @@ def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
     """A flush while the keeper seals must not return before the keeper's seal lands: callers
     (a server's tests, a rebuild) read the lake right after and must see it sealed."""
     p.create_repo(lake, "raced")
-    sink = journal._find(lake.events)
+    sink = journal.find(lake.events)
     assert sink is not None
     started = threading.Event()
     real = journal.seal

@@ -133,7 +133,7 @@ def test_concurrent_reads_are_each_recorded(lake: p.Lake) -> None:
 
 def test_a_read_whose_entry_cannot_be_stored_is_refused(lake: p.Lake) -> None:
     journal.enable(lake, reads=True)
-    sink = journal._find(lake.events)
+    sink = journal.find(lake.events)
     assert sink is not None
 
     def broken(items: list[tuple[str, bytes]]) -> None:

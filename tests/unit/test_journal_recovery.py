@@ -177,7 +177,7 @@ def test_a_living_writers_open_intent_is_left_alone(lake: p.Lake) -> None:
 
 
 def _pending(lake: p.Lake) -> list[dict[str, Any]]:
-    sink = journal._find(lake.events)
+    sink = journal.find(lake.events)
     assert sink is not None
     records = [form.read_live(v) for _, v in lake.kv.scan(sink.partition)]
     return [r for r in records if r["state"] == journal.PENDING]

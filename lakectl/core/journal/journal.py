@@ -31,14 +31,14 @@ from lakectl.core.journal import log
 from lakectl.core.journal.form import (
     DONE,
     PENDING,
-    _encode,
-    _extended,
-    _fields,
-    _header,
-    _live,
-    _open_ended,
-    _text,
+    encode_header,
+    extended_text,
+    header_fields,
+    json_bytes,
+    json_text,
     live,
+    live_from,
+    open_ended,
     read_live,
 )
 from lakectl.core.journal.seal import (
@@ -50,9 +50,6 @@ from lakectl.core.journal.seal import (
     SEAL_ATTEMPTS,
     SEAL_BATCH,
     Entry,
-    _done_entries,
-    _parquet,
-    _read_batch,
     batches,
     entries,
     follow,
@@ -422,7 +419,9 @@ class Journal:
 
     def _closed(self) -> None:
         self.kv.set(
-            keys.JOURNAL, keys.journal_writer_key(self.writer), _encode({**writer_record(), "closed": True})
+            keys.JOURNAL,
+            keys.journal_writer_key(self.writer),
+            json_bytes({**writer_record(), "closed": True}),
         )
 
     def _waiting(self) -> int:
@@ -434,7 +433,7 @@ class Journal:
             return CLOSE_SEAL_WRITERS
 
     def _register(self) -> None:
-        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
+        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), json_bytes(writer_record()))
         self._registered = True
         self._stop.clear()
         self._keeper = threading.Thread(target=self._keep, name=f"journal-{self.writer}", daemon=True)
@@ -471,7 +470,7 @@ class Journal:
                 self._quietly(self._beat)
 
     def _beat(self) -> None:
-        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
+        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), json_bytes(writer_record()))
 
     def _record(self, event: Event, state: str) -> tuple[str, dict[str, Any], str, bytes]:
         """The entry's key, its record, its payload's JSON text and its encoded header."""
@@ -489,7 +488,7 @@ class Journal:
             "event_type": event.verb.value,
             "event_payload": payload,
         }
-        return f"{clock:016x}-{seq:012x}", record, _text(payload), _header(record)
+        return f"{clock:016x}-{seq:012x}", record, json_text(payload), encode_header(record)
 
     def before(self, event: Event) -> None:
         """Store the intent; raising here refuses the verb with nothing changed. A staged write
@@ -499,7 +498,7 @@ class Journal:
         no outcome to wait for, and a read whose entry cannot be stored is refused."""
         if event.verb is Verb.READ_OBJECT:
             key, _, text, header = self._record(event, DONE)
-            self._group.write(key, _live(DONE, header, text))
+            self._group.write(key, live_from(DONE, header, text))
             self._finished()
             return
         carried: list[Carry] | None = event.notes.get(CARRIED)
@@ -520,7 +519,7 @@ class Journal:
                     self._withdraw(opened[1])
             stack[:] = [s for s in stack if s[0] != which]
         del stack[:-MAX_OPEN]
-        self._group.write(key, _live(PENDING, header, text))
+        self._group.write(key, live_from(PENDING, header, text))
         with self._lock:
             self._opened.add(key)
         stack.append((which, key, record, text, header))
@@ -532,7 +531,7 @@ class Journal:
         in the order of those clocks (docs/decisions/0009-journal.md, "Concurrent writers"),
         and an entry is stored if and only if its write landed: nothing is ever pending. The
         last entry made is kept in ``stored``, for the log (:meth:`after`)."""
-        close = _open_ended(DONE, _fields(record), text)
+        close = open_ended(DONE, header_fields(record), text)
         settled: dict[str, int] = {}
 
         def carry(tokens: Sequence[str]) -> list[tuple[str, str, bytes]]:
@@ -568,7 +567,7 @@ class Journal:
         if not found:
             return
         _, key, record, text, header = stack.pop(found[-1])
-        outcome = _live(DONE, header, _extended(text, record["event_payload"], payload_of(event)))
+        outcome = live_from(DONE, header, extended_text(text, record["event_payload"], payload_of(event)))
         with self._lock:
             self._opened.discard(key)
         # Not stored: its intent stays pending for recovery, and the change is not acknowledged.
@@ -678,7 +677,7 @@ def install(lake: Lake) -> None:
     setting = _setting(lake.kv)[0]
     if not setting.get("enabled"):
         return
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found.reads = bool(setting.get("reads"))
         return
@@ -691,25 +690,22 @@ def install(lake: Lake) -> None:
 def audits_reads(sink: EventSink) -> bool:
     """Whether object reads are announced to ``sink`` (a lake's events): the journal is on and
     its ``reads`` setting too. A cached flag: no store is asked (docs/decisions/0009)."""
-    found = _find(sink)
+    found = find(sink)
     return found is not None and found.reads
 
 
-def _journal_of(sink: EventSink) -> bool:
-    return _find(sink) is not None
-
-
-def _find(sink: EventSink) -> Journal | None:
+def find(sink: EventSink) -> Journal | None:
+    """The journal among ``sink`` (a lake's events), None when it is off."""
     if isinstance(sink, Journal):
         return sink
     if isinstance(sink, Fanout):
-        return next((j for j in map(_find, sink.sinks) if j is not None), None)
+        return next((j for j in map(find, sink.sinks) if j is not None), None)
     return None
 
 
 def release(lake: Lake) -> None:
     """What the lake's journal holds for verbs that never ended, let go as the lake closes."""
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found.close()
 
@@ -717,7 +713,7 @@ def release(lake: Lake) -> None:
 def flush(lake: Lake) -> None:
     """Seal now what the lake's writer finished (its keeper would within a second), and delete
     its log blocks whose entries are sealed."""
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found._seal()
         found._log.retire()
@@ -737,7 +733,7 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
         if raw is not None and wanted == setting:
             break
         try:
-            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, json_bytes(wanted), raw)
         except PredicateFailed:
             continue  # another process changed the setting meanwhile: apply ours over it
         break
@@ -758,13 +754,13 @@ def disable(lake: Lake) -> dict[str, Any]:
             break
         wanted = {**setting, "enabled": False}
         try:
-            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, json_bytes(wanted), raw)
         except PredicateFailed:
             continue
         break
     else:
         raise TooManyRetries("could not change the journal's setting: it kept changing")
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found.close()
         sinks = lake.events.sinks if isinstance(lake.events, Fanout) else ()
@@ -787,9 +783,6 @@ __all__ = [
     "SEAL_BATCH",
     "Entry",
     "Journal",
-    "_done_entries",
-    "_parquet",
-    "_read_batch",
     "batches",
     "entries",
     "follow",

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from lakectl.core.journal.form import _encode, _split_live
+from lakectl.core.journal.form import json_bytes, split_live
 from lakectl.errors import IntegrityError
 
 MAGIC = b"LKJL lakectl journal log 1\n"
@@ -39,7 +39,7 @@ def encode(writer: str, items: Iterable[tuple[str, bytes]]) -> bytes:
     for _, raw in listed:
         crc = zlib.crc32(raw, crc)
     entries = [[key, len(raw)] for key, raw in listed]
-    header = _encode({"writer": writer, "entries": entries, "crc": crc})
+    header = json_bytes({"writer": writer, "entries": entries, "crc": crc})
     return b"".join([MAGIC, header, b"\n", *(raw for _, raw in listed)])
 
 
@@ -73,7 +73,7 @@ def decode(data: bytes, locator: str = "", torn: bool = False) -> Iterator[tuple
                 crc = zlib.crc32(raw, crc)
             if "crc" in header and crc != int(header["crc"]):
                 raise ValueError("its entries do not match their CRC")
-            found = [(entry_id(writer, key), *_split_live(raw)) for key, raw in raws]
+            found = [(entry_id(writer, key), *split_live(raw)) for key, raw in raws]
         except (ValueError, KeyError, TypeError) as e:
             if torn:
                 return

@@ -184,14 +184,14 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     for name in [*logs, *(b["locator"] for b in forks)]:
         log.discard(blocks, name)  # every entry they held is in a batch now
     last = int(batches[-1]["last"]) if batches else 0
-    kv.set(keys.LAKE, keys.JOURNAL_SETTING, form._encode({"enabled": True, "since": _since(batches)}))
+    kv.set(keys.LAKE, keys.JOURNAL_SETTING, form.json_bytes({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
     for batch in batches:
         key = keys.journal_batch_key(int(batch["first"]), generation)
-        kv.set(keys.JOURNAL, key, form._encode(batch))
+        kv.set(keys.JOURNAL, key, form.json_bytes(batch))
     cursor: dict[str, Any] = {"next": last + 1, "batch": batches[-1] if batches else None, "sealed": []}
     cursor["generation"] = generation
-    kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, form._encode(cursor))
+    kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, form.json_bytes(cursor))
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
 
 
@@ -210,13 +210,13 @@ def _unsealed(
             if id_ not in sealed and header.get("state") == form.DONE:
                 found[id_] = (id_, header, text)
     for fork in forks:
-        for entry in seal._read_batch(blocks, fork["locator"]):
+        for entry in seal.read_batch(blocks, fork["locator"]):
             if entry.key and entry.key not in sealed:
                 writer, _, key = entry.key.partition("/")
                 seq = int(key.split(".")[0].rpartition("-")[2] or "0", 16)
                 header = {"time": entry.time, "writer": writer, "seq": seq, "client_id": entry.client_id,
                           "repo_id": entry.repo_id, "event_type": entry.event_type}  # fmt: skip
-                found.setdefault(entry.key, (entry.key, header, form._text(entry.event_payload)))
+                found.setdefault(entry.key, (entry.key, header, form.json_text(entry.event_payload)))
     # Of a write redone into the next token, its last attempt (as a seal keeps it).
     last: dict[str, str] = {}
     for id_ in found:
@@ -252,7 +252,7 @@ def _seal_logged(
         [t for _, _, t in logged],
         [i for i, _, _ in logged],
     ]
-    data = seal._batch(columns, about)
+    data = seal.batch_parquet(columns, about)
     locator = block_locator(data)
     blocks.put(locator, data)
     blocks.sync()
@@ -269,7 +269,7 @@ def _since(batches: list[dict[str, Any]]) -> int:
 
 def _entries(blocks: BlockAdapter, batches: list[dict[str, Any]]) -> Iterator[journal.Entry]:
     for batch in batches:
-        yield from journal._read_batch(blocks, batch["locator"])
+        yield from seal.read_batch(blocks, batch["locator"])
 
 
 class Replay:
@@ -368,7 +368,7 @@ class Replay:
         elif verb is Verb.DELETE_TAG:
             lake.refs.delete_tag(rid, TagId(p["tag"]))
         elif verb is Verb.SETTINGS:
-            _setting(lake, rid, p)
+            replay_setting(lake, rid, p)
         elif verb is Verb.PULL_REQUEST:
             pulls.replay(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
@@ -520,7 +520,7 @@ def _under(path: str, prefixes: list[str]) -> bool:
     return any(path.startswith(prefix) for prefix in prefixes)
 
 
-def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:
+def replay_setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:
     key, value = payload["key"], payload.get("value")
     if key == keys.GC_RULES:
         if value is None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
 from lakectl.core.events import Verb
-from lakectl.core.journal import form, journal, log
+from lakectl.core.journal import form, journal, log, seal
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
 from lakectl.core.model import BranchId, Commit, RepositoryId, TagId
@@ -200,6 +200,6 @@ def _claimed(kv: KVStore, blocks: Any, since: int) -> Iterator[str]:
                 yield record["event_payload"]["commit_id"]
     for batch in journal.batches(kv):
         if int(batch["max_time"]) >= since:
-            for entry in journal._read_batch(blocks, batch["locator"]):
+            for entry in seal.read_batch(blocks, batch["locator"]):
                 if entry.time >= since and entry.event_payload.get("commit_id"):
                     yield entry.event_payload["commit_id"]
