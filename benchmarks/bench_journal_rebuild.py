@@ -1,8 +1,8 @@
 """Rebuild from the journal: a lake of ``--writes`` journalled object writes in ``--commits``
 commits (each commit preceded by one staged batch of writes, rows without data as
 ``bench_commit_1m.py`` stages them), then its ``lake.db`` removed and rebuilt from the blocks
-alone (``lakectl.core.rebuild.rebuild_embedded``) in a child process, whose wall time and peak
-memory (``VmHWM``) are the figures. The rebuilt head is checked against the original.
+alone (``lakectl.core.journal.rebuild.rebuild_embedded``) in a child process, whose wall time
+and peak memory (``VmHWM``) are the figures. The rebuilt head is checked against the original.
 Target (decision 0009): 1M writes and 1,000 commits in <= 120 s, memory bounded.
 """
 
@@ -19,8 +19,8 @@ TARGET_S = 120.0
 
 
 def build(home: str, writes: int, commits: int) -> str:
-    from lakectl.core import journal
     from lakectl.core import porcelain as p
+    from lakectl.core.journal import journal
 
     lake = p.open_lake(home)
     journal.enable(lake)
@@ -39,7 +39,7 @@ def build(home: str, writes: int, commits: int) -> str:
 
 def _rebuild(home: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     from lakectl.core import porcelain as p
-    from lakectl.core import rebuild
+    from lakectl.core.journal import rebuild
 
     start = time.perf_counter()
     done = rebuild.rebuild_embedded(home)

@@ -31,9 +31,9 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
     database over stored blocks stops it too (``StorageError``, :mod:`lakectl.core.identity`),
     unless ``create`` asks for a new lake over them (``lakectl server setup``).
     """
-    from lakectl.core import journal
     from lakectl.core.blocks import BlockAdapter
     from lakectl.core.identity import open_metadata
+    from lakectl.core.journal import journal
 
     store = settings.blockstore
     blocks: BlockAdapter
@@ -102,7 +102,7 @@ def confinement(settings: Settings) -> Confinement:
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
-    from lakectl.core import journal
+    from lakectl.core.journal import journal
     from server import blocks, presigned, ui
     from server.api import actions as actions_api
     from server.api import annotate as annotate_api

@@ -18,8 +18,9 @@ from fastapi import APIRouter, Header, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from lakectl.core import backing, journal, presign
+from lakectl.core import backing, presign
 from lakectl.core import porcelain as p
+from lakectl.core.journal import journal
 from lakectl.errors import InvalidArgument, SignatureError
 from server.api.deps import PUBLIC, AuthFirstRoute, forbidden
 from server.api.ranges import byte_span

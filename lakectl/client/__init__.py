@@ -450,7 +450,8 @@ class Backend(Protocol):
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
         """The last ``amount`` journal entries (every one after ``after`` when given), oldest first,
-        of one repository or (``repo`` empty) the lake: :meth:`lakectl.core.journal.Entry.to_dict`."""
+        of one repository or (``repo`` empty) the lake:
+        :meth:`lakectl.core.journal.seal.Entry.to_dict`."""
         ...
 
     def journal_follow(self, repo: str = "", after: int = 0) -> Iterator[dict[str, Any]]:
@@ -459,12 +460,13 @@ class Backend(Protocol):
 
     def journal_compact(self) -> dict[str, Any]:
         """Rewrite the sealed journal without superseded entries: ``{"entries", "dropped",
-        "batches"}`` (:func:`lakectl.core.journalcompact.compact`)."""
+        "batches"}`` (:func:`lakectl.core.journal.compact.compact`)."""
         ...
 
     def rebuild_from_journal(self) -> dict[str, Any]:
         """A new metadata database for the embedded lake from its blocks and journal alone
-        (:func:`lakectl.core.rebuild.rebuild_embedded`); a server refuses (``InvalidArgument``)."""
+        (:func:`lakectl.core.journal.rebuild.rebuild_embedded`); a server refuses
+        (``InvalidArgument``)."""
         ...
 
 

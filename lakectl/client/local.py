@@ -508,33 +508,33 @@ class LocalBackend:
         return fsck.check(self.lake, repo, repair, progress).to_dict()
 
     def journal_enable(self, reads: bool | None = None) -> dict[str, Any]:
-        from lakectl.core import journal
+        from lakectl.core.journal import journal
 
         return journal.enable(self.lake, reads)
 
     def journal_disable(self) -> dict[str, Any]:
-        from lakectl.core import journal
+        from lakectl.core.journal import journal
 
         return journal.disable(self.lake)
 
     def journal_tail(self, repo: str = "", amount: int = 20, after: int = 0) -> list[dict[str, Any]]:
-        from lakectl.core import journal
+        from lakectl.core.journal import journal
 
         return [e.to_dict() for e in journal.tail(self.lake.kv, self.lake.blocks, amount, after, repo)]
 
     def journal_follow(self, repo: str = "", after: int = 0) -> Iterator[dict[str, Any]]:
-        from lakectl.core import journal
+        from lakectl.core.journal import journal
 
         for entry in journal.follow(self.lake.kv, self.lake.blocks, after, repo):
             yield entry.to_dict()
 
     def journal_compact(self) -> dict[str, Any]:
-        from lakectl.core import journalcompact
+        from lakectl.core.journal import compact
 
-        return journalcompact.compact(self.lake.kv, self.lake.blocks)
+        return compact.compact(self.lake.kv, self.lake.blocks)
 
     def rebuild_from_journal(self) -> dict[str, Any]:
-        from lakectl.core import rebuild
+        from lakectl.core.journal import rebuild
 
         # The lake is not opened: its metadata database is what is missing.
         return rebuild.rebuild_embedded(self._home or p.default_home())

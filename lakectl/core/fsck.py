@@ -31,10 +31,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakectl.core import gc, journal, porcelain, refsdump
+from lakectl.core import gc, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
+from lakectl.core.journal import journal
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.errors import BlockNotFound, CorruptBlock, LakectlError
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import identity as lake_identity
-from lakectl.core import journal, keys, multipart, porcelain, refsdump
+from lakectl.core import keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.graph.refs import check_branch_name
+from lakectl.core.journal import journal
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
     EXTERNAL_MARK,

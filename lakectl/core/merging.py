@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakectl.core import porcelain, protection, replayorder
+from lakectl.core import porcelain, protection
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.commits import CommitRequest, Moved, merge_base
 from lakectl.core.graph.refs import new_staging_token
 from lakectl.core.graph.tree import Update
+from lakectl.core.journal import replayorder
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.limits import check_metadata, check_name
 from lakectl.core.model import Branch, Commit, ResetKind

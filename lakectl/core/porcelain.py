@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 # protection, refdiff and graph.merge are imported by the verbs that write, diff or merge:
 # a read (`fs stat`, `show commit`, `branch list`) is done before they would have loaded.
-from lakectl.core import journal, keys, reads, replayorder
+from lakectl.core import keys, reads
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     parse_segment,
@@ -43,6 +43,7 @@ from lakectl.core.graph.staging import Carry, Staging, staged_values
 from lakectl.core.graph.tree import Trees, Update
 from lakectl.core.hostpaths import Confinement
 from lakectl.core.identity import Identity, open_metadata
+from lakectl.core.journal import journal, replayorder
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lakectl.core import journal
 from lakectl.core.events import Event, Verb
+from lakectl.core.journal import journal
 from lakectl.core.model import Branch, Entry, RepositoryId
 
 if TYPE_CHECKING:

@@ -32,11 +32,11 @@ from lakectl.core.graph.refs import (
     commit_id_of,
     new_staging_token,
 )
+from lakectl.core.journal.replayorder import moved
 from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.core.limits import MAX_MESSAGE_BYTES, check_metadata, check_name, check_text
 from lakectl.core.model import BLOCK_SIZE, Branch, Commit, CommitId, RepositoryId, Tag
 from lakectl.core.porcelain import Lake, get_repo
-from lakectl.core.replayorder import moved
 from lakectl.errors import Conflict, CorruptBlock, InvalidArgument, KeyNotFound, NotFound, PredicateFailed
 
 FORMAT = 1

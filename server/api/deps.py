@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request, Response
 from fastapi.routing import APIRoute
 
-from lakectl.core import journal
+from lakectl.core.journal import journal
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, Unauthenticated
 from server.api import edge

@@ -14,8 +14,9 @@ from fastapi import APIRouter, Header, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from lakectl.core import journal, journalcompact
 from lakectl.core.graph.refs import check_repo_name
+from lakectl.core.journal import journal
+from lakectl.core.journal.compact import compact as compact_journal  # the route below is `compact`
 from server.api.bodies import Body
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
@@ -66,7 +67,7 @@ def disable(lake: LakeDep) -> dict[str, Any]:
 @router.post("/journal/compact", dependencies=_ADMINS)
 def compact(lake: LakeDep) -> dict[str, Any]:
     """Rewrite the sealed journal without its superseded entries (timestamps kept)."""
-    return journalcompact.compact(lake.kv, lake.blocks)
+    return compact_journal(lake.kv, lake.blocks)
 
 
 @router.get("/journal/stream", dependencies=_ADMINS)

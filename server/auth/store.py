@@ -54,7 +54,6 @@ CREDENTIALS = "auth/credentials"
 SETUP_KEY = "setup"
 
 
-
 class Auth:
     """Users and credentials of one server, and its login tokens (:attr:`tokens`); shared by every
     server process on the same KV."""

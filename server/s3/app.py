@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from lakectl.core import journal
+from lakectl.core.journal import journal
 from lakectl.core.porcelain import Lake
 from lakectl.errors import Forbidden, InvalidArgument, LakectlError
 from server.auth.store import Auth

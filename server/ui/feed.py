@@ -1,10 +1,10 @@
 """The live feed ("Activity"): the lake's events, newest first, for every signed-in user, of the
 repositories it may read (each entry is checked, as the API checks a request).
 
-When the lake's journal is on, the feed is the journal (:func:`lakectl.core.journal.tail`): every
-mutation, by whom, in which repository; its cursor is the logical timestamp. When it is off, the
-feed is made of the recent commits of every branch (each commit once, with the branches it is the
-head of); its cursor is a commit's creation time, in seconds.
+When the lake's journal is on, the feed is the journal (:func:`lakectl.core.journal.seal.tail`):
+every mutation, by whom, in which repository; its cursor is the logical timestamp. When it is off,
+the feed is made of the recent commits of every branch (each commit once, with the branches it is
+the head of); its cursor is a commit's creation time, in seconds.
 
 The page works without JavaScript (a "Refresh" link reloads it); ``static/ui.js`` polls
 ``/ui/feed/entries?after=<cursor>&mode=<journal|commits>`` every few seconds, which answers the
@@ -24,9 +24,9 @@ from typing import Any
 
 from fastapi import Query, Request, Response
 
-from lakectl.core import journal
 from lakectl.core import porcelain as p
 from lakectl.core.events import Verb
+from lakectl.core.journal import journal
 from lakectl.core.model import Commit, Repository
 from server.api.deps import LakeDep
 from server.auth.users import User

@@ -37,7 +37,7 @@ from fastapi.routing import APIRoute
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 
-from lakectl.core import journal
+from lakectl.core.journal import journal
 from lakectl.errors import Forbidden, KeyNotFound, LakectlError, Unauthenticated
 from server.api import edge
 from server.api.deps import forbidden

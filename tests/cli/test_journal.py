@@ -278,7 +278,7 @@ def test_compact_drops_a_deleted_repository_and_keeps_timestamps(cli: Lakectl) -
 
 
 def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
-    from lakectl.core import journal, journalform
+    from lakectl.core.journal import form, journal
     from lakectl.core.porcelain import open_lake
 
     env = {
@@ -296,7 +296,7 @@ def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
     assert refused.exit_code != 0 and refused.stderr.startswith("error:")
     lake = open_lake(str(tmp_path / "lake"))
     live = lake.kv.partitions("journal/live/")  # type: ignore[attr-defined]
-    states = [journalform.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
+    states = [form.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
     assert journal.PENDING not in states
     lake.close()
     assert [e["event_type"] for e in cli.js("journal", "tail")] == ["create-repository"]
@@ -304,7 +304,7 @@ def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
 
 def test_a_lake_set_up_for_a_server_journals(tmp_path: Path) -> None:
     """``lakectl server setup`` makes a new lake: its journal is on before any server opens it."""
-    from lakectl.core import journal
+    from lakectl.core.journal import journal
     from lakectl.core.kv.sqlite import SQLiteStore
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKECTL_SERVER_", "LAKECTL_HOME"))}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from lakectl.core import journal, porcelain
+from lakectl.core import porcelain
+from lakectl.core.journal import journal
 from server.config import load_settings
 from tests.contract.test_cli_contract import Session
 from tests.server.conftest import serve, unique, without_journal

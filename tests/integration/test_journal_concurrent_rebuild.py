@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import journal, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import LakectlError
 from server.config import load_settings

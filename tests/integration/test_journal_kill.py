@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
-from lakectl.core import journal, rebuild
 from lakectl.core import porcelain as p
+from lakectl.core.journal import journal, rebuild
 from lakectl.errors import LakectlError
 
 REPO = "killed"

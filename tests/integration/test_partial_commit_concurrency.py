@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import journal, rebuild
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import LakectlError
 from tests.property.test_journal_rebuild import state

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, journal, journalcompact, keys, protection, rebuild
+from lakectl.core import gc, keys, protection
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import compact, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.model import Commit, ResetKind
 from lakectl.core.porcelain import Lake
@@ -93,7 +94,7 @@ def apply(lake: Lake, op: tuple[Any, ...]) -> None:
     elif kind == "seal":
         journal.seal(lake.kv, lake.blocks)
     elif kind == "compact":
-        journalcompact.compact(lake.kv, lake.blocks)
+        compact.compact(lake.kv, lake.blocks)
     elif kind == "remove":
         p.delete_repo(lake, args[0])
 

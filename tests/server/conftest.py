@@ -20,7 +20,8 @@ import httpx
 import pytest
 import uvicorn
 
-from lakectl.core import journallog, keys
+from lakectl.core import keys
+from lakectl.core.journal import log as journallog
 from lakectl.core.porcelain import Lake
 from server.app import Dispatch, create_app, create_gateway, open_lake
 from server.config import Settings, load_settings

@@ -20,9 +20,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from lakectl.core import blockaccess, journal, keys, refsdump
+from lakectl.core import blockaccess, keys, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.importing import tasks
+from lakectl.core.journal import journal
 from server.app import create_app
 from server.auth.store import Auth
 from server.auth.tokens import TOKEN_TTL

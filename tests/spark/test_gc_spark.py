@@ -26,8 +26,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import gc, journal, journallog, multipart, porcelain
+from lakectl.core import gc, multipart, porcelain
 from lakectl.core.blocks.volumes import local_volumes
+from lakectl.core.journal import journal, log
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.model import ResetKind
 from lakectl.core.porcelain import Lake
@@ -311,7 +312,7 @@ def data_blocks(home: Path) -> set[str]:
         batches = {locator.split("+")[0] for locator in journal.sealed_blocks(lake.kv)}
     finally:
         lake.close()
-    stored = {p.name for p in (home / "blocks").glob("*/*") if p.parent.name != journallog.LOG_DIRECTORY}
+    stored = {p.name for p in (home / "blocks").glob("*/*") if p.parent.name != log.LOG_DIRECTORY}
     return stored - batches
 
 

@@ -19,10 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakectl.core import journal, objectfile
+from lakectl.core import objectfile
 from lakectl.core import porcelain as p
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import write_object
+from lakectl.core.journal import journal
 from server.ui import previews
 from tests.server.conftest import Live, upload
 from tests.ui.conftest import base_url, new_repo, sign_in

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, journal, journalcompact, journalform, keys
+from lakectl.core import gc, keys
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
+from lakectl.core.journal import compact, form, journal, seal
 from lakectl.errors import IntegrityError, MergeConflict, PredicateFailed
 
 
@@ -47,7 +48,7 @@ def test_on_for_a_new_lake_and_off_once_disabled(tmp_path: Path) -> None:
     lake.close()
     lake = p.open_lake(str(tmp_path / "lake"))  # reopened: still off, nothing journalled
     p.create_tag(lake, "plain", "v1", "main")
-    assert not journal.is_enabled(lake.kv) and journal._find(lake.events) is None
+    assert not journal.is_enabled(lake.kv) and journal.find(lake.events) is None
     assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
     lake.close()
 
@@ -120,25 +121,25 @@ def test_a_big_write_is_stored_compressed_and_read_back_whole(lake: p.Lake) -> N
     row = lambda i: (4096, f"{i:032x}", f"{i:032x}+4096", 1_700_000_000, "application/octet-stream", "{}")  # noqa: E731
     updates = [(f"tables/part-{i:05d}/file\n{i}.bin", row(i)) for i in range(3000)]
     p.stage_rows(lake, "big", "main", updates)
-    writer = journal._find(lake.events)
+    writer = journal.find(lake.events)
     assert writer is not None
     ((_, raw),) = list(lake.kv.scan(writer.partition))
-    text = json.dumps(journalform.read_live(raw)["event_payload"])
-    assert len(text) > journalform.COMPRESS_FROM and len(raw) < len(text) / 3  # stored compressed
-    assert journalform.read_live(raw)["state"] == journal.DONE
+    text = json.dumps(form.read_live(raw)["event_payload"])
+    assert len(text) > form.COMPRESS_FROM and len(raw) < len(text) / 3  # stored compressed
+    assert form.read_live(raw)["state"] == journal.DONE
     journal.seal(lake.kv, lake.blocks)
     (entry,) = journal.tail(lake.kv, lake.blocks, repo="big")[1:]
     assert entry.event_payload["rows"] == [[path, list(r)] for path, r in updates]
     assert entry.event_payload["tokens"] == [p.get_branch(lake, "big", "main").staging_token]
 
 
-@pytest.mark.parametrize("size", [0, 10, journalform.COMPRESS_FROM, 5 * journalform.COMPRESS_FROM])
+@pytest.mark.parametrize("size", [0, 10, form.COMPRESS_FROM, 5 * form.COMPRESS_FROM])
 def test_a_live_entry_reads_back_as_written_whatever_its_size(size: int) -> None:
     payload = {"rows": [["p\n" * (i % 3), "x" * (i % 50)] for i in range(size // 40)]}
     record = {"state": "pending", "time": 7, "writer": "w", "seq": 1, "event_payload": payload}
-    assert journalform.read_live(journalform.live(record)) == record
-    close = journalform._open_ended("done", journalform._fields(record), journalform._text(payload))
-    finished = journalform.read_live(close({"tokens": ["t"], "settled": 9}))
+    assert form.read_live(form.live(record)) == record
+    close = form.open_ended("done", form.header_fields(record), form.json_text(payload))
+    finished = form.read_live(close({"tokens": ["t"], "settled": 9}))
     ended = {**payload, "tokens": ["t"], "settled": 9}
     assert finished == {**record, "state": "done", "event_payload": ended}
 
@@ -157,10 +158,10 @@ PAYLOADS = st.dictionaries(NAMES, JSON, max_size=4)
 def test_an_outcomes_payload_text_reuses_the_intents_and_says_the_outcome(
     announced: dict[str, object], ended: dict[str, object]
 ) -> None:
-    text = journalform._extended(journalform._text(announced), announced, ended)
+    text = form.extended_text(form.json_text(announced), announced, ended)
     assert json.loads(text) == ended
     kept = {**announced, **{k: v for k, v in ended.items() if k not in announced}}
-    assert json.loads(journalform._extended(journalform._text(announced), announced, kept)) == kept
+    assert json.loads(form.extended_text(form.json_text(announced), announced, kept)) == kept
 
 
 def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) -> None:
@@ -178,8 +179,8 @@ def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) 
         "event_type": "create-tag",
         "event_payload": {"tag": "v0", "commit_id": "abc"},
     }
-    lake.kv.set(writer.partition, "0-1", journalform._encode(record))
-    assert journalform.read_live(lake.kv.get(writer.partition, "0-1")) == record
+    lake.kv.set(writer.partition, "0-1", form.json_bytes(record))
+    assert form.read_live(lake.kv.get(writer.partition, "0-1")) == record
     (entry,) = journal.tail(lake.kv, lake.blocks, repo="older")[1:]
     assert (entry.event_type, dict(entry.event_payload)) == ("create-tag", {"tag": "v0", "commit_id": "abc"})
     writer.close()
@@ -219,12 +220,12 @@ def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
     p.upload(lake, "refuse", "main", "y", b"y")
     p.commit(lake, "refuse", "main", "y")
     assert types(lake, "refuse") == [*before, "write-objects", "commit"]
-    assert journal._done_entries(lake.kv) == []
+    assert seal.done_entries(lake.kv) == []
     assert [k for k, _ in lake.kv.scan(keys.journal_live_partition(_writer(lake)))] == []
 
 
 def _writer(lake: p.Lake) -> str:
-    sink = journal._find(lake.events)  # the journal, alone or after the actions
+    sink = journal.find(lake.events)  # the journal, alone or after the actions
     assert sink is not None
     return sink.writer
 
@@ -251,7 +252,7 @@ def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: p.Lake) -> None:
     # Each entry names the live entry it was (its writer and key), so that a rebuild tells the
     # logged entries a batch holds from those it does not.
     writer = table.column("entry")[0].as_py().split("/")[0]
-    assert writer and writer == journal._find(lake.events).writer  # type: ignore[union-attr]
+    assert writer and writer == journal.find(lake.events).writer  # type: ignore[union-attr]
     roots = gc.roots(lake, "sealed")
     assert {b["locator"] for b in found} <= roots.locators
 
@@ -317,13 +318,14 @@ def test_settings_and_collections_are_entries_with_their_values(lake: p.Lake) ->
 
 def test_protection_settings_of_either_journal_form_replay(lake: p.Lake) -> None:
     """Older journals list bare patterns; newer ones the rule objects, with pull-request fields."""
-    from lakectl.core import protection, rebuild
+    from lakectl.core import protection
+    from lakectl.core.journal import rebuild
 
     p.create_repo(lake, "forms")
-    rebuild._setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]})
+    rebuild.replay_setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": ["stable_*"]})
     assert protection.get_rules(lake, "forms").to_list() == [{"pattern": "stable_*"}]
     rule = {"pattern": "main", "required_approvals": 2, "required_checks": True}
-    rebuild._setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": [rule]})
+    rebuild.replay_setting(lake, "forms", {"key": keys.BRANCH_PROTECTION, "value": [rule]})
     assert protection.get_rules(lake, "forms").to_list() == [rule]
 
 
@@ -431,7 +433,7 @@ def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p
 
 
 def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(lake: p.Lake) -> None:
-    from lakectl.core import rebuild
+    from lakectl.core.journal import rebuild
     from lakectl.core.kv.memory import MemoryStore
 
     p.create_repo(lake, "gone-r")
@@ -449,7 +451,7 @@ def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(
     journal.seal(lake.kv, lake.blocks)
     old = journal.batches(lake.kv)
     before = [e.event_type for e in journal.entries(lake.kv, lake.blocks)]
-    done = journalcompact.compact(lake.kv, lake.blocks)
+    done = compact.compact(lake.kv, lake.blocks)
     after = list(journal.entries(lake.kv, lake.blocks))
     assert done == {"entries": len(after), "dropped": len(before) - len(after), "batches": 1}
     assert [e.event_type for e in after] == [
@@ -523,7 +525,7 @@ def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
     """A flush while the keeper seals must not return before the keeper's seal lands: callers
     (a server's tests, a rebuild) read the lake right after and must see it sealed."""
     p.create_repo(lake, "raced")
-    sink = journal._find(lake.events)
+    sink = journal.find(lake.events)
     assert sink is not None
     started = threading.Event()
     real = journal.seal
@@ -551,18 +553,18 @@ def test_closing_a_lake_leaves_its_logged_entries_to_the_next_seal(tmp_path: Pat
     """A closing writer's entries are in its log already: the next seal takes them, and the seal
     after it lets the closed writer go with its log; once enough closed writers wait, a closing
     writer seals them all."""
-    from lakectl.core import journallog
+    from lakectl.core.journal import log
 
     lake = p.open_lake(str(tmp_path / "lake"))
     p.create_repo(lake, "closed")
     writer = _writer(lake)
     lake.close()
     again = p.open_lake(str(tmp_path / "lake"))
-    assert journal.last_timestamp(again.kv) == 0 and journallog.files(again.blocks, writer)
+    assert journal.last_timestamp(again.kv) == 0 and log.files(again.blocks, writer)
     assert _writers(again) == [keys.journal_writer_key(writer)]
     assert journal.seal(again.kv, again.blocks) == 1 and journal.last_timestamp(again.kv) == 1
     journal.seal(again.kv, again.blocks)  # recovery finds the closed writer with nothing left
-    assert _writers(again) == [] and journallog.files(again.blocks) == []
+    assert _writers(again) == [] and log.files(again.blocks) == []
     assert not list(again.kv.scan(keys.journal_live_partition(writer)))
     again.close()
     for n in range(journal.CLOSE_SEAL_WRITERS):
@@ -588,8 +590,9 @@ def test_a_writer_is_dead_when_its_process_is_gone_or_its_heartbeat_old() -> Non
 
 
 def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tmp_path: Path) -> None:
-    from lakectl.core import rebuild, refsdump
+    from lakectl.core import refsdump
     from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.journal import rebuild
     from lakectl.core.kv.sqlite import SQLiteStore
     from tests.property.test_journal_rebuild import state
 
@@ -615,9 +618,9 @@ def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tm
 
 def _logs(lake: p.Lake) -> set[str]:
     """The ids of the entries in the lake's journal log (its writers' files, its log blocks)."""
-    from lakectl.core import journallog
+    from lakectl.core.journal import log
 
-    return {i for _, ids in journallog.logged(lake.blocks) for i in ids}
+    return {i for _, ids in log.logged(lake.blocks) for i in ids}
 
 
 def test_an_acknowledged_change_is_in_the_blocks_before_it_is_sealed(
@@ -625,7 +628,7 @@ def test_an_acknowledged_change_is_in_the_blocks_before_it_is_sealed(
 ) -> None:
     """A verb returns once its entry is logged in the block store: a rebuild from the blocks
     alone, with nothing sealed, gives every change back; a seal then retires the log blocks."""
-    from lakectl.core import rebuild
+    from lakectl.core.journal import rebuild
     from lakectl.core.kv.sqlite import SQLiteStore
 
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)  # no keeper seals during the test
@@ -656,7 +659,7 @@ def test_log_blocks_are_deleted_once_sealed(lake: p.Lake) -> None:
 
 
 def test_a_rebuild_of_a_lake_without_a_journal_refuses(tmp_path: Path) -> None:
-    from lakectl.core import rebuild
+    from lakectl.core.journal import rebuild
     from lakectl.errors import NotFound
 
     home = tmp_path / "lake"
@@ -683,7 +686,7 @@ def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
 ) -> None:
     """Its batch follows the same batch as the one published after it: the rebuild takes the one
     published (the one a later batch follows, or the larger), and nothing is replayed twice."""
-    from lakectl.core import rebuild
+    from lakectl.core.journal import rebuild
     from lakectl.core.kv.sqlite import SQLiteStore
 
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
@@ -721,7 +724,7 @@ def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
 def test_an_object_that_looks_like_a_log_record_is_not_replayed(tmp_path: Path) -> None:
     """A user's object whose bytes are a well-formed log record adds nothing to a rebuild of a
     local lake: its log is in files no upload writes, and no block is read as a log record."""
-    from lakectl.core import journallog, rebuild
+    from lakectl.core.journal import log, rebuild
 
     home = tmp_path / "lake"
     lake = p.open_lake(str(home))
@@ -730,9 +733,9 @@ def test_an_object_that_looks_like_a_log_record_is_not_replayed(tmp_path: Path) 
               "repo_id": "forged", "event_type": "create-repository",
               "event_payload": {"default_branch": "main", "creation_date": 1,
                                 "storage_namespace": "local://forged", "bare": True}}  # fmt: skip
-    record = journallog.encode("f" * 16, [("0000000000000001-000000000001", journalform.live(forged))])
+    record = log.encode("f" * 16, [("0000000000000001-000000000001", form.live(forged))])
     p.upload(lake, "honest", "main", "innocent.bin", record)
-    assert any(lake.blocks.get(b, 0, 4) == journallog.MAGIC[:4] for b in lake.blocks.list())
+    assert any(lake.blocks.get(b, 0, 4) == log.MAGIC[:4] for b in lake.blocks.list())
     lake.close()
     (home / "lake.db").unlink()
     rebuild.rebuild_embedded(str(home))
@@ -747,9 +750,9 @@ def test_in_a_store_of_volumes_each_log_record_is_a_block(
     """Where the blocks are not one local directory (volumes, S3), a record of the log is a block
     of its own: a rebuild from the blocks alone gives back what nothing sealed, and a seal then
     deletes those blocks."""
-    from lakectl.core import journallog, rebuild
     from lakectl.core.blocks.local import LocalAdapter
     from lakectl.core.blocks.volumes import VolumeSet
+    from lakectl.core.journal import log, rebuild
     from lakectl.core.kv.sqlite import SQLiteStore
 
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
@@ -758,14 +761,14 @@ def test_in_a_store_of_volumes_each_log_record_is_a_block(
     journal.enable(lake)
     p.create_repo(lake, "volumes")
     p.upload(lake, "volumes", "main", "a", b"a")
-    assert journallog.files(blocks) == [] and len(list(journallog.logged(blocks))) == 2
+    assert log.files(blocks) == [] and len(list(log.logged(blocks))) == 2
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
     assert rebuild.rebuild(blocks, kv).entries == 2
     assert b"".join(p.read(p.Lake(kv=kv, blocks=blocks), "volumes", "main", "a")) == b"a"
     kv.close()
     p.upload(lake, "volumes", "main", "b", b"b")
     journal.flush(lake)
-    assert list(journallog.logged(blocks)) == []
+    assert list(log.logged(blocks)) == []
     lake.close()
 
 
@@ -774,30 +777,30 @@ def test_a_log_file_is_made_before_its_records_and_a_torn_record_ends_it(tmp_pat
     no metadata); a reader takes the records up to the zeros, and a record cut short by a crash
     (its header whole, its entries partly zeros: the CRC fails) ends them too. A log block with
     a wrong CRC is malformed. A writer that fills a file gets a bigger one next."""
-    from lakectl.core import journallog
     from lakectl.core.blocks.local import LocalAdapter
+    from lakectl.core.journal import log
     from lakectl.core.kv.memory import MemoryStore
 
     blocks = LocalAdapter(str(tmp_path / "blocks"))
-    log = journal.LogWriter(MemoryStore(), "live", blocks, "a" * 16)
+    writer = journal.LogWriter(MemoryStore(), "live", blocks, "a" * 16)
     for n in range(3):
-        log.write(f"{n:016x}-{n:012x}", journalform.live({"state": "done", "n": n, "event_payload": {}}))
-    (path,) = journallog.files(blocks)
-    assert os.path.getsize(path) == journallog.FIRST_FILE_BYTES
-    found = journallog.read_file(path)
+        writer.write(f"{n:016x}-{n:012x}", form.live({"state": "done", "n": n, "event_payload": {}}))
+    (path,) = log.files(blocks)
+    assert os.path.getsize(path) == log.FIRST_FILE_BYTES
+    found = log.read_file(path)
     assert [header["n"] for _, header, _ in found] == [0, 1, 2]
     with open(path, "rb") as f:
         data = f.read().rstrip(b"\0")
-    torn = journallog.encode("f" * 16, [("0000000000000009-000000000009", b"done {}\n" + b"y" * 64)])
+    torn = log.encode("f" * 16, [("0000000000000009-000000000009", b"done {}\n" + b"y" * 64)])
     with open(path, "wb") as f:
         f.write(data + torn[:-20] + b"\0" * 120)
-    assert journallog.read_file(path) == found
+    assert log.read_file(path) == found
     with pytest.raises(IntegrityError, match="CRC"):
-        list(journallog.decode(torn[:-20] + b"\0" * 20))
-    noise = os.urandom(journallog.FIRST_FILE_BYTES).hex()  # more than a file, compressed
-    big = journalform.live({"state": "done", "n": 3, "event_payload": {"x": noise}})
-    log.write("big", big)
-    log.close()
-    assert len(journallog.files(blocks)) == 2
-    assert os.path.getsize(journallog.files(blocks)[1]) == 2 * journallog.FIRST_FILE_BYTES  # it grew
-    assert [h["n"] for _, h, _ in journallog.read_file(journallog.files(blocks)[1])] == [3]
+        list(log.decode(torn[:-20] + b"\0" * 20))
+    noise = os.urandom(log.FIRST_FILE_BYTES).hex()  # more than a file, compressed
+    big = form.live({"state": "done", "n": 3, "event_payload": {"x": noise}})
+    writer.write("big", big)
+    writer.close()
+    assert len(log.files(blocks)) == 2
+    assert os.path.getsize(log.files(blocks)[1]) == 2 * log.FIRST_FILE_BYTES  # it grew
+    assert [h["n"] for _, h, _ in log.read_file(log.files(blocks)[1])] == [3]

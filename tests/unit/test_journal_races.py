@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import journal, keys, rebuild
+from lakectl.core import keys
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event, EventSink, Fanout, Verb
+from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.model import Branch, BranchId, RepositoryId, StagingToken

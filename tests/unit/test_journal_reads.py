@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import journal, journalcompact, journalform, keys, rebuild
+from lakectl.core import keys
 from lakectl.core import porcelain as p
 from lakectl.core import reads as reads_module
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import compact, form, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import ObjectNotFound, StorageError
 from tests.property.test_journal_rebuild import state
@@ -48,7 +49,7 @@ def test_a_read_is_one_done_entry_with_its_range(lake: p.Lake) -> None:
         p.read(lake, "rds", "main", "nope")
     # Nothing pending: a read has no intent waiting for an outcome.
     live = lake.kv.partitions("journal/live/")  # type: ignore[attr-defined]
-    states = [journalform.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
+    states = [form.read_live(raw)["state"] for part in live for _, raw in lake.kv.scan(part)]
     assert journal.PENDING not in states
     first, second = reads(lake)
     assert (first.client_id, first.repo_id) == ("ada", "rds")
@@ -132,7 +133,7 @@ def test_concurrent_reads_are_each_recorded(lake: p.Lake) -> None:
 
 def test_a_read_whose_entry_cannot_be_stored_is_refused(lake: p.Lake) -> None:
     journal.enable(lake, reads=True)
-    sink = journal._find(lake.events)
+    sink = journal.find(lake.events)
     assert sink is not None
 
     def broken(items: list[tuple[str, bytes]]) -> None:
@@ -150,7 +151,7 @@ def test_compaction_keeps_reads_even_of_a_deleted_repository(lake: p.Lake) -> No
     b"".join(p.read(lake, "gone", "main", "x"))
     p.delete_repo(lake, "gone")
     before = reads(lake, "gone")
-    done = journalcompact.compact(lake.kv, lake.blocks)
+    done = compact.compact(lake.kv, lake.blocks)
     assert done["dropped"] >= 3
     assert reads(lake, "gone") == before and len(before) == 1
     types = [e.event_type for e in journal.tail(lake.kv, lake.blocks, amount=100, repo="gone")]

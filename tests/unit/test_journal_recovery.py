@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import gc, journal, journalform, keys, rebuild, refsdump
+from lakectl.core import gc, keys, refsdump
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
+from lakectl.core.journal import form, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.errors import AlreadyExists, NothingToCommit, StorageError
 from tests.property.test_journal_rebuild import state
@@ -170,15 +171,15 @@ def test_a_living_writers_open_intent_is_left_alone(lake: p.Lake) -> None:
     lake.events = kept
     journal.seal(lake.kv, lake.blocks)
     assert "create-branch" not in [e.event_type for e in journal.entries(lake.kv, lake.blocks)][-1:]
-    pending = [journalform.read_live(v)["state"] for _, v in lake.kv.scan(writer.partition)]
+    pending = [form.read_live(v)["state"] for _, v in lake.kv.scan(writer.partition)]
     assert pending == [journal.PENDING]
     writer.close()
 
 
 def _pending(lake: p.Lake) -> list[dict[str, Any]]:
-    sink = journal._find(lake.events)
+    sink = journal.find(lake.events)
     assert sink is not None
-    records = [journalform.read_live(v) for _, v in lake.kv.scan(sink.partition)]
+    records = [form.read_live(v) for _, v in lake.kv.scan(sink.partition)]
     return [r for r in records if r["state"] == journal.PENDING]
 
 

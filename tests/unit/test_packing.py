@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import journal, manifests, porcelain
+from lakectl.core import manifests, porcelain
 from lakectl.core.blocks.data import (
     PACK_MAX,
     SMALL_OBJECT,
@@ -20,6 +20,7 @@ from lakectl.core.blocks.data import (
     segment_token,
 )
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import journal
 from lakectl.errors import InvalidLocator, StorageError
 
 

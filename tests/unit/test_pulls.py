@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import journal, keys, protection, pulls, rebuild
+from lakectl.core import keys, protection, pulls
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import (

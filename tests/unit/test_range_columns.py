@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core.journalform import column
+from lakectl.core.journal.form import column
 
 texts = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20), max_size=50)
 ints = st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50)
@@ -47,12 +47,12 @@ def test_sealing_the_journal_does_not_import_pandas() -> None:
     """Every command of a journalled lake seals what it did as it closes: no pandas there either."""
     code = (
         "import sys\n"
-        "from lakectl.core import journal\n"
-        "entry = journal.Entry(1, 5, 'ada', 'repo', 'write-objects', {'rows': [['a', None]]})\n"
-        "data = journal._parquet([entry], {'first': 1})\n"
+        "from lakectl.core.journal import journal, seal  # what a journalled lake loads\n"
+        "entry = seal.Entry(1, 5, 'ada', 'repo', 'write-objects', {'rows': [['a', None]]})\n"
+        "data = seal.parquet([entry], {'first': 1})\n"
         "class Blocks(dict):\n"
         "    def get(self, k): return data\n"
-        "assert list(journal._read_batch(Blocks(), 'x')) == [entry]\n"
+        "assert list(seal.read_batch(Blocks(), 'x')) == [entry]\n"
         "print('pandas' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

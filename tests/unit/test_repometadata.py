@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import journal, keys, rebuild, repometadata
+from lakectl.core import keys, repometadata
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.limits import MAX_METADATA_ENTRIES
 from lakectl.errors import InvalidArgument, NotFound

@@ -6,7 +6,7 @@ A log record holds one group commit of one writer (written after the last in the
 file in a local block directory, :func:`directory`; a block of its own in other stores): a magic
 line, a one-line JSON header naming the writer, each entry's key and length and the CRC-32 of the
 entries, then the entries as their writer's KV partition stores them
-(:func:`lakectl.core.journalform.live`). A log file is made of zeros beforehand; its records end
+(:func:`lakectl.core.journal.form.live`). A log file is made of zeros beforehand; its records end
 where no record begins, and a record its writer died writing ends them too (its CRC fails).
 Sealed batches name the entries they hold (``<writer>/<key>``), so a rebuild replays a logged
 entry only when no batch holds it."""
@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from lakectl.core.journalform import _encode, _split_live
+from lakectl.core.journal.form import json_bytes, split_live
 from lakectl.errors import IntegrityError
 
 MAGIC = b"LKJL lakectl journal log 1\n"
@@ -39,7 +39,7 @@ def encode(writer: str, items: Iterable[tuple[str, bytes]]) -> bytes:
     for _, raw in listed:
         crc = zlib.crc32(raw, crc)
     entries = [[key, len(raw)] for key, raw in listed]
-    header = _encode({"writer": writer, "entries": entries, "crc": crc})
+    header = json_bytes({"writer": writer, "entries": entries, "crc": crc})
     return b"".join([MAGIC, header, b"\n", *(raw for _, raw in listed)])
 
 
@@ -73,7 +73,7 @@ def decode(data: bytes, locator: str = "", torn: bool = False) -> Iterator[tuple
                 crc = zlib.crc32(raw, crc)
             if "crc" in header and crc != int(header["crc"]):
                 raise ValueError("its entries do not match their CRC")
-            found = [(entry_id(writer, key), *_split_live(raw)) for key, raw in raws]
+            found = [(entry_id(writer, key), *split_live(raw)) for key, raw in raws]
         except (ValueError, KeyError, TypeError) as e:
             if torn:
                 return

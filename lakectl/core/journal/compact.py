@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakectl.core import journallog, keys
+from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
-from lakectl.core.journalform import _encode
-from lakectl.core.journalseal import (
+from lakectl.core.journal import log
+from lakectl.core.journal.form import json_bytes
+from lakectl.core.journal.seal import (
     SEAL_BATCH,
     Entry,
-    _cursor,
-    _finish,
-    _generation,
-    _parquet,
-    _read_batch,
     batches,
+    finish,
+    generation_of,
+    parquet,
+    read_batch,
+    read_cursor,
     seal,
 )
 from lakectl.core.kv import KVStore
@@ -67,19 +68,19 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
 
     def attempt() -> dict[str, int] | Again:
         seal(kv, blocks)
-        cursor, raw = _cursor(kv)
+        cursor, raw = read_cursor(kv)
         old = batches(kv)
         if not old:
             return {"entries": 0, "dropped": 0, "batches": 0}
-        every = [e for b in old for e in _read_batch(blocks, b["locator"])]
+        every = [e for b in old for e in read_batch(blocks, b["locator"])]
         drop = superseded(every)
         # A log block whose entries are sealed is deleted now: once compaction dropped one of
         # them, a rebuild could no longer tell that it was sealed and would replay it again.
         sealed = {e.key for e in every if e.key}
-        for name, ids in journallog.logged(blocks):
+        for name, ids in log.logged(blocks):
             if ids <= sealed:
-                journallog.discard(blocks, name)
-        generation = _generation(cursor) + 1
+                log.discard(blocks, name)
+        generation = generation_of(cursor) + 1
         kept = [e for e in every if e.logical_timestamp not in drop]
         new: list[dict[str, Any]] = []
         previous = ""
@@ -97,23 +98,23 @@ def compact(kv: KVStore, blocks: Any) -> dict[str, int]:
                 "previous": previous,
                 "generation": generation,
             }
-            data = _parquet(chunk, about)
+            data = parquet(chunk, about)
             locator = block_locator(data)
             blocks.put(locator, data)
             new.append({**about, "locator": locator})
             previous, first = locator, last + 1
         blocks.sync()
         for batch in new[:-1]:
-            kv.set(keys.JOURNAL, keys.journal_batch_key(batch["first"], generation), _encode(batch))
+            kv.set(keys.JOURNAL, keys.journal_batch_key(batch["first"], generation), json_bytes(batch))
         published = {**cursor, "batch": new[-1], "generation": generation, "sealed": []}
         try:
-            kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(published), raw)
+            kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, json_bytes(published), raw)
         except PredicateFailed:
             for batch in new:  # a sealer appended meanwhile: this generation never was
                 kv.delete(keys.JOURNAL, keys.journal_batch_key(batch["first"], generation))
                 blocks.delete(batch["locator"])
             return AGAIN
-        _finish(kv, published)
+        finish(kv, published)
         delete_many(
             kv,
             keys.JOURNAL,

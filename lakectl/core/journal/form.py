@@ -26,7 +26,8 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 """One encoder for every record: ``json.dumps`` with options builds a new one a call."""
 
 
-def _text(payload: Mapping[str, Any]) -> str:
+def json_text(payload: Mapping[str, Any]) -> str:
+    """A payload's JSON text, as every entry stores it (sorted keys, no spaces)."""
     return _ENCODER.encode(payload)
 
 
@@ -36,19 +37,21 @@ def live(record: Mapping[str, Any]) -> bytes:
     reuses its intent's header and payload text, and sealing copies the payload text into its
     batch as it is: a write of 100k paths is encoded once, and not parsed again before a
     reader asks (docs/decisions/0009-journal.md)."""
-    return _live(record["state"], _header(record), _text(record.get("event_payload", {})))
+    return live_from(record["state"], encode_header(record), json_text(record.get("event_payload", {})))
 
 
-def _fields(record: Mapping[str, Any]) -> dict[str, Any]:
+def header_fields(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the header of a live entry says: the record but its state and payload."""
     return {k: v for k, v in record.items() if k not in ("state", "event_payload")}
 
 
-def _header(record: Mapping[str, Any]) -> bytes:
-    return _encode(_fields(record))
+def encode_header(record: Mapping[str, Any]) -> bytes:
+    """A live entry's header line: :func:`header_fields` as JSON."""
+    return json_bytes(header_fields(record))
 
 
-def _live(state: str, header: bytes, text: str) -> bytes:
+def live_from(state: str, header: bytes, text: str) -> bytes:
+    """A live entry from its parts, encoded already (:func:`live` encodes them first)."""
     body = text.encode()
     if len(body) >= COMPRESS_FROM:
         return _stored(state, header[:-1] + b',"z":%d}' % len(body), _compress(body))
@@ -59,22 +62,22 @@ def _stored(state: str, header: bytes, body: bytes) -> bytes:
     return b"%s %s\n%s" % (state.encode(), header, body)
 
 
-def _open_ended(state: str, fields: Mapping[str, Any], text: str) -> Callable[[Mapping[str, Any]], bytes]:
+def open_ended(state: str, fields: Mapping[str, Any], text: str) -> Callable[[Mapping[str, Any]], bytes]:
     """A live entry whose payload is known but for some keys: the returned function makes the
     entry with them (``added``, not empty). The entry of a staged write of 100k rows is encoded
     (and compressed) once, before the write, and finished in the write's transaction with what
     the write learnt, at the cost of a few bytes there."""
     body = (text[:-1] if text == "{}" else text[:-1] + ",").encode()
     if len(body) < COMPRESS_FROM:
-        header = _encode(fields)
-        return lambda added: _stored(state, header, body + _encode(added)[1:])
+        header = json_bytes(fields)
+        return lambda added: _stored(state, header, body + json_bytes(added)[1:])
     # Concatenated Zstandard frames decompress to the concatenation of their contents (RFC
     # 8878, section 3.1): the rows are compressed here, the closing keys alone in the write.
     frame = _compress(body)
 
     def close(added: Mapping[str, Any]) -> bytes:
-        tail = _encode(added)[1:]
-        return _stored(state, _encode({**fields, "z": len(body) + len(tail)}), frame + _compress(tail))
+        tail = json_bytes(added)[1:]
+        return _stored(state, json_bytes({**fields, "z": len(body) + len(tail)}), frame + _compress(tail))
 
     return close
 
@@ -91,10 +94,11 @@ def _decompress(data: bytes, size: int) -> bytes:
     return bytes(pa.decompress(data, size, codec="zstd", asbytes=True))
 
 
-def _split_live(raw: bytes) -> tuple[dict[str, Any], str]:
+def split_live(raw: bytes) -> tuple[dict[str, Any], str]:
+    """A live entry's record but its payload, and the payload's JSON text, left unparsed."""
     if raw[:1] == b"{":  # a record written before the split form: one JSON object
         record = json.loads(raw)
-        return record, _text(record.pop("event_payload", {}))
+        return record, json_text(record.pop("event_payload", {}))
     state, _, rest = raw.partition(b" ")
     head, _, body = rest.partition(b"\n")  # a compressed body may hold newlines; the header not
     header = json.loads(head)
@@ -105,27 +109,28 @@ def _split_live(raw: bytes) -> tuple[dict[str, Any], str]:
 
 def read_live(raw: bytes) -> dict[str, Any]:
     """A live entry's whole record (the inverse of :func:`live`)."""
-    record, text = _split_live(raw)
+    record, text = split_live(raw)
     record["event_payload"] = json.loads(text)
     return record
 
 
-def _extended(text: str, announced_: Mapping[str, Any], ended: Mapping[str, Any]) -> str:
+def extended_text(text: str, announced_: Mapping[str, Any], ended: Mapping[str, Any]) -> str:
     """The JSON text of ``ended`` (an outcome's payload), reusing ``text``, the JSON of the
     intent's payload ``announced_``, when the outcome only adds keys to it: a staged write's
     outcome adds its tokens to 100k rows, which are then not encoded again."""
     for name, value in announced_.items():
         if name not in ended or not (ended[name] is value or ended[name] == value):
-            return _text(ended)
+            return json_text(ended)
     added = {k: v for k, v in ended.items() if k not in announced_}
     if not added:
         return text
     if not announced_:
-        return _text(added)
-    return text[:-1] + "," + _text(added)[1:]
+        return json_text(added)
+    return text[:-1] + "," + json_text(added)[1:]
 
 
-def _encode(record: Mapping[str, Any]) -> bytes:
+def json_bytes(record: Mapping[str, Any]) -> bytes:
+    """A record as the journal stores it in the KV store: :func:`json_text`, encoded."""
     return _ENCODER.encode(record).encode()
 
 

@@ -1,6 +1,6 @@
 """The sealed journal: done entries numbered with the lake's logical timestamps and stored as one
 Parquet block per batch (:func:`seal`), and read back (:func:`entries`, :func:`tail`,
-:func:`follow`). Writers record entries through :class:`lakectl.core.journal.Journal`, which
+:func:`follow`). Writers record entries through :class:`lakectl.core.journal.journal.Journal`, which
 re-exports what callers use from here (docs/decisions/0009-journal.md)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
-from lakectl.core.journalform import DONE, _encode, _split_live, _text, column
-from lakectl.core.journallog import entry_id
+from lakectl.core.journal.form import DONE, column, json_bytes, json_text, split_live
+from lakectl.core.journal.log import entry_id
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
 from lakectl.core.kv.retry import AGAIN, JOURNAL_CURSOR, Again, retry
@@ -45,7 +45,7 @@ class Entry:
     event_type: str
     event_payload: Mapping[str, Any] = field(default_factory=dict)
     key: str = field(default="", compare=False)
-    """Which live entry it was, ``<writer>/<key>`` (:func:`lakectl.core.journallog.entry_id`):
+    """Which live entry it was, ``<writer>/<key>`` (:func:`lakectl.core.journal.log.entry_id`):
     a rebuild replays a logged entry only when no batch holds it. Empty in older batches."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,7 +73,9 @@ class Entry:
 # -- sealing --------------------------------------------------------------------------------
 
 
-def _cursor(kv: KVStore) -> tuple[dict[str, Any], bytes | None]:
+def read_cursor(kv: KVStore) -> tuple[dict[str, Any], bytes | None]:
+    """The sealed journal's cursor and its stored bytes (None: never sealed), for a
+    compare-and-swap."""
     try:
         raw = kv.get(keys.JOURNAL, keys.JOURNAL_CURSOR)
     except KeyNotFound:
@@ -81,11 +83,11 @@ def _cursor(kv: KVStore) -> tuple[dict[str, Any], bytes | None]:
     return json.loads(raw), raw
 
 
-def _finish(kv: KVStore, cursor: Mapping[str, Any]) -> None:
+def finish(kv: KVStore, cursor: Mapping[str, Any]) -> None:
     """The work the last seal published but may not have done: its batch record, its deletes."""
     batch = cursor.get("batch")
     if batch is not None:
-        kv.set(keys.JOURNAL, keys.journal_batch_key(batch["first"], _generation(cursor)), _encode(batch))
+        kv.set(keys.JOURNAL, keys.journal_batch_key(batch["first"], generation_of(cursor)), json_bytes(batch))
     by_partition: dict[str, list[str]] = {}
     for partition, key in cursor.get("sealed", []):
         by_partition.setdefault(partition, []).append(key)
@@ -93,7 +95,7 @@ def _finish(kv: KVStore, cursor: Mapping[str, Any]) -> None:
         delete_many(kv, partition, keys_)
 
 
-def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any], str]]:
+def done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any], str]]:
     """(partition, key, header, payload text) of every writer's done entries, in clock order;
     the payloads are never parsed."""
     out: list[tuple[str, str, dict[str, Any], str]] = []
@@ -101,7 +103,7 @@ def _done_entries(kv: KVStore) -> list[tuple[str, str, dict[str, Any], str]]:
         partition = keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])
         for entry_key, raw in kv.scan(partition):
             if raw.startswith(DONE.encode()) or raw[:1] == b"{":
-                header, text = _split_live(raw)
+                header, text = split_live(raw)
                 if header["state"] == DONE:
                     out.append((partition, entry_key, header, text))
     out.sort(key=lambda e: (e[2]["time"], e[2]["writer"], e[2]["seq"]))
@@ -112,8 +114,8 @@ def _last_attempts(
     done: list[tuple[str, str, dict[str, Any], str]],
 ) -> list[tuple[str, str, dict[str, Any], str]]:
     """``done`` without the entries a later attempt of the same write supersedes: a redone
-    staged write (:meth:`lakectl.core.journal.Journal._carrier`) stores its entry again under
-    ``<key>.<attempt>``, with every token it went to. Their keys are sealed all the same."""
+    staged write (:meth:`lakectl.core.journal.journal.Journal._carrier`) stores its entry again
+    under ``<key>.<attempt>``, with every token it went to. Their keys are sealed all the same."""
     last: dict[tuple[str, str], str] = {}
     for partition, key, _, _ in done:
         write = (partition, key.split(".", 1)[0])
@@ -130,15 +132,15 @@ def _attempt(key: str) -> int:
 def seal(kv: KVStore, blocks: Any) -> int:
     """Decide what dead writers left open, then seal the done entries of every writer into one
     Parquet batch; returns how many."""
-    from lakectl.core.recovery import recover
+    from lakectl.core.journal.recovery import recover
 
     with contextlib.suppress(LakectlError):
         recover(kv, blocks)
 
     def attempt() -> int | Again:
-        cursor, raw = _cursor(kv)
-        _finish(kv, cursor)
-        found = _done_entries(kv)
+        cursor, raw = read_cursor(kv)
+        finish(kv, cursor)
+        found = done_entries(kv)
         if not found:
             return 0
         done = _last_attempts(found)
@@ -152,7 +154,7 @@ def seal(kv: KVStore, blocks: Any) -> int:
             "min_time": headers[0]["time"],
             "max_time": max(h["time"] for h in headers),
             "previous": previous,
-            "generation": _generation(cursor),
+            "generation": generation_of(cursor),
         }
         columns = [
             list(range(first, first + len(done))),
@@ -163,7 +165,7 @@ def seal(kv: KVStore, blocks: Any) -> int:
             [t for _, _, _, t in done],
             [entry_id(h["writer"], k) for _, k, h, _ in done],
         ]
-        data = _batch(columns, about)
+        data = batch_parquet(columns, about)
         locator = block_locator(data)
         blocks.put(locator, data)
         blocks.sync()
@@ -171,7 +173,7 @@ def seal(kv: KVStore, blocks: Any) -> int:
         sealed = [[p, k] for p, k, _, _ in found]
         new = {**cursor, "next": first + len(done), "batch": batch, "sealed": sealed}
         try:
-            kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, _encode(new), raw)
+            kv.set_if(keys.JOURNAL, keys.JOURNAL_CURSOR, json_bytes(new), raw)
         except PredicateFailed:
             # Another sealer published first. Our block names entries a rebuild must not read
             # twice: gone, unless a published batch is these very bytes (the same entries,
@@ -180,30 +182,31 @@ def seal(kv: KVStore, blocks: Any) -> int:
             if locator not in sealed_blocks(kv):
                 blocks.delete(locator)
             return AGAIN
-        _finish(kv, new)
+        finish(kv, new)
         return len(done)
 
     return retry(JOURNAL_CURSOR, attempt, "could not seal the journal: other sealers kept winning")
 
 
-def _parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
+def parquet(rows: list[Entry], about: Mapping[str, Any]) -> bytes:
+    """A sealed batch's Parquet bytes from its entries (:func:`batch_parquet`)."""
     columns: list[list[Any]] = [
         [r.logical_timestamp for r in rows],
         [r.time for r in rows],
         [r.client_id for r in rows],
         [r.repo_id for r in rows],
         [r.event_type for r in rows],
-        [_text(r.event_payload) for r in rows],
+        [json_text(r.event_payload) for r in rows],
         [r.key for r in rows],
     ]
-    return _batch(columns, about)
+    return batch_parquet(columns, about)
 
 
 COLUMNS = ("logical_timestamp", "time", "client_id", "repo_id", "event_type", "event_payload", "entry")
 """A sealed batch's columns; ``entry`` names the live entry (absent from batches sealed before it)."""
 
 
-def _batch(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:
+def batch_parquet(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:
     """A sealed batch's Parquet bytes: :data:`COLUMNS` (the payload as JSON text) and ``about``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -213,13 +216,13 @@ def _batch(columns: list[list[Any]], about: Mapping[str, Any]) -> bytes:
     arrays = [column(c, t) for c, t in zip(columns, types, strict=True)]
     table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
     # The batch says what it is, so that a rebuild finds it among the blocks with no database.
-    table = table.replace_schema_metadata({MARK: b"journal", BATCH: _encode(about)})
+    table = table.replace_schema_metadata({MARK: b"journal", BATCH: json_bytes(about)})
     out = io.BytesIO()
     pq.write_table(table, out, compression="zstd")
     return out.getvalue()
 
 
-def _read_batch(blocks: Any, locator: str) -> Iterator[Entry]:
+def read_batch(blocks: Any, locator: str) -> Iterator[Entry]:
     """A batch's entries, a few at a time: memory follows the largest entry, not the batch."""
     import pyarrow.parquet as pq
 
@@ -240,14 +243,15 @@ def _read_batch(blocks: Any, locator: str) -> Iterator[Entry]:
 # -- reading --------------------------------------------------------------------------------
 
 
-def _generation(cursor: Mapping[str, Any]) -> int:
+def generation_of(cursor: Mapping[str, Any]) -> int:
+    """Which generation of batches the cursor names (a compaction starts the next one)."""
     return int(cursor.get("generation", 0))
 
 
 def batches(kv: KVStore) -> list[dict[str, Any]]:
     """The sealed batches' records, oldest first (the cursor's latest included)."""
-    cursor = _cursor(kv)[0]
-    prefix = keys.journal_batch_prefix(_generation(cursor))
+    cursor = read_cursor(kv)[0]
+    prefix = keys.journal_batch_prefix(generation_of(cursor))
     found = {json.loads(raw)["first"]: json.loads(raw) for _, raw in scan_prefix(kv, keys.JOURNAL, prefix)}
     latest = cursor.get("batch")
     if latest is not None:
@@ -278,7 +282,7 @@ def entries(kv: KVStore, blocks: Any, after: int = 0, repo: str = "") -> Iterato
     for batch in batches(kv):
         if batch["last"] <= after:
             continue
-        for entry in _read_batch(blocks, batch["locator"]):
+        for entry in read_batch(blocks, batch["locator"]):
             if entry.logical_timestamp > after and (not repo or entry.repo_id == repo):
                 yield entry
 
@@ -312,4 +316,4 @@ def follow(
 
 def last_timestamp(kv: KVStore) -> int:
     """The logical timestamp of the newest sealed entry (0: none yet)."""
-    return int(_cursor(kv)[0]["next"]) - 1
+    return int(read_cursor(kv)[0]["next"]) - 1

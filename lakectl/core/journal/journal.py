@@ -5,7 +5,7 @@ A :class:`Journal` is an :class:`~lakectl.core.events.EventSink`. ``before`` sto
 under the writer's own KV partition (refusing the verb if it cannot), ``after`` overwrites it
 with its *outcome*; a staged write instead stores its entry done, in the write's own
 transaction. Before the verb returns, its done entry is also logged in the block store
-(:class:`LogWriter`, :mod:`lakectl.core.journallog`), so that an acknowledged change survives
+(:class:`LogWriter`, :mod:`lakectl.core.journal.log`), so that an acknowledged change survives
 the loss of the metadata database before it is sealed. :func:`seal` numbers done entries with
 the lake's logical timestamps and stores them as one Parquet block per batch; :func:`entries`
 reads the sealed journal back.
@@ -24,23 +24,24 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import journallog, keys
+from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
-from lakectl.core.journalform import (
+from lakectl.core.journal import log
+from lakectl.core.journal.form import (
     DONE,
     PENDING,
-    _encode,
-    _extended,
-    _fields,
-    _header,
-    _live,
-    _open_ended,
-    _text,
+    encode_header,
+    extended_text,
+    header_fields,
+    json_bytes,
+    json_text,
     live,
+    live_from,
+    open_ended,
     read_live,
 )
-from lakectl.core.journalseal import (
+from lakectl.core.journal.seal import (
     BATCH,
     COLUMNS,
     FOLLOW_INTERVAL,
@@ -48,9 +49,6 @@ from lakectl.core.journalseal import (
     READ_CHUNK,
     SEAL_BATCH,
     Entry,
-    _done_entries,
-    _parquet,
-    _read_batch,
     batches,
     entries,
     follow,
@@ -181,10 +179,10 @@ class GroupWriter:
 
 class LogWriter(GroupWriter):
     """A writer's acknowledged entries made durable outside the metadata database before the
-    answer (:mod:`lakectl.core.journallog`): concurrent callers share one log record and one sync
+    answer (:mod:`lakectl.core.journal.log`): concurrent callers share one log record and one sync
     (group commit). In a local block directory the records are written one after the other
-    into the writer's log file, made beforehand of zeros (:data:`journallog.FIRST_FILE_BYTES`,
-    twice as many as the last file's once one fills, up to :data:`journallog.FILE_BYTES`) and
+    into the writer's log file, made beforehand of zeros (:data:`log.FIRST_FILE_BYTES`,
+    twice as many as the last file's once one fills, up to :data:`log.FILE_BYTES`) and
     opened ``O_DSYNC``: a record's write returns once it is durable, and its sync changes no
     metadata (the file's size and blocks are durable already), 0.10 ms here against 0.15 ms for
     an append and its ``fdatasync``. In other stores each record is a block. What is sealed is
@@ -194,7 +192,7 @@ class LogWriter(GroupWriter):
         super().__init__(kv, partition)
         self.blocks = blocks
         self.writer = writer
-        self._folder = journallog.directory(blocks)
+        self._folder = log.directory(blocks)
         self._file: int | None = None
         """The open log file's descriptor (its path is :attr:`_path`), None until the next write."""
         self._path = ""
@@ -203,7 +201,7 @@ class LogWriter(GroupWriter):
         """Where the open log file's next record goes."""
         self._size = 0
         """The open log file's size: its records, then zeros."""
-        self._next_size = journallog.FIRST_FILE_BYTES
+        self._next_size = log.FIRST_FILE_BYTES
         self._written: dict[str, list[str]] = {}
         """Log files (paths) or blocks (locators) of this writer not yet retired, and the keys
         of their entries."""
@@ -211,7 +209,7 @@ class LogWriter(GroupWriter):
         """Held by an append and by a retirement: a file is never deleted under a write."""
 
     def _store(self, batch: list[tuple[str, bytes]]) -> None:
-        data = journallog.encode(self.writer, batch)
+        data = log.encode(self.writer, batch)
         with self._files:
             if self._folder is None:
                 name = block_locator(data)
@@ -226,7 +224,7 @@ class LogWriter(GroupWriter):
         try:
             if self._file is None or self._offset + len(data) > self._size:
                 if self._file is not None:  # filled: a writer this busy gets bigger files
-                    self._next_size = min(2 * self._next_size, journallog.FILE_BYTES)
+                    self._next_size = min(2 * self._next_size, log.FILE_BYTES)
                 self._close()
                 self._open(len(data))
             assert self._file is not None
@@ -250,7 +248,7 @@ class LogWriter(GroupWriter):
             os.makedirs(self._folder, exist_ok=True)
             fsync_dir(os.path.dirname(self._folder))
         self._segment += 1
-        self._path = os.path.join(self._folder, journallog.file_name(self.writer, self._segment))
+        self._path = os.path.join(self._folder, log.file_name(self.writer, self._segment))
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC | os.O_CLOEXEC
         self._file = os.open(self._path, flags, 0o600)
         self._size = max(self._next_size, least)
@@ -354,7 +352,7 @@ class Journal:
         """The verb raised after its intent: a refusal (the verb's own checks, a lost
         compare-and-swap) changed nothing, and its intent is withdrawn; after any other error
         the change may have landed, and the intent is decided from the lake, as recovery decides
-        a dead writer's (:mod:`lakectl.core.recovery`)."""
+        a dead writer's (:mod:`lakectl.core.journal.recovery`)."""
         if CARRIED in event.notes:
             # A staged write stores its entry, done, with each of its writes: whatever landed
             # has its entry, and nothing else has one. Not acknowledged: not logged.
@@ -373,8 +371,8 @@ class Journal:
             self._decide(key, record)
 
     def _decide(self, key: str, record: dict[str, Any]) -> None:
+        from lakectl.core.journal.recovery import decide
         from lakectl.core.porcelain import Lake
-        from lakectl.core.recovery import decide
 
         with self._lock:
             self._opened.discard(key)
@@ -420,7 +418,9 @@ class Journal:
 
     def _closed(self) -> None:
         self.kv.set(
-            keys.JOURNAL, keys.journal_writer_key(self.writer), _encode({**writer_record(), "closed": True})
+            keys.JOURNAL,
+            keys.journal_writer_key(self.writer),
+            json_bytes({**writer_record(), "closed": True}),
         )
 
     def _waiting(self) -> int:
@@ -432,7 +432,7 @@ class Journal:
             return CLOSE_SEAL_WRITERS
 
     def _register(self) -> None:
-        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
+        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), json_bytes(writer_record()))
         self._registered = True
         self._stop.clear()
         self._keeper = threading.Thread(target=self._keep, name=f"journal-{self.writer}", daemon=True)
@@ -469,7 +469,7 @@ class Journal:
                 self._quietly(self._beat)
 
     def _beat(self) -> None:
-        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), _encode(writer_record()))
+        self.kv.set(keys.JOURNAL, keys.journal_writer_key(self.writer), json_bytes(writer_record()))
 
     def _record(self, event: Event, state: str) -> tuple[str, dict[str, Any], str, bytes]:
         """The entry's key, its record, its payload's JSON text and its encoded header."""
@@ -487,7 +487,7 @@ class Journal:
             "event_type": event.verb.value,
             "event_payload": payload,
         }
-        return f"{clock:016x}-{seq:012x}", record, _text(payload), _header(record)
+        return f"{clock:016x}-{seq:012x}", record, json_text(payload), encode_header(record)
 
     def before(self, event: Event) -> None:
         """Store the intent; raising here refuses the verb with nothing changed. A staged write
@@ -497,7 +497,7 @@ class Journal:
         no outcome to wait for, and a read whose entry cannot be stored is refused."""
         if event.verb is Verb.READ_OBJECT:
             key, _, text, header = self._record(event, DONE)
-            self._group.write(key, _live(DONE, header, text))
+            self._group.write(key, live_from(DONE, header, text))
             self._finished()
             return
         carried: list[Carry] | None = event.notes.get(CARRIED)
@@ -518,7 +518,7 @@ class Journal:
                     self._withdraw(opened[1])
             stack[:] = [s for s in stack if s[0] != which]
         del stack[:-MAX_OPEN]
-        self._group.write(key, _live(PENDING, header, text))
+        self._group.write(key, live_from(PENDING, header, text))
         with self._lock:
             self._opened.add(key)
         stack.append((which, key, record, text, header))
@@ -530,7 +530,7 @@ class Journal:
         in the order of those clocks (docs/decisions/0009-journal.md, "Concurrent writers"),
         and an entry is stored if and only if its write landed: nothing is ever pending. The
         last entry made is kept in ``stored``, for the log (:meth:`after`)."""
-        close = _open_ended(DONE, _fields(record), text)
+        close = open_ended(DONE, header_fields(record), text)
         settled: dict[str, int] = {}
 
         def carry(tokens: Sequence[str]) -> list[tuple[str, str, bytes]]:
@@ -541,10 +541,10 @@ class Journal:
             # A write redone (a commit took its token) stores its entry again, with every token
             # so far, under a key of its own: a sealer may have sealed the first one already,
             # and the key it deleted must not be written again (the sealer's next run deletes
-            # that key once more). A sealer that sees both seals the last (journalseal).
+            # that key once more). A sealer that sees both seals the last (journal/seal.py).
             attempt = len(tokens)
             made = (key if attempt == 1 else f"{key}.{attempt}", close(added))
-            stored.clear()  # a later attempt supersedes the earlier ones (journalseal)
+            stored.clear()  # a later attempt supersedes the earlier ones (journal/seal.py)
             stored[made[0]] = made[1]
             return [(self.partition, *made)]
 
@@ -566,7 +566,7 @@ class Journal:
         if not found:
             return
         _, key, record, text, header = stack.pop(found[-1])
-        outcome = _live(DONE, header, _extended(text, record["event_payload"], payload_of(event)))
+        outcome = live_from(DONE, header, extended_text(text, record["event_payload"], payload_of(event)))
         with self._lock:
             self._opened.discard(key)
         # Not stored: its intent stays pending for recovery, and the change is not acknowledged.
@@ -676,7 +676,7 @@ def install(lake: Lake) -> None:
     setting = _setting(lake.kv)[0]
     if not setting.get("enabled"):
         return
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found.reads = bool(setting.get("reads"))
         return
@@ -689,25 +689,22 @@ def install(lake: Lake) -> None:
 def audits_reads(sink: EventSink) -> bool:
     """Whether object reads are announced to ``sink`` (a lake's events): the journal is on and
     its ``reads`` setting too. A cached flag: no store is asked (docs/decisions/0009)."""
-    found = _find(sink)
+    found = find(sink)
     return found is not None and found.reads
 
 
-def _journal_of(sink: EventSink) -> bool:
-    return _find(sink) is not None
-
-
-def _find(sink: EventSink) -> Journal | None:
+def find(sink: EventSink) -> Journal | None:
+    """The journal among ``sink`` (a lake's events), None when it is off."""
     if isinstance(sink, Journal):
         return sink
     if isinstance(sink, Fanout):
-        return next((j for j in map(_find, sink.sinks) if j is not None), None)
+        return next((j for j in map(find, sink.sinks) if j is not None), None)
     return None
 
 
 def release(lake: Lake) -> None:
     """What the lake's journal holds for verbs that never ended, let go as the lake closes."""
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found.close()
 
@@ -715,7 +712,7 @@ def release(lake: Lake) -> None:
 def flush(lake: Lake) -> None:
     """Seal now what the lake's writer finished (its keeper would within a second), and delete
     its log blocks whose entries are sealed."""
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found._seal()
         found._log.retire()
@@ -736,7 +733,7 @@ def enable(lake: Lake, reads: bool | None = None) -> dict[str, Any]:
         if raw is not None and wanted == setting:
             return wanted
         try:
-            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, json_bytes(wanted), raw)
         except PredicateFailed:
             return AGAIN  # another process changed the setting meanwhile: apply ours over it
         return wanted
@@ -758,13 +755,13 @@ def disable(lake: Lake) -> dict[str, Any]:
             return None
         wanted = {**setting, "enabled": False}
         try:
-            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, _encode(wanted), raw)
+            lake.kv.set_if(keys.LAKE, keys.JOURNAL_SETTING, json_bytes(wanted), raw)
         except PredicateFailed:
             return AGAIN
         return None
 
     retry(SETTING, attempt, "could not change the journal's setting: it kept changing")
-    found = _find(lake.events)
+    found = find(lake.events)
     if found is not None:
         found.close()
         sinks = lake.events.sinks if isinstance(lake.events, Fanout) else ()
@@ -786,9 +783,6 @@ __all__ = [
     "SEAL_BATCH",
     "Entry",
     "Journal",
-    "_done_entries",
-    "_parquet",
-    "_read_batch",
     "batches",
     "entries",
     "follow",

@@ -10,8 +10,9 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import journal, journalform, journallog, keys
+from lakectl.core import keys
 from lakectl.core.events import Verb
+from lakectl.core.journal import form, journal, log, seal
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
 from lakectl.core.model import BranchId, Commit, RepositoryId, TagId
@@ -43,10 +44,10 @@ def recover(kv: KVStore, blocks: Any) -> int:
         left = list(kv.scan(partition))
         if not left:
             kv.delete(keys.JOURNAL, key)  # sealed and gone: nobody writes here any more
-            journallog.forget(blocks, key[len(keys.JOURNAL_WRITER_PREFIX) :])  # so is its log
+            log.forget(blocks, key[len(keys.JOURNAL_WRITER_PREFIX) :])  # so is its log
             continue
         for entry_key, value in left:
-            intent = journalform.read_live(value)
+            intent = form.read_live(value)
             if intent["state"] == VOID:
                 kv.delete(partition, entry_key)  # a recoverer died between deciding and deleting
             if intent["state"] != journal.PENDING:
@@ -61,7 +62,7 @@ def recover(kv: KVStore, blocks: Any) -> int:
             else:
                 new = {**intent, "state": journal.DONE, "event_payload": outcome, "recovered": True}
             try:
-                kv.set_if(partition, entry_key, journalform.live(new), value)
+                kv.set_if(partition, entry_key, form.live(new), value)
             except PredicateFailed:
                 continue  # another recoverer decided it
             if outcome is None:
@@ -194,11 +195,11 @@ def _claimed(kv: KVStore, blocks: Any, since: int) -> Iterator[str]:
     """Commit ids named by done entries written after ``since`` (microseconds), sealed or not."""
     for key, _ in scan_prefix(kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX):
         for _, raw in kv.scan(keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])):
-            record = journalform.read_live(raw)
+            record = form.read_live(raw)
             if record["state"] == journal.DONE and record["event_payload"].get("commit_id"):
                 yield record["event_payload"]["commit_id"]
     for batch in journal.batches(kv):
         if int(batch["max_time"]) >= since:
-            for entry in journal._read_batch(blocks, batch["locator"]):
+            for entry in seal.read_batch(blocks, batch["locator"]):
                 if entry.time >= since and entry.event_payload.get("commit_id"):
                     yield entry.event_payload["commit_id"]

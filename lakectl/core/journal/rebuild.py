@@ -6,18 +6,18 @@ metadata), chained by the locator of the batch before, and replayed into an empt
 repositories, branches, tags, commits (each entry that made one carries the commit record),
 staged entries and settings. Writers seal what they finished on close and within a second, and
 log every acknowledged entry in the block store before the acknowledgement
-(:mod:`lakectl.core.journallog`): the logged entries no batch holds are sealed into one more
+(:mod:`lakectl.core.journal.log`): the logged entries no batch holds are sealed into one more
 batch and replayed after the others, so every acknowledged change is rebuilt.
 
-Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before
-each mutation, not the order in which concurrent mutations landed. Where that order would decide
-the outcome, the entries carry the engine's own state instead (:mod:`lakectl.core.replayorder`),
-and :class:`Replay` follows it: staged rows go to the staging tokens they were written to, a
-dropped token stays dropped, a branch gets the newest record its moves name (by the time its
-staging token was made, then the head's generation), of two writes of one path into one token
-the one whose transaction read the later clock wins, and a token written after the branch's last recorded move
-is its current token. Entries without that state (an older journal's; an intent that recovery
-decided for a dead writer) are replayed in order.
+Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before each
+mutation, not the order in which concurrent mutations landed. Where that order would decide the
+outcome, the entries carry the engine's own state instead (:mod:`lakectl.core.journal.replayorder`),
+and :class:`Replay` follows it: staged rows go to the staging tokens they were written to, a dropped
+token stays dropped, a branch gets the newest record its moves name (by the time its staging token
+was made, then the head's generation), of two writes of one path into one token the one whose
+transaction read the later clock wins, and a token written after the branch's last recorded move is
+its current token. Entries without that state (an older journal's; an intent that recovery decided
+for a dead writer) are replayed in order.
 """
 
 from __future__ import annotations
@@ -30,22 +30,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import (
-    gc,
-    journal,
-    journalform,
-    journallog,
-    journalseal,
-    keys,
-    protection,
-    pulls,
-    replayorder,
-    repometadata,
-)
+from lakectl.core import gc, keys, protection, pulls, repometadata
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.graph.refs import new_staging_token, token_time
+from lakectl.core.journal import form, journal, log, replayorder, seal
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions, set_many
 from lakectl.core.model import (
@@ -94,7 +84,7 @@ def find_batches(blocks: BlockAdapter) -> list[dict[str, Any]]:
 
 def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
     """The sealed batches among the blocks, in order (as :func:`find_batches`), the locators of
-    the log blocks (:mod:`lakectl.core.journallog`), and the batches left off the chain where it
+    the log blocks (:mod:`lakectl.core.journal.log`), and the batches left off the chain where it
     forked. A sealer killed between storing its batch and publishing it leaves a batch that
     follows the same one as the batch published there: the chain takes the one a later batch
     follows, or, at the chain's end, the larger; the entries of the other that the journal lacks
@@ -107,11 +97,11 @@ def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str],
     logs: list[str] = []
     # A local block directory keeps its log in files no upload can write: a block that begins
     # like a log record there is a user's object, never read as the journal's.
-    in_blocks = journallog.directory(blocks) is None
+    in_blocks = log.directory(blocks) is None
     for locator in blocks.list():
         head = blocks.get(locator, 0, len(PARQUET_MAGIC))
-        if head == journallog.MAGIC[: len(PARQUET_MAGIC)]:
-            if in_blocks and journallog.is_log(blocks.get(locator)):
+        if head == log.MAGIC[: len(PARQUET_MAGIC)]:
+            if in_blocks and log.is_log(blocks.get(locator)):
                 logs.append(locator)
             continue
         if head != PARQUET_MAGIC:
@@ -174,7 +164,7 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     if partitions(kv, "") or next(iter(kv.scan(keys.REPOSITORIES)), None) is not None:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
     batches, logs, forks = find_journal(blocks)
-    logs = [*journallog.files(blocks), *logs]
+    logs = [*log.files(blocks), *logs]
     logged = _unsealed(blocks, batches, logs, forks)
     if not batches and not logged:
         raise NotFound(
@@ -192,16 +182,16 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         count += 1
     replaying.finish()
     for name in [*logs, *(b["locator"] for b in forks)]:
-        journallog.discard(blocks, name)  # every entry they held is in a batch now
+        log.discard(blocks, name)  # every entry they held is in a batch now
     last = int(batches[-1]["last"]) if batches else 0
-    kv.set(keys.LAKE, keys.JOURNAL_SETTING, journalform._encode({"enabled": True, "since": _since(batches)}))
+    kv.set(keys.LAKE, keys.JOURNAL_SETTING, form.json_bytes({"enabled": True, "since": _since(batches)}))
     generation = _gen(batches)
     for batch in batches:
         key = keys.journal_batch_key(int(batch["first"]), generation)
-        kv.set(keys.JOURNAL, key, journalform._encode(batch))
+        kv.set(keys.JOURNAL, key, form.json_bytes(batch))
     cursor: dict[str, Any] = {"next": last + 1, "batch": batches[-1] if batches else None, "sealed": []}
     cursor["generation"] = generation
-    kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, journalform._encode(cursor))
+    kv.set(keys.JOURNAL, keys.JOURNAL_CURSOR, form.json_bytes(cursor))
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
 
 
@@ -212,21 +202,21 @@ def _unsealed(
     holds, as a seal would order them: (id, header, payload)."""
     if not logs and not forks:
         return []
-    sealed = journalseal.sealed_ids(blocks, batches)
+    sealed = seal.sealed_ids(blocks, batches)
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
     for name in logs:
-        held = journallog.read_file(name) if os.sep in name else journallog.decode(blocks.get(name), name)
+        held = log.read_file(name) if os.sep in name else log.decode(blocks.get(name), name)
         for id_, header, text in held:
-            if id_ not in sealed and header.get("state") == journalform.DONE:
+            if id_ not in sealed and header.get("state") == form.DONE:
                 found[id_] = (id_, header, text)
     for fork in forks:
-        for entry in journalseal._read_batch(blocks, fork["locator"]):
+        for entry in seal.read_batch(blocks, fork["locator"]):
             if entry.key and entry.key not in sealed:
                 writer, _, key = entry.key.partition("/")
                 seq = int(key.split(".")[0].rpartition("-")[2] or "0", 16)
                 header = {"time": entry.time, "writer": writer, "seq": seq, "client_id": entry.client_id,
                           "repo_id": entry.repo_id, "event_type": entry.event_type}  # fmt: skip
-                found.setdefault(entry.key, (entry.key, header, journalform._text(entry.event_payload)))
+                found.setdefault(entry.key, (entry.key, header, form.json_text(entry.event_payload)))
     # Of a write redone into the next token, its last attempt (as a seal keeps it).
     last: dict[str, str] = {}
     for id_ in found:
@@ -262,7 +252,7 @@ def _seal_logged(
         [t for _, _, t in logged],
         [i for i, _, _ in logged],
     ]
-    data = journalseal._batch(columns, about)
+    data = seal.batch_parquet(columns, about)
     locator = block_locator(data)
     blocks.put(locator, data)
     blocks.sync()
@@ -279,14 +269,14 @@ def _since(batches: list[dict[str, Any]]) -> int:
 
 def _entries(blocks: BlockAdapter, batches: list[dict[str, Any]]) -> Iterator[journal.Entry]:
     for batch in batches:
-        yield from journal._read_batch(blocks, batch["locator"])
+        yield from seal.read_batch(blocks, batch["locator"])
 
 
 class Replay:
-    """Replays a journal's entries into a lake, independently of their order where the engine's
-    own state decides (:mod:`lakectl.core.replayorder`): staged rows go to the tokens they were
-    written to, a branch takes the newest record its moves name, a dropped token stays dropped,
-    and of two staged writes of one path into one token the one that landed last wins."""
+    """Replays a journal's entries into a lake, independently of their order where the engine's own
+    state decides (:mod:`lakectl.core.journal.replayorder`): staged rows go to the tokens they were
+    written to, a branch takes the newest record its moves name, a dropped token stays dropped, and
+    of two staged writes of one path into one token the one that landed last wins."""
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
@@ -378,7 +368,7 @@ class Replay:
         elif verb is Verb.DELETE_TAG:
             lake.refs.delete_tag(rid, TagId(p["tag"]))
         elif verb is Verb.SETTINGS:
-            _setting(lake, rid, p)
+            replay_setting(lake, rid, p)
         elif verb is Verb.PULL_REQUEST:
             pulls.replay(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
@@ -530,7 +520,7 @@ def _under(path: str, prefixes: list[str]) -> bool:
     return any(path.startswith(prefix) for prefix in prefixes)
 
 
-def _setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:
+def replay_setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> None:
     key, value = payload["key"], payload.get("value")
     if key == keys.GC_RULES:
         if value is None:
