@@ -47,16 +47,16 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
         "changes",
         "gc",
         "hooks",
-        "journal",
-        "journalseal",
+        "journal.journal",
+        "journal.seal",
         "listing",
         "merging",
         "multipart",
         "objectfile",
         "porcelain",
         "protection",
+        "journal.recovery",
         "reads",
-        "recovery",
         "refsdump",
         "repometadata",
         "tablemerge",
@@ -65,18 +65,12 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
         "tables.rows",
         "writes",
     ),
-    # The S3 gateway: app.py's handler imports the routes (function-level), and every operation
-    # module imports ``Call`` and the errors from app.py.
-    frozenset(f"server.s3.{name}" for name in ("app", "body", "buckets", "multipart", "objects", "routes")),
     # The KV protocol's module opens a store by URL, importing the drivers (function-level), and
     # the drivers import the protocol (postgres imports sqlite's statements too).
     _core("kv", "kv.memory", "kv.postgres", "kv.sqlite"),
     # The Backend protocol's module picks the backend (``get_backend``, function-level imports),
     # and the backends import the protocol; remote_blocks imports it too.
     frozenset(f"lakectl.client{name}" for name in ("", ".local", ".remote", ".remote_blocks")),
-    # Import from S3: s3.py builds on sources.py's listing, and sources.py opens S3 sources through
-    # s3.py (function-level).
-    _core("importing.s3", "importing.sources"),
 ]
 
 # Modules that define a module-level ``__getattr__`` today: a name looked up there is loaded from
@@ -288,6 +282,13 @@ def test_no_new_import_circle() -> None:
         report.append("  a shortest cycle through an import no known circle holds:")
         report.extend(f"    {line}" for line in closing_cycle(graph, circle))
     assert not grown, "\n".join(report)
+
+
+def test_every_known_circle_is_still_there_as_written() -> None:
+    """A circle broken or shrunk is written down smaller (or deleted): it may never grow back."""
+    found = set(circles(import_graph()))
+    stale = [sorted(known) for known in KNOWN_CIRCLES if known not in found]
+    assert not stale, f"circles now smaller or gone, to update in KNOWN_CIRCLES: {stale}"
 
 
 def defines_getattr(tree: ast.Module) -> bool:
