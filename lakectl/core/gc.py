@@ -20,7 +20,7 @@ from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.graph.refs import check_branch_name
-from lakectl.core.journal import journal
+from lakectl.core.journal import journal, log
 from lakectl.core.kv.helpers import drop_partition, partitions
 from lakectl.core.model import (
     EXTERNAL_MARK,
@@ -453,9 +453,14 @@ class Tally:
     temporaries_deleted: int = 0
     temporaries_bytes_freed: int = 0
 
-    def sweep(self, store: BlockAdapter, locator: str, live: bool, cutoff: float, dry_run: bool) -> None:
+    def sweep(
+        self, store: BlockAdapter, locator: str, live: bool, cutoff: float, dry_run: bool, logs: bool = False
+    ) -> None:
         """Count one stored block; unless ``live`` or touched since ``cutoff``, delete it (not
-        with ``dry_run``). A block deleted meanwhile counts as stored, and as nothing else."""
+        with ``dry_run``). A block deleted meanwhile counts as stored, and as nothing else. With
+        ``logs`` (a store that keeps the journal's log records as blocks), a log block counts as
+        live: the journal deletes it once its entries are sealed, and until then it is what a
+        rebuild has of acknowledged changes, however short the grace period."""
         self.blocks += 1
         if live:
             self.live += 1
@@ -466,6 +471,9 @@ class Tally:
                 return
         except BlockNotFound:
             return  # deleted meanwhile
+        if logs and _is_log(store, locator):
+            self.live += 1
+            return
         if not dry_run:
             store.delete(locator)
         self.deleted += 1
@@ -580,13 +588,22 @@ touched since stay) and ``dry_run``, it deletes what nothing live references and
 counts. In-process by default (:func:`collect`); :mod:`lakectl.sparkjobs.gc` passes a Spark job."""
 
 
+def _is_log(store: BlockAdapter, locator: str) -> bool:
+    """Whether a stored block is a journal log record (read only for a block about to go)."""
+    try:
+        return log.is_log(store.get(locator, 0, len(log.MAGIC)))
+    except (BlockNotFound, CorruptBlock):
+        return False
+
+
 def collect(lake: porcelain.Lake, start: Roots, cutoff: float, dry_run: bool) -> Tally:
     """Mark from ``start`` in this process (each range read once), then sweep every stored block
     and the temporary files killed writers left (:class:`Tally`)."""
     live = _live(lake, start)
     tally = Tally()
+    logs = log.directory(lake.blocks) is None  # else the log is in files, not among the blocks
     for locator in lake.blocks.list():
-        tally.sweep(lake.blocks, locator, locator in live, cutoff, dry_run)
+        tally.sweep(lake.blocks, locator, locator in live, cutoff, dry_run, logs)
     tally.sweep_temporaries(lake.blocks, cutoff, dry_run)
     return tally
 

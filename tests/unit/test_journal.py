@@ -804,3 +804,33 @@ def test_a_log_file_is_made_before_its_records_and_a_torn_record_ends_it(tmp_pat
     assert len(log.files(blocks)) == 2
     assert os.path.getsize(log.files(blocks)[1]) == 2 * log.FIRST_FILE_BYTES  # it grew
     assert [h["n"] for _, h, _ in log.read_file(log.files(blocks)[1])] == [3]
+
+
+def test_a_collection_never_deletes_log_blocks_it_did_not_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a store that keeps the log as blocks, a collection with no grace period, run by a
+    process that seals nothing (no journal of its own), leaves another writer's unsealed log
+    blocks alone: a rebuild from the blocks still has that writer's acknowledged upload."""
+    from lakectl.core.blocks.volumes import local_volumes
+    from lakectl.core.journal import rebuild
+    from lakectl.core.kv.sqlite import SQLiteStore
+
+    monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)  # no keeper seals during the test
+    blocks = local_volumes([tmp_path / "v1", tmp_path / "v2"])
+    kv = SQLiteStore(str(tmp_path / "lake.db"))
+    writer = p.Lake(kv=kv, blocks=blocks)
+    journal.enable(writer)
+    p.create_repo(writer, "other")
+    p.upload(writer, "other", "main", "a", b"acknowledged")
+    logged = _logs(writer)
+    assert len(logged) == 2
+    collector = p.Lake(kv=kv, blocks=blocks)  # another process: no journal installed
+    report = gc.run(collector, "other", grace_seconds=0)
+    assert _logs(writer) == logged and report.deleted == 0
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    rebuild.rebuild(blocks, fresh)
+    assert b"".join(p.read(p.Lake(kv=fresh, blocks=blocks), "other", "main", "a")) == b"acknowledged"
+    fresh.close()
+    writer.close()
+    kv.close()
