@@ -212,13 +212,13 @@ def _uris(ctx: Context, shape: str, rest: str) -> list[str]:
             return []
         ref, slash, path = after.partition("/")
         if not slash:
-            names = []
+            ref_names: list[str] = []  # branch and tag names alike
             if "<ref>" in refs or "<branch>" in refs:
-                names += [b.name for b in lake.list_branches(repo)]
+                ref_names += [b.name for b in lake.list_branches(repo)]
             if "<ref>" in refs or "<tag>" in refs:
-                names += [t.name for t in lake.list_tags(repo)]
+                ref_names += [t.name for t in lake.list_tags(repo)]
             base = f"{SCHEME}{repo}/"
-            return [f"{base}{name}{'/' if paths else ''}" for name in names if name.startswith(ref)]
+            return [f"{base}{name}{'/' if paths else ''}" for name in ref_names if name.startswith(ref)]
         if not paths:
             return []
         found = itertools.islice(lake.list_objects(repo, ref, prefix=path, delimiter="/"), MAX_PATHS)

@@ -310,12 +310,13 @@ def download(
         raise InvalidArgument("--recursive downloads into a directory, not to stdout")
     prefix = _as_dir(uri.path)
     root = dest or "."
-    objects = [o for o in b.list_objects(uri.repo, uri.ref, prefix) if not o.path.endswith("/")]
+    ref = uri.ref  # str, as asserted above: the narrowing of an attribute does not reach fetch()
+    objects = [o for o in b.list_objects(uri.repo, ref, prefix) if not o.path.endswith("/")]
     with render.progress(len(objects), "downloading", bar) as advance:
 
         def fetch(o: ObjectInfo) -> dict[str, object]:
             target = os.path.join(root, *o.path[len(prefix) :].split("/"))
-            _write_file(b.read(uri.repo, uri.ref, o.path), target, size=o.entry.size if o.entry else 0)
+            _write_file(b.read(uri.repo, ref, o.path), target, size=o.entry.size if o.entry else 0)
             advance(1)
             return {"path": o.path, "local_path": target, "size_bytes": o.entry.size if o.entry else 0}
 

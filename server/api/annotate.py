@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from lakectl.core import annotate as annotations
+from lakectl.core import annotate as annotating
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, Prefix, page, page_size
 from server.policies import Permission
@@ -27,5 +27,5 @@ def annotate(
 ) -> dict[str, Any]:
     """``{pagination, results}`` of ``{path, path_type, commit}`` (``commit`` null for an
     object only staged), in path order."""
-    found = annotations.annotate(lake, repository, ref, prefix, recursive, after, page_size(amount) + 1)
+    found = annotating.annotate(lake, repository, ref, prefix, recursive, after, page_size(amount) + 1)
     return page(found, amount, lambda a: a.path, lambda a: a.to_dict())

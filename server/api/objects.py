@@ -220,12 +220,13 @@ async def upload_object(
     content_type = request.headers.get("content-type")
     content_type = sent_text("content-type", content_type) if content_type else None
     metadata = _user_metadata(request)
-    form = content_type is not None and content_type.lower().startswith("multipart/form-data")
+    # the form's content type (its boundary) when the body is a multipart form, else None
+    form = content_type if content_type and content_type.lower().startswith("multipart/form-data") else None
     p.entry_for(0, "", (), None if form else content_type, metadata)  # refused before the body is read
     with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         try:
-            if form:
-                content_type = await read_form_file(request.stream(), content_type, "content", spool)
+            if form is not None:
+                content_type = await read_form_file(request.stream(), form, "content", spool)
             else:
                 async for chunk in request.stream():
                     spool.write(chunk)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from starlette.responses import Response
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
@@ -32,7 +33,7 @@ def parse_range(header: str, size: int) -> tuple[int, int]:
     return start, end
 
 
-def byte_span(size: int, range_: str | None, headers: dict[str, str]) -> tuple[int, int, int] | Any:
+def byte_span(size: int, range_: str | None, headers: dict[str, str]) -> tuple[int, int, int] | Response:
     """``(start, end, status)`` of a read of ``size`` bytes with an optional ``Range`` header,
     its ``Content-Range`` and ``Content-Length`` set in ``headers``; or the 416 response to send."""
     from server.errors import error_response

@@ -21,7 +21,7 @@ from typing import BinaryIO, cast
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from lakectl.core.blocks.data import BLOCK_SIZE
+from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BadDigest, InvalidArgument
 from server.s3 import chunked, sigv4
 from server.s3.call import Call

@@ -12,6 +12,7 @@ import base64
 import binascii
 from collections.abc import Iterator
 from itertools import islice
+from xml.etree.ElementTree import Element
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
@@ -122,7 +123,7 @@ async def list_objects_v1(call: Call) -> Response:
     return xml.document(root)
 
 
-def _add_items(root: xml.ET.Element, items: list[Item], url: bool, owner: str | None) -> None:
+def _add_items(root: Element, items: list[Item], url: bool, owner: str | None) -> None:
     for key, info in items:
         if info.path_type is PathType.COMMON_PREFIX:
             xml.add(root, "CommonPrefixes", Prefix=xml.encode_key(key, url))

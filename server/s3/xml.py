@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from urllib.parse import quote
 from xml.etree import ElementTree as ET
@@ -118,7 +118,9 @@ def _str(value: object) -> str:
 def _dump(root: ET.Element, namespaced: bool = True) -> bytes:
     if namespaced:
         root.set("xmlns", NS)
-    return _XML_DECL + ET.tostring(root, encoding="utf-8")
+    # typeshed gives tostring with a named encoding Any (only "unicode" returns str); UTF-8 is bytes
+    body: bytes = ET.tostring(root, encoding="utf-8")
+    return _XML_DECL + body
 
 
 def iso(timestamp: float) -> str:
@@ -150,7 +152,7 @@ def parse(body: bytes, root_name: str) -> ET.Element:
     return root
 
 
-def children(root: ET.Element, name: str) -> Iterable[ET.Element]:
+def children(root: ET.Element, name: str) -> Iterator[ET.Element]:
     return (child for child in root if child.tag == name)
 
 

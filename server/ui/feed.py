@@ -206,6 +206,8 @@ def _feed(lake: p.Lake, user: User, repo: str, after: int) -> tuple[str, list[It
 @router.get("/feed")
 def feed(request: Request, lake: LakeDep, user: SignedIn, repo: str = "") -> Response:
     mode, items, cursor = _feed(lake, user, repo, 0)
+    # one repository's feed is a repository page (its navigation); typed Any, as page()'s context
+    repo_page: dict[str, Any] = {"repo": p.get_repo(lake, repo)} if repo else {}
     return page(
         request,
         "feed.html",
@@ -217,7 +219,7 @@ def feed(request: Request, lake: LakeDep, user: SignedIn, repo: str = "") -> Res
         entries_url=url("feed", "entries", repo=repo),
         poll_ms=POLL_MS,
         area="activity",
-        **({"repo": p.get_repo(lake, repo)} if repo else {}),
+        **repo_page,
     )
 
 

@@ -5,7 +5,7 @@ uploads to a branch."""
 from __future__ import annotations
 
 from itertools import islice
-from typing import Annotated, BinaryIO, cast
+from typing import Annotated
 
 from fastapi import File, Form, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -117,5 +117,5 @@ def upload(
     if not target or target.endswith("/"):
         raise InvalidArgument("give the object a path (or upload a file that has a name)")
     content_type = content.content_type or None
-    p.upload(lake, repo, branch, target, cast(BinaryIO, content.file), content_type)
+    p.upload(lake, repo, branch, target, content.file, content_type)
     return redirect(url("repos", repo, "refs", branch, "object", path=target))
