@@ -102,37 +102,10 @@ def confinement(settings: Settings) -> Confinement:
 def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     """The application for ``settings``; the lake is opened now (configuration errors surface
     before the server listens) and closed at shutdown. Pass ``lake`` to serve one already open."""
-    from lakectl.core.journal import journal
-    from server import blocks, presigned, ui
-    from server.api import actions as actions_api
-    from server.api import annotate as annotate_api
-    from server.api import auth as auth_api
-    from server.api import branches, commits, config, dumps, fsck, imports, objects, refs, repositories, tags
-    from server.api import internal as internal_api
-    from server.api import journal as journal_api
-    from server.api import protection as branch_protection
-    from server.api import pulls as pulls_api
-    from server.api import settings as repository_settings
-    from server.api import staging as staging_api
-    from server.api import tables as tables_api
+    from server import blocks
 
-    lake = lake if lake is not None else open_lake(settings)
-    lake.confinement = confinement(settings)  # a lake served is confined, however it was opened
-    if settings.actions.enabled:
-        from lakectl.core.actionruns import ActionHooks
-
-        lake.events = ActionHooks(
-            lake,
-            commands=settings.actions.command_enabled,
-            webhook_hosts=settings.actions.webhook_hosts,
-        )
-        journal.install(lake)  # again, after the actions (open_lake installed it alone)
-    auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
-    installed = settings.installation
-    if installed is not None and not auth.is_set_up():
-        # lakeFS's installation.*: set up on the first run; a server that did meanwhile wins.
-        with suppress(AlreadyExists):
-            auth.setup(installed.user_name, installed.access_key_id, installed.secret_access_key)
+    lake = _served_lake(settings, lake)
+    auth = _auth(settings, lake)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -160,6 +133,56 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.state.inline_reads = settings.blockstore.type is BlockstoreType.LOCAL
     app.state.block_buffers = blocks.BlockBuffers(blocks.BLOCK_BUFFERS)
     errors.install(app)
+    _include_routes(app)
+    return app
+
+
+def _served_lake(settings: Settings, lake: Lake | None) -> Lake:
+    """The lake ``create_app`` serves: ``lake``, or the one the settings describe, confined, with
+    the actions heard when they are enabled."""
+    from lakectl.core.journal import journal
+
+    lake = lake if lake is not None else open_lake(settings)
+    lake.confinement = confinement(settings)  # a lake served is confined, however it was opened
+    if settings.actions.enabled:
+        from lakectl.core.actionruns import ActionHooks
+
+        lake.events = ActionHooks(
+            lake,
+            commands=settings.actions.command_enabled,
+            webhook_hosts=settings.actions.webhook_hosts,
+        )
+        journal.install(lake)  # again, after the actions (open_lake installed it alone)
+    return lake
+
+
+def _auth(settings: Settings, lake: Lake) -> Auth:
+    """The users of ``lake``, the first one set up from the settings' ``installation``."""
+    auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+    installed = settings.installation
+    if installed is not None and not auth.is_set_up():
+        # lakeFS's installation.*: set up on the first run; a server that did meanwhile wins.
+        with suppress(AlreadyExists):
+            auth.setup(installed.user_name, installed.access_key_id, installed.secret_access_key)
+    return auth
+
+
+def _include_routes(app: FastAPI) -> None:
+    """The block API, the lakeFS API v1, presigned reads and the web UI, in the order requests
+    are matched against them."""
+    from server import blocks, presigned, ui
+    from server.api import actions as actions_api
+    from server.api import annotate as annotate_api
+    from server.api import auth as auth_api
+    from server.api import branches, commits, config, dumps, fsck, imports, objects, refs, repositories, tags
+    from server.api import internal as internal_api
+    from server.api import journal as journal_api
+    from server.api import protection as branch_protection
+    from server.api import pulls as pulls_api
+    from server.api import settings as repository_settings
+    from server.api import staging as staging_api
+    from server.api import tables as tables_api
+
     routers = (
         config,
         repositories,
@@ -192,7 +215,6 @@ def create_app(settings: Settings, lake: Lake | None = None) -> FastAPI:
     app.include_router(auth_api.router, prefix=API_PREFIX)
     app.include_router(presigned.router)
     ui.mount(app)
-    return app
 
 
 def create_gateway(app: FastAPI) -> ASGIApp:

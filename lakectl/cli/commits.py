@@ -54,67 +54,77 @@ def commit(
     render.emit(c.to_dict(), json_, render.commit)
 
 
+# -- log's flags, named so that the command reads as its steps -------------------------------
+
+LogRef = Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>", show_default=False)]
+LogAmount = Annotated[
+    int,
+    typer.Option(
+        "--amount",
+        "-n",
+        help="Show at most N commits (0, the default: all). When more follow, a note on stderr "
+        "says how to ask for the next page.",
+        min=0,
+    ),
+]
+LogAfter = Annotated[
+    str,
+    typer.Option(
+        "--after",
+        help="Show the commits after this one (pagination: the id of the last commit of the page before).",
+    ),
+]
+Limit = Annotated[
+    bool,
+    typer.Option("--limit", help="Show just --amount commits, without asking whether more follow (no note)."),
+]
+Since = Annotated[
+    str,
+    typer.Option("--since", help="Only commits created at or after this RFC 3339 date-time."),
+]
+StopAt = Annotated[
+    str, typer.Option("--stop-at", help="A ref whose commit is the last one shown (included).")
+]
+FirstParent = Annotated[
+    bool, typer.Option("--first-parent", help="Follow only the first parent of merge commits.")
+]
+NoMerges = Annotated[bool, typer.Option("--no-merges", help="Leave out merge commits.")]
+Objects = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--objects",
+        help="Only commits that changed one of these objects: comma-separated, or repeated.",
+    ),
+]
+Prefixes = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--prefixes",
+        help="Only commits that changed something under one of these prefixes: comma-separated, or repeated.",
+    ),
+]
+Dot = Annotated[
+    bool,
+    typer.Option("--dot", help="Print the commit graph in Graphviz dot (lakectl log --dot ... | dot -Tsvg)."),
+]
+ShowMetaRangeIds = Annotated[
+    bool, typer.Option("--show-meta-range-id", help="Also show each commit's meta range id.")
+]
+
+
 def log(
-    ref: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>", show_default=False)],
-    amount: Annotated[
-        int,
-        typer.Option(
-            "--amount",
-            "-n",
-            help="Show at most N commits (0, the default: all). When more follow, a note on stderr "
-            "says how to ask for the next page.",
-            min=0,
-        ),
-    ] = 0,
-    after: Annotated[
-        str,
-        typer.Option(
-            "--after",
-            help="Show the commits after this one (pagination: the id of the last commit of the page "
-            "before).",
-        ),
-    ] = "",
-    limit: Annotated[
-        bool,
-        typer.Option(
-            "--limit", help="Show just --amount commits, without asking whether more follow (no note)."
-        ),
-    ] = False,
-    since: Annotated[
-        str,
-        typer.Option("--since", help="Only commits created at or after this RFC 3339 date-time."),
-    ] = "",
-    stop_at: Annotated[
-        str, typer.Option("--stop-at", help="A ref whose commit is the last one shown (included).")
-    ] = "",
-    first_parent: Annotated[
-        bool, typer.Option("--first-parent", help="Follow only the first parent of merge commits.")
-    ] = False,
-    no_merges: Annotated[bool, typer.Option("--no-merges", help="Leave out merge commits.")] = False,
-    objects: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--objects",
-            help="Only commits that changed one of these objects: comma-separated, or repeated.",
-        ),
-    ] = None,
-    prefixes: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--prefixes",
-            help="Only commits that changed something under one of these prefixes: comma-separated, "
-            "or repeated.",
-        ),
-    ] = None,
-    dot: Annotated[
-        bool,
-        typer.Option(
-            "--dot", help="Print the commit graph in Graphviz dot (lakectl log --dot ... | dot -Tsvg)."
-        ),
-    ] = False,
-    show_meta_range_id: Annotated[
-        bool, typer.Option("--show-meta-range-id", help="Also show each commit's meta range id.")
-    ] = False,
+    ref: LogRef,
+    amount: LogAmount = 0,
+    after: LogAfter = "",
+    limit: Limit = False,
+    since: Since = "",
+    stop_at: StopAt = "",
+    first_parent: FirstParent = False,
+    no_merges: NoMerges = False,
+    objects: Objects = None,
+    prefixes: Prefixes = None,
+    dot: Dot = False,
+    show_meta_range_id: ShowMetaRangeIds = False,
     json_: JsonFlag = False,
 ) -> None:
     """Show the commits reachable from a ref, newest first."""
@@ -145,18 +155,23 @@ def log(
             shown.append(c.id)
             yield c.to_dict()
 
+    _render_log(page(), json_, dot, show_meta_range_id)
+    if amount and not limit and shown and next(found, None) is not None:
+        more(amount, shown[-1])
+
+
+def _render_log(page: Iterator[dict[str, Any]], json_: bool, dot: bool, show_meta_range_id: bool) -> None:
+    """One page of commits as JSON, as a Graphviz graph, or for people."""
     if json_:
-        render.print_json(list(page()))
+        render.print_json(list(page))
     elif dot:
-        render.dot(page())
+        render.dot(page)
     else:
         # Human output streams: the first commits show before the walk ends.
-        for i, c in enumerate(page()):
+        for i, c in enumerate(page):
             if i:
                 render.line("")
             render.commit(c, show_meta_range_id)
-    if amount and not limit and shown and next(found, None) is not None:
-        more(amount, shown[-1])
 
 
 @show_app.command("commit")

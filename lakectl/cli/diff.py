@@ -13,59 +13,71 @@ if TYPE_CHECKING:
     from lakectl.core.uri import URI
 
 
+# -- diff's arguments and flags, named so that the command reads as its steps ---------------
+
+Left = Annotated[
+    str,
+    typer.Argument(help="lakefs://<repository>/<branch> alone, or the left ref", show_default=False),
+]
+Right = Annotated[
+    str | None, typer.Argument(help="lakefs://<repository>/<ref>: the right side", show_default=False)
+]
+TwoWay = Annotated[
+    bool,
+    typer.Option(
+        "--two-way", help="Compare the two trees directly, not the right side since their merge base."
+    ),
+]
+TablePath = Annotated[
+    str | None,
+    typer.Argument(help="With --table: the table (a Parquet or CSV object, or a prefix)", show_default=False),
+]
+Prefix = Annotated[str, typer.Option("--prefix", help="Only paths under this prefix.")]
+Table = Annotated[
+    bool,
+    typer.Option(
+        "--table",
+        help="Compare the table at PATH row by row (LEFT's tree against RIGHT's): schema changes, "
+        "row counts, rows added, removed and changed, per partition.",
+    ),
+]
+Key = Annotated[
+    str,
+    typer.Option(
+        "--key", help="With --table: key columns, comma-separated (none: a multiset diff of whole rows)."
+    ),
+]
+RowAmount = Annotated[
+    int, typer.Option("--amount", min=1, max=1000, help="With --table: row changes to show.")
+]
+RowAfter = Annotated[
+    str,
+    typer.Option("--after", help="With --table: the row changes after this offset (next_offset)."),
+]
+Spark = Annotated[
+    str | None,
+    typer.Option(
+        "--spark",
+        metavar="MASTER",
+        help="With --table: compute the diff in a Spark job on this master (local[2], "
+        "spark://host:7077): the same answer, for tables one process cannot hold. Needs pyspark "
+        "and Java, and an embedded lake with its blocks in one local block directory.",
+        show_default=False,
+    ),
+]
+
+
 def diff(
-    left: Annotated[
-        str,
-        typer.Argument(help="lakefs://<repository>/<branch> alone, or the left ref", show_default=False),
-    ],
-    right: Annotated[
-        str | None, typer.Argument(help="lakefs://<repository>/<ref>: the right side", show_default=False)
-    ] = None,
-    two_way: Annotated[
-        bool,
-        typer.Option(
-            "--two-way", help="Compare the two trees directly, not the right side since their merge base."
-        ),
-    ] = False,
-    path: Annotated[
-        str | None,
-        typer.Argument(
-            help="With --table: the table (a Parquet or CSV object, or a prefix)", show_default=False
-        ),
-    ] = None,
-    prefix: Annotated[str, typer.Option("--prefix", help="Only paths under this prefix.")] = "",
-    table: Annotated[
-        bool,
-        typer.Option(
-            "--table",
-            help="Compare the table at PATH row by row (LEFT's tree against RIGHT's): schema changes, "
-            "row counts, rows added, removed and changed, per partition.",
-        ),
-    ] = False,
-    key: Annotated[
-        str,
-        typer.Option(
-            "--key", help="With --table: key columns, comma-separated (none: a multiset diff of whole rows)."
-        ),
-    ] = "",
-    amount: Annotated[
-        int, typer.Option("--amount", min=1, max=1000, help="With --table: row changes to show.")
-    ] = 100,
-    after: Annotated[
-        str,
-        typer.Option("--after", help="With --table: the row changes after this offset (next_offset)."),
-    ] = "",
-    spark: Annotated[
-        str | None,
-        typer.Option(
-            "--spark",
-            metavar="MASTER",
-            help="With --table: compute the diff in a Spark job on this master (local[2], "
-            "spark://host:7077): the same answer, for tables one process cannot hold. Needs pyspark "
-            "and Java, and an embedded lake with its blocks in one local block directory.",
-            show_default=False,
-        ),
-    ] = None,
+    left: Left,
+    right: Right = None,
+    two_way: TwoWay = False,
+    path: TablePath = None,
+    prefix: Prefix = "",
+    table: Table = False,
+    key: Key = "",
+    amount: RowAmount = 100,
+    after: RowAfter = "",
+    spark: Spark = None,
     json_: JsonFlag = False,
 ) -> None:
     """Show uncommitted changes, or the changes between two refs.

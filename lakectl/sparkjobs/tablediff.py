@@ -141,7 +141,6 @@ def _compare(
     positional names (``l3``, ``r0``): Spark resolves names without regard to case."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
-    from pyspark.sql import functions as F
 
     lmap = {rn: ln for ln, rn in pairs}
     lpos = {n: i for i, n in enumerate(lbase.names)}
@@ -154,6 +153,39 @@ def _compare(
     lk = [f"lk{i}" for i in range(len(key))]
     rk = [f"r{rpos[k]}" for k in key]
     compared = [(ln, rn) for ln, rn in pairs if rn not in key]
+    diff = _keyed_diff(ltable, rtable, (lbase, rbase), (lpos, rpos), (lk, rk), compared)
+    spark.sparkContext.setJobDescription(f"lakectl diff --table {located.path}")
+    try:
+        for table, names, ref in ((ltable, lk, refs[0]), (rtable, rk, refs[1])):
+            _check_unique(table, names, key, ref)
+        diff = diff.persist()
+        try:
+            out = _keyed_counts(diff, compared)
+            if amount and (out.added or out.removed or out.changed):
+                _page(out, diff, lbase, rbase, compared, key, ktypes, amount, after)
+        finally:
+            diff.unpersist()
+    except (PySparkException, Py4JError) as exc:
+        raise translate(exc, "the Spark table diff job") from exc
+    finally:
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+    return out
+
+
+def _keyed_diff(
+    ltable: DataFrame,
+    rtable: DataFrame,
+    bases: tuple[pa.Schema, pa.Schema],
+    positions: tuple[dict[str, int], dict[str, int]],
+    keys: tuple[Sequence[str], Sequence[str]],
+    compared: Sequence[tuple[str, str]],
+) -> DataFrame:
+    """The two sides joined by key (``keys``: each side's key columns), one row per key that
+    differs: its ``kind`` (an index of :data:`_KINDS`), its key ``k0..``, a flag ``d{i}`` for
+    each ``compared`` column that differs, and its partition ``part`` (the right side's first)."""
+    from pyspark.sql import functions as F
+
+    (lbase, rbase), (lpos, rpos), (lk, rk) = bases, positions, keys
 
     def differs(ln: str, rn: str) -> Column:
         lcol, rcol = F.col(f"l{lpos[ln]}"), F.col(f"r{rpos[rn]}")
@@ -177,44 +209,37 @@ def _compare(
             2,
         )
     )
-    keys = [
+    keyed = [
         F.coalesce(F.col(a), F.col(b)).alias(f"k{i}") for i, (a, b) in enumerate(zip(lk, rk, strict=True))
     ]
-    diff = (
-        joined.select("*", *keys, *flags)
+    return (
+        joined.select("*", *keyed, *flags)
         .withColumn("kind", kind)
         .where(F.col("kind").isNotNull())
         .withColumn("part", F.coalesce(F.col("rp"), F.col("lp")))
     )
-    spark.sparkContext.setJobDescription(f"lakectl diff --table {located.path}")
-    try:
-        for table, names, ref in ((ltable, lk, refs[0]), (rtable, rk, refs[1])):
-            _check_unique(table, names, key, ref)
-        diff = diff.persist()
-        try:
-            out = Compared()
-            for row in diff.groupBy("part", "kind").count().collect():
-                out.partitions.setdefault(row["part"], Counter())[_KINDS[row["kind"]]] += row["count"]
-            totals = Counter[RowChangeType]()
-            for counts in out.partitions.values():
-                totals.update(counts)
-            out.added, out.removed, out.changed = (totals[k] for k in _KINDS)
-            if compared:
-                sums = diff.where(F.col("kind") == 2).agg(
-                    *[F.sum(F.col(f"d{i}").cast("long")).alias(f"d{i}") for i in range(len(compared))]
-                )
-                found = sums.collect()[0]
-                for i, (_, rn) in enumerate(compared):
-                    if found[f"d{i}"]:
-                        out.changed_columns[rn] = found[f"d{i}"]
-            if amount and (out.added or out.removed or out.changed):
-                _page(out, diff, lbase, rbase, compared, key, ktypes, amount, after)
-        finally:
-            diff.unpersist()
-    except (PySparkException, Py4JError) as exc:
-        raise translate(exc, "the Spark table diff job") from exc
-    finally:
-        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+
+
+def _keyed_counts(diff: DataFrame, compared: Sequence[tuple[str, str]]) -> Compared:
+    """The counts of a keyed diff (from :func:`_keyed_diff`): per partition and kind, in all,
+    and per ``compared`` column of the rows changed."""
+    from pyspark.sql import functions as F
+
+    out = Compared()
+    for row in diff.groupBy("part", "kind").count().collect():
+        out.partitions.setdefault(row["part"], Counter())[_KINDS[row["kind"]]] += row["count"]
+    totals = Counter[RowChangeType]()
+    for counts in out.partitions.values():
+        totals.update(counts)
+    out.added, out.removed, out.changed = (totals[k] for k in _KINDS)
+    if compared:
+        sums = diff.where(F.col("kind") == 2).agg(
+            *[F.sum(F.col(f"d{i}").cast("long")).alias(f"d{i}") for i in range(len(compared))]
+        )
+        found = sums.collect()[0]
+        for i, (_, rn) in enumerate(compared):
+            if found[f"d{i}"]:
+                out.changed_columns[rn] = found[f"d{i}"]
     return out
 
 
