@@ -34,7 +34,7 @@ ByteProgress = Callable[[int, int], None]
 
 
 class Backend(Protocol):
-    """What the CLI needs from a lake, one method per verb (mirrors ``lakectl.core.porcelain``)."""
+    """What the CLI needs from a lake, one method per verb (mirrors the core's verbs)."""
 
     def init(self) -> dict[str, Any]:
         """Make sure the lake exists: ``{"home"}``, where it is (a directory or a server URL), and

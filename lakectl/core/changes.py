@@ -1,5 +1,5 @@
 """A branch's history and changes: the log (filtered by paths), the uncommitted diff, diffs
-between refs and their merge base, a summary of changes. Re-exported by :mod:`lakectl.core.porcelain`."""
+between refs and their merge base, a summary of changes."""
 
 from __future__ import annotations
 

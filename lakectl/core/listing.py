@@ -1,5 +1,5 @@
 """Listing a ref's objects: in path order, a page at a time, each page from one state of a branch,
-with common prefixes under a delimiter. Re-exported by :mod:`lakectl.core.porcelain`."""
+with common prefixes under a delimiter."""
 
 from __future__ import annotations
 

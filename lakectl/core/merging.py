@@ -1,5 +1,5 @@
 """The verbs that move a branch to a commit made from others (merge, revert, cherry-pick) or drop
-its staged changes (reset). Re-exported by :mod:`lakectl.core.porcelain`."""
+its staged changes (reset)."""
 
 from __future__ import annotations
 

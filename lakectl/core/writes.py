@@ -1,5 +1,5 @@
 """Writing objects onto a branch: uploads (one object, or many files packed), copies and rows
-staged without their data, deletes. Re-exported by :mod:`lakectl.core.porcelain`."""
+staged without their data, deletes."""
 
 from __future__ import annotations
 
