@@ -24,8 +24,9 @@ import urllib.request
 
 from _benchutil import Table, fmt_time, median, print_context, temp_dir, verdict
 
-from lakectl.core import actionruns, porcelain
+from lakectl.core import actionruns, opening, porcelain, writes
 from lakectl.core.events import NoEvents
+from lakectl.core.lake import Lake
 
 TARGET_LOOK = 0.002
 TARGET_WEBHOOK_EXTRA = 0.002
@@ -54,9 +55,9 @@ server.serve_forever()
 process it would compete with the commit for the interpreter lock)."""
 
 
-def commit_one(lake: porcelain.Lake, repo: str, i: int) -> float:
+def commit_one(lake: Lake, repo: str, i: int) -> float:
     """Seconds of one commit of one new small object."""
-    porcelain.upload(lake, repo, "main", f"data/part-{i:05d}.csv", f"{i},x\n".encode())
+    writes.upload(lake, repo, "main", f"data/part-{i:05d}.csv", f"{i},x\n".encode())
     start = time.perf_counter()
     porcelain.commit(lake, repo, "main", f"commit {i}", committer="bench")
     return time.perf_counter() - start
@@ -90,7 +91,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{server.stdout.readline().strip()}/hook"
     try:
         with temp_dir("lakectl-bench-actions-", args.dir) as work:
-            lake = porcelain.open_lake(work)
+            lake = opening.open_lake(work)
             hooks_sink = lake.events
             try:
                 porcelain.create_repo(lake, "warm-up")  # imports, caches and the database file warm
@@ -106,7 +107,7 @@ def main() -> None:
                 for name, content in cases.items():
                     porcelain.create_repo(lake, repos[name])
                     if content is not None:
-                        porcelain.upload(lake, repos[name], "main", "_lakefs_actions/check.yaml", content)
+                        writes.upload(lake, repos[name], "main", "_lakefs_actions/check.yaml", content)
                         porcelain.commit(lake, repos[name], "main", "action", committer="bench")
                 samples: dict[str, list[float]] = {name: [] for name in [*cases, "post"]}
                 names = list(samples)

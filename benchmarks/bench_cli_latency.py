@@ -44,7 +44,7 @@ from _benchutil import (
     verdict,
 )
 
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain, writes
 
 REPO = "bench"
 TARGET_HELP = 0.150
@@ -106,16 +106,16 @@ def slowest_imports(cmd: list[str], env: dict[str, str], top: int) -> list[tuple
 def build_history(home: str, commits: int) -> tuple[float, str]:
     """The repository: ``commits`` commits, the last one adding a small object with real bytes,
     and a few more branches. Returns the time taken and the head commit's id."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         porcelain.create_repo(lake, REPO)
 
         def build() -> str:
             for i in range(commits - 2):  # plus the repository's first commit and the last
                 path = f"tables/t0/date=2026-01-{i % 28 + 1:02d}/part-{i:06d}.parquet"
-                porcelain.stage_rows(lake, REPO, "main", [(path, synthetic_row(path))])
+                writes.stage_rows(lake, REPO, "main", [(path, synthetic_row(path))])
                 porcelain.commit(lake, REPO, "main", f"commit {i}", committer="bench")
-            porcelain.upload(lake, REPO, "main", OBJECT, b"a small object\n")
+            writes.upload(lake, REPO, "main", OBJECT, b"a small object\n")
             head = porcelain.commit(lake, REPO, "main", "a small object", committer="bench")
             for name in BRANCHES:
                 porcelain.create_branch(lake, REPO, name, "main")

@@ -1,7 +1,7 @@
 """Staging and committing 1M entries through the library, on an embedded lake.
 
 Rows are prepared in memory first (not timed: a real caller such as a manifest import builds
-them from its own input), then ``porcelain.stage_rows`` stages all of them in one call
+them from its own input), then ``writes.stage_rows`` stages all of them in one call
 (target <= 30 s) and ``porcelain.commit`` turns them into a tree on a fresh lake handle
 (target <= 10 s). ``--profile`` prints where the commit spends its time.
 """
@@ -16,7 +16,7 @@ import pstats
 
 from _benchutil import Table, fmt_time, make_rows, median, print_context, temp_dir, timed, verdict
 
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain, writes
 
 REPO = "bench"
 TARGET_STAGE = 30.0
@@ -26,15 +26,15 @@ TARGET_COMMIT = 10.0
 def one_run(n: int, base_dir: str | None, profile: bool) -> tuple[float, float, float]:
     """(prepare, stage, commit) seconds for one fresh lake."""
     with temp_dir("lakectl-bench-commit-", base_dir) as home:
-        lake = porcelain.open_lake(home)
+        lake = opening.open_lake(home)
         porcelain.create_repo(lake, REPO)
         t_prep, rows = timed(lambda: make_rows(n))
         gc.collect()
-        t_stage, _ = timed(porcelain.stage_rows, lake, REPO, "main", rows)
+        t_stage, _ = timed(writes.stage_rows, lake, REPO, "main", rows)
         del rows
         lake.close()
         gc.collect()
-        lake = porcelain.open_lake(home)
+        lake = opening.open_lake(home)
         prof = cProfile.Profile() if profile else None
         if prof is not None:
             prof.enable()

@@ -1,7 +1,7 @@
 """Cost follows the changes: commit, diff and merge of 100 changed objects on 10k vs 1M objects.
 
 For each tree size, a base tree of synthetic rows (``tables/t{k}/date=2026-01-{d:02d}/part-{i:06d}
-.parquet``, 20 days x 500 parts per table) is staged with ``porcelain.stage_rows`` and committed
+.parquet``, 20 days x 500 parts per table) is staged with ``writes.stage_rows`` and committed
 on ``main``. Then, per repetition, on fresh branches made from the base commit:
 
 * a destination branch (standing in for ``main``) gets its own small unrelated change, committed;
@@ -33,8 +33,10 @@ from typing import Any
 
 from _benchutil import Table, fmt_time, median, print_context, synthetic_row, temp_dir, timed, verdict
 
-from lakectl.core import porcelain
+from lakectl.core import changes as lake_changes
+from lakectl.core import merging, opening, porcelain, writes
 from lakectl.core.graph.tree import Update
+from lakectl.core.lake import Lake
 
 REPO = "bench"
 DAYS = 20
@@ -102,9 +104,9 @@ def dest_change(all_paths: list[str], rep: int) -> list[Update]:
     return [(p, synthetic_row(p, 1000 + rep)) for p in all_paths[-5:]]
 
 
-def fresh(home: str, fn: Callable[[porcelain.Lake], Any]) -> tuple[float, Any]:
+def fresh(home: str, fn: Callable[[Lake], Any]) -> tuple[float, Any]:
     """Time ``fn`` on a newly opened lake (not counting the open)."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         gc.collect()
         return timed(lambda: fn(lake))
@@ -124,13 +126,13 @@ class Base:
 
 
 def build(n: int, seed: int, home: str) -> Base:
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     porcelain.create_repo(lake, REPO)
     t0 = time.perf_counter()
     all_paths = base_paths(n)
     rows = [(p, synthetic_row(p)) for p in all_paths]
     t_prep = time.perf_counter() - t0
-    t_stage, _ = timed(porcelain.stage_rows, lake, REPO, "main", rows)
+    t_stage, _ = timed(writes.stage_rows, lake, REPO, "main", rows)
     del rows
     t_commit, base = timed(lambda: porcelain.commit(lake, REPO, "main", f"base of {n} objects"))
     n_ranges = len(lake.trees.ranges(base.meta_range_id))
@@ -149,21 +151,23 @@ def one_rep(b: Base, mode: str, rep: int, changes: int) -> dict[str, float]:
     pick = clustered_paths if mode == "clustered" else uniform_paths
     updates = changes_from(pick(b.paths, b.rng, changes, dest_paths), rep + 2)
     feature, dest = f"{mode}-feature-{rep}", f"{mode}-dest-{rep}"
-    lake = porcelain.open_lake(b.home)
+    lake = opening.open_lake(b.home)
     porcelain.create_branch(lake, REPO, feature, b.base_id)
     porcelain.create_branch(lake, REPO, dest, b.base_id)
-    porcelain.stage_rows(lake, REPO, dest, dest_change(b.paths, rep))
+    writes.stage_rows(lake, REPO, dest, dest_change(b.paths, rep))
     porcelain.commit(lake, REPO, dest, "unrelated change on the destination")
-    porcelain.stage_rows(lake, REPO, feature, updates)
+    writes.stage_rows(lake, REPO, feature, updates)
     lake.close()
 
     times: dict[str, float] = {}
-    times["diff uncommitted"], diff = fresh(b.home, lambda lk: porcelain.diff_uncommitted(lk, REPO, feature))
+    times["diff uncommitted"], diff = fresh(
+        b.home, lambda lk: lake_changes.diff_uncommitted(lk, REPO, feature)
+    )
     assert len(diff) == changes, (len(diff), changes)
     times["commit"], _ = fresh(b.home, lambda lk: porcelain.commit(lk, REPO, feature, "job output"))
-    times["diff refs"], diff = fresh(b.home, lambda lk: list(porcelain.diff_refs(lk, REPO, dest, feature)))
+    times["diff refs"], diff = fresh(b.home, lambda lk: list(lake_changes.diff_refs(lk, REPO, dest, feature)))
     assert len(diff) == changes, (len(diff), changes)
-    times["merge"], res = fresh(b.home, lambda lk: porcelain.merge(lk, REPO, feature, dest))
+    times["merge"], res = fresh(b.home, lambda lk: merging.merge(lk, REPO, feature, dest))
     assert res.changed and len(res.commit.parents) == 2
     return times
 

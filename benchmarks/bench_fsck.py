@@ -34,13 +34,13 @@ SMALL = 1024
 
 
 def build(home: str, work: str, size_mib: int, small_files: int) -> None:
-    from lakectl.core import porcelain
+    from lakectl.core import opening, porcelain, writes
 
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     porcelain.create_repo(lake, REPO)
     t0 = time.perf_counter()
     for i in range(max(1, size_mib * 1024 * 1024 // BLOCK)):
-        porcelain.upload(lake, REPO, "main", f"large/{i:04d}.bin", os.urandom(BLOCK))
+        writes.upload(lake, REPO, "main", f"large/{i:04d}.bin", os.urandom(BLOCK))
     print(f"  {size_mib:,} MiB of 64 MiB objects uploaded ({time.perf_counter() - t0:.0f} s)", flush=True)
     t0 = time.perf_counter()
     files = []
@@ -52,7 +52,7 @@ def build(home: str, work: str, size_mib: int, small_files: int) -> None:
         with open(local, "wb") as f:
             f.write(os.urandom(SMALL))
         files.append((f"small/{i // 1000:03d}/{i:06d}.bin", local))
-    porcelain.upload_files(lake, REPO, "main", files)
+    writes.upload_files(lake, REPO, "main", files)
     porcelain.commit(lake, REPO, "main", "scrub bench", committer="bench")
     print(
         f"  {small_files:,} small files packed and committed ({time.perf_counter() - t0:.0f} s)", flush=True
@@ -96,9 +96,9 @@ def md5sum_floor(paths: list[str]) -> float:
 
 
 def scrub(home: str) -> tuple[float, dict]:
-    from lakectl.core import fsck, porcelain
+    from lakectl.core import fsck, opening
 
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     start = time.perf_counter()
     report = fsck.check(lake)
     seconds = time.perf_counter() - start

@@ -6,7 +6,7 @@ of the same lake (``cp -a``, mtimes kept), for information: it must leave the sa
 report the same counts.
 
 The lake is an embedded one (SQLite + a local block directory). 900k blocks are referenced by
-one committed tree of 900k objects on ``main`` (staged with ``porcelain.stage_rows``, then
+one committed tree of 900k objects on ``main`` (staged with ``writes.stage_rows``, then
 committed); 100k more blocks were written but never linked: the garbage, aged past the grace
 period. The collection runs in a child process (``lakectl.core.gc.run``), so that its peak RSS
 is its own and not the set-up's. The result is checked: exactly the garbage is gone, and a
@@ -42,8 +42,8 @@ BLOCK = 64
 # ru_maxrss survives exec, so a child would report the parent's peak (the built lake) instead.
 _CHILD = """
 import json, sys, time
-from lakectl.core import gc, porcelain
-lake = porcelain.open_lake(sys.argv[1])
+from lakectl.core import gc, opening
+lake = opening.open_lake(sys.argv[1])
 start = time.perf_counter()
 report = gc.run(lake, sys.argv[2], grace_seconds=3600)
 seconds = time.perf_counter() - start
@@ -55,7 +55,7 @@ print(json.dumps({"seconds": seconds, "peak_mib": peak, "report": report.to_dict
 _SPARK_CHILD = (
     """
 import json, os, sys, time
-from lakectl.core import porcelain
+from lakectl.core import opening
 from lakectl.sparkjobs import gc
 from lakectl.sparkjobs.session import session
 
@@ -66,7 +66,7 @@ t0 = time.perf_counter()
 spark = session(sys.argv[3], "bench-gc", **{"spark.ui.showConsoleProgress": "false"})
 spark.range(1).count()
 started = time.perf_counter() - t0
-lake = porcelain.open_lake(sys.argv[1])
+lake = opening.open_lake(sys.argv[1])
 start = time.perf_counter()
 report = gc.run(lake, sys.argv[2], grace_seconds=3600, master=sys.argv[3])
 seconds = time.perf_counter() - start
@@ -83,10 +83,10 @@ spark.stop()
 
 def build(home: str, blocks: int, garbage_share: float) -> tuple[list[str], list[str]]:
     """Write the blocks; commit the live ones as objects; age the garbage. Returns both lists."""
-    from lakectl.core import porcelain
+    from lakectl.core import opening, porcelain, writes
     from lakectl.core.model import Entry
 
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     porcelain.create_repo(lake, REPO)
     live: list[str] = []
     garbage: list[str] = []
@@ -105,7 +105,7 @@ def build(home: str, blocks: int, garbage_share: float) -> tuple[list[str], list
         entry = Entry(BLOCK, locator.split("+")[0], (locator,), 1_767_225_600, "application/octet-stream", {})
         rows.append((f"data/{i // 1000:04d}/{i:07d}.bin", entry.to_row()))
     t0 = time.perf_counter()
-    porcelain.stage_rows(lake, REPO, "main", rows)
+    writes.stage_rows(lake, REPO, "main", rows)
     porcelain.commit(lake, REPO, "main", "900k objects", committer="bench")
     print(f"  {len(rows):,} objects staged and committed ({time.perf_counter() - t0:.0f} s)", flush=True)
     past = time.time() - 7 * 86_400
@@ -220,13 +220,13 @@ def _child(code: str, *argv: str) -> dict:
 
 def _check(home: str, live: list[str], garbage: list[str], report: dict) -> tuple[bool, bool, set[str]]:
     """Exactly the garbage gone? A sample of objects reads back? And the blocks left."""
-    from lakectl.core import porcelain
+    from lakectl.core import listing, opening, porcelain
 
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     remaining = set(lake.blocks.list())
     # What stays: every referenced block (and the trees' metarange and range blocks).
     exact = set(live) <= remaining and remaining.isdisjoint(garbage) and report["deleted"] == len(garbage)
-    sample = [o.path for _, o in zip(range(100), porcelain.list_objects(lake, REPO, "main"), strict=False)]
+    sample = [o.path for _, o in zip(range(100), listing.list_objects(lake, REPO, "main"), strict=False)]
     readable = all(len(b"".join(porcelain.read(lake, REPO, "main", p))) == BLOCK for p in sample)
     lake.close()
     return exact, readable, remaining

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from _benchutil import Table, fmt_time, print_context, temp_dir, timed, verdict
 
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain, writes
 from lakectl.core.importing import tasks
 
 REPO = "bench"
@@ -58,7 +58,7 @@ def du(root: str) -> int:
 def import_once(home: str, source: str, n: int, first: int | None = None) -> tuple[float, float, int]:
     """(import seconds, first read seconds, bytes the block store grew by); the object read is
     number ``first`` of the layout (default: the last)."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         porcelain.create_repo(lake, REPO)
         before = du(os.path.join(home, "blocks"))
@@ -119,16 +119,16 @@ def report(
 def fill_gateway_source(home: str, n: int) -> None:
     """``n`` objects in repository ``src`` of the lake at ``home``, committed on ``main``: one
     uploaded object, whose entry the rest repeat (staged in batches, then one commit)."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         porcelain.create_repo(lake, "src")
-        seed = porcelain.upload(lake, "src", "main", layout(0), b"%d\n" % 0).entry
+        seed = writes.upload(lake, "src", "main", layout(0), b"%d\n" % 0).entry
         assert seed is not None
         row = seed.to_row()
         batch = 100_000
         for start in range(1, n, batch):
             rows = [(layout(i), row) for i in range(start, min(n, start + batch))]
-            porcelain.stage_rows(lake, "src", "main", rows)
+            writes.stage_rows(lake, "src", "main", rows)
         porcelain.commit(lake, "src", "main", "the source bucket")
     finally:
         lake.close()

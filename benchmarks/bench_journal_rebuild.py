@@ -19,16 +19,18 @@ TARGET_S = 120.0
 
 
 def build(home: str, writes: int, commits: int) -> str:
+    from lakectl.core import opening
     from lakectl.core import porcelain as p
+    from lakectl.core import writes as lake_writes
     from lakectl.core.journal import journal
 
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     journal.enable(lake)
     p.create_repo(lake, "bench")
     per = max(1, writes // commits)
     for c in range(commits):
         rows = [(f"d{c:04d}/f{i:06d}", synthetic_row(f"{c}/{i}")) for i in range(per)]
-        p.stage_rows(lake, "bench", "main", rows)
+        lake_writes.stage_rows(lake, "bench", "main", rows)
         p.commit(lake, "bench", "main", f"commit {c}", committer="bench")
     while journal.seal(lake.kv, lake.blocks):
         pass
@@ -38,6 +40,7 @@ def build(home: str, writes: int, commits: int) -> str:
 
 
 def _rebuild(home: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from lakectl.core import opening
     from lakectl.core import porcelain as p
     from lakectl.core.journal import rebuild
 
@@ -46,7 +49,7 @@ def _rebuild(home: str, out: multiprocessing.Queue) -> None:  # type: ignore[typ
     took = time.perf_counter() - start
     with open("/proc/self/status") as f:
         hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     out.put((took, hwm / 1024, done, p.get_branch(lake, "bench", "main").commit_id))
     lake.close()
 

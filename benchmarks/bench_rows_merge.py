@@ -7,7 +7,7 @@ hive partitions of one Parquet object each) on ``main``. A branch ``fix`` change
 cell-level merge) and rewrites partition 15. ``fix`` is merged into a fresh branch made from
 ``main`` per run with ``--strategy 'tables/orders/**=rows:key=id'``: partition 10 is merged by
 rows, 3 and 15 keep their one side's objects, the 17 others their blocks. The figure is the wall
-time and peak memory (``VmHWM``) of a fresh child process running ``porcelain.merge``; the answer
+time and peak memory (``VmHWM``) of a fresh child process running ``merging.merge``; the answer
 is checked (every change of both sides in the merged partition, the row count, the untouched
 objects' locators). The plain merge (objects, no strategy) is timed beside it: it refuses with
 one conflicting path. With ``--spark MASTER`` the merge also runs as a Spark job, and its merged
@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from _benchutil import Table, fmt_time, median, print_context, temp_dir, timed, verdict
 from bench_table_diff import PARTITIONS, REPO, TABLE, partition, upload
 
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain
 
 FULL_ROWS = 10_000_000
 RULE = f"{TABLE}**=rows:key=id"
@@ -38,17 +38,17 @@ MERGED, FIX_ONLY, MAIN_ONLY = 10, 3, 15
 
 _CHILD = """
 import json, sys, time
-from lakectl.core import porcelain
+from lakectl.core import merging, opening
 from lakectl.errors import MergeConflict
 home, repo, dest, strategy, master = sys.argv[1:6]
-lake = porcelain.open_lake(home)
+lake = opening.open_lake(home)
 runner = None
 if master:
     from lakectl.sparkjobs import tablemerge
     runner = tablemerge.runner(master)
 start = time.perf_counter()
 try:
-    done = porcelain.merge(lake, repo, "fix", dest, [strategy] if strategy else [], rows_runner=runner)
+    done = merging.merge(lake, repo, "fix", dest, [strategy] if strategy else [], rows_runner=runner)
     outcome = {"commit": done.commit.id}
 except MergeConflict as e:
     outcome = {"conflicts": e.paths}
@@ -66,7 +66,7 @@ def path(p: int) -> str:
 def build(home: str, rows: int, runs: int) -> dict[str, object]:
     """main and fix as the module doc says, ``runs`` destination branches made from main, and
     the merged partition's expected rows."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     porcelain.create_repo(lake, REPO, "main", f"local://{REPO}")
     per = rows // PARTITIONS
     rng = np.random.default_rng(15)
@@ -118,7 +118,7 @@ def run_child(home: str, dest: str, strategy: str, master: str = "") -> dict:
 
 def check(home: str, dest: str, want: pa.Table) -> tuple[bool, str]:
     """Whether ``dest`` holds the merged partition and every other object as expected."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         data = b"".join(porcelain.read(lake, REPO, dest, path(MERGED)))
         got = pq.read_table(io.BytesIO(data)).sort_by("id")
@@ -138,7 +138,7 @@ def check(home: str, dest: str, want: pa.Table) -> tuple[bool, str]:
 
 
 def checksum(home: str, dest: str) -> str:
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         return porcelain.stat(lake, REPO, dest, path(MERGED)).entry.checksum
     finally:

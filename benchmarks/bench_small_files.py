@@ -333,14 +333,14 @@ def ensure_dvc(timeout: float) -> tuple[str | None, str]:
 def breakdown(tree: str, work: str) -> list[tuple[str, float]]:
     """Where an upload of the tree goes, measured in this process through the library:
     the file-system floor (read + md5 + one new block file per object, single thread), then
-    ``porcelain.upload_files`` split into its read-and-pack loop, its ``sync`` and its staging
+    ``writes.upload_files`` split into its read-and-pack loop, its ``sync`` and its staging
     write, then the commit, with the cyclic collector's threshold the CLI sets. The CLI adds
     its start-up, its walk and its output on top."""
     import gc
     import hashlib
 
     from lakectl.cli.app import GC_YOUNG_THRESHOLD
-    from lakectl.core import porcelain
+    from lakectl.core import opening, porcelain, writes
 
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
@@ -370,7 +370,7 @@ def breakdown(tree: str, work: str) -> list[tuple[str, float]]:
     out.append(("floor: read + md5 + create/rename a file per object, 1 thread", time.perf_counter() - start))
     shutil.rmtree(floor_dir, ignore_errors=True)
 
-    lake = porcelain.open_lake(os.path.join(work, "lake-breakdown"))
+    lake = opening.open_lake(os.path.join(work, "lake-breakdown"))
     try:
         porcelain.create_repo(lake, "bench")
         spent: dict[str, float] = {}
@@ -389,7 +389,7 @@ def breakdown(tree: str, work: str) -> list[tuple[str, float]]:
         lake.staging.write_values = timing("stage", lake.staging.write_values)  # type: ignore[method-assign]
         os.sync()
         start = time.perf_counter()
-        porcelain.upload_files(lake, "bench", "main", [("data/" + p, local) for p, local in files])
+        writes.upload_files(lake, "bench", "main", [("data/" + p, local) for p, local in files])
         total = time.perf_counter() - start
         pool = total - spent.get("sync", 0.0) - spent.get("stage", 0.0)
         out.append(("porcelain.upload_files: read, md5, pack (and the rows built)", pool))

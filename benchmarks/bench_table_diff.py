@@ -41,7 +41,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from _benchutil import CHILD_PEAKS, Table, fmt_time, median, print_context, temp_dir, timed, verdict
 
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain, writes
+from lakectl.core.lake import Lake
 
 REPO = "tables"
 TABLE = "tables/orders/"
@@ -55,11 +56,11 @@ TARGET_BIG_PEAK_MIB = 8192
 _CHILD = (
     """
 import json, sys, time
-from lakectl.core import porcelain, tablediff
+from lakectl.core import opening, tablediff
 """
     + CHILD_PEAKS
     + """
-lake = porcelain.open_lake(sys.argv[1])
+lake = opening.open_lake(sys.argv[1])
 key = [k for k in sys.argv[3].split(",") if k]
 start = time.perf_counter()
 diff = tablediff.diff_table(lake, sys.argv[2], "main", "dev", "tables/orders/", key=key)
@@ -73,7 +74,7 @@ print(json.dumps({"seconds": seconds, "peak_mib": peak(), "diff": diff.to_dict()
 _SPARK_CHILD = (
     """
 import json, os, sys, time
-from lakectl.core import porcelain
+from lakectl.core import opening
 from lakectl.sparkjobs import tablediff
 from lakectl.sparkjobs.session import session
 """
@@ -83,7 +84,7 @@ t0 = time.perf_counter()
 spark = session(sys.argv[3], "bench-table-diff", **{"spark.ui.showConsoleProgress": "false"})
 spark.range(1).count()
 started = time.perf_counter() - t0
-lake = porcelain.open_lake(sys.argv[1])
+lake = opening.open_lake(sys.argv[1])
 start = time.perf_counter()
 diff = tablediff.diff_table(
     lake, sys.argv[2], "main", "dev", "tables/orders/", key=["id"], master=sys.argv[3]
@@ -114,17 +115,17 @@ def partition(p: int, per: int, rng: np.random.Generator) -> pa.Table:
     )
 
 
-def upload(lake: porcelain.Lake, branch: str, path: str, table: pa.Table) -> None:
+def upload(lake: Lake, branch: str, path: str, table: pa.Table) -> None:
     sink = io.BytesIO()
     pq.write_table(table, sink)
-    porcelain.upload(lake, REPO, branch, path, sink.getbuffer())  # no copy of the Parquet bytes
+    writes.upload(lake, REPO, branch, path, sink.getbuffer())  # no copy of the Parquet bytes
 
 
 def build(home: str, rows: int) -> tuple[dict[str, int], list[float]]:
     """The table on ``main`` and one partition rewritten on ``dev``; the expected counts and the
     seconds each partition of ``main`` took to make and upload. One partition is in memory at a
     time (two while the changed one is edited)."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     porcelain.create_repo(lake, REPO, "main", f"local://{REPO}")
     per = rows // PARTITIONS
     rng = np.random.default_rng(14)

@@ -1,9 +1,9 @@
 """The web UI's pages on a large lake, served by a real ``lakectl server run`` process.
 
 Repository ``bench``: a ``main`` branch of 1M committed objects (rows without data, staged with
-``porcelain.stage_rows`` as in ``bench_commit_1m.py``: 100 tables x 20 days x 500 parts), a
+``writes.stage_rows`` as in ``bench_commit_1m.py``: 100 tables x 20 days x 500 parts), a
 history of a few hundred small commits on top, and one 1 GiB Parquet file (random int64/double
-columns, row groups of 1Mi rows, ~32 MiB each) uploaded with ``porcelain.upload`` from a file, so
+columns, row groups of 1Mi rows, ~32 MiB each) uploaded with ``writes.upload`` from a file, so
 that it is stored in 64 MiB blocks. The lake is built through a second handle on the server's data
 directory while the server idles (SQLite in WAL mode), not timed.
 
@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from _benchutil import Table, fmt_time, make_rows, print_context, temp_dir, timed, verdict
 from _liveserver import live_server
 
-from lakectl.core import porcelain
+from lakectl.core import porcelain, writes
 from server.app import open_lake
 from server.config import load_settings
 
@@ -74,20 +74,20 @@ def build(data_dir: str, work: str, entries: int, commits: int, size_mib: int, r
     try:
         porcelain.create_repo(lake, REPO, "main", f"local://{REPO}")
         t_rows, rows = timed(make_rows, entries)
-        t_stage, _ = timed(porcelain.stage_rows, lake, REPO, "main", rows)
+        t_stage, _ = timed(writes.stage_rows, lake, REPO, "main", rows)
         del rows
         t_commit, _ = timed(porcelain.commit, lake, REPO, "main", f"{entries:,} objects", {}, "bench")
         start = time.perf_counter()
         for i in range(commits):
             body = f"run {i}\n".encode()
-            porcelain.upload(lake, REPO, "main", f"runs/run-{i:04d}.txt", body, "text/plain")
+            writes.upload(lake, REPO, "main", f"runs/run-{i:04d}.txt", body, "text/plain")
             porcelain.commit(lake, REPO, "main", f"run {i}", {"run": str(i)}, "bench")
         t_history = time.perf_counter() - start
         local = os.path.join(work, "events.parquet")
         t_write, (size, groups) = timed(write_parquet, local, size_mib, rows_per_group)
         with open(local, "rb") as f:
             t_upload, _ = timed(
-                porcelain.upload, lake, REPO, "main", PARQUET, f, "application/vnd.apache.parquet"
+                writes.upload, lake, REPO, "main", PARQUET, f, "application/vnd.apache.parquet"
             )
         os.remove(local)
         porcelain.commit(lake, REPO, "main", "events", {}, "bench")

@@ -1,7 +1,7 @@
 """Upload throughput of one 1 GiB file (target >= 400 MB/s), against md5 and plain-copy limits.
 
 The judged figure is `lakectl fs upload` of the file into an embedded lake, through the
-library (porcelain.upload: blocks, sync, staging); the block layer alone is printed beside it.
+library (writes.upload: blocks, sync, staging); the block layer alone is printed beside it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain, writes
 from lakectl.core.blocks.data import write_object
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.model import BLOCK_SIZE
@@ -101,12 +101,12 @@ TARGET_MB_S = 400
 
 
 def upload_to_lake(home: str, src: str) -> float:
-    """Seconds for porcelain.upload of the file onto a branch of a fresh embedded lake."""
-    lake = porcelain.open_lake(home)
+    """Seconds for writes.upload of the file onto a branch of a fresh embedded lake."""
+    lake = opening.open_lake(home)
     porcelain.create_repo(lake, "bench")
     start = time.perf_counter()
     with open(src, "rb") as f:
-        porcelain.upload(lake, "bench", "main", "big.bin", f)
+        writes.upload(lake, "bench", "main", "big.bin", f)
     elapsed = time.perf_counter() - start
     lake.close()
     return elapsed

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lakectl import __version__
 from lakectl.core.hostpaths import Confinement
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import AlreadyExists
 from server import errors
 from server.auth.secret import load_secret_key

@@ -19,8 +19,8 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from lakectl.core import backing, presign
-from lakectl.core import porcelain as p
 from lakectl.core.journal import journal
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument, SignatureError
 from server.api.deps import PUBLIC, AuthFirstRoute, forbidden
 from server.api.ranges import byte_span
@@ -36,7 +36,7 @@ SPOOL_BYTES = 8 * 1024 * 1024
 
 
 def url_for(
-    request: Request, lake: p.Lake, user: User, repo: str, ref: str, path: str, expires_in: int | None
+    request: Request, lake: Lake, user: User, repo: str, ref: str, path: str, expires_in: int | None
 ) -> tuple[str, int]:
     """A presigned URL (on the host the request came to) for ``path`` at ``ref``, and its expiry."""
     token, expiry = presign.presign(
@@ -46,7 +46,7 @@ def url_for(
 
 
 def write_url_for(
-    request: Request, lake: p.Lake, user: User, repo: str, slot: backing.Slot, expires_in: int | None
+    request: Request, lake: Lake, user: User, repo: str, slot: backing.Slot, expires_in: int | None
 ) -> tuple[str, int]:
     """A URL that writes ``slot``'s bytes (any HTTP client, ``PUT``), and its expiry."""
     token, expiry = backing.sign_write(
@@ -83,7 +83,7 @@ async def read_presigned(
 ) -> Response:
     """The bytes (``Range`` for part of them, 206), or 403 ``signature_error`` for a token that
     was altered, has expired, or whose signer is gone."""
-    lake: p.Lake = request.app.state.lake
+    lake: Lake = request.app.state.lake
     signer = _Signer(request.app.state.auth)
     if backing.is_write_token(token):
         raise SignatureError("an upload URL is for PUT, not for reading")
@@ -111,7 +111,7 @@ async def write_presigned(request: Request, token: str) -> Response:
     """Store the body as the bytes of the staging address the token names (a second PUT
     replaces the first); the ``ETag`` answered is their md5, the checksum to link them with.
     Nothing is recorded unless the whole body arrived."""
-    lake: p.Lake = request.app.state.lake
+    lake: Lake = request.app.state.lake
     signer = _Signer(request.app.state.auth)
     granted = await run_in_threadpool(backing.verify_write, lake, token, signer)
     signer.check(Permission.WRITE_REPO, granted.repo)

@@ -20,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 from lakectl.core import porcelain as p
 from lakectl.core import reads
 from lakectl.core.blocks.data import parse_segment
+from lakectl.core.lake import Lake
 
 INLINE_READ = 1024 * 1024
 """Objects whose blocks total at most this are read on the event loop, in one response."""
@@ -32,7 +33,7 @@ def etag_matches(header: str, checksum: str) -> bool:
 
 
 async def object_body(
-    lake: p.Lake,
+    lake: Lake,
     found: reads.ObjectRead,
     start: int,
     end: int,

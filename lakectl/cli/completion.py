@@ -235,7 +235,7 @@ def _uris(ctx: Context, shape: str, rest: str) -> list[str]:
 def _embedded_lake_exists() -> bool:
     import os
 
-    from lakectl.core.porcelain import default_home
+    from lakectl.core.lake import default_home
 
     return os.path.exists(os.path.join(default_home(), "lake.db"))
 

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
     from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
-    from lakectl.core.gc import GCRules
+    from lakectl.core.merging import MergeResult
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
-    from lakectl.core.porcelain import MergeResult
     from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
+    from lakectl.core.retention import GCRules
 
 __all__ = ["Backend", "Progress", "get_backend"]
 
@@ -34,7 +34,7 @@ ByteProgress = Callable[[int, int], None]
 
 
 class Backend(Protocol):
-    """What the CLI needs from a lake, one method per verb (mirrors ``lakectl.core.porcelain``)."""
+    """What the CLI needs from a lake, one method per verb (mirrors the core's verbs)."""
 
     def init(self) -> dict[str, Any]:
         """Make sure the lake exists: ``{"home"}``, where it is (a directory or a server URL), and
@@ -189,7 +189,7 @@ class Backend(Protocol):
         since: str = "",
         stop_at: str = "",
     ) -> Iterator[Commit]:
-        """:func:`lakectl.core.porcelain.log`: ``after`` a commit (the page that follows it),
+        """:func:`lakectl.core.changes.log`: ``after`` a commit (the page that follows it),
         ``since`` an RFC 3339 date-time, up to ``stop_at``'s commit."""
         ...
 

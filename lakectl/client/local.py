@@ -1,4 +1,4 @@
-"""LocalBackend: the embedded lake, opened lazily in this process, every verb delegated to porcelain.
+"""LocalBackend: the embedded lake, opened lazily in this process, every verb delegated to the core.
 
 Only :func:`lakectl.client.get_backend` imports this module, when a command runs: porcelain
 pulls in pyarrow and sqlite, which ``lakectl --help`` must not pay for.
@@ -12,22 +12,23 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client import ByteProgress, Progress
 
-# Every command opens the lake through this module, so it imports porcelain alone: the modules
-# of fewer verbs (gc, manifests, refsdump, annotate, protection, actions' runs, pull requests)
-# are imported by the verbs that use them. A stat or a `branch list` pays nothing for them
-# (tests/cli/test_startup_imports.py).
+# Every command opens the lake through this module, so it imports the lake and porcelain's reads
+# alone: the modules of other verbs (writes, listing, history and diffs, merges, gc, manifests,
+# refsdump, annotate, protection, actions' runs, pull requests) are imported by the methods that
+# use them. A stat or a `branch list` pays nothing for them (tests/cli/test_startup_imports.py).
+from lakectl.core import opening
 from lakectl.core import porcelain as p
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake, default_committer, default_home
 from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
     from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
-    from lakectl.core.gc import GCRules
+    from lakectl.core.merging import MergeResult
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
-    from lakectl.core.porcelain import MergeResult
     from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
+    from lakectl.core.retention import GCRules
 
 
 class LocalBackend:
@@ -41,13 +42,13 @@ class LocalBackend:
     @property
     def lake(self) -> Lake:
         if self._lake is None:
-            self._lake = p.open_lake(self._home)
+            self._lake = opening.open_lake(self._home)
         return self._lake
 
     def init(self) -> dict[str, Any]:
         # The explicit ask: a new lake even over blocks already stored (core.identity).
         self.close()
-        self._lake = p.open_lake(self._home, create=True)
+        self._lake = opening.open_lake(self._home, create=True)
         out: dict[str, Any] = {"home": self._lake.home}
         if self._lake.identity is not None and self._lake.identity.just_created_over:
             out["created_over_blocks"] = self._lake.identity.just_created_over
@@ -130,7 +131,9 @@ class LocalBackend:
         after: str = "",
         amount: int | None = None,
     ) -> Iterator[ObjectInfo]:
-        return p.list_objects(self.lake, repo, ref, prefix, delimiter, after, amount)
+        from lakectl.core import listing
+
+        return listing.list_objects(self.lake, repo, ref, prefix, delimiter, after, amount)
 
     def presign(self, repo: str, ref: str, path: str, expires_in: int) -> tuple[str, int]:
         p.stat(self.lake, repo, ref, path)  # a missing object is reported as such first
@@ -149,7 +152,9 @@ class LocalBackend:
         content_type: str | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> ObjectInfo:
-        return p.upload(self.lake, repo, branch, path, source, content_type, metadata)
+        from lakectl.core import writes
+
+        return writes.upload(self.lake, repo, branch, path, source, content_type, metadata)
 
     def upload_files(
         self,
@@ -159,13 +164,19 @@ class LocalBackend:
         content_type: str | None = None,
         progress: Progress | None = None,
     ) -> list[ObjectInfo]:
-        return p.upload_files(self.lake, repo, branch, files, content_type, progress)
+        from lakectl.core import writes
+
+        return writes.upload_files(self.lake, repo, branch, files, content_type, progress)
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
-        p.delete_objects(self.lake, repo, branch, paths)
+        from lakectl.core import writes
+
+        writes.delete_objects(self.lake, repo, branch, paths)
 
     def delete_prefix(self, repo: str, branch: str, prefix: str) -> list[str]:
-        return p.delete_prefix(self.lake, repo, branch, prefix)
+        from lakectl.core import writes
+
+        return writes.delete_prefix(self.lake, repo, branch, prefix)
 
     # -- commits and history ---------------------------------------------------------------
 
@@ -207,7 +218,9 @@ class LocalBackend:
         since: str = "",
         stop_at: str = "",
     ) -> Iterator[Commit]:
-        return p.log(
+        from lakectl.core import changes
+
+        return changes.log(
             self.lake,
             repo,
             ref,
@@ -235,17 +248,23 @@ class LocalBackend:
             after = found[-1].path
 
     def diff_uncommitted(self, repo: str, branch: str, prefix: str = "") -> list[Change]:
-        return p.diff_uncommitted(self.lake, repo, branch, prefix)
+        from lakectl.core import changes
+
+        return changes.diff_uncommitted(self.lake, repo, branch, prefix)
 
     def diff_refs(
         self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
     ) -> Iterator[Change]:
-        return p.diff_refs(self.lake, repo, left, right, two_way, prefix)
+        from lakectl.core import changes
+
+        return changes.diff_refs(self.lake, repo, left, right, two_way, prefix)
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:
-        found = p.find_merge_base(self.lake, repo, source, dest)
+        from lakectl.core import changes
+
+        found = changes.find_merge_base(self.lake, repo, source, dest)
         return found.id if found is not None else ""
 
     def diff_table(
@@ -280,21 +299,31 @@ class LocalBackend:
         squash: bool = False,
         spark_master: str | None = None,
     ) -> MergeResult:
+        from lakectl.core import merging
+
         runner = None
         if spark_master is not None:
             from lakectl.sparkjobs import tablemerge as spark_tablemerge
 
             runner = spark_tablemerge.runner(spark_master)
-        return p.merge(self.lake, repo, source, dest, strategies, message, squash=squash, rows_runner=runner)
+        return merging.merge(
+            self.lake, repo, source, dest, strategies, message, squash=squash, rows_runner=runner
+        )
 
     def cherry_pick(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
-        return p.cherry_pick(self.lake, repo, branch, ref, parent_number)
+        from lakectl.core import merging
+
+        return merging.cherry_pick(self.lake, repo, branch, ref, parent_number)
 
     def revert(self, repo: str, branch: str, ref: str, parent_number: int = 0) -> Commit:
-        return p.revert(self.lake, repo, branch, ref, parent_number)
+        from lakectl.core import merging
+
+        return merging.revert(self.lake, repo, branch, ref, parent_number)
 
     def reset(self, repo: str, branch: str, kind: ResetKind, path: str = "") -> int:
-        return p.reset(self.lake, repo, branch, kind, path)
+        from lakectl.core import merging
+
+        return merging.reset(self.lake, repo, branch, kind, path)
 
     # -- manifests -------------------------------------------------------------------------
 
@@ -351,19 +380,19 @@ class LocalBackend:
         refsdump.restore(self.lake, repo, refsdump.RefsManifest.from_dict(manifest))
 
     def set_gc_rules(self, repo: str, rules: GCRules) -> None:
-        from lakectl.core import gc
+        from lakectl.core import retention
 
-        gc.set_rules(self.lake, repo, rules)
+        retention.set_rules(self.lake, repo, rules)
 
     def get_gc_rules(self, repo: str) -> GCRules:
-        from lakectl.core import gc
+        from lakectl.core import retention
 
-        return gc.get_rules(self.lake, repo)
+        return retention.get_rules(self.lake, repo)
 
     def delete_gc_rules(self, repo: str) -> None:
-        from lakectl.core import gc
+        from lakectl.core import retention
 
-        gc.delete_rules(self.lake, repo)
+        retention.delete_rules(self.lake, repo)
 
     def gc_run(
         self,
@@ -480,7 +509,7 @@ class LocalBackend:
     def review_pull(self, repo: str, pull_id: str, verdict: Verdict, body: str = "") -> Review:
         from lakectl.core import pulls
 
-        return pulls.review(self.lake, repo, pull_id, p.default_committer(), verdict, body)
+        return pulls.review(self.lake, repo, pull_id, default_committer(), verdict, body)
 
     def list_pull_reviews(self, repo: str, pull_id: str) -> list[Review]:
         from lakectl.core import pulls
@@ -537,4 +566,4 @@ class LocalBackend:
         from lakectl.core.journal import rebuild
 
         # The lake is not opened: its metadata database is what is missing.
-        return rebuild.rebuild_embedded(self._home or p.default_home())
+        return rebuild.rebuild_embedded(self._home or default_home())

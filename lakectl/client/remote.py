@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
     from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
-    from lakectl.core.gc import GCRules
+    from lakectl.core.merging import MergeResult
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
-    from lakectl.core.porcelain import MergeResult
+    from lakectl.core.retention import GCRules
 
 PAGE = 1000
 ATTEMPTS = 5
@@ -427,7 +427,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         squash: bool = False,
         spark_master: str | None = None,
     ) -> MergeResult:
-        from lakectl.core.porcelain import MergeResult
+        from lakectl.core.merging import MergeResult
 
         if spark_master is not None:
             raise InvalidArgument("--spark runs against an embedded lake: merge without --spark")
@@ -518,7 +518,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         self._call("PUT", f"{self._repo(repo)}/settings/gc_rules", json=rules.to_dict())
 
     def get_gc_rules(self, repo: str) -> GCRules:
-        from lakectl.core.gc import GCRules
+        from lakectl.core.retention import GCRules
 
         return GCRules.from_dict(self._json("GET", f"{self._repo(repo)}/settings/gc_rules"))
 

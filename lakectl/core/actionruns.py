@@ -23,7 +23,7 @@ from lakectl.errors import HookFailed, InvalidArgument, KeyNotFound, NotFound
 
 if TYPE_CHECKING:
     from lakectl.core import actions
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
     from lakectl.core.webhooks import HostPolicy
 
 # actions (the action files' parser) and hooks (their runner) are imported when a hooked verb

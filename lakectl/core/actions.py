@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lakectl.errors import InvalidArgument, NotFound
 
 if TYPE_CHECKING:
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 PREFIX = "_lakefs_actions/"
 """Where a repository's action files live, at every ref."""
@@ -231,10 +231,10 @@ class Loaded:
 def load(lake: Lake, repo: str, ref: str) -> Loaded:
     """Every action file under :data:`PREFIX` at ``ref``: one listing, then each file read. A ref
     that does not resolve has none."""
-    from lakectl.core import porcelain
+    from lakectl.core import listing, porcelain
 
     try:
-        infos = [i for i in porcelain.list_objects(lake, repo, ref, PREFIX) if i.entry is not None]
+        infos = [i for i in listing.list_objects(lake, repo, ref, PREFIX) if i.entry is not None]
     except NotFound:
         return Loaded()
     actions, errors = [], []

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import porcelain
+from lakectl.core import listing, porcelain
 from lakectl.core.graph.commits import walk_log
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, MetaRangeId, PathType, RepositoryId
 from lakectl.core.uri import check_path
 
@@ -41,7 +42,7 @@ class Annotation:
 
 
 def annotate(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     ref: str,
     prefix: str = "",
@@ -54,7 +55,7 @@ def annotate(
     order, each with the last commit that changed it."""
     check_path(prefix, allow_empty=True)
     delimiter = "" if recursive else DELIMITER
-    entries = list(porcelain.list_objects(lake, repo, ref, prefix, delimiter, after, amount))
+    entries = list(listing.list_objects(lake, repo, ref, prefix, delimiter, after, amount))
     rid = porcelain.get_repo(lake, repo).name
     head = porcelain.resolve(lake, repo, ref).commit
     found: dict[str, Commit] = {}
@@ -66,15 +67,13 @@ def annotate(
     return [Annotation(e.path, e.path_type, found.get(e.path)) for e in entries]
 
 
-def _committed(lake: porcelain.Lake, head: Commit, path: str, kind: PathType) -> bool:
+def _committed(lake: Lake, head: Commit, path: str, kind: PathType) -> bool:
     if kind is PathType.COMMON_PREFIX:
         return next(lake.trees.iter(head.meta_range_id, "", path), None) is not None
     return lake.trees.lookup(head.meta_range_id, path) is not None
 
 
-def _walk(
-    lake: porcelain.Lake, rid: RepositoryId, head: Commit, prefix: str, wanted: set[str]
-) -> dict[str, Commit]:
+def _walk(lake: Lake, rid: RepositoryId, head: Commit, prefix: str, wanted: set[str]) -> dict[str, Commit]:
     """For each wanted path (an object, or a common prefix ending in ``/``), the newest commit
     whose tree differs from its first parent's there."""
     found: dict[str, Commit] = {}
@@ -95,7 +94,7 @@ def _walk(
 
 
 def _changed(
-    lake: porcelain.Lake, before: MetaRangeId, after: MetaRangeId, prefix: str, prefixes: set[str]
+    lake: Lake, before: MetaRangeId, after: MetaRangeId, prefix: str, prefixes: set[str]
 ) -> Iterator[str]:
     """Paths changed between two trees under ``prefix``, and the common prefixes they fall in."""
     for change in lake.trees.diff(before, after, prefix):

@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from lakectl.core import multipart, porcelain, presign
+from lakectl.core import multipart, porcelain, presign, writes
+from lakectl.core.lake import Lake
 from lakectl.core.model import ObjectInfo, PathType
 from lakectl.core.uri import check_new_path
 from lakectl.errors import InvalidArgument, NotFound, SignatureError, UploadNotFound
@@ -61,18 +62,18 @@ class Write:
     expiry: int
 
 
-def address_of(lake: porcelain.Lake, repo: str, upload_id: str) -> str:
+def address_of(lake: Lake, repo: str, upload_id: str) -> str:
     namespace = porcelain.get_repo(lake, repo).storage_namespace.rstrip("/")
     return f"{namespace}/{SLOTS}{upload_id}"
 
 
-def reserve(lake: porcelain.Lake, repo: str, branch: str, path: str) -> Slot:
+def reserve(lake: Lake, repo: str, branch: str, path: str) -> Slot:
     """A new slot for ``path`` on ``branch`` (which must take writes now, and at link time)."""
     upload = multipart.create(lake, repo, branch, path)
     return Slot(address_of(lake, repo, upload.id), upload.id, upload.branch, upload.path)
 
 
-def slot_of(lake: porcelain.Lake, repo: str, address: str) -> Slot:
+def slot_of(lake: Lake, repo: str, address: str) -> Slot:
     """The slot ``address`` names in ``repo``; ``InvalidArgument`` for an address that is not
     one of this repository's slots, or one linked or dropped since."""
     if not isinstance(address, str):
@@ -87,7 +88,7 @@ def slot_of(lake: porcelain.Lake, repo: str, address: str) -> Slot:
     return check_slot(lake, repo, address[len(prefix) :])
 
 
-def check_slot(lake: porcelain.Lake, repo: str, upload_id: str) -> Slot:
+def check_slot(lake: Lake, repo: str, upload_id: str) -> Slot:
     """The slot of that id, still waiting to be linked; else ``InvalidArgument``."""
     try:
         upload = multipart.get(lake, repo, upload_id)
@@ -104,7 +105,7 @@ def check_slot(lake: porcelain.Lake, repo: str, upload_id: str) -> Slot:
 
 
 def sign_write(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     slot: Slot,
     user: str,
@@ -126,9 +127,7 @@ def is_write_token(signed: str) -> bool:
     return signed.startswith("w")
 
 
-def verify_write(
-    lake: porcelain.Lake, signed: str, token_of: Callable[[str], str], now: int | None = None
-) -> Write:
+def verify_write(lake: Lake, signed: str, token_of: Callable[[str], str], now: int | None = None) -> Write:
     """What ``signed`` grants; ``SignatureError`` when it is malformed, altered, made for another
     lake or a user since deleted, or expired."""
     body, _, mac = signed[1:].partition(".")
@@ -150,7 +149,7 @@ def verify_write(
     return grant
 
 
-def write(lake: porcelain.Lake, repo: str, upload_id: str, source: BinaryIO, etag: str) -> multipart.Part:
+def write(lake: Lake, repo: str, upload_id: str, source: BinaryIO, etag: str) -> multipart.Part:
     """Store the bytes of a slot (``etag``: their hex md5, computed while they arrived); a second
     write replaces the first, as a second PUT of an S3 key does."""
     return multipart.put_part(lake, repo, upload_id, PART, source, etag)
@@ -160,7 +159,7 @@ def write(lake: porcelain.Lake, repo: str, upload_id: str, source: BinaryIO, eta
 
 
 def link(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     branch: str,
     path: str,
@@ -196,13 +195,13 @@ def link(
             f"size {size} does not match the {part.size} bytes written to {address!r}",
             physical_address=address,
         )
-    entry = porcelain.entry_for(part.size, part.etag, part.locators, content_type, metadata)
+    entry = writes.entry_for(part.size, part.etag, part.locators, content_type, metadata)
     if mtime is not None:
         if isinstance(mtime, bool) or not isinstance(mtime, int) or mtime < 0:
             raise InvalidArgument(f"mtime must be Unix seconds, got {mtime!r}")
         entry = dataclasses.replace(entry, mtime=mtime)
-    porcelain.touch_blocks(lake, entry)  # written maybe hours ago: spared by a collection running now
-    porcelain.stage_rows(lake, repo, branch, [(path, entry.to_row())])
+    writes.touch_blocks(lake, entry)  # written maybe hours ago: spared by a collection running now
+    writes.stage_rows(lake, repo, branch, [(path, entry.to_row())])
     with contextlib.suppress(UploadNotFound):  # linked twice at once: both staged the same bytes
         multipart.abort(lake, repo, slot.upload_id)  # the records only: the blocks are the object's now
     return ObjectInfo(path, PathType.OBJECT, entry)

@@ -15,10 +15,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from lakectl.core import keys, porcelain
+from lakectl.core import keys, writes
 from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
 from lakectl.core.blocks.signing import new_secret, sign, verify
 from lakectl.core.graph.tree import Update
+from lakectl.core.lake import Lake
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_new_path
 from lakectl.errors import (
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 
-def signing_key(lake: porcelain.Lake) -> bytes:
+def signing_key(lake: Lake) -> bytes:
     """The lake's secret for signing locators, created on first use (one per lake, all processes)."""
     try:
         return lake.kv.get(keys.LAKE, keys.SIGNING_SECRET)
@@ -66,11 +67,11 @@ def signing_key(lake: porcelain.Lake) -> bytes:
     return lake.kv.get(keys.LAKE, keys.SIGNING_SECRET)
 
 
-def sign_locator(lake: porcelain.Lake, bare: str, token: str, ttl: int = SIGNATURE_TTL) -> str:
+def sign_locator(lake: Lake, bare: str, token: str, ttl: int = SIGNATURE_TTL) -> str:
     return sign(bare, signing_key(lake), token, int(time.time()) + ttl)
 
 
-def put_block(lake: porcelain.Lake, md5: str, data: bytes | memoryview, token: str) -> str:
+def put_block(lake: Lake, md5: str, data: bytes | memoryview, token: str) -> str:
     """Store one block whose md5 the client claims; return its signed locator."""
     if not _MD5.match(md5):
         raise InvalidLocator(f"invalid block hash {md5!r}: expected 32 lowercase hex digits")
@@ -99,9 +100,7 @@ class Receipted:
     receipts: list[str]
 
 
-def put_pack(
-    lake: porcelain.Lake, md5: str, data: bytes | memoryview, token: str, lengths: Sequence[int]
-) -> Receipted:
+def put_pack(lake: Lake, md5: str, data: bytes | memoryview, token: str, lengths: Sequence[int]) -> Receipted:
     """Store a block of consecutive segments (a client's pack of small files) as
     :func:`put_block` stores any block, and receipt each segment's md5, hashed from the bytes
     in hand: linking its files then reads nothing."""
@@ -118,7 +117,7 @@ def _check_layout(lengths: Sequence[int], size: int) -> None:
 
 
 def _receipts(
-    lake: porcelain.Lake, bare: str, data: bytes | memoryview, lengths: Sequence[int], token: str
+    lake: Lake, bare: str, data: bytes | memoryview, lengths: Sequence[int], token: str
 ) -> list[str]:
     key = signing_key(lake)
     view = memoryview(data)
@@ -136,15 +135,13 @@ def _receipt(key: bytes, bare: str, offset: int, length: int, md5: str, token: s
     return hmac.digest(key, message, "sha1").hex()
 
 
-def get_block(
-    lake: porcelain.Lake, signed: str, token: str, offset: int = 0, length: int | None = None
-) -> bytes:
+def get_block(lake: Lake, signed: str, token: str, offset: int = 0, length: int | None = None) -> bytes:
     """The block's bytes (or a range), after checking the signature and its expiry."""
     locator = verify(signed, signing_key(lake), token)
     return lake.blocks.get(locator.bare, offset, length)
 
 
-def missing_blocks(lake: porcelain.Lake, locators: Sequence[str]) -> list[str]:
+def missing_blocks(lake: Lake, locators: Sequence[str]) -> list[str]:
     """Which of these bare locators the lake lacks (a client then uploads only those)."""
     from lakectl.core.blocks.locator import parse_locator
 
@@ -154,7 +151,7 @@ def missing_blocks(lake: porcelain.Lake, locators: Sequence[str]) -> list[str]:
 CHALLENGE_TTL = 600
 
 
-def challenge(lake: porcelain.Lake, bare: str, token: str, ttl: int = CHALLENGE_TTL) -> str:
+def challenge(lake: Lake, bare: str, token: str, ttl: int = CHALLENGE_TTL) -> str:
     """A nonce for proving knowledge of a stored block without sending it: the client answers
     ``md5(nonce + block bytes)``, which only a holder of the bytes can compute. Stateless: the
     nonce carries its expiry and an HMAC the server can recheck."""
@@ -163,13 +160,13 @@ def challenge(lake: porcelain.Lake, bare: str, token: str, ttl: int = CHALLENGE_
     return f"{expiry}.{mac.hexdigest()}"
 
 
-def prove(lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str) -> str:
+def prove(lake: Lake, bare: str, nonce: str, answer: str, token: str) -> str:
     """The signed locator of a stored block, for a correct answer to :func:`challenge`."""
     return _prove(lake, bare, nonce, answer, token, None).locator
 
 
 def prove_pack(
-    lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str, lengths: Sequence[int]
+    lake: Lake, bare: str, nonce: str, answer: str, token: str, lengths: Sequence[int]
 ) -> Receipted:
     """:func:`prove`, and receipts for the block's consecutive segments (as :func:`put_pack`
     gives them), hashed from the bytes the proof reads anyway."""
@@ -177,7 +174,7 @@ def prove_pack(
 
 
 def _prove(
-    lake: porcelain.Lake, bare: str, nonce: str, answer: str, token: str, lengths: Sequence[int] | None
+    lake: Lake, bare: str, nonce: str, answer: str, token: str, lengths: Sequence[int] | None
 ) -> Receipted:
     from lakectl.core.blocks.locator import parse_locator
 
@@ -208,7 +205,7 @@ def prove_answer(nonce: str, data: bytes) -> str:
 
 
 def link_object(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     branch: str,
     path: str,
@@ -243,9 +240,7 @@ READ_CACHE = 64 * 1024 * 1024
 once for all the segments of it that follow one another, such as a pack's small files)."""
 
 
-def link_objects(
-    lake: porcelain.Lake, repo: str, branch: str, links: Sequence[Link], token: str
-) -> list[ObjectInfo]:
+def link_objects(lake: Lake, repo: str, branch: str, links: Sequence[Link], token: str) -> list[ObjectInfo]:
     """Stage many objects made of already-stored blocks as one staged change, as
     :func:`link_object` stages one: every signature is verified and every block touched (once
     each, however many objects share it), a part of a block is read and hashed for the object's
@@ -270,13 +265,11 @@ def link_objects(
             entry = _entry_of(lake, segments, link.content_type, link.metadata, cache)
         infos.append(ObjectInfo(path, PathType.OBJECT, entry))
         updates.append((path, entry.to_row()))
-    porcelain.stage_rows(lake, repo, branch, sorted(updates, key=lambda update: update[0]))
+    writes.stage_rows(lake, repo, branch, sorted(updates, key=lambda update: update[0]))
     return infos
 
 
-def _segment(
-    text: str, key: bytes, token: str, verified: dict[str, str], lake: porcelain.Lake
-) -> tuple[str, int, int]:
+def _segment(text: str, key: bytes, token: str, verified: dict[str, str], lake: Lake) -> tuple[str, int, int]:
     """``(bare locator, offset, length)`` of a signed segment (``<signed>[:<offset>:<length>]``),
     its signature verified and its block touched once per request (``verified``)."""
     signed, colon, rest = text.partition(":")
@@ -309,11 +302,11 @@ def _receipted_entry(key: bytes, token: str, link: Link, parts: list[tuple[str, 
     if not hmac.compare_digest(link.receipt, expected):
         raise SignatureError(f"object {link.path!r}: its receipt does not vouch for checksum {link.checksum}")
     token_ = segment_token(bare, offset, length)
-    return porcelain.entry_for(length, link.checksum, (token_,), link.content_type, link.metadata)
+    return writes.entry_for(length, link.checksum, (token_,), link.content_type, link.metadata)
 
 
 def _entry_of(
-    lake: porcelain.Lake,
+    lake: Lake,
     segments: list[str],
     content_type: str | None,
     metadata: Mapping[str, str] | None,
@@ -344,8 +337,8 @@ def _entry_of(
             digest.update(chunk)
             size += len(chunk)
         checksum = digest.hexdigest()
-    return porcelain.entry_for(size, checksum, tuple(segments) or (EMPTY_LOCATOR,), content_type, metadata)
+    return writes.entry_for(size, checksum, tuple(segments) or (EMPTY_LOCATOR,), content_type, metadata)
 
 
-def _read(lake: porcelain.Lake, segments: list[str]) -> Iterator[bytes]:
+def _read(lake: Lake, segments: list[str]) -> Iterator[bytes]:
     return read_object(lake.blocks, segments)

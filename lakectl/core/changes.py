@@ -1,5 +1,5 @@
 """A branch's history and changes: the log (filtered by paths), the uncommitted diff, diffs
-between refs and their merge base, a summary of changes. Re-exported by :mod:`lakectl.core.porcelain`."""
+between refs and their merge base, a summary of changes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from lakectl.core import history
 from lakectl.core.graph.commits import merge_base, walk_log
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
+from lakectl.core.lake import Lake, branch_target
 from lakectl.core.model import Change, Commit, DiffType, RepositoryId, same_row
-from lakectl.core.porcelain import Lake, _branch_target, get_repo, resolve
+from lakectl.core.porcelain import get_repo, resolve
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument
 
@@ -74,7 +75,7 @@ def _touches(
 
 
 def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[Change]:
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = branch_target(lake, repo, branch)
     check_path(prefix, allow_empty=True)
 
     def attempt() -> list[Change] | Again:

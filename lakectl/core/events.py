@@ -150,6 +150,28 @@ class Fanout:
             sink.failed(event, error)
 
 
+def hears_reads(sink: EventSink) -> bool:
+    """Whether object reads are announced to ``sink`` (a lake's events): a consumer that audits
+    them (the journal, with its ``reads`` setting on) says so by a true ``hears_reads``. A cached
+    flag: no store is asked (docs/decisions/0009-journal.md)."""
+    if isinstance(sink, Fanout):
+        return any(hears_reads(each) for each in sink.sinks)
+    return bool(getattr(sink, "hears_reads", False))
+
+
+def release(sink: EventSink) -> None:
+    """Let ``sink`` go as its lake closes: a sink that holds something for the lake's life (the
+    journal: the intents of verbs that never ended, its writer's record) defines ``close``,
+    called while the lake's store is still open."""
+    if isinstance(sink, Fanout):
+        for each in sink.sinks:
+            release(each)
+        return
+    close = getattr(sink, "close", None)
+    if close is not None:
+        close()
+
+
 @contextmanager
 def announced(sink: EventSink, event: Event) -> Iterator[None]:
     """``before`` the block that makes the change, and ``failed`` if it raises (the caller calls

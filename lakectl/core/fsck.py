@@ -31,11 +31,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakectl.core import gc, porcelain, refsdump
+from lakectl.core import gc, porcelain, refsdump, retention
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.journal import journal
+from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.errors import BlockNotFound, CorruptBlock, LakectlError
 
@@ -202,7 +203,7 @@ class Report:
 # -- the walk ----------------------------------------------------------------------------------
 
 
-def start(lake: porcelain.Lake, repo: str | None = None) -> Start:
+def start(lake: Lake, repo: str | None = None) -> Start:
     """The roots of a check of ``repo`` (None: every repository): every commit's metarange,
     every staged entry's, upload part's and refs dump's blocks. ``RepositoryNotFound`` for an unknown one."""
     if repo is None:
@@ -213,7 +214,7 @@ def start(lake: porcelain.Lake, repo: str | None = None) -> Start:
     metaranges: dict[str, Origin] = {}
     direct: dict[str, Origin] = {}
     for name in names:
-        for commit in gc.list_commits(lake, name):
+        for commit in retention.list_commits(lake, name):
             commits += 1
             metaranges.setdefault(commit.meta_range_id, Origin(name, commit=commit.id))
         for branch, path, found in gc.staged_blocks(lake, name):
@@ -231,7 +232,7 @@ def start(lake: porcelain.Lake, repo: str | None = None) -> Start:
     return Start(None if repo is None else names[0], len(names), commits, metaranges, direct)
 
 
-def references(lake: porcelain.Lake, begin: Start) -> dict[str, Link]:
+def references(lake: Lake, begin: Start) -> dict[str, Link]:
     """Every block the roots reference, with the least link that reaches it. Ranges are read
     through a store without cache (what is on disk, not what a long-running server remembers);
     one that cannot be read is passed over here, and found damaged by the verification."""
@@ -325,7 +326,7 @@ def _size(locator: str) -> int:
 
 
 def conclude(
-    lake: porcelain.Lake,
+    lake: Lake,
     begin: Start,
     blocks: int,
     size: int,
@@ -411,7 +412,7 @@ def _repair(blocks: BlockAdapter, finding: Finding) -> bool:
 
 
 def check(
-    lake: porcelain.Lake, repo: str | None = None, repair: bool = False, progress: Progress | None = None
+    lake: Lake, repo: str | None = None, repair: bool = False, progress: Progress | None = None
 ) -> Report:
     """Verify every block ``repo`` (None: the whole lake) references; lake-wide, list orphaned
     blocks and temporary files too. With ``repair``, damaged copies are rewritten from intact

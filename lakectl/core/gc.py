@@ -1,152 +1,46 @@
-"""Garbage collection of a repository's blocks: its retention rules (lakeFS's ``gc_rules``).
+"""Garbage collection of the lake's blocks: what no retained commit, staged entry or upload references.
 
-The rules say how long commits are kept from collection: a branch's head always, and its ancestors
-for ``retention_days`` (the branch's own, else the repository's default). The collector that
-applies them follows docs/decisions/0008.
+The commits kept are those the repositories' retention rules keep (:mod:`lakectl.core.retention`);
+the collector follows docs/decisions/0008.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import identity as lake_identity
 from lakectl.core import keys, multipart, porcelain, refsdump
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
-from lakectl.core.events import Event, Verb, announced
+from lakectl.core.events import Event, Verb
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
-from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.journal import journal, log
 from lakectl.core.kv.helpers import drop_partition, partitions
+from lakectl.core.lake import Lake
+from lakectl.core.lake import now as current_time
 from lakectl.core.model import (
     EXTERNAL_MARK,
     TOMBSTONE,
     BranchId,
-    Commit,
-    CommitId,
     MetaRangeId,
     RepositoryId,
     StagingToken,
     decode_row,
 )
+from lakectl.core.retention import DAY, GCRules, get_rules, kept_commits, list_commits
 from lakectl.errors import (
     BlockNotFound,
     CorruptBlock,
     InvalidArgument,
-    KeyNotFound,
     LakectlError,
     NotFound,
     PreconditionFailed,
 )
 
-MAX_DAYS = 100 * 365
-
-
-@dataclass(frozen=True, slots=True)
-class BranchRetention:
-    branch_id: BranchId
-    retention_days: int
-
-
-@dataclass(frozen=True, slots=True)
-class GCRules:
-    default_retention_days: int
-    branches: tuple[BranchRetention, ...] = ()
-
-    def retention_days(self, branch: str) -> int:
-        """How many days commits reachable from ``branch`` are retained."""
-        for rule in self.branches:
-            if rule.branch_id == branch:
-                return rule.retention_days
-        return self.default_retention_days
-
-    def to_dict(self) -> dict[str, Any]:
-        """lakeFS ``GarbageCollectionRules``."""
-        return {
-            "default_retention_days": self.default_retention_days,
-            "branches": [
-                {"branch_id": b.branch_id, "retention_days": b.retention_days} for b in self.branches
-            ],
-        }
-
-    @staticmethod
-    def from_dict(data: object) -> GCRules:
-        """Rules from their JSON form; anything else (unknown keys, negative or fractional days,
-        invalid or repeated branch names) is an ``InvalidArgument`` naming the problem."""
-        if not isinstance(data, Mapping):
-            raise InvalidArgument("gc rules must be a JSON object")
-        _only(data, {"default_retention_days", "branches"}, "gc rules")
-        if "default_retention_days" not in data:
-            raise InvalidArgument("gc rules need default_retention_days")
-        default = _days(data["default_retention_days"], "default_retention_days")
-        rows = data.get("branches", [])
-        if not isinstance(rows, list):
-            raise InvalidArgument("gc rules: branches must be a list")
-        branches: list[BranchRetention] = []
-        for row in rows:
-            if not isinstance(row, Mapping) or "branch_id" not in row or "retention_days" not in row:
-                raise InvalidArgument("gc rules: each branch rule is {branch_id, retention_days}")
-            _only(row, {"branch_id", "retention_days"}, "a branch rule")
-            if not isinstance(row["branch_id"], str):
-                raise InvalidArgument("gc rules: branch_id must be a string")
-            branch = check_branch_name(row["branch_id"])
-            if any(b.branch_id == branch for b in branches):
-                raise InvalidArgument(f"gc rules: branch {branch!r} has two rules")
-            branches.append(
-                BranchRetention(branch, _days(row["retention_days"], f"{branch}'s retention_days"))
-            )
-        return GCRules(default, tuple(branches))
-
-
-def _only(data: Mapping[Any, Any], allowed: set[str], what: str) -> None:
-    unknown = sorted(str(k) for k in data if k not in allowed)
-    if unknown:
-        raise InvalidArgument(f"{what}: unknown field {unknown[0]!r} (expected {', '.join(sorted(allowed))})")
-
-
-def _days(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DAYS:
-        raise InvalidArgument(f"gc rules: {what} must be a whole number of days from 0 to {MAX_DAYS}")
-    return value
-
-
-def set_rules(lake: porcelain.Lake, repo: str, rules: GCRules) -> None:
-    rid = porcelain.get_repo(lake, repo).name
-    event = Event(Verb.SETTINGS, rid, payload={"key": keys.GC_RULES, "value": rules.to_dict()})
-    value = json.dumps(rules.to_dict(), sort_keys=True).encode()
-    with announced(lake.events, event):
-        lake.kv.set(keys.repo_partition(rid), keys.GC_RULES, value)
-    lake.events.after(event)
-
-
-def get_rules(lake: porcelain.Lake, repo: str) -> GCRules:
-    """The repository's rules; ``NotFound`` when none were set (nothing is collected then)."""
-    partition = keys.repo_partition(porcelain.get_repo(lake, repo).name)
-    try:
-        raw = lake.kv.get(partition, keys.GC_RULES)
-    except KeyNotFound:
-        raise NotFound(
-            f"repository {repo!r} has no garbage-collection rules: set them with gc set-config"
-        ) from None
-    return GCRules.from_dict(json.loads(raw))
-
-
-def delete_rules(lake: porcelain.Lake, repo: str) -> None:
-    """Forget the rules (idempotent)."""
-    rid = porcelain.get_repo(lake, repo).name
-    event = Event(Verb.SETTINGS, rid, payload={"key": keys.GC_RULES, "value": None})
-    with announced(lake.events, event):
-        lake.kv.delete(keys.repo_partition(rid), keys.GC_RULES)
-    lake.events.after(event)
-
-
 # -- the mark: what must stay ------------------------------------------------------------------
-
-DAY = 86_400
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +71,7 @@ class Mark:
     """Commits of the collected repository past their retention: their blocks may go."""
 
 
-def roots(
-    lake: porcelain.Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()
-) -> Roots:
+def roots(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()) -> Roots:
     """What a mark of the lake starts from once ``repo``'s expired commits are let go.
 
     Kept commits: the retained commits of ``repo`` (branch heads; ancestors within their
@@ -193,7 +85,7 @@ def roots(
         rules: GCRules | None = get_rules(lake, repo)
     except NotFound:
         rules = None
-    moment = porcelain.now() if now is None else now
+    moment = current_time() if now is None else now
     metaranges: set[MetaRangeId] = set()
     direct: set[str] = set()
     retained = expired = 0
@@ -202,7 +94,7 @@ def roots(
         keep = set(commits)
         if record.name == target:
             if rules is not None:
-                keep = _retained(lake, record.name, commits, rules, moment)
+                keep = kept_commits(lake, record.name, commits, rules, moment)
             retained, expired = len(keep), len(commits) - len(keep)
         metaranges.update(commits[cid].meta_range_id for cid in keep)
         _mark_staged(lake, record.name, direct)
@@ -212,9 +104,7 @@ def roots(
     return Roots(frozenset(metaranges), frozenset(direct), retained, expired)
 
 
-def mark(
-    lake: porcelain.Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()
-) -> Mark:
+def mark(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()) -> Mark:
     """Every block the lake still needs once ``repo``'s expired commits are let go.
 
     Live: the :func:`roots` direct locators, and for each kept commit its metarange, ranges
@@ -224,7 +114,7 @@ def mark(
     return Mark(frozenset(_live(lake, start)), start.retained, start.expired)
 
 
-def _live(lake: porcelain.Lake, start: Roots) -> set[str]:
+def _live(lake: Lake, start: Roots) -> set[str]:
     """The direct locators of ``start``, and the metarange, ranges and entries' blocks of each
     of its trees."""
     live: set[str] = set(start.locators)
@@ -232,63 +122,6 @@ def _live(lake: porcelain.Lake, start: Roots) -> set[str]:
     for metarange in start.metaranges:
         _mark_tree(lake, metarange, live, seen_ranges)
     return live
-
-
-def list_commits(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[Commit]:
-    """Every commit of the repository, reachable or not, in commit id order."""
-    partition = keys.repo_partition(repo)
-    for key, raw in lake.kv.scan(partition, keys.COMMIT_PREFIX):
-        if not key.startswith(keys.COMMIT_PREFIX):
-            return
-        yield Commit.decode(raw)
-
-
-def _retained(
-    lake: porcelain.Lake, repo: RepositoryId, commits: Mapping[CommitId, Commit], rules: GCRules, now: float
-) -> set[CommitId]:
-    """Branch heads, their ancestors within the branch's retention, and tagged commits. Every
-    ancestor is visited: creation dates need not fall along a history (a merge of an old branch)."""
-    keep: set[CommitId] = {t.commit_id for t in lake.refs.list_tags(repo)}
-    for branch in lake.refs.list_branches(repo):
-        cutoff = now - rules.retention_days(branch.name) * DAY
-        keep.add(branch.commit_id)
-        stack, seen = [branch.commit_id], {branch.commit_id}
-        while stack:
-            commit = commits.get(stack.pop())
-            if commit is None:
-                continue
-            if commit.creation_date >= cutoff:
-                keep.add(commit.id)
-            for parent in commit.parents:
-                if parent not in seen:
-                    seen.add(parent)
-                    stack.append(parent)
-    return keep & set(commits)
-
-
-def retention(
-    lake: porcelain.Lake, repo: RepositoryId, now: float | None = None
-) -> list[tuple[Commit, bool]]:
-    """Every commit of the repository (in commit id order) and whether a collection keeps it, as
-    :func:`roots` decides: all of them when the repository has no rules."""
-    commits = {c.id: c for c in list_commits(lake, repo)}
-    try:
-        rules = get_rules(lake, repo)
-    except NotFound:
-        return [(c, True) for c in commits.values()]
-    keep = _retained(lake, repo, commits, rules, porcelain.now() if now is None else now)
-    return [(c, c.id in keep) for c in commits.values()]
-
-
-def is_retained(lake: porcelain.Lake, repo: RepositoryId, commit: CommitId, now: float | None = None) -> bool:
-    """Whether a collection keeps ``commit``'s data (every commit, when the repository has no
-    rules). Reads every commit of the repository: for explaining a failed read, not for reads."""
-    try:
-        rules = get_rules(lake, repo)
-    except NotFound:
-        return True
-    commits = {c.id: c for c in list_commits(lake, repo)}
-    return commit in _retained(lake, repo, commits, rules, porcelain.now() if now is None else now)
 
 
 def bare_locators(tokens: str) -> list[str]:
@@ -350,7 +183,7 @@ def tree_blocks(
         yield info.id, [locator for tokens in column for locator in bare_locators(tokens)]
 
 
-def staged_blocks(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[tuple[BranchId, str, list[str]]]:
+def staged_blocks(lake: Lake, repo: RepositoryId) -> Iterator[tuple[BranchId, str, list[str]]]:
     """``(branch, path, bare locators)`` of every staged entry (current and sealed tokens) of
     the repository's branches."""
     for branch in lake.refs.list_branches(repo):
@@ -361,7 +194,7 @@ def staged_blocks(lake: porcelain.Lake, repo: RepositoryId) -> Iterator[tuple[Br
 
 
 def upload_blocks(
-    lake: porcelain.Lake, repo: RepositoryId, skip: frozenset[str] = frozenset()
+    lake: Lake, repo: RepositoryId, skip: frozenset[str] = frozenset()
 ) -> Iterator[tuple[str, str, list[str]]]:
     """``(upload id, object path, bare locators)`` of each part of the repository's multipart
     uploads in flight, but for the ``skip`` upload ids."""
@@ -372,18 +205,18 @@ def upload_blocks(
             yield upload.id, upload.path, [token.split(":", 1)[0] for token in part.locators]
 
 
-def _mark_tree(lake: porcelain.Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
+def _mark_tree(lake: Lake, metarange: MetaRangeId, live: set[str], seen: set[str]) -> None:
     live.add(metarange)
     for _, named in tree_blocks(lake.ranges, metarange, seen):
         live.update(named)
 
 
-def _mark_staged(lake: porcelain.Lake, repo: RepositoryId, live: set[str]) -> None:
+def _mark_staged(lake: Lake, repo: RepositoryId, live: set[str]) -> None:
     for _, _, found in staged_blocks(lake, repo):
         live.update(found)
 
 
-def _mark_uploads(lake: porcelain.Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
+def _mark_uploads(lake: Lake, repo: RepositoryId, live: set[str], skip: frozenset[str]) -> None:
     for _, _, found in upload_blocks(lake, repo, skip):
         live.update(found)
 
@@ -531,7 +364,7 @@ def check_grace(grace_seconds: float) -> None:
         raise InvalidArgument(f"the grace period must not be negative, got {grace_seconds}")
 
 
-def expire_uploads(lake: porcelain.Lake, repo: str, now: float, dry_run: bool) -> frozenset[str]:
+def expire_uploads(lake: Lake, repo: str, now: float, dry_run: bool) -> frozenset[str]:
     """The ids of ``repo``'s multipart uploads initiated more than :data:`UPLOAD_DAYS` before
     ``now``; they are aborted unless ``dry_run``."""
     stale = [u for u in multipart.list_uploads(lake, repo) if u.initiated < now - UPLOAD_DAYS * DAY]
@@ -541,7 +374,7 @@ def expire_uploads(lake: porcelain.Lake, repo: str, now: float, dry_run: bool) -
     return frozenset(u.id for u in stale)
 
 
-def drop_orphan_staging(lake: porcelain.Lake, repo: str, dry_run: bool) -> int:
+def drop_orphan_staging(lake: Lake, repo: str, dry_run: bool) -> int:
     """Drop ``repo``'s staging partitions that no branch refers to; return how many (with
     ``dry_run``, how many would go). Deleting a branch drops its tokens, but a crash in between,
     or a write racing the deletion (it fails, after writing), leaves a partition behind. Their
@@ -562,7 +395,7 @@ def drop_orphan_staging(lake: porcelain.Lake, repo: str, dry_run: bool) -> int:
     return len(orphans)
 
 
-def check_preexisting(lake: porcelain.Lake, dry_run: bool, allow: bool) -> None:
+def check_preexisting(lake: Lake, dry_run: bool, allow: bool) -> None:
     """Refuse to collect (``PreconditionFailed``) a lake whose metadata database was created over
     blocks already stored (:mod:`lakectl.core.identity`): no commit of this database refers to
     them, so a collection would delete them all. A dry run deletes nothing and may show it;
@@ -582,7 +415,7 @@ def check_preexisting(lake: porcelain.Lake, dry_run: bool, allow: bool) -> None:
     )
 
 
-Collect = Callable[[porcelain.Lake, Roots, float, bool], Tally]
+Collect = Callable[[Lake, Roots, float, bool], Tally]
 """How a collection marks and sweeps: given the :func:`roots` of its mark, the cutoff (blocks
 touched since stay) and ``dry_run``, it deletes what nothing live references and returns its
 counts. In-process by default (:func:`collect`); :mod:`lakectl.sparkjobs.gc` passes a Spark job."""
@@ -596,7 +429,7 @@ def _is_log(store: BlockAdapter, locator: str) -> bool:
         return False
 
 
-def collect(lake: porcelain.Lake, start: Roots, cutoff: float, dry_run: bool) -> Tally:
+def collect(lake: Lake, start: Roots, cutoff: float, dry_run: bool) -> Tally:
     """Mark from ``start`` in this process (each range read once), then sweep every stored block
     and the temporary files killed writers left (:class:`Tally`)."""
     live = _live(lake, start)
@@ -609,7 +442,7 @@ def collect(lake: porcelain.Lake, start: Roots, cutoff: float, dry_run: bool) ->
 
 
 def run(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     dry_run: bool = False,
     grace_seconds: float = GRACE_SECONDS,
@@ -631,7 +464,7 @@ def run(
     if not dry_run:
         lake.events.before(event)
     began = time.time()
-    stale = expire_uploads(lake, repo, porcelain.now() if now is None else now, dry_run)
+    stale = expire_uploads(lake, repo, current_time() if now is None else now, dry_run)
     orphans = drop_orphan_staging(lake, repo, dry_run)
     # What this process's journal finished is sealed now, its log blocks whose entries are
     # sealed go, and the new batch is among the roots; other log blocks are the journal's until

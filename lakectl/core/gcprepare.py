@@ -26,10 +26,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, keys
+from lakectl.core import gc, keys, retention
 from lakectl.core.blocks.data import write_bytes
+from lakectl.core.lake import Lake
 from lakectl.core.model import BLOCK_ADDRESS_SCHEME, BLOCK_SIZE
-from lakectl.core.porcelain import Lake, get_repo
+from lakectl.core.porcelain import get_repo
 from lakectl.errors import KeyNotFound, LakectlError, NotFound, PreconditionFailed
 
 COMMITS_HEADER = ("commit_id", "expired", "metarange_id")
@@ -69,7 +70,7 @@ def prepare_commits(lake: Lake, repo: str, now: float | None = None) -> Prepared
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COMMITS_HEADER)
-    for commit, kept in gc.retention(lake, rid, now):
+    for commit, kept in retention.retention(lake, rid, now):
         writer.writerow((commit.id, "false" if kept else "true", commit.meta_range_id))
     return PreparedCommits(uuid.uuid4().hex, _store(lake, out.getvalue().encode(), "commits list"))
 

@@ -1,5 +1,5 @@
 """Listing a ref's objects: in path order, a page at a time, each page from one state of a branch,
-with common prefixes under a delimiter. Re-exported by :mod:`lakectl.core.porcelain`."""
+with common prefixes under a delimiter."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from itertools import islice
 from lakectl.core.graph.refs import Resolved
 from lakectl.core.graph.tree import prefix_end
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
+from lakectl.core.lake import LIST_PAGE, Lake
 from lakectl.core.model import Entry, ObjectInfo, PathType, RepositoryId, Row
-from lakectl.core.porcelain import LIST_PAGE, Lake, check_after, get_repo
+from lakectl.core.porcelain import check_after, get_repo
 from lakectl.core.uri import check_path
 
 

@@ -5,19 +5,20 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from lakectl.core import blockaccess, porcelain
+from lakectl.core import blockaccess, listing, writes
 from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.core.blocks.manifest import Segment, format_manifest, parse_manifest
 from lakectl.core.blocks.signing import verify
 from lakectl.core.graph.tree import Update
+from lakectl.core.lake import Lake, now
 from lakectl.core.model import Entry
 from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import BlockNotFound, InvalidArgument, SignatureError
 
 
 def export_manifest(
-    lake: porcelain.Lake, repo: str, ref: str, prefix: str = "", sign: Callable[[str], str] | None = None
+    lake: Lake, repo: str, ref: str, prefix: str = "", sign: Callable[[str], str] | None = None
 ) -> str:
     """The normalized Keep manifest of the objects under ``prefix`` at ``ref`` (paths relative to it).
 
@@ -26,7 +27,7 @@ def export_manifest(
     base = _directory(check_path(prefix, allow_empty=True))
     files: dict[str, list[Segment]] = {}
     signed: dict[str, str] = {}
-    for info in porcelain.list_objects(lake, repo, ref, base):
+    for info in listing.list_objects(lake, repo, ref, base):
         assert info.entry is not None
         if info.entry.external is not None:
             raise InvalidArgument(
@@ -53,7 +54,7 @@ def _etag(locators: list[str]) -> str:
 
 
 def import_manifest(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     branch: str,
     prefix: str,
@@ -72,7 +73,7 @@ def import_manifest(
     With ``replace``, every other object under ``prefix`` is deleted in the same staged write:
     readers see the old tree or the new one, never a mix (an overwriting Spark job's output)."""
     base = _directory(check_path(prefix, allow_empty=True))
-    porcelain.check_writable(lake, repo, branch)
+    writes.check_writable(lake, repo, branch)
     files = parse_manifest(text).files()
     key = blockaccess.signing_key(lake) if token is not None else b""
     bare: dict[str, str] = {}
@@ -86,7 +87,7 @@ def import_manifest(
             if not lake.blocks.touch(b):  # touched: a concurrent GC spares what is imported
                 raise BlockNotFound(f"block {b} of the manifest is not stored in this lake; nothing imported")
             bare[seg.locator] = b
-    mtime = porcelain.now()
+    mtime = now()
     updates: list[Update] = []
     for name, segments in sorted(files.items()):
         path = check_new_path(base + name)
@@ -105,13 +106,13 @@ def import_manifest(
     staged = [p for p, _ in updates]
     if replace:
         new = set(staged)
-        gone = [o.path for o in porcelain.list_objects(lake, repo, branch, base) if o.path not in new]
+        gone = [o.path for o in listing.list_objects(lake, repo, branch, base) if o.path not in new]
         updates.extend((path, None) for path in gone)
         updates.sort(key=lambda update: update[0])
     if not updates:
         return []
     lake.blocks.sync()
-    porcelain.stage_rows(lake, repo, branch, updates)
+    writes.stage_rows(lake, repo, branch, updates)
     return staged
 
 

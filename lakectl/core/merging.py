@@ -1,5 +1,5 @@
 """The verbs that move a branch to a commit made from others (merge, revert, cherry-pick) or drop
-its staged changes (reset). Re-exported by :mod:`lakectl.core.porcelain`."""
+its staged changes (reset)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakectl.core import porcelain, protection
+from lakectl.core import protection
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.commits import CommitRequest, Moved, merge_base
 from lakectl.core.graph.refs import new_staging_token
 from lakectl.core.graph.tree import Update
 from lakectl.core.journal import replayorder
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
+from lakectl.core.lake import Lake, branch_target, default_committer, now, write_target
 from lakectl.core.limits import check_metadata, check_name
 from lakectl.core.model import Branch, Commit, ResetKind
-from lakectl.core.porcelain import (
-    Lake,
-    _branch_target,
-    _record,
-    _stage,
-    _write_target,
-    check_message,
-    default_committer,
-    resolve,
-)
+from lakectl.core.porcelain import check_message, commit_record, resolve, stage_updates
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_path
 from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, PredicateFailed
@@ -65,7 +57,7 @@ def merge(
     :func:`lakectl.sparkjobs.tablemerge.runner`)."""
     from lakectl.core.graph.merge import StrategyRules, plan_merge
 
-    rid, bid = _branch_target(lake, repo, dest)
+    rid, bid = branch_target(lake, repo, dest)
     # What was given is checked first: a merge with nothing to do refuses bad input as well.
     check_message(message or "-")
     check_name(committer or "", "committer")
@@ -105,7 +97,7 @@ def merge(
         message=check_message(message or f"Merge '{source}' into '{dest}'"),
         committer=check_name(committer or default_committer(), "committer"),
         metadata=check_metadata(noted, "commit metadata"),
-        creation_date=porcelain.now(),
+        creation_date=now(),
     )
     parents = [dst] if squash else [dst, src]
     event = Event(
@@ -126,7 +118,11 @@ def merge(
     with announced(lake.events, event):
         moved = Moved()
         new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
-        made = {**event.payload, "commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+        made = {
+            **event.payload,
+            "commit": commit_record(new),
+            **replayorder.moved(moved.branch, moved.dropped),
+        }
     lake.events.after(event.done(commit_id=new.id, payload=made))
     return MergeResult(new, changed=True)
 
@@ -143,7 +139,7 @@ def _apply_commit_change(
     from lakectl.core.graph.merge import StrategyRules, plan_merge
 
     # A revert or cherry-pick is a merge of one commit's change: what a rule lets a merge do.
-    rid, bid = _branch_target(lake, repo, branch)
+    rid, bid = branch_target(lake, repo, branch)
     protection.guard(lake.kv, rid, bid, Move.MERGE)
     target = resolve(lake, repo, ref).commit
     if len(target.parents) > 1 and parent_number < 1:
@@ -177,7 +173,7 @@ def _apply_commit_change(
         message=message,
         committer=committer or default_committer(),
         metadata={} if revert else dict(target.metadata),
-        creation_date=porcelain.now(),
+        creation_date=now(),
     )
     verb_of = Verb.REVERT if revert else Verb.CHERRY_PICK
     event = Event(
@@ -192,7 +188,7 @@ def _apply_commit_change(
     with announced(lake.events, event):
         moved = Moved()
         new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
-        made = {"commit": _record(new), **replayorder.moved(moved.branch, moved.dropped)}
+        made = {"commit": commit_record(new), **replayorder.moved(moved.branch, moved.dropped)}
     lake.events.after(event.done(commit_id=new.id, payload=made))
     return new
 
@@ -222,7 +218,7 @@ def cherry_pick(
 
 def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, path: str = "") -> int:
     """Discard uncommitted changes (all, under a prefix, or one object); returns how many."""
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
     if kind is ResetKind.ALL:
 
         def attempt() -> int | Again:
@@ -250,5 +246,5 @@ def reset(lake: Lake, repo: str, branch: str, kind: ResetKind = ResetKind.ALL, p
     # Sealed tokens are immutable (a commit may be reading them): restage committed values.
     updates: list[Update] = [(c.path, c.old) for c in changed]
     if updates:
-        _stage(lake, rid, bid, updates, Verb.RESET)
+        stage_updates(lake, rid, bid, updates, Verb.RESET)
     return len(updates)

@@ -19,8 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from lakectl.core import keys, porcelain
+from lakectl.core import keys, porcelain, writes
 from lakectl.core.blocks.data import parse_segment, read_object, segment_token, write_bytes, write_object
+from lakectl.core.lake import Lake, now
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.uri import check_new_path
 from lakectl.errors import (
@@ -85,12 +86,12 @@ class Part:
         return Part(number, d["etag"], d["size"], tuple(d["locators"]), d["last_modified"])
 
 
-def _partition(lake: porcelain.Lake, repo: str) -> str:
+def _partition(lake: Lake, repo: str) -> str:
     return keys.multipart_partition(porcelain.get_repo(lake, repo).name)
 
 
 def create(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     branch: str,
     path: str,
@@ -99,15 +100,15 @@ def create(
 ) -> Upload:
     """Start an upload to ``path`` on ``branch`` (which must be a branch now and at completion)."""
     path = check_new_path(path)
-    porcelain.check_writable(lake, repo, branch)
+    writes.check_writable(lake, repo, branch)
     # Checked now, so that a bad content type fails here rather than after every part is sent.
-    porcelain.entry_for(0, "", (), content_type, metadata)
-    upload = Upload(secrets.token_hex(16), branch, path, porcelain.now(), content_type, dict(metadata or {}))
+    writes.entry_for(0, "", (), content_type, metadata)
+    upload = Upload(secrets.token_hex(16), branch, path, now(), content_type, dict(metadata or {}))
     lake.kv.set_if(_partition(lake, repo), keys.upload_key(upload.id), upload.encode(), None)
     return upload
 
 
-def get(lake: porcelain.Lake, repo: str, upload_id: str) -> Upload:
+def get(lake: Lake, repo: str, upload_id: str) -> Upload:
     if not isinstance(upload_id, str) or not upload_id.isalnum() or len(upload_id) > 64:
         raise UploadNotFound(f"no multipart upload {upload_id!r}", upload_id=str(upload_id)[:100])
     try:
@@ -120,7 +121,7 @@ def get(lake: porcelain.Lake, repo: str, upload_id: str) -> Upload:
     return Upload.decode(upload_id, raw)
 
 
-def list_uploads(lake: porcelain.Lake, repo: str) -> Iterator[Upload]:
+def list_uploads(lake: Lake, repo: str) -> Iterator[Upload]:
     """The repository's uploads in flight, by id."""
     for key, raw in lake.kv.scan(_partition(lake, repo), keys.UPLOAD_PREFIX):
         if not key.startswith(keys.UPLOAD_PREFIX):
@@ -134,7 +135,7 @@ def _check_number(number: int) -> int:
     return number
 
 
-def _record(lake: porcelain.Lake, repo: str, upload: Upload, part: Part) -> Part:
+def _record(lake: Lake, repo: str, upload: Upload, part: Part) -> Part:
     # Blocks first, durable, then the record: a recorded part never points at lost data.
     lake.blocks.sync()
     get(lake, repo, upload.id)  # still in flight (an abort meanwhile wins)
@@ -143,7 +144,7 @@ def _record(lake: porcelain.Lake, repo: str, upload: Upload, part: Part) -> Part
 
 
 def put_part(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     upload_id: str,
     number: int,
@@ -159,11 +160,11 @@ def put_part(
     else:
         written = write_object(lake.blocks, source)
     locators = tuple(t for t in written.locators if parse_segment(t)[3] > 0)
-    return _record(lake, repo, upload, Part(number, etag, written.size, locators, porcelain.now()))
+    return _record(lake, repo, upload, Part(number, etag, written.size, locators, now()))
 
 
 def copy_part(
-    lake: porcelain.Lake, repo: str, upload_id: str, number: int, source: Entry, start: int, end: int
+    lake: Lake, repo: str, upload_id: str, number: int, source: Entry, start: int, end: int
 ) -> Part:
     """A part made of bytes ``[start, end)`` of an existing object: its locators, cut to the
     range, are reused (the bytes are read once, for the part's md5, never written)."""
@@ -183,15 +184,15 @@ def copy_part(
         lo, hi = max(start, seg_start), min(end, position)
         if lo < hi:
             tokens.append(segment_token(bare, offset + lo - seg_start, hi - lo))
-    porcelain.touch_blocks(lake, source)  # reused, not written: keep them from a concurrent GC
+    writes.touch_blocks(lake, source)  # reused, not written: keep them from a concurrent GC
     md5 = hashlib.md5()
     for chunk in read_object(lake.blocks, tokens):
         md5.update(chunk)
-    part = Part(number, md5.hexdigest(), end - start, tuple(tokens), porcelain.now())
+    part = Part(number, md5.hexdigest(), end - start, tuple(tokens), now())
     return _record(lake, repo, upload, part)
 
 
-def list_parts(lake: porcelain.Lake, repo: str, upload_id: str) -> list[Part]:
+def list_parts(lake: Lake, repo: str, upload_id: str) -> list[Part]:
     get(lake, repo, upload_id)
     prefix = keys.part_prefix(upload_id)
     parts = []
@@ -208,9 +209,7 @@ def multipart_etag(md5s: Sequence[str]) -> str:
     return f"{digest}-{len(md5s)}"
 
 
-def complete(
-    lake: porcelain.Lake, repo: str, upload_id: str, chosen: Sequence[tuple[int, str]]
-) -> ObjectInfo:
+def complete(lake: Lake, repo: str, upload_id: str, chosen: Sequence[tuple[int, str]]) -> ObjectInfo:
     """Stage the object made of the ``(part number, etag)`` the client lists, then forget the
     upload. Raise ``InvalidPartOrder``, ``InvalidPart`` or ``EntityTooSmall`` and stage nothing
     when the list does not hold."""
@@ -238,27 +237,27 @@ def complete(
             )
     locators = tuple(t for part in parts for t in part.locators)
     size = sum(part.size for part in parts)
-    entry = porcelain.entry_for(
+    entry = writes.entry_for(
         size, multipart_etag([p.etag for p in parts]), locators, upload.content_type, upload.metadata
     )
-    porcelain.stage_rows(lake, repo, upload.branch, [(upload.path, entry.to_row())])
+    writes.stage_rows(lake, repo, upload.branch, [(upload.path, entry.to_row())])
     _forget(lake, repo, upload_id)
     return ObjectInfo(upload.path, PathType.OBJECT, entry)
 
 
-def abort(lake: porcelain.Lake, repo: str, upload_id: str) -> None:
+def abort(lake: Lake, repo: str, upload_id: str) -> None:
     get(lake, repo, upload_id)
     _forget(lake, repo, upload_id)
 
 
-def _forget(lake: porcelain.Lake, repo: str, upload_id: str) -> None:
+def _forget(lake: Lake, repo: str, upload_id: str) -> None:
     partition = _partition(lake, repo)
     lake.kv.delete(partition, keys.upload_key(upload_id))
     for part in list(_part_keys(lake, partition, upload_id)):
         lake.kv.delete(partition, part)
 
 
-def _part_keys(lake: porcelain.Lake, partition: str, upload_id: str) -> Iterator[str]:
+def _part_keys(lake: Lake, partition: str, upload_id: str) -> Iterator[str]:
     prefix = keys.part_prefix(upload_id)
     for key, _ in lake.kv.scan(partition, prefix):
         if not key.startswith(prefix):

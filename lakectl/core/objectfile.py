@@ -21,8 +21,9 @@ from typing import Any
 
 from lakectl.core import reads
 from lakectl.core.blocks.data import parse_segment
+from lakectl.core.lake import Lake
 from lakectl.core.model import Entry
-from lakectl.core.porcelain import Lake, read_entry
+from lakectl.core.porcelain import read_entry
 from lakectl.errors import InvalidArgument
 
 KEEP_SEGMENTS = 2

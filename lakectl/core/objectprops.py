@@ -7,15 +7,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from lakectl.core import porcelain
+from lakectl.core import porcelain, writes
 from lakectl.core.blocks import HasStorageClass
 from lakectl.core.blocks.data import parse_segment
+from lakectl.core.lake import Lake
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry
 
 
 def replace_user_metadata(
-    lake: porcelain.Lake, repo: str, branch: str, path: str, metadata: Mapping[str, str]
+    lake: Lake, repo: str, branch: str, path: str, metadata: Mapping[str, str]
 ) -> Entry:
     """Stage the object at ``path`` on ``branch`` (staged or committed) again with ``metadata``
     as all of its user metadata; its bytes, checksum, content type and mtime stay, as lakeFS
@@ -23,16 +24,16 @@ def replace_user_metadata(
     staging are not one atomic step: a write of the same path in between is overwritten, as a
     copy of the path onto itself would."""
     metadata = check_metadata(dict(metadata))
-    porcelain.check_writable(lake, repo, branch)
+    writes.check_writable(lake, repo, branch)
     current = porcelain.stat(lake, repo, branch, path)
     assert current.entry is not None
     entry = dataclasses.replace(current.entry, metadata=metadata)
-    porcelain.touch_blocks(lake, entry)
-    porcelain.stage_rows(lake, repo, branch, [(current.path, entry.to_row())])
+    writes.touch_blocks(lake, entry)
+    writes.stage_rows(lake, repo, branch, [(current.path, entry.to_row())])
     return entry
 
 
-def storage_class(lake: porcelain.Lake, repo: str, ref: str, path: str) -> str | None:
+def storage_class(lake: Lake, repo: str, ref: str, path: str) -> str | None:
     """The storage class of the object's data in the block store (its first block's), None for a
     store without classes (a local directory) and for an imported object, whose bytes live at
     its source."""

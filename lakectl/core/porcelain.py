@@ -1,52 +1,41 @@
-"""User-level verbs: one function per verb, turning user input (names, refs, paths) into plumbing.
+"""The verbs on repositories, branches, tags, object reads and commits.
 
-Writes, listing, history and diffs, and merges and resets are kept in modules of their own
-(:mod:`~lakectl.core.writes`, :mod:`~lakectl.core.listing`, :mod:`~lakectl.core.changes`,
-:mod:`~lakectl.core.merging`), loaded when first used; their verbs answer here all the same."""
+One function per verb, turning user input (names, refs, paths) into plumbing. The other verbs are
+in modules of their own (:mod:`~lakectl.core.writes`, :mod:`~lakectl.core.listing`,
+:mod:`~lakectl.core.changes`, :mod:`~lakectl.core.merging`...): import each from its module. The
+opened lake is :mod:`lakectl.core.lake`."""
 
 from __future__ import annotations
 
-import getpass
-import importlib
-import os
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any
 
 # protection, refdiff and graph.merge are imported by the verbs that write, diff or merge:
 # a read (`fs stat`, `show commit`, `branch list`) is done before they would have loaded.
 from lakectl.core import keys, reads
-from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
     parse_segment,
     read_object,
 )
-from lakectl.core.events import CARRIED, Event, EventSink, NoEvents, Verb, announced
+from lakectl.core.events import CARRIED, Event, Verb, announced
 from lakectl.core.graph.commits import (
     CommitRequest,
-    Committer,
     Moved,
     make_commit,
 )
-from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.graph.refs import (
-    RefStore,
     Resolved,
     check_branch_name,
     check_repo_name,
     check_tag_name,
     new_staging_token,
 )
-from lakectl.core.graph.staging import Carry, Staging, staged_values
-from lakectl.core.graph.tree import Trees, Update
-from lakectl.core.hostpaths import Confinement
-from lakectl.core.identity import Identity, open_metadata
-from lakectl.core.journal import journal, replayorder
-from lakectl.core.kv import KVStore
+from lakectl.core.graph.staging import Carry, staged_values
+from lakectl.core.graph.tree import Update
+from lakectl.core.journal import replayorder
 from lakectl.core.kv.helpers import drop_partition
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
+from lakectl.core.lake import READ_AHEAD, Lake, default_committer, now, write_target
 from lakectl.core.limits import (
     MAX_MESSAGE_BYTES,
     address_problem,
@@ -80,160 +69,13 @@ from lakectl.errors import (
     Gone,
     InvalidArgument,
     InvalidName,
-    InvalidRef,
     LakectlError,
     MissingData,
-    NotFound,
     ObjectNotFound,
     ProtectedBranch,
     RepositoryNotFound,
-    StorageError,
     TagNotFound,
 )
-
-if TYPE_CHECKING:
-    from lakectl.core import changes, listing, merging, protection, writes
-
-    # What __getattr__ (at the end) loads when first asked for, as the type checker sees it.
-    log = changes.log
-    diff_uncommitted = changes.diff_uncommitted
-    diff_refs = changes.diff_refs
-    find_merge_base = changes.find_merge_base
-    summarize = changes.summarize
-    MergeResult = merging.MergeResult
-    merge = merging.merge
-    revert = merging.revert
-    cherry_pick = merging.cherry_pick
-    reset = merging.reset
-    entry_for = writes.entry_for
-    upload = writes.upload
-    upload_files = writes.upload_files
-    touch_blocks = writes.touch_blocks
-    copy_object = writes.copy_object
-    stage_rows = writes.stage_rows
-    check_writable = writes.check_writable
-    delete_existing = writes.delete_existing
-    delete_objects = writes.delete_objects
-    delete_prefix = writes.delete_prefix
-    list_objects = listing.list_objects
-
-Progress = Callable[[int], None]
-"""Called with a number of bytes (or files) just done."""
-
-PROGRESS_EVERY = 64
-"""Small files are reported to a progress callback in groups of this many (a large one at
-once): a progress bar's update costs more than reading and hashing a 4 KiB file."""
-
-
-@dataclass
-class Lake:
-    """An opened lake: its KV store and block adapter, and the plumbing built from them."""
-
-    kv: KVStore
-    blocks: BlockAdapter
-    home: str = ""
-    identity: Identity | None = None
-    """Its identity record, when opened by :func:`open_lake` or a server."""
-    events: EventSink = field(default_factory=NoEvents)
-    """Where mutating verbs announce themselves (:mod:`lakectl.core.events`)."""
-    confinement: Confinement | None = None
-    """The host paths imported objects may be read from: a server's; ``None`` (embedded): any."""
-
-    def __post_init__(self) -> None:
-        self.ranges = RangeStore(self.blocks)
-        self.trees = Trees(self.ranges)
-        self.refs = RefStore(self.kv)
-        self.staging = Staging(self.kv, self.refs, self.trees)
-        self.committer = Committer(self.refs, self.staging, self.trees, self.blocks)
-
-    def close(self) -> None:
-        journal.release(self)  # while the store is still open
-        self.kv.close()
-
-
-def default_home() -> str:
-    """``LAKECTL_HOME``, else lakectl's directory under the user's data directory."""
-    home = os.environ.get("LAKECTL_HOME")
-    if home:
-        return home
-    from platformdirs import user_data_dir
-
-    return user_data_dir("lakectl", appauthor=False)
-
-
-def open_lake(home: str | None = None, create: bool = False) -> Lake:
-    """Open the embedded lake at ``home``: SQLite metadata (``lake.db``) + block directory.
-
-    A new lake is created on first use, but a missing or empty ``lake.db`` over stored blocks is
-    refused (``StorageError``) unless ``create`` asks for a new lake over them
-    (:mod:`lakectl.core.identity`)."""
-    from lakectl.core.blocks.local import LocalAdapter
-
-    home = os.path.abspath(home or default_home())
-    if os.path.exists(home) and not os.path.isdir(home):
-        raise StorageError(f"the lake's home {home} is a file, not a directory (see LAKECTL_HOME)", path=home)
-    try:
-        os.makedirs(home, exist_ok=True)
-    except OSError as e:
-        raise StorageError(f"cannot create the lake's home {home}: {e.strerror or e}", path=home) from e
-    blocks = LocalAdapter(os.path.join(home, "blocks"))
-    kv, identity = open_metadata("sqlite:///" + os.path.join(home, "lake.db"), blocks, create)
-    lake = Lake(kv=kv, blocks=blocks, home=home, identity=identity)
-    # lakeFS actions; command hooks run too (the user's own machine), and find this lake.
-    lake.events = _Actions(lake, {"LAKECTL_HOME": home})
-    journal.install(lake)  # after the actions: its intent is written once they let the verb go
-    return lake
-
-
-class _Actions:
-    """The embedded lake's actions, :class:`lakectl.core.actionruns.ActionHooks`, made on the
-    first verb that has hooks, the only events it acts on: a command that only reads never
-    imports the actions' modules (~3 ms of its start-up)."""
-
-    def __init__(self, lake: Lake, env: Mapping[str, str]) -> None:
-        self._lake = lake
-        self._env = env
-        self._hooks: EventSink | None = None
-
-    def _made(self) -> EventSink:
-        if self._hooks is None:
-            from lakectl.core.actionruns import ActionHooks
-
-            self._hooks = ActionHooks(self._lake, env=self._env)
-        return self._hooks
-
-    def before(self, event: Event) -> None:
-        if event.verb.has_hooks:
-            self._made().before(event)
-
-    def after(self, event: Event) -> None:
-        if event.verb.has_hooks:
-            self._made().after(event)
-
-    def failed(self, event: Event, error: BaseException) -> None:
-        if self._hooks is not None:
-            self._hooks.failed(event, error)
-
-
-def default_committer() -> str:
-    """``LAKECTL_COMMITTER``, else ``user.name`` of the configuration file, else the login name."""
-    name = os.environ.get("LAKECTL_COMMITTER")
-    if name:
-        return name
-    from lakectl import config
-
-    configured = config.get("user.name")
-    if configured:
-        return str(configured)
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
-
-
-def now() -> int:
-    return int(time.time())
-
 
 # -- repositories ---------------------------------------------------------------------------
 
@@ -276,7 +118,7 @@ def create_repo(
             raise AlreadyExists(f"repository {name!r} already exists") from None
         # The repository record goes last: a repository is visible only once it is whole.
         lake.refs.create_repo(repo)
-        done = {**event.payload, "commit": _record(first), **replayorder.moved(default)}
+        done = {**event.payload, "commit": commit_record(first), **replayorder.moved(default)}
     lake.events.after(event.done(commit_id=first.id, payload=done))
     return repo
 
@@ -287,12 +129,12 @@ def first_commit(lake: Lake, repo: Repository) -> Commit:
     return make_commit((), [], lake.trees.empty(), req)
 
 
-def _record(commit: Commit) -> str:
+def commit_record(commit: Commit) -> str:
     """A commit as the KV stores it: what a replay of the journal puts back."""
     return commit.encode().decode()
 
 
-def _stage(
+def stage_updates(
     lake: Lake, rid: RepositoryId, bid: BranchId, updates: Sequence[Update], verb: Verb = Verb.WRITE_OBJECTS
 ) -> None:
     """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
@@ -443,7 +285,7 @@ def resolve(lake: Lake, repo: str, ref: str) -> Resolved:
     return lake.refs.resolve(get_repo(lake, repo).name, ref)
 
 
-def _lookup(lake: Lake, repo: str, ref: str, path: str) -> Row | None:
+def lookup(lake: Lake, repo: str, ref: str, path: str) -> Row | None:
     """The row of ``path`` at a ref. On a branch, retry until the branch record did not change
     under the read (a commit may move staged rows into the tree between the two looks)."""
     return _lookup_at(lake, repo, ref, path)[0]
@@ -469,9 +311,9 @@ def explain_missing(lake: Lake, rid: RepositoryId, res: Resolved, exc: LakectlEr
     """What a block missing under a read at ``res`` means: data a garbage collection removed on
     purpose, because the commit is past its repository's retention (``Gone``); else lost data
     (``MissingData``, a storage failure)."""
-    from lakectl.core import gc  # gc is built on porcelain
+    from lakectl.core import retention  # loaded only to explain a failed read
 
-    if res.branch is None and not gc.is_retained(lake, rid, res.commit.id):
+    if res.branch is None and not retention.is_retained(lake, rid, res.commit.id):
         return Gone(
             f"commit {res.commit.id[:12]} is past the retention of {rid!r}: garbage collection "
             "removed its data",
@@ -502,7 +344,7 @@ def read(
     For a reader of whole files (a download): the next blocks are read and verified on two
     threads while the caller writes one (:func:`read_object`'s ``ahead``)."""
     found, res = _open_at(lake, repo, ref, path)
-    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length, ahead=_READ_AHEAD))
+    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length, ahead=READ_AHEAD))
 
 
 def open_object(lake: Lake, repo: str, ref: str, path: str) -> reads.ObjectRead:
@@ -561,44 +403,6 @@ def read_entry(
     return read_object(lake.blocks, entry.locators, offset, length, ahead)
 
 
-_READ_AHEAD = 2
-"""Blocks :func:`read` verifies ahead of its caller: one per core here (docs/decisions/0015)."""
-
-
-LIST_PAGE = 1000
-
-
-# -- the branch a write goes to --------------------------------------------------------------
-
-
-def _branch_target(lake: Lake, repo: str, branch: str) -> tuple[RepositoryId, BranchId]:
-    """The branch a write goes to; a ref that exists but is no branch is a clear InvalidRef."""
-    r = get_repo(lake, repo)
-    try:
-        bid = check_branch_name(branch)
-        lake.refs.get_branch(r.name, bid)
-    except (BranchNotFound, InvalidName) as missing:
-        try:
-            resolved = lake.refs.resolve(r.name, branch)
-        except (NotFound, InvalidArgument):
-            raise missing from None
-        if resolved.branch is not None:  # deleted, then created again between the two looks
-            raise missing from None
-        raise InvalidRef(f"{branch!r} is not a branch: only branches can be written to") from None
-    return r.name, bid
-
-
-def _write_target(lake: Lake, repo: str, branch: str, move: protection.Move) -> tuple[RepositoryId, BranchId]:
-    """The branch a verb moves (``move``: staging, a commit, a merge...), refused with
-    ``ProtectedBranch`` when a protection rule forbids that move (:func:`protection.guard`,
-    the one check every verb that moves a branch goes through)."""
-    from lakectl.core import protection
-
-    rid, bid = _branch_target(lake, repo, branch)
-    protection.guard(lake.kv, rid, bid, move)
-    return rid, bid
-
-
 # -- commits ----------------------------------------------------------------------------------
 
 
@@ -625,13 +429,13 @@ def commit(
         )
     from lakectl.core.protection import Move
 
-    rid, bid = _write_target(lake, repo, branch, Move.COMMIT)
+    rid, bid = write_target(lake, repo, branch, Move.COMMIT)
     req = _commit_request(message, metadata, committer, allow_empty)
     event = _commit_event(rid, bid, req, {"prefixes": under} if under else {})
     with announced(lake.events, event):
         moved = Moved()
         done = lake.committer.commit(rid, bid, req, moved, under)
-        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+        made = {"commit": commit_record(done), **replayorder.moved(moved.branch, moved.dropped)}
         if under:
             made["prefixes"] = under
     lake.events.after(event.done(commit_id=done.id, payload=made))
@@ -694,7 +498,7 @@ def commit_rows(
     must have nothing staged (``DirtyBranch``)."""
     from lakectl.core.protection import Move
 
-    rid, bid = _write_target(lake, repo, branch, Move.COMMIT)
+    rid, bid = write_target(lake, repo, branch, Move.COMMIT)
     req = _commit_request(message, metadata, committer, allow_empty=True)
     b = lake.refs.get_branch(rid, bid)
     if lake.staging.is_dirty(rid, b):
@@ -704,7 +508,7 @@ def commit_rows(
     with announced(lake.events, event):
         moved = Moved()
         done = lake.committer.commit_tree(rid, bid, [head], updates, req, head.id, moved)
-        made = {"commit": _record(done), **replayorder.moved(moved.branch, moved.dropped)}
+        made = {"commit": commit_record(done), **replayorder.moved(moved.branch, moved.dropped)}
     lake.events.after(event.done(commit_id=done.id, payload=made))
     return done
 
@@ -716,61 +520,3 @@ def check_message(message: str) -> str:
 
 def get_commit(lake: Lake, repo: str, ref: str) -> Commit:
     return resolve(lake, repo, ref).commit
-
-
-# -- verbs kept in modules of their own ---------------------------------------------------------
-
-_MOVED = {
-    name: module
-    for module, names in (
-        (
-            "changes",
-            (
-                "log",
-                "diff_uncommitted",
-                "diff_refs",
-                "find_merge_base",
-                "summarize",
-            ),
-        ),
-        (
-            "merging",
-            (
-                "MergeResult",
-                "merge",
-                "revert",
-                "cherry_pick",
-                "reset",
-            ),
-        ),
-        (
-            "writes",
-            (
-                "entry_for",
-                "upload",
-                "upload_files",
-                "touch_blocks",
-                "copy_object",
-                "stage_rows",
-                "check_writable",
-                "delete_existing",
-                "delete_objects",
-                "delete_prefix",
-            ),
-        ),
-        ("listing", ("list_objects",)),
-    )
-    for name in names
-}
-"""Porcelain's verbs kept in modules of their own (writes; listing; history and diffs; merges and resets),
-by name: they use porcelain's own names, so they are loaded when first asked for (and a read,
-which needs none of them, starts without them)."""
-
-
-def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"lakectl.core.{module}"), name)
-    globals()[name] = value
-    return value

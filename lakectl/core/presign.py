@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lakectl.core import blockaccess, porcelain, reads
+from lakectl.core.lake import Lake
 from lakectl.core.model import Entry, External, ObjectInfo, PathType, RepositoryId
 from lakectl.errors import InvalidArgument, NotFound, SignatureError
 
@@ -51,7 +52,7 @@ def check_expiry(seconds: int) -> int:
     return seconds
 
 
-def mac(lake: porcelain.Lake, body: str, token: str, purpose: str = "presign") -> str:
+def mac(lake: Lake, body: str, token: str, purpose: str = "presign") -> str:
     """The signature of a URL token's ``body`` for the signer incarnation ``token``: HMAC-SHA256
     under the lake's signing key, ``purpose`` keeping the kinds of token apart (a read token's
     never verifies as a write token's)."""
@@ -60,7 +61,7 @@ def mac(lake: porcelain.Lake, body: str, token: str, purpose: str = "presign") -
 
 
 def presign(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     ref: str,
     path: str,
@@ -105,9 +106,7 @@ def presign(
     return signed, expiry
 
 
-def verify(
-    lake: porcelain.Lake, signed: str, token_of: Callable[[str], str], now: int | None = None
-) -> Presigned:
+def verify(lake: Lake, signed: str, token_of: Callable[[str], str], now: int | None = None) -> Presigned:
     """What ``signed`` grants; ``SignatureError`` when it is malformed, altered, made for another
     lake or a user since deleted (``token_of`` raises ``NotFound`` for those), or expired."""
     body, _, signature = signed.partition(".")

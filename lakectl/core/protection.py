@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lakectl.core import keys
 from lakectl.core.events import Event, Verb, announced
@@ -43,7 +43,19 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.events import EventSink
+    from lakectl.core.graph.refs import RefStore
+
+
+class Lake(Protocol):
+    """What the rules' verbs use of an opened lake (:class:`lakectl.core.lake.Lake`), named here
+    because the lake sits above this module: every verb that moves a branch asks :func:`guard`
+    through :func:`lakectl.core.lake.write_target`."""
+
+    kv: KVStore
+    refs: RefStore
+    events: EventSink
+
 
 MAX_RULES = 1000
 MAX_PATTERN_BYTES = 256

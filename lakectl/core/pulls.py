@@ -49,7 +49,7 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 MAX_TITLE_BYTES = 1024
 MAX_TEXT_BYTES = 64 * 1024
@@ -342,7 +342,7 @@ def create_pull(
 ) -> PullRequest:
     """Open a pull request from ``source`` into ``destination`` (both existing branches, not the
     same one, with no other open pull request between them: ``AlreadyExists``)."""
-    from lakectl.core.porcelain import default_committer, now
+    from lakectl.core.lake import default_committer, now
 
     rid, part = _partition(lake, repo)
     title, description = _check_title(title), _check_body(description, "pull request description")
@@ -462,7 +462,7 @@ def update_pull(
     """Change the title, the description, or close or reopen (``status`` open/closed); a merged
     pull request keeps its status (``PreconditionFailed``), and one is reopened only while no
     other is open between the same branches (``AlreadyExists``)."""
-    from lakectl.core.porcelain import now
+    from lakectl.core.lake import now
 
     rid, part = _partition(lake, repo)
     number = parse_id(pull_id)
@@ -514,7 +514,7 @@ def update_pull(
 
 def add_comment(lake: Lake, repo: str, pull_id: str, body: str, author: str = "") -> Comment:
     """Comment on a pull request (open or not: a merged one can still be discussed)."""
-    from lakectl.core.porcelain import default_committer, now
+    from lakectl.core.lake import default_committer, now
 
     rid, part = _partition(lake, repo)
     number = parse_id(pull_id)
@@ -558,7 +558,7 @@ def review(lake: Lake, repo: str, pull_id: str, reviewer: str, verdict: Verdict,
     """Record ``reviewer``'s verdict on the source's current head (replacing an earlier one);
     a comment with ``body`` goes with it. The author cannot approve its own pull request
     (``Forbidden``), and only an open one is reviewed (``PreconditionFailed``)."""
-    from lakectl.core.porcelain import now
+    from lakectl.core.lake import now
 
     rid, part = _partition(lake, repo)
     number = parse_id(pull_id)
@@ -708,7 +708,8 @@ def merge_pull(
 ) -> PullRequest:
     """Merge the pull request's source into its destination when :func:`gate` finds nothing
     missing (``PreconditionFailed`` listing what is), then mark it merged with the commit."""
-    from lakectl.core import porcelain
+    from lakectl.core import merging
+    from lakectl.core.lake import now
 
     rid, part = _partition(lake, repo)
     number = parse_id(pull_id)
@@ -720,7 +721,7 @@ def merge_pull(
             reasons=list(found.reasons),
         )
     # The gate judged this head; a merge of whatever the branch holds later would skip it.
-    result = porcelain.merge(
+    result = merging.merge(
         lake,
         repo,
         found.source_commit_id,
@@ -744,7 +745,7 @@ def merge_pull(
                 current,
                 status=PullStatus.MERGED,
                 merged_commit_id=result.commit.id,
-                closed_date=porcelain.now(),
+                closed_date=now(),
             ).to_dict()
         )
 

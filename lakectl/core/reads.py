@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lakectl.core.events import Event, Verb
-from lakectl.core.journal import journal
+from lakectl.core.events import Event, Verb, hears_reads
 from lakectl.core.model import Branch, Entry, RepositoryId
 
 if TYPE_CHECKING:
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +42,7 @@ class ObjectRead:
 
 
 def audited(lake: Lake) -> bool:
-    return journal.audits_reads(lake.events)
+    return hears_reads(lake.events)
 
 
 def span(size: int, offset: int, length: int | None) -> str:

@@ -34,9 +34,10 @@ from lakectl.core.graph.refs import (
 )
 from lakectl.core.journal.replayorder import moved
 from lakectl.core.kv.helpers import scan_prefix, set_many
+from lakectl.core.lake import Lake
 from lakectl.core.limits import MAX_MESSAGE_BYTES, check_metadata, check_name, check_text
 from lakectl.core.model import BLOCK_SIZE, Branch, Commit, CommitId, RepositoryId, Tag
-from lakectl.core.porcelain import Lake, get_repo
+from lakectl.core.porcelain import get_repo
 from lakectl.errors import Conflict, CorruptBlock, InvalidArgument, KeyNotFound, NotFound, PredicateFailed
 
 FORMAT = 1

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from lakectl.core import keys, porcelain
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.kv.retry import AGAIN, SETTING, Again, retry
+from lakectl.core.lake import Lake
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import RepositoryId
 from lakectl.errors import InvalidArgument, KeyNotFound, PredicateFailed
@@ -18,13 +19,13 @@ from lakectl.errors import InvalidArgument, KeyNotFound, PredicateFailed
 __all__ = ["delete", "get", "replace", "update"]
 
 
-def get(lake: porcelain.Lake, repo: str) -> dict[str, str]:
+def get(lake: Lake, repo: str) -> dict[str, str]:
     """The repository's metadata (empty when none was ever set); ``NotFound`` for no repository."""
     rid = porcelain.get_repo(lake, repo).name
     return _read(lake, rid)[0]
 
 
-def update(lake: porcelain.Lake, repo: str, metadata: Mapping[str, str]) -> dict[str, str]:
+def update(lake: Lake, repo: str, metadata: Mapping[str, str]) -> dict[str, str]:
     """Set these keys (the others stay), as lakeFS's ``setRepositoryMetadata``; the result is
     held to the limits of any metadata. Returns the repository's metadata after the change."""
     if not isinstance(metadata, Mapping) or not all(
@@ -34,7 +35,7 @@ def update(lake: porcelain.Lake, repo: str, metadata: Mapping[str, str]) -> dict
     return _change(lake, repo, lambda current: {**current, **metadata})
 
 
-def delete(lake: porcelain.Lake, repo: str, names: Iterable[str]) -> dict[str, str]:
+def delete(lake: Lake, repo: str, names: Iterable[str]) -> dict[str, str]:
     """Remove these keys (absent ones are not an error), as lakeFS's ``deleteRepositoryMetadata``.
     Returns the repository's metadata after the change."""
     gone = list(names)
@@ -43,12 +44,12 @@ def delete(lake: porcelain.Lake, repo: str, names: Iterable[str]) -> dict[str, s
     return _change(lake, repo, lambda current: {k: v for k, v in current.items() if k not in gone})
 
 
-def replace(lake: porcelain.Lake, rid: RepositoryId, value: Mapping[str, str] | None) -> None:
+def replace(lake: Lake, rid: RepositoryId, value: Mapping[str, str] | None) -> None:
     """Make the metadata exactly ``value`` (a replay of the journal's setting)."""
     _change(lake, rid, lambda _: dict(value or {}))
 
 
-def _read(lake: porcelain.Lake, rid: RepositoryId) -> tuple[dict[str, str], bytes | None]:
+def _read(lake: Lake, rid: RepositoryId) -> tuple[dict[str, str], bytes | None]:
     try:
         raw = lake.kv.get(keys.repo_partition(rid), keys.REPOSITORY_METADATA)
     except KeyNotFound:
@@ -56,9 +57,7 @@ def _read(lake: porcelain.Lake, rid: RepositoryId) -> tuple[dict[str, str], byte
     return dict(json.loads(raw)), raw
 
 
-def _change(
-    lake: porcelain.Lake, repo: str, how: Callable[[dict[str, str]], dict[str, str]]
-) -> dict[str, str]:
+def _change(lake: Lake, repo: str, how: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
     rid = porcelain.get_repo(lake, repo).name
 
     def attempt() -> dict[str, str] | Again:

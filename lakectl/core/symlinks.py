@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import contextlib
 
-from lakectl.core import porcelain
+from lakectl.core import listing, porcelain, writes
+from lakectl.core.lake import Lake
 from lakectl.core.uri import check_path
 from lakectl.errors import AlreadyExists, BranchNotFound, NotFound, NothingToCommit
 
@@ -24,7 +25,7 @@ MANIFEST = "symlink.txt"
 PAGE = 1000
 
 
-def create(lake: porcelain.Lake, repo: str, branch: str, location: str = "") -> str:
+def create(lake: Lake, repo: str, branch: str, location: str = "") -> str:
     """Write the manifests of the objects under ``location`` (a path prefix) in ``branch``'s head
     commit and return the S3 URI of the directory holding them (one manifest per directory
     below it, as the objects' directories are below ``location``). Writing them again for the
@@ -36,7 +37,7 @@ def create(lake: porcelain.Lake, repo: str, branch: str, location: str = "") -> 
     lines: dict[str, list[str]] = {}
     after = ""
     while True:
-        page = list(porcelain.list_objects(lake, rid, commit_id, location, after=after, amount=PAGE))
+        page = list(listing.list_objects(lake, rid, commit_id, location, after=after, amount=PAGE))
         for info in page:
             directory = info.path.rpartition("/")[0]
             lines.setdefault(directory, []).append(f"s3://{rid}/{commit_id}/{info.path}")
@@ -48,14 +49,14 @@ def create(lake: porcelain.Lake, repo: str, branch: str, location: str = "") -> 
     for directory, addresses in lines.items():
         path = f"{root}{directory}/{MANIFEST}" if directory else f"{root}{MANIFEST}"
         data = "\n".join(addresses).encode()
-        porcelain.upload(lake, rid, EXPORT_BRANCH, path, data, "text/plain")
+        writes.upload(lake, rid, EXPORT_BRANCH, path, data, "text/plain")
     message = f"symlink manifests of {source.name} at {commit_id}"
     with contextlib.suppress(NothingToCommit):  # written before for this commit, or nothing to list
         porcelain.commit(lake, rid, EXPORT_BRANCH, message, committer="lakectl", prefixes=[root])
     return f"s3://{rid}/{EXPORT_BRANCH}/{root}"
 
 
-def _export_branch(lake: porcelain.Lake, repo: str, fallback: str) -> None:
+def _export_branch(lake: Lake, repo: str, fallback: str) -> None:
     """Create :data:`EXPORT_BRANCH` from the repository's empty first commit, once (from
     ``fallback`` in a repository restored from a refs dump that does not hold that commit)."""
     try:

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.core.tables import parts
 from lakectl.core.tables.records import (
     ColumnChange,

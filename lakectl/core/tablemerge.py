@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lakectl.core.hostpaths import Confinement
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 MARK = "=rows:"
 NOTE = "lakectl_merged_by_rows"
@@ -316,7 +316,7 @@ def _write(blocks: Any, table: pa.Table, like: Row | None, meta: Any) -> Row:
     import pyarrow.parquet as pq
 
     from lakectl.core.blocks.data import write_object
-    from lakectl.core.porcelain import entry_for
+    from lakectl.core.writes import entry_for
 
     compression, group_rows = "snappy", None
     if meta is not None and meta.num_row_groups and meta.num_columns:

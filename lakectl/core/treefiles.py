@@ -21,8 +21,9 @@ from lakectl.core import keys
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.kv.helpers import scan_prefix
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, RepositoryId
-from lakectl.core.porcelain import Lake, get_repo
+from lakectl.core.porcelain import get_repo
 from lakectl.errors import BlockNotFound, CorruptBlock, InvalidArgument, InvalidLocator, NotFound
 
 

@@ -1,5 +1,5 @@
 """Writing objects onto a branch: uploads (one object, or many files packed), copies and rows
-staged without their data, deletes. Re-exported by :mod:`lakectl.core.porcelain`."""
+staged without their data, deletes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
-from lakectl.core import porcelain
 from lakectl.core.blocks.data import (
     SMALL_OBJECT,
     Packer,
@@ -19,17 +18,11 @@ from lakectl.core.blocks.data import (
 )
 from lakectl.core.events import Verb
 from lakectl.core.graph.tree import Update
+from lakectl.core.lake import PROGRESS_EVERY, Lake, Progress, now, write_target
 from lakectl.core.limits import check_content_type, check_metadata
+from lakectl.core.listing import list_objects
 from lakectl.core.model import Entry, ObjectInfo, PathType
-from lakectl.core.porcelain import (
-    PROGRESS_EVERY,
-    Lake,
-    Progress,
-    _lookup,
-    _stage,
-    _write_target,
-    list_objects,
-)
+from lakectl.core.porcelain import lookup, stage_updates
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_new_path, check_path
 from lakectl.errors import BlockNotFound, ObjectNotFound
@@ -47,7 +40,7 @@ def entry_for(
         size=size,
         checksum=checksum,
         locators=locators,
-        mtime=porcelain.now(),
+        mtime=now(),
         content_type=check_content_type(content_type),
         metadata=check_metadata(metadata or {}),
     )
@@ -68,7 +61,7 @@ def upload(
     gateway): recorded as the object's checksum, and used as the block's hash when the body
     is one block."""
     path = check_new_path(path)
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
     content_type = check_content_type(content_type)  # refused before any block is written
     metadata = check_metadata(metadata or {})
     if isinstance(source, bytes | memoryview):
@@ -77,7 +70,7 @@ def upload(
         written = write_object(lake.blocks, source)
     entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)
     lake.blocks.sync()
-    _stage(lake, rid, bid, [(path, entry.to_row())])
+    stage_updates(lake, rid, bid, [(path, entry.to_row())])
     return ObjectInfo(path, PathType.OBJECT, entry)
 
 
@@ -99,7 +92,7 @@ def upload_files(
     streamed into blocks of their own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
     content_type = check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
@@ -125,7 +118,7 @@ def upload_files(
         # The durability barrier waits on the disk, not the GIL: it runs on the pack thread
         # while this one builds the rows, and nothing is staged before it has returned.
         synced = pool.submit(lake.blocks.sync)
-        mtime = porcelain.now()
+        mtime = now()
         infos: list[ObjectInfo] = []
         updates: list[Update] = []
         for path, _ in ordered:
@@ -137,7 +130,7 @@ def upload_files(
             infos.append(ObjectInfo(path, PathType.OBJECT, entry))
             updates.append((path, entry.to_row()))
         synced.result()
-    _stage(lake, rid, bid, updates)
+    stage_updates(lake, rid, bid, updates)
     return infos
 
 
@@ -156,50 +149,50 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
     branch, stamped now: the copy shares the source's blocks, no byte is written. Returns the
     staged entry. The REST API's and the S3 gateway's copies both come here."""
     path = check_new_path(path)
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
-    entry = dataclasses.replace(source, mtime=porcelain.now())
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
+    entry = dataclasses.replace(source, mtime=now())
     touch_blocks(lake, entry)
-    _stage(lake, rid, bid, [(path, entry.to_row())])
+    stage_updates(lake, rid, bid, [(path, entry.to_row())])
     return entry
 
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:
     """Stage prepared rows (library fast path for bulk staging: no data is written)."""
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
-    _stage(lake, rid, bid, updates)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
+    stage_updates(lake, rid, bid, updates)
 
 
 def check_writable(lake: Lake, repo: str, branch: str) -> None:
     """Raise what a write to ``branch`` would: no repository, no such branch, a ref that exists
     but is no branch (InvalidRef), a protected branch -- before a caller reads a body it would
     then refuse."""
-    _write_target(lake, repo, branch, Move.STAGE)
+    write_target(lake, repo, branch, Move.STAGE)
 
 
 def delete_existing(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> list[str]:
     """Delete those of ``paths`` that exist on the branch (S3 and lakeFS batch deletes: a missing
     path is no error); return them. A path deleted concurrently gets a second tombstone: the
     same change."""
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
-    present = sorted({p for p in paths if _lookup(lake, repo, branch, check_path(p)) is not None})
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
+    present = sorted({p for p in paths if lookup(lake, repo, branch, check_path(p)) is not None})
     if present:
-        _stage(lake, rid, bid, [(p, None) for p in present], Verb.DELETE_OBJECTS)
+        stage_updates(lake, rid, bid, [(p, None) for p in present], Verb.DELETE_OBJECTS)
     return present
 
 
 def delete_objects(lake: Lake, repo: str, branch: str, paths: Sequence[str]) -> None:
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
-    missing = [p for p in paths if _lookup(lake, repo, branch, check_path(p)) is None]
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
+    missing = [p for p in paths if lookup(lake, repo, branch, check_path(p)) is None]
     if missing:
         raise ObjectNotFound(f"object {missing[0]!r} not found on branch {branch!r}")
-    _stage(lake, rid, bid, [(p, None) for p in sorted(paths)], Verb.DELETE_OBJECTS)
+    stage_updates(lake, rid, bid, [(p, None) for p in sorted(paths)], Verb.DELETE_OBJECTS)
 
 
 def delete_prefix(lake: Lake, repo: str, branch: str, prefix: str) -> list[str]:
     """Delete every object under ``prefix`` on the branch; returns the deleted paths."""
     check_path(prefix, allow_empty=True)
-    rid, bid = _write_target(lake, repo, branch, Move.STAGE)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
     paths = [o.path for o in list_objects(lake, repo, branch, prefix)]
     if paths:
-        _stage(lake, rid, bid, [(p, None) for p in paths], Verb.DELETE_OBJECTS)
+        stage_updates(lake, rid, bid, [(p, None) for p in paths], Verb.DELETE_OBJECTS)
     return paths

@@ -51,7 +51,7 @@ class Connection:
 
             server = server_settings()
             if server is None:
-                from lakectl.core.porcelain import default_home
+                from lakectl.core.lake import default_home
 
                 return Connection(home=os.path.abspath(default_home()))
             endpoint, access_key_id, secret_access_key = server

@@ -25,10 +25,11 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import fsck, porcelain
+from lakectl.core import fsck
 from lakectl.core.blocks import Temporary
 from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.errors import BlockNotFound, CorruptBlock
 from lakectl.sparkjobs import gc as spark_gc
@@ -44,9 +45,7 @@ _TEMPORARY_SCHEMA = "name string, size long, modified double"
 _COUNTED, _ORPHANED = "counted", "orphaned"
 
 
-def check(
-    lake: porcelain.Lake, repo: str | None = None, repair: bool = False, master: str = "local[2]"
-) -> fsck.Report:
+def check(lake: Lake, repo: str | None = None, repair: bool = False, master: str = "local[2]") -> fsck.Report:
     """:func:`lakectl.core.fsck.check` as a Spark job on ``master``: the same report. The session
     is shared as the garbage collection's (:func:`lakectl.sparkjobs.gc.run`). With one block
     directory there is no other copy to repair from: ``repair`` reports damage as unrepaired.

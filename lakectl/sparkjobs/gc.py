@@ -27,9 +27,10 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from lakectl.core import gc, porcelain
+from lakectl.core import gc
 from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
@@ -46,7 +47,7 @@ _TALLY_SCHEMA = ", ".join(f"{name} long" for name in _TALLY_FIELDS)
 
 
 def run(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     dry_run: bool = False,
     grace_seconds: float = gc.GRACE_SECONDS,
@@ -76,9 +77,7 @@ def run(
     )
 
 
-def _collect(
-    master: str, root: str, lake: porcelain.Lake, start: gc.Roots, cutoff: float, dry_run: bool
-) -> gc.Tally:
+def _collect(master: str, root: str, lake: Lake, start: gc.Roots, cutoff: float, dry_run: bool) -> gc.Tally:
     with shared(master) as spark:
         return _mark_and_sweep(spark, root, start, cutoff, dry_run)
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakectl.core.blocks.local import LocalAdapter
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 APP_NAME = "lakectl-jobs"
 

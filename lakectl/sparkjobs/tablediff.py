@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakectl.core import porcelain, tablediff
+from lakectl.core import tablediff
+from lakectl.core.lake import Lake
 from lakectl.core.model import Entry
 from lakectl.core.tables import parts
 from lakectl.core.tables.records import RowChange, RowChangeType, TableDiff, json_safe
@@ -57,7 +58,7 @@ columns, with :data:`~lakectl.core.tables.parts.PART_COLUMN`) as the job's DataF
 
 
 def diff_table(
-    lake: porcelain.Lake,
+    lake: Lake,
     repo: str,
     left: str,
     right: str,

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakectl.core import porcelain, tablemerge
+from lakectl.core import tablemerge
+from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError, from_code
 from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
@@ -28,7 +29,7 @@ def runner(master: str = "local[2]") -> tablemerge.UnitRunner:
     ``master`` (the session Spark jobs share, :func:`lakectl.sparkjobs.session.shared`).
     ``InvalidArgument`` when the lake's blocks are not in a local block directory."""
 
-    def on_spark(lake: porcelain.Lake, units: Sequence[tablemerge.Unit]) -> list[tablemerge.Outcome]:
+    def on_spark(lake: Lake, units: Sequence[tablemerge.Unit]) -> list[tablemerge.Outcome]:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
 

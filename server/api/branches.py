@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
+from lakectl.core import merging
 from lakectl.core import porcelain as p
 from lakectl.core.model import ResetKind
 from lakectl.errors import InvalidArgument
@@ -65,7 +66,7 @@ def reset_branch(repository: str, branch: str, body: ResetCreation, lake: LakeDe
     except ValueError:
         choices = ", ".join(k.value for k in ResetKind)
         raise InvalidArgument(f"invalid reset type {body.type!r} (choose from {choices})") from None
-    count = p.reset(lake, repository, branch, kind, body.path)
+    count = merging.reset(lake, repository, branch, kind, body.path)
     return Response(status_code=204, headers={"X-Lakectl-Reset-Count": str(count)})
 
 
@@ -79,7 +80,7 @@ def revert_branch(
         raise unsupported("allow_empty")
     if body.parent_number < 0:
         raise InvalidArgument("parent_number must not be negative")
-    p.revert(lake, repository, branch, body.ref, body.parent_number, committer=user.id)
+    merging.revert(lake, repository, branch, body.ref, body.parent_number, committer=user.id)
     return Response(status_code=204)
 
 
@@ -91,5 +92,5 @@ def cherry_pick(
         raise unsupported("commit_overrides")
     if body.parent_number < 0:
         raise InvalidArgument("parent_number must not be negative")
-    commit = p.cherry_pick(lake, repository, branch, body.ref, body.parent_number, committer=user.id)
+    commit = merging.cherry_pick(lake, repository, branch, body.ref, body.parent_number, committer=user.id)
     return shapes.commit(commit)

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from lakectl.core import changes
 from lakectl.core import porcelain as p
 from server.api import shapes
 from server.api.bodies import CommitCreation, unsupported
@@ -72,7 +73,7 @@ def log_commits(
 ) -> dict[str, Any]:
     """Commits reachable from ``ref``, newest first; ``after`` is the id of the last commit of
     the previous page."""
-    commits = p.log(
+    commits = changes.log(
         lake,
         repository,
         ref,

@@ -25,7 +25,7 @@ from fastapi import Depends, Request, Response
 from fastapi.routing import APIRoute
 
 from lakectl.core.journal import journal
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import Forbidden, Unauthenticated
 from server.api import edge
 from server.auth.store import Auth

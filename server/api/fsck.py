@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from lakectl.core import fsck
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
 

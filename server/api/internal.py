@@ -20,6 +20,7 @@ from pydantic import Field
 
 from lakectl.core import blockaccess, gcprepare, refsdump, treefiles
 from lakectl.core import porcelain as p
+from lakectl.core.lake import Lake
 from lakectl.core.model import BLOCK_ADDRESS_SCHEME
 from lakectl.errors import InvalidArgument
 from server.api.bodies import Body
@@ -132,13 +133,13 @@ def create_commit_record(repository: str, body: CommitRecordCreation, lake: Lake
 # of the developers' policy.
 
 
-def _block_url(request: Request, lake: p.Lake, user: User, bare: str) -> str:
+def _block_url(request: Request, lake: Lake, user: User, bare: str) -> str:
     signed = blockaccess.sign_locator(lake, bare, user.grant_token)
     return str(request.url_for("get_block", signed=signed))
 
 
 def _prepared(
-    request: Request, lake: p.Lake, user: User, repository: str, run: gcprepare.PreparedCommits
+    request: Request, lake: Lake, user: User, repository: str, run: gcprepare.PreparedCommits
 ) -> dict[str, Any]:
     """lakeFS ``GarbageCollectionPrepareResponse``."""
     namespace = p.get_repo(lake, repository).storage_namespace.rstrip("/")

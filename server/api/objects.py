@@ -11,8 +11,9 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from lakectl.core import objectprops
+from lakectl.core import listing, objectprops, writes
 from lakectl.core import porcelain as p
+from lakectl.core.lake import Lake
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry, ObjectInfo, PathType
 from lakectl.core.presign import MAX_EXPIRY as MAX_PRESIGN_EXPIRY
@@ -54,7 +55,7 @@ def _headers(path: str, entry: Entry) -> dict[str, str]:
 
 
 async def _serve(
-    lake: p.Lake,
+    lake: Lake,
     repository: str,
     ref: str,
     path: str,
@@ -154,7 +155,7 @@ def list_objects(
     presign: bool = Query(False),
 ) -> dict[str, Any]:
     """Objects under ``prefix`` in path order; with a delimiter, common prefixes too."""
-    items = p.list_objects(lake, repository, ref, prefix, delimiter, after, page_size(amount) + 1)
+    items = listing.list_objects(lake, repository, ref, prefix, delimiter, after, page_size(amount) + 1)
     return page(items, amount, lambda o: o.path, lambda o: shapes.object_stats(o, user_metadata))
 
 
@@ -162,7 +163,7 @@ def list_objects(
 
 
 def check_preconditions(
-    lake: p.Lake,
+    lake: Lake,
     repository: str,
     branch: str,
     path: str,
@@ -174,7 +175,7 @@ def check_preconditions(
     body is read and again before staging; not atomic with the staging write itself."""
     check_new_path(path)
     p.get_branch(lake, repository, branch)  # a tag is no branch: 404, as lakeFS
-    p.check_writable(lake, repository, branch)  # a protected branch: 403
+    writes.check_writable(lake, repository, branch)  # a protected branch: 403
     if if_none_match is None and if_match is None:
         return
     if if_none_match is not None and if_none_match.strip() != "*":
@@ -222,7 +223,7 @@ async def upload_object(
     metadata = _user_metadata(request)
     # the form's content type (its boundary) when the body is a multipart form, else None
     form = content_type if content_type and content_type.lower().startswith("multipart/form-data") else None
-    p.entry_for(0, "", (), None if form else content_type, metadata)  # refused before the body is read
+    writes.entry_for(0, "", (), None if form else content_type, metadata)  # refused before the body is read
     with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         try:
             if form is not None:
@@ -237,7 +238,7 @@ async def upload_object(
         def stage() -> ObjectInfo:
             check_preconditions(*check)
             source = cast(BinaryIO, spool)  # a file object; typeshed's SpooledTemporaryFile is no BinaryIO
-            return p.upload(lake, repository, branch, path, source, content_type, metadata)
+            return writes.upload(lake, repository, branch, path, source, content_type, metadata)
 
         info = await run_in_threadpool(stage)
     return shapes.object_stats(info)
@@ -252,7 +253,7 @@ async def delete_object(
     force: bool = Query(False),
     no_tombstone: bool = Query(False),
 ) -> Response:
-    p.delete_objects(lake, repository, branch, [path])
+    writes.delete_objects(lake, repository, branch, [path])
     return Response(status_code=204)
 
 
@@ -275,7 +276,7 @@ def delete_objects(
             valid.append(check_path(path))
         except InvalidArgument as e:
             errors.append({"status_code": 400, "message": e.message, "path": path})
-    p.delete_existing(lake, repository, branch, valid)
+    writes.delete_existing(lake, repository, branch, valid)
     return {"errors": errors}
 
 
@@ -291,7 +292,7 @@ async def copy_object(
     source's blocks, no data is written."""
     source = p.stat(lake, repository, body.src_ref or branch, body.src_path)
     assert source.entry is not None
-    entry = p.copy_object(lake, repository, branch, dest_path, source.entry)
+    entry = writes.copy_object(lake, repository, branch, dest_path, source.entry)
     return shapes.object_stats(ObjectInfo(dest_path, PathType.OBJECT, entry))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Header, Query, Response
 
-from lakectl.core import porcelain, protection
+from lakectl.core import protection, writes
 from lakectl.errors import InvalidArgument
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
@@ -76,7 +76,7 @@ async def stage_allowed(
 ) -> Response:
     """204 when the caller may stage on the branch now; what a write would raise otherwise
     (404 no such branch, 403 ``protected_branch``)."""
-    porcelain.check_writable(lake, repository, branch)
+    writes.check_writable(lake, repository, branch)
     return Response(status_code=204)
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query
 
+from lakectl.core import changes as lake_changes
+from lakectl.core import merging, symlinks
 from lakectl.core import porcelain as p
-from lakectl.core import symlinks
 from lakectl.core.model import Change
 from lakectl.errors import NotFound
 from server.api import shapes
@@ -72,7 +73,7 @@ def diff_refs(
     """Committed changes from ``left_ref`` to ``right_ref``: since their merge base
     (``three_dot``, the default) or between the two trees (``two_dot``)."""
     two_way = type is DiffKind.TWO_DOT
-    changes = p.diff_refs(lake, repository, left_ref, right_ref, two_way, prefix)
+    changes = lake_changes.diff_refs(lake, repository, left_ref, right_ref, two_way, prefix)
     return _page(changes, prefix, delimiter, after, amount)
 
 
@@ -87,7 +88,7 @@ def diff_branch(
     delimiter: str = Query(""),
 ) -> dict[str, Any]:
     """The branch's uncommitted changes."""
-    changes = p.diff_uncommitted(lake, repository, branch, prefix)
+    changes = lake_changes.diff_uncommitted(lake, repository, branch, prefix)
     return _page(changes, prefix, delimiter, after, amount)
 
 
@@ -102,7 +103,7 @@ def find_merge_base(
     their histories never meet)."""
     source = p.get_commit(lake, repository, source_ref)
     dest = p.get_commit(lake, repository, destination_branch)
-    base = p.find_merge_base(lake, repository, source.id, dest.id)
+    base = lake_changes.find_merge_base(lake, repository, source.id, dest.id)
     if base is None:
         raise NotFound(
             f"{source_ref!r} and {destination_branch!r} have no merge base: their histories never meet"
@@ -130,7 +131,7 @@ def merge_into_branch(
     strategies = list(body.strategies or [])
     if body.strategy:
         strategies.insert(0, body.strategy)
-    result = p.merge(
+    result = merging.merge(
         lake,
         repository,
         source_ref,

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from lakectl.core import gc
+from lakectl.core import gc, retention
 from lakectl.core import porcelain as p
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
@@ -24,7 +24,7 @@ INTERNAL_RULES = "/repositories/{repository}/gc/rules"
 @router.get(INTERNAL_RULES, dependencies=[require(Permission.READ_REPO)])
 async def get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
     """lakeFS ``GarbageCollectionRules``; 404 when none are set."""
-    return gc.get_rules(lake, repository).to_dict()
+    return retention.get_rules(lake, repository).to_dict()
 
 
 # Rules decide what a collection deletes for good: admins only (DeleteRepo), as lakeFS keeps its
@@ -32,14 +32,14 @@ async def get_gc_rules(repository: str, lake: LakeDep) -> dict[str, Any]:
 @router.put(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 @router.post(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 async def set_gc_rules(repository: str, lake: LakeDep, body: Any = Body(...)) -> Response:
-    gc.set_rules(lake, repository, gc.GCRules.from_dict(body))
+    retention.set_rules(lake, repository, retention.GCRules.from_dict(body))
     return Response(status_code=204)
 
 
 @router.delete(RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 @router.delete(INTERNAL_RULES, status_code=204, dependencies=[require(Permission.DELETE_REPO)])
 async def delete_gc_rules(repository: str, lake: LakeDep) -> Response:
-    gc.delete_rules(lake, repository)
+    retention.delete_rules(lake, repository)
     return Response(status_code=204)
 
 

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from lakectl.core.journal import journal
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import Forbidden, InvalidArgument, LakectlError
 from server.auth.store import Auth
 from server.auth.users import User

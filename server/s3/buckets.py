@@ -17,7 +17,9 @@ from xml.etree.ElementTree import Element
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from lakectl.core import listing
 from lakectl.core import porcelain as p
+from lakectl.core.lake import Lake
 from lakectl.core.model import ObjectInfo, PathType
 from lakectl.errors import InvalidArgument, NotFound, RepositoryNotFound
 from server.policies import Permission
@@ -196,9 +198,7 @@ def _listing(call: Call, prefix: str, delimiter: str, after: str) -> Iterator[It
             last_common = common
 
 
-def _in_ref(
-    lake: p.Lake, repo: str, ref: str, path_prefix: str, delimiter: str, after: str
-) -> Iterator[Item]:
+def _in_ref(lake: Lake, repo: str, ref: str, path_prefix: str, delimiter: str, after: str) -> Iterator[Item]:
     """The ref's listing as bucket keys; a ref that does not exist lists nothing (as an empty
     prefix in S3), while a missing bucket stays an error."""
     head = f"{ref}/"
@@ -206,7 +206,7 @@ def _in_ref(
         return
     after_path = after[len(head) :] if after.startswith(head) else ""
     try:
-        for info in p.list_objects(lake, repo, ref, path_prefix, delimiter, after_path):
+        for info in listing.list_objects(lake, repo, ref, path_prefix, delimiter, after_path):
             yield head + info.path, info
     except RepositoryNotFound:
         raise

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument
 from server.auth.users import User
 from server.blocks import BlockBuffers

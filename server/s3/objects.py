@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from lakectl.core import porcelain as p
+from lakectl.core import writes
 from lakectl.core.limits import check_metadata
 from lakectl.core.model import Entry
 from lakectl.core.uri import check_new_path
@@ -184,12 +185,12 @@ async def put_object(call: Call) -> Response:
     if call.key.endswith("/") and call.key.count("/") == 1:
         return await _branch_marker(call)
     ref, path = call.split_key()
-    p.check_writable(call.lake, call.bucket, ref)
+    writes.check_writable(call.lake, call.bucket, ref)
     mime, metadata = content_type(call), user_metadata(call)
-    p.entry_for(0, "", (), mime, metadata)  # checked before the body is read
+    writes.entry_for(0, "", (), mime, metadata)  # checked before the body is read
     async with body.payload(call) as (received, source):
         await run_in_threadpool(
-            p.upload, call.lake, call.bucket, ref, path, source, mime, metadata, received.md5
+            writes.upload, call.lake, call.bucket, ref, path, source, mime, metadata, received.md5
         )
     headers = {"ETag": f'"{received.md5}"'}
     if received.checksum is not None:
@@ -200,7 +201,7 @@ async def put_object(call: Call) -> Response:
 async def _branch_marker(call: Call) -> Response:
     """An empty "directory marker" for a branch's root (``main/``), as pyarrow and Hadoop write
     before a dataset: the branch is that directory, so nothing is stored."""
-    p.check_writable(call.lake, call.bucket, call.key[:-1])
+    writes.check_writable(call.lake, call.bucket, call.key[:-1])
     received = await body.receive(call, lambda piece: None, limit=0)
     return Response(status_code=200, headers={"ETag": f'"{received.md5}"'})
 
@@ -208,7 +209,7 @@ async def _branch_marker(call: Call) -> Response:
 async def delete_object(call: Call) -> Response:
     """204 whether or not the object existed, as S3."""
     ref, path = call.split_key()
-    p.delete_existing(call.lake, call.bucket, ref, [path])
+    writes.delete_existing(call.lake, call.bucket, ref, [path])
     return Response(status_code=204)
 
 
@@ -260,18 +261,18 @@ async def copy_object(call: Call) -> Response:
     """Stage the source's locators at the destination: no byte is copied."""
     ref, path = call.split_key()
     check_new_path(path)
-    p.check_writable(call.lake, call.bucket, ref)
+    writes.check_writable(call.lake, call.bucket, ref)
     source = source_entry(call)
     directive = call.headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise InvalidArgument(f"x-amz-metadata-directive must be COPY or REPLACE, not {directive!r}")
     entry = source
     if directive == "REPLACE":
-        entry = p.entry_for(
+        entry = writes.entry_for(
             source.size, source.checksum, source.locators, content_type(call), user_metadata(call)
         )
         entry = dataclasses.replace(entry, external=source.external)  # an imported object stays one
-    entry = p.copy_object(call.lake, call.bucket, ref, path, entry)
+    entry = writes.copy_object(call.lake, call.bucket, ref, path, entry)
     root = xml.element("CopyObjectResult", ETag=f'"{entry.checksum}"', LastModified=xml.iso(entry.mtime))
     return xml.document(root)
 
@@ -298,7 +299,7 @@ async def delete_objects(call: Call) -> Response:
         outcome: list[tuple[str, LakectlError | None]] = []
         for ref, paths in by_ref.items():
             try:
-                p.delete_existing(call.lake, call.bucket, ref, paths)
+                writes.delete_existing(call.lake, call.bucket, ref, paths)
                 outcome.extend((f"{ref}/{path}", None) for path in paths)
             except LakectlError as exc:
                 outcome.extend((f"{ref}/{path}", exc) for path in paths)

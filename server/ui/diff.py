@@ -9,8 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import Form, Request, Response
 
+from lakectl.core import changes as lake_changes
+from lakectl.core import merging, tablediff
 from lakectl.core import porcelain as p
-from lakectl.core import tablediff
 from lakectl.core.model import Change, DiffType
 from lakectl.core.tables.naming import table_of
 from lakectl.errors import InvalidArgument, LakectlError, MergeConflict, NotFound
@@ -99,7 +100,7 @@ def table_diff(
 @router.get("/repos/{repo}/branches/{branch}/changes", dependencies=[READ])
 def uncommitted(request: Request, repo: str, branch: str, lake: LakeDep, after: str = "") -> Response:
     r = p.get_repo(lake, repo)
-    changes = p.diff_uncommitted(lake, repo, branch)
+    changes = lake_changes.diff_uncommitted(lake, repo, branch)
     rows, next_after = _rows(changes, after, f"{branch}@", branch)
     return page(
         request,
@@ -183,7 +184,7 @@ def merge(
     conflict shows the comparison again with the conflicting paths, and nothing changed."""
     chosen = strategies(strategy)
     try:
-        done = p.merge(lake, repo, source, destination, chosen, message.strip() or None, user.id)
+        done = merging.merge(lake, repo, source, destination, chosen, message.strip() or None, user.id)
     except MergeConflict as conflict:
         return _compare(request, repo, lake, destination, source, conflicts=conflict.paths)
     return redirect(url("repos", repo, "commits", done.commit.id))
@@ -205,7 +206,7 @@ def _compare(
     next_after = ""
     sides: tuple[str, str] | None = None
     if compared:
-        changes = p.diff_refs(lake, repo, left, right, two_way)
+        changes = lake_changes.diff_refs(lake, repo, left, right, two_way)
         rows, next_after = _rows(changes, after, left, right)
         sides = (left, right) if two_way else table_sides(lake, repo, left, right)
     return page(
@@ -231,7 +232,7 @@ def _compare(
 def table_sides(lake: LakeDep, repo: str, left: str, right: str) -> tuple[str, str]:
     """The refs a table's row diff compares for a three-dot comparison: the merge base (as a
     commit id; ``left`` when there is none) and ``right``."""
-    base = p.find_merge_base(lake, repo, left, right)
+    base = lake_changes.find_merge_base(lake, repo, left, right)
     return (base.id if base is not None else left), right
 
 

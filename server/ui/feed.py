@@ -24,9 +24,11 @@ from typing import Any
 
 from fastapi import Query, Request, Response
 
+from lakectl.core import changes
 from lakectl.core import porcelain as p
 from lakectl.core.events import Verb
 from lakectl.core.journal import journal
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, Repository
 from server.api.deps import LakeDep
 from server.auth.users import User
@@ -127,7 +129,7 @@ def _entry_item(e: journal.Entry) -> Item:
     )
 
 
-def _from_journal(lake: p.Lake, user: User, repo: str, after: int) -> tuple[list[Item], int]:
+def _from_journal(lake: Lake, user: User, repo: str, after: int) -> tuple[list[Item], int]:
     found = journal.tail(lake.kv, lake.blocks, amount=SIZE * 4, after=after, repo=repo)
     cursor = max((e.logical_timestamp for e in found), default=after)
     shown = [
@@ -158,7 +160,7 @@ def _commit_item(repo: str, c: Commit, heads: Iterable[str]) -> Item:
     )
 
 
-def _from_commits(lake: p.Lake, repos: list[Repository], after: int) -> tuple[list[Item], int]:
+def _from_commits(lake: Lake, repos: list[Repository], after: int) -> tuple[list[Item], int]:
     """The newest commits of the branches of ``repos`` made at ``after`` or later (each once).
     Branches are walked newest head first, and no further once the next head is older than the
     :data:`SIZE` commits found (a commit is made after its parents)."""
@@ -176,7 +178,7 @@ def _from_commits(lake: p.Lake, repos: list[Repository], after: int) -> tuple[li
     for head, repo, _ in heads:
         if len(found) >= SIZE and head.creation_date < sorted(c.creation_date for c in found.values())[-SIZE]:
             break  # every commit of this branch and the next ones is older than SIZE found
-        for c in islice(p.log(lake, repo, head.id), PER_BRANCH):
+        for c in islice(changes.log(lake, repo, head.id), PER_BRANCH):
             if c.creation_date < after:
                 break
             found.setdefault((repo, c.id), c)
@@ -189,7 +191,7 @@ def _from_commits(lake: p.Lake, repos: list[Repository], after: int) -> tuple[li
 # -- the routes ---------------------------------------------------------------------------------
 
 
-def _feed(lake: p.Lake, user: User, repo: str, after: int) -> tuple[str, list[Item], int]:
+def _feed(lake: Lake, user: User, repo: str, after: int) -> tuple[str, list[Item], int]:
     """The mode, the entries newer than ``after`` (newest first) and the cursor after them."""
     if repo:
         require(user, Permission.READ_REPO, repo)

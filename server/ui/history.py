@@ -6,6 +6,7 @@ from itertools import islice
 
 from fastapi import Request, Response
 
+from lakectl.core import changes
 from lakectl.core import porcelain as p
 from server.api.deps import LakeDep
 from server.policies import Permission
@@ -22,7 +23,7 @@ READ = can(Permission.READ_REPO)
 def log(request: Request, repo: str, ref: str, lake: LakeDep, after: str = "") -> Response:
     """Commits reachable from ``ref``, newest first; ``after``: the last commit of the page before."""
     r = p.get_repo(lake, repo)
-    commits = list(islice(p.log(lake, repo, ref, after=after), PAGE + 1))
+    commits = list(islice(changes.log(lake, repo, ref, after=after), PAGE + 1))
     return page(
         request,
         "log.html",

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import File, Form, Request, Response, UploadFile
 from fastapi.concurrency import run_in_threadpool
 
+from lakectl.core import listing, writes
 from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument
 from server import presigned
@@ -34,7 +35,7 @@ def browse(
     """The objects and directories (common prefixes at ``/``) right under ``prefix``."""
     r = p.get_repo(lake, repo)
     branch = branch_of(lake, repo, ref)
-    items = list(islice(p.list_objects(lake, repo, ref, prefix, "/", after, PAGE + 1), PAGE + 1))
+    items = list(islice(listing.list_objects(lake, repo, ref, prefix, "/", after, PAGE + 1), PAGE + 1))
     return page(
         request,
         "objects.html",
@@ -117,5 +118,5 @@ def upload(
     if not target or target.endswith("/"):
         raise InvalidArgument("give the object a path (or upload a file that has a name)")
     content_type = content.content_type or None
-    p.upload(lake, repo, branch, target, content.file, content_type)
+    writes.upload(lake, repo, branch, target, content.file, content_type)
     return redirect(url("repos", repo, "refs", branch, "object", path=target))

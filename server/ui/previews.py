@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from lakectl.core import objectfile
 from lakectl.core import porcelain as p
+from lakectl.core.lake import Lake
 from lakectl.core.reads import ObjectRead
 from lakectl.errors import LakectlError
 from server.ui.render import basename, size
@@ -150,7 +151,7 @@ def image_type(path: str, content_type: str) -> str | None:
     return media if media in IMAGE_TYPES.values() else IMAGE_TYPES[_extension(path)]
 
 
-def preview(lake: p.Lake, found: ObjectRead) -> Preview:
+def preview(lake: Lake, found: ObjectRead) -> Preview:
     """The preview of the object :func:`porcelain.open_object` found."""
     kind = kind_of(found.path, found.entry.content_type)
     try:
@@ -161,7 +162,7 @@ def preview(lake: p.Lake, found: ObjectRead) -> Preview:
         return Preview(None, problem=f"Cannot preview: {e.message}")
 
 
-def _head(lake: p.Lake, found: ObjectRead, limit: int) -> tuple[bytes, bool]:
+def _head(lake: Lake, found: ObjectRead, limit: int) -> tuple[bytes, bool]:
     """The first ``limit`` bytes at most (one ranged read), and whether that is not all."""
     data = b"".join(p.read_opened(lake, found, 0, limit))
     return data, found.entry.size > len(data)
@@ -176,7 +177,7 @@ def _decode(data: bytes, cut: bool) -> str:
         raise CannotPreview("not UTF-8 text") from None
 
 
-def _text(lake: p.Lake, found: ObjectRead) -> Preview:
+def _text(lake: Lake, found: ObjectRead) -> Preview:
     if found.entry.size > TEXT_BYTES:
         return Preview(None, problem=f"Not shown: larger than {TEXT_BYTES // 1024} KiB.")
     data, _ = _head(lake, found, TEXT_BYTES)
@@ -198,7 +199,7 @@ def _cell(value: str) -> str:
     return value if len(value) <= MAX_CELL else value[:MAX_CELL] + "…"
 
 
-def _table(lake: p.Lake, found: ObjectRead, kind: Kind) -> Preview:
+def _table(lake: Lake, found: ObjectRead, kind: Kind) -> Preview:
     data, cut = _head(lake, found, TABLE_BYTES)
     if cut and b"\n" not in data:
         raise CannotPreview(f"no line ends in the first {TABLE_BYTES // 1024} KiB")
@@ -234,7 +235,7 @@ def _table(lake: p.Lake, found: ObjectRead, kind: Kind) -> Preview:
     )
 
 
-def _json(lake: p.Lake, found: ObjectRead) -> Preview:
+def _json(lake: Lake, found: ObjectRead) -> Preview:
     if found.entry.size > JSON_BYTES:
         data, cut = _head(lake, found, RAW_JSON_BYTES)
         note = f"Larger than {JSON_BYTES >> 20} MiB: the first {RAW_JSON_BYTES >> 10} KiB as stored."
@@ -249,7 +250,7 @@ def _json(lake: p.Lake, found: ObjectRead) -> Preview:
     return Preview(Kind.JSON, text=json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def _json_lines(lake: p.Lake, found: ObjectRead) -> Preview:
+def _json_lines(lake: Lake, found: ObjectRead) -> Preview:
     data, cut = _head(lake, found, TABLE_BYTES)
     lines = _decode(_complete_lines(data, cut), cut).splitlines()
     shown = [line for line in lines if line.strip()][:TABLE_ROWS]
@@ -265,7 +266,7 @@ def _json_lines(lake: p.Lake, found: ObjectRead) -> Preview:
     return Preview(Kind.JSON_LINES, text="\n".join(shown), note=note)
 
 
-def _image(lake: p.Lake, found: ObjectRead) -> Preview:
+def _image(lake: Lake, found: ObjectRead) -> Preview:
     if found.entry.size > IMAGE_BYTES:
         return Preview(None, problem=f"Not shown: an image larger than {IMAGE_BYTES // 1024 // 1024} MiB.")
     return Preview(Kind.IMAGE)
@@ -279,7 +280,7 @@ def _value(value: Any) -> str | None:
     return _cell(str(value))
 
 
-def _parquet(lake: p.Lake, found: ObjectRead) -> Preview:
+def _parquet(lake: Lake, found: ObjectRead) -> Preview:
     """The footer (schema, counts) and the first rows of the first row group: the only ranges
     read are the footer's and the first row group's column chunks (of the columns shown)."""
     with objectfile.open_read(lake, found) as f:

@@ -12,6 +12,7 @@ from fastapi import Form, Request, Response
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from lakectl.core import changes as lake_changes
 from lakectl.core import porcelain as p
 from lakectl.core import pulls
 from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
@@ -109,7 +110,7 @@ def _pull_page(
     sides: tuple[str, str] | None = None
     summaries: list[dict[str, str]] = []
     if pull.status is PullStatus.OPEN and gate.source_commit_id:
-        found = p.diff_refs(lake, repo, pull.destination_branch, gate.source_commit_id)
+        found = lake_changes.diff_refs(lake, repo, pull.destination_branch, gate.source_commit_id)
         changes, more = _rows(found, "", pull.destination_branch, pull.source_branch)
         sides = table_sides(lake, repo, pull.destination_branch, gate.source_commit_id)
         summaries = table_summaries(lake, repo, sides, changes)

@@ -8,7 +8,9 @@ from typing import Annotated
 
 from fastapi import Form, Request, Response
 
+from lakectl.core import merging
 from lakectl.core import porcelain as p
+from lakectl.core.lake import Lake
 from lakectl.core.model import Branch, Commit, ResetKind, Tag
 from lakectl.errors import InvalidArgument
 from server.api.deps import LakeDep
@@ -22,19 +24,19 @@ SUGGESTED = 200
 READ, WRITE = can(Permission.READ_REPO), can(Permission.WRITE_REPO)
 
 
-def ref_names(lake: p.Lake, repo: str) -> list[str]:
+def ref_names(lake: Lake, repo: str) -> list[str]:
     """Branch and tag names (the first :data:`SUGGESTED` of each), for the forms' suggestions."""
     branches = p.list_branches(lake, repo, amount=SUGGESTED)
     return [b.name for b in branches] + [t.name for t in p.list_tags(lake, repo, amount=SUGGESTED)]
 
 
-def branch_of(lake: p.Lake, repo: str, ref: str) -> str:
+def branch_of(lake: Lake, repo: str, ref: str) -> str:
     """``ref`` when it names a branch (the pages of a branch offer its writes), else ""."""
     resolved = p.resolve(lake, repo, ref)
     return ref if resolved.branch is not None and resolved.branch.name == ref else ""
 
 
-def _with_heads(lake: p.Lake, repo: str, refs: list[Branch] | list[Tag]) -> list[tuple[object, Commit]]:
+def _with_heads(lake: Lake, repo: str, refs: list[Branch] | list[Tag]) -> list[tuple[object, Commit]]:
     return [(r, p.get_commit(lake, repo, r.commit_id)) for r in refs]
 
 
@@ -81,7 +83,7 @@ def delete_branch(repo: str, branch: str, lake: LakeDep) -> Response:
 @router.post("/repos/{repo}/branches/{branch}/reset", dependencies=[WRITE])
 def reset_branch(repo: str, branch: str, lake: LakeDep) -> Response:
     """Discard every uncommitted change of the branch."""
-    p.reset(lake, repo, branch, ResetKind.ALL)
+    merging.reset(lake, repo, branch, ResetKind.ALL)
     return redirect(url("repos", repo, "branches", branch, "changes"))
 
 
@@ -98,7 +100,7 @@ def revert(
     ``parent_number``); the committer is the signed-in user, as in the API."""
     if parent_number < 0:
         raise InvalidArgument("parent_number must not be negative")
-    done = p.revert(lake, repo, branch, commit, parent_number, committer=user.id)
+    done = merging.revert(lake, repo, branch, commit, parent_number, committer=user.id)
     return redirect(url("repos", repo, "commits", done.id))
 
 

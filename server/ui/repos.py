@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Form, Request, Response
 
+from lakectl.core import changes
 from lakectl.core import porcelain as p
 from lakectl.errors import InvalidArgument, NotFound
 from server.api.deps import LakeDep
@@ -50,7 +51,7 @@ def create_repository(
 def overview(request: Request, repo: str, lake: LakeDep) -> Response:
     r = p.get_repo(lake, repo)
     try:
-        commits = list(p.log(lake, repo, r.default_branch, 5))
+        commits = list(changes.log(lake, repo, r.default_branch, 5))
     except NotFound:  # a bare repository (refs restore pending): no branch yet
         commits = []
     branch_count = len(p.list_branches(lake, repo))

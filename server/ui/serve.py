@@ -8,7 +8,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-from lakectl.core import porcelain as p
+from lakectl.core import opening
+from lakectl.core.lake import default_home
 from lakectl.errors import AlreadyExists
 from server.auth.store import META, SETUP_KEY, Auth
 from server.config import Keys, env_name, load_settings
@@ -34,7 +35,7 @@ def run(port: int, announce: Callable[[dict[str, Any]], None]) -> None:
     from server.app import create_app
     from server.main import listen
 
-    home = os.path.abspath(p.default_home())
+    home = os.path.abspath(default_home())
     # The lake opened as the CLI opens it, action hooks included (command hooks too, as
     # `lakectl commit` runs them on this machine): the server does not install its own.
     settings = load_settings(
@@ -45,7 +46,7 @@ def run(port: int, announce: Callable[[dict[str, Any]], None]) -> None:
             env_name(Keys.ACTIONS_ENABLED.name): "false",
         },
     )
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     try:
         app = create_app(settings, lake)
         auth: Auth = app.state.auth

@@ -10,8 +10,8 @@ from typing import Annotated
 
 from fastapi import Form, Request, Response
 
-from lakectl.core import gc, protection
 from lakectl.core import porcelain as p
+from lakectl.core import protection, retention
 from lakectl.errors import InvalidArgument, NotFound
 from server.api.deps import LakeDep
 from server.policies import Permission
@@ -34,7 +34,7 @@ def _whole(value: str, what: str) -> int:
 def settings(request: Request, repo: str, lake: LakeDep) -> Response:
     r = p.get_repo(lake, repo)
     try:
-        gc_rules: gc.GCRules | None = gc.get_rules(lake, repo)
+        gc_rules: retention.GCRules | None = retention.get_rules(lake, repo)
     except NotFound:
         gc_rules = None
     return page(
@@ -44,7 +44,7 @@ def settings(request: Request, repo: str, lake: LakeDep) -> Response:
         rules=protection.get_rules(lake, repo).rules,
         gc_rules=gc_rules,
         max_approvals=protection.MAX_APPROVALS,
-        max_days=gc.MAX_DAYS,
+        max_days=retention.MAX_DAYS,
         area="settings",
     )
 
@@ -92,11 +92,11 @@ def set_gc_rules(
         "default_retention_days": _whole(default_retention_days, "default retention days"),
         "branches": rows,
     }
-    gc.set_rules(lake, repo, gc.GCRules.from_dict(body))
+    retention.set_rules(lake, repo, retention.GCRules.from_dict(body))
     return redirect(url("repos", repo, "settings") + "#gc")
 
 
 @router.post("/repos/{repo}/settings/gc/delete", dependencies=[ADMIN])
 def delete_gc_rules(repo: str, lake: LakeDep) -> Response:
-    gc.delete_rules(lake, repo)
+    retention.delete_rules(lake, repo)
     return redirect(url("repos", repo, "settings") + "#gc")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lakectl.core import annotate, porcelain
+from lakectl.core import annotate, opening, porcelain, writes
 from tests.cli.both_json import Cli, cli, live
 
 __all__ = ["cli", "live"]
@@ -78,15 +78,15 @@ def test_bad_input(cli: Cli) -> None:
 
 
 def test_the_walk_stops_once_every_entry_is_found(tmp_path: Path, monkeypatch: Any) -> None:
-    lake = porcelain.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     try:
         porcelain.create_repo(lake, "deep")
-        porcelain.upload(lake, "deep", "main", "old.txt", b"old")
+        writes.upload(lake, "deep", "main", "old.txt", b"old")
         porcelain.commit(lake, "deep", "main", "old")
         for i in range(40):
-            porcelain.upload(lake, "deep", "main", "churn.txt", str(i).encode())
+            writes.upload(lake, "deep", "main", "churn.txt", str(i).encode())
             porcelain.commit(lake, "deep", "main", f"churn {i}")
-        porcelain.upload(lake, "deep", "main", "new/a.txt", b"a")
+        writes.upload(lake, "deep", "main", "new/a.txt", b"a")
         porcelain.commit(lake, "deep", "main", "new")
         walked: list[str] = []
         real = lake.refs.get_commit

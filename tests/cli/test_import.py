@@ -265,7 +265,7 @@ def test_an_import_whose_process_died_is_reported_failed_and_runs_again(
     both: Lakectl, src: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cli, repo = both, both.repo
-    from lakectl.core import porcelain
+    from lakectl.core import opening
 
     # What a killed process leaves: a running record whose heartbeat stopped long ago.
     if cli.live is not None:
@@ -274,7 +274,7 @@ def test_an_import_whose_process_died_is_reported_failed_and_runs_again(
 
         lake = open_lake(load_settings(None, str(cli.live.data_dir), environ={}))
     else:
-        lake = porcelain.open_lake(cli.env["LAKECTL_HOME"])
+        lake = opening.open_lake(cli.env["LAKECTL_HOME"])
     try:
         dead = tasks.Status("deadbeef", repo, "main", "_main_imported", True, ingested=10)
         dead.update_time = time.time() - 3600
@@ -435,6 +435,7 @@ def test_a_lake_on_s3_reads_s3_sources_with_its_block_stores_credentials(
     from lakectl.core.blocks.s3 import S3Adapter
     from lakectl.core.importing.tasks import Location
     from lakectl.core.kv.sqlite import SQLiteStore
+    from lakectl.core.lake import Lake
 
     keys = {"access_key_id": "testing", "secret_access_key": "testing"}
     client = boto3.client(
@@ -450,7 +451,7 @@ def test_a_lake_on_s3_reads_s3_sources_with_its_block_stores_credentials(
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the chain would go nowhere
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     blocks = S3Adapter(store, endpoint_url=s3_endpoint, region="us-east-1", **keys)
-    lake = p.Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
+    lake = Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
     try:
         p.create_repo(lake, "ons3")
         location = Location.from_dict(

@@ -279,7 +279,7 @@ def test_compact_drops_a_deleted_repository_and_keeps_timestamps(cli: Lakectl) -
 
 def test_a_refused_verb_leaves_no_intent_behind(tmp_path: Path) -> None:
     from lakectl.core.journal import form, journal
-    from lakectl.core.porcelain import open_lake
+    from lakectl.core.opening import open_lake
 
     env = {
         "LAKECTL_HOME": str(tmp_path / "lake"),

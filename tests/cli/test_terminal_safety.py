@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import opening, writes
 from lakectl.core.graph.commits import CommitRequest
 from lakectl.core.model import BranchId, RepositoryId
 from tests.cli.conftest import Run
@@ -29,10 +29,10 @@ def hostile(run: Run, home: Path) -> Path:
     ESC sequence and a bidi override, staged and committed through plumbing (porcelain refuses
     them now), then one more staged change for ``diff``."""
     run("repo", "create", "lakefs://demo")
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     try:
         repo, main = RepositoryId("demo"), BranchId("main")
-        entry = porcelain.upload(lake, "demo", "main", "plain.csv", b"a,b\n").entry
+        entry = writes.upload(lake, "demo", "main", "plain.csv", b"a,b\n").entry
         assert entry is not None
         lake.staging.write(repo, main, [(ESC_PATH, entry.to_row()), (BIDI_PATH, entry.to_row())])
         lake.committer.commit(repo, main, CommitRequest(ESC_MESSAGE, "tester\x1b[8m", {"k\x1b": "v"}, 1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from lakectl.core import porcelain
+from lakectl.core import opening
 from lakectl.core.journal import journal
 from server.config import load_settings
 from tests.contract.test_cli_contract import Session
@@ -49,7 +49,7 @@ def test_gc_behaves_the_same_embedded_and_remote(tmp_path: Path) -> None:
     )
     # Both lakes without their journal (a new lake has it on): each side seals its batches at
     # other moments, so the blocks gc counts would differ by the journal's.
-    lake = porcelain.open_lake(str(tmp_path / "l" / "lake"))
+    lake = opening.open_lake(str(tmp_path / "l" / "lake"))
     journal.disable(lake)
     lake.close()
     scenario(local)

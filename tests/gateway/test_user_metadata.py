@@ -13,7 +13,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from lakectl.core import porcelain as p
+from lakectl.core import writes
 from tests.gateway.conftest import Gateway
 from tests.gateway.test_bad_requests import error_code
 from tests.server.conftest import changes, plumbing, snapshot
@@ -101,7 +101,7 @@ def test_stored_metadata_headers_cannot_carry_as_is_still_reads(
     metadata it cannot show in ``x-amz-missing-meta``)."""
     metadata = {"price": "5 €", "with space": "v", "lines": "a\nb", "plain": "ok"}
     with plumbing(gateway.data_dir) as lake:
-        p.upload(lake, bucket, "main", "odd", b"data", "text/plain; charset=€", metadata)
+        writes.upload(lake, bucket, "main", "odd", b"data", "text/plain; charset=€", metadata)
     for method in ("GET", "HEAD"):
         r = send_raw_headers(gateway, method, f"/{bucket}/main/odd", b"", {})
         assert r.status_code == 200, (method, r.text)

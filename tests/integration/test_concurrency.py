@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import changes, listing, merging, opening, porcelain, writes
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import NothingToCommit, PredicateFailed, TooManyRetries
 
 REPO = "conc"
@@ -71,7 +71,7 @@ def _wait(start_at: float) -> None:
 
 
 def _writer(home: str, out: str, idx: int, start_at: float, end_at: float) -> dict[str, Any]:
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     starved = 0
     n = 0
     _wait(start_at)
@@ -80,7 +80,7 @@ def _writer(home: str, out: str, idx: int, start_at: float, end_at: float) -> di
             path = f"w{idx}/{n:06d}"
             n += 1
             try:
-                porcelain.upload(lake, REPO, "main", path, _content(path))
+                writes.upload(lake, REPO, "main", path, _content(path))
             except TooManyRetries:
                 starved += 1  # not acknowledged: the writer may not count on it
                 continue
@@ -90,7 +90,7 @@ def _writer(home: str, out: str, idx: int, start_at: float, end_at: float) -> di
 
 
 def _committer(home: str, out: str, idx: int, start_at: float, end_at: float) -> dict[str, Any]:
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     counts: Counter[str] = Counter()
     _wait(start_at)
     while time.time() < end_at:
@@ -108,7 +108,7 @@ def _committer(home: str, out: str, idx: int, start_at: float, end_at: float) ->
 def _reader(home: str, out: str, idx: int, start_at: float, end_at: float) -> dict[str, Any]:
     """Check repeatedly that every path acknowledged so far is on the branch: by listing
     (the branch view) and by stat. Paths are read from the ack files *before* looking."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     rng = random.Random(idx)
     counts: Counter[str] = Counter()
     missing_listed: list[str] = []
@@ -117,7 +117,7 @@ def _reader(home: str, out: str, idx: int, start_at: float, end_at: float) -> di
     while time.time() < end_at:
         acked = _acked(Path(out))
         try:
-            listed = {o.path for o in porcelain.list_objects(lake, REPO, "main", prefix="w")}
+            listed = {o.path for o in listing.list_objects(lake, REPO, "main", prefix="w")}
         except TooManyRetries:
             counts["list_starved"] += 1
             continue
@@ -181,7 +181,7 @@ def test_no_acknowledged_write_is_lost_under_concurrent_commits(tmp_path: Path) 
     home = tmp_path / "lake"
     out = tmp_path / "out"
     out.mkdir()
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     porcelain.create_repo(lake, REPO)
     start_at = time.time() + SPAWN_GRACE_S
     end_at = start_at + RUN_S
@@ -201,13 +201,13 @@ def test_no_acknowledged_write_is_lost_under_concurrent_commits(tmp_path: Path) 
 
     # Every acknowledged path is in exactly one commit's change set, or still staged.
     in_commits: Counter[str] = Counter()
-    log = list(porcelain.log(lake, REPO, "main"))
+    log = list(changes.log(lake, REPO, "main"))
     for c in log:
         if c.parents:
-            for change in porcelain.diff_refs(lake, REPO, c.parents[0], c.id, two_way=True):
+            for change in changes.diff_refs(lake, REPO, c.parents[0], c.id, two_way=True):
                 in_commits[change.path] += 1
     assert all(len(c.parents) <= 1 for c in log)
-    staged = Counter(c.path for c in porcelain.diff_uncommitted(lake, REPO, "main"))
+    staged = Counter(c.path for c in changes.diff_uncommitted(lake, REPO, "main"))
     wrong = {p: (in_commits[p], staged[p]) for p in acked if in_commits[p] + staged[p] != 1}
     assert not wrong, f"{len(wrong)} acknowledged paths not in exactly one place: {list(wrong.items())[:10]}"
     assert all(n == 1 for n in in_commits.values())  # no path committed twice
@@ -215,7 +215,7 @@ def test_no_acknowledged_write_is_lost_under_concurrent_commits(tmp_path: Path) 
     # The branch view holds every acknowledged path with its content.
     listed = {
         o.path: o.entry.checksum  # type: ignore[union-attr]
-        for o in porcelain.list_objects(lake, REPO, "main", prefix="w")
+        for o in listing.list_objects(lake, REPO, "main", prefix="w")
     }
     assert {p: listed.get(p) for p in acked} == {p: _checksum(_content(p)) for p in acked}
     for path in random.Random(0).sample(acked, 20):
@@ -224,8 +224,8 @@ def test_no_acknowledged_write_is_lost_under_concurrent_commits(tmp_path: Path) 
     # A last commit moves everything staged into the history.
     if staged:
         porcelain.commit(lake, REPO, "main", "final")
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
-    committed = {o.path for o in porcelain.list_objects(lake, REPO, "main@", prefix="w")}
+    assert changes.diff_uncommitted(lake, REPO, "main") == []
+    committed = {o.path for o in listing.list_objects(lake, REPO, "main@", prefix="w")}
     assert set(acked) <= committed
 
     # The reader never saw an acknowledged path vanish when looking it up.
@@ -265,9 +265,9 @@ def hooked(tmp_path: Path) -> tuple[Lake, CommitOnFirstStagingRead]:
     kv = CommitOnFirstStagingRead()
     lake = Lake(kv=kv, blocks=LocalAdapter(tmp_path / "blocks"))
     porcelain.create_repo(lake, REPO)
-    porcelain.upload(lake, REPO, "main", "a", b"a")
+    writes.upload(lake, REPO, "main", "a", b"a")
     porcelain.commit(lake, REPO, "main", "a")
-    porcelain.upload(lake, REPO, "main", "b", b"b")  # acknowledged, staged
+    writes.upload(lake, REPO, "main", "b", b"b")  # acknowledged, staged
     return lake, kv
 
 
@@ -292,7 +292,7 @@ def test_diff_uncommitted_retries_when_a_commit_moves_staged_rows(
 ) -> None:
     lake, kv = hooked
     kv.hook = _commit_main(lake)
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
+    assert changes.diff_uncommitted(lake, REPO, "main") == []
     assert kv.hook is None
 
 
@@ -302,7 +302,7 @@ def test_listing_retries_when_a_commit_moves_staged_rows(
 ) -> None:
     lake, kv = hooked
     kv.hook = _commit_main(lake)
-    listed = [o.path for o in porcelain.list_objects(lake, REPO, "main", delimiter=delimiter)]
+    listed = [o.path for o in listing.list_objects(lake, REPO, "main", delimiter=delimiter)]
     assert kv.hook is None
     assert listed == ["a", "b"]
 
@@ -315,7 +315,7 @@ MERGE_RUN_S = 4.0
 
 def _merger(home: str, out: str, idx: int, start_at: float, end_at: float) -> dict[str, Any]:
     """Loop: branch from main, add two files, commit, merge into main (retrying lost races)."""
-    lake = porcelain.open_lake(home)
+    lake = opening.open_lake(home)
     counts: Counter[str] = Counter()
     _wait(start_at)
     k = 0
@@ -326,11 +326,11 @@ def _merger(home: str, out: str, idx: int, start_at: float, end_at: float) -> di
             porcelain.create_branch(lake, REPO, branch, "main")
             paths = [f"{branch}/one", f"{branch}/two"]
             for path in paths:
-                porcelain.upload(lake, REPO, branch, path, _content(path))
+                writes.upload(lake, REPO, branch, path, _content(path))
             porcelain.commit(lake, REPO, branch, f"work on {branch}", committer=branch)
             for _ in range(100):
                 try:
-                    result = porcelain.merge(lake, REPO, branch, "main", committer=branch)
+                    result = merging.merge(lake, REPO, branch, "main", committer=branch)
                 except (PredicateFailed, TooManyRetries):
                     counts["lost_race"] += 1
                     time.sleep(random.uniform(0, 0.02))
@@ -352,9 +352,9 @@ def test_concurrent_branches_and_merges_lose_nothing(tmp_path: Path) -> None:
     home = tmp_path / "lake"
     out = tmp_path / "out"
     out.mkdir()
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     porcelain.create_repo(lake, REPO)
-    porcelain.upload(lake, REPO, "main", "base", b"base")
+    writes.upload(lake, REPO, "main", "base", b"base")
     porcelain.commit(lake, REPO, "main", "base")
     start_at = time.time() + SPAWN_GRACE_S
     end_at = start_at + MERGE_RUN_S
@@ -365,9 +365,9 @@ def test_concurrent_branches_and_merges_lose_nothing(tmp_path: Path) -> None:
     merged = [json.loads(line) for line in _acked(out, "merged-*.txt")]
     assert len(merged) >= MERGERS, summaries
     main = porcelain.get_commit(lake, REPO, "main")
-    history = {c.id: c for c in porcelain.log(lake, REPO, "main")}
+    history = {c.id: c for c in changes.log(lake, REPO, "main")}
     # Every acknowledged merge is in main's first-parent history: none was overwritten.
-    first_parent = [c.id for c in porcelain.log(lake, REPO, "main", first_parent=True)]
+    first_parent = [c.id for c in changes.log(lake, REPO, "main", first_parent=True)]
     assert {m["commit"] for m in merged} <= set(first_parent)
     merges = [c for c in history.values() if len(c.parents) == 2]
     assert len(merges) == len(merged)
@@ -376,7 +376,7 @@ def test_concurrent_branches_and_merges_lose_nothing(tmp_path: Path) -> None:
         assert c.generation == max((p.generation for p in parents), default=0) + 1
     view = {
         o.path: o.entry.checksum  # type: ignore[union-attr]
-        for o in porcelain.list_objects(lake, REPO, "main")
+        for o in listing.list_objects(lake, REPO, "main")
     }
     expected = {p: _checksum(_content(p)) for m in merged for p in m["paths"]}
     assert {p: view.get(p) for p in expected} == expected

@@ -29,10 +29,12 @@ from typing import Any
 
 import pytest
 
+from lakectl.core import merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError
 from server.config import load_settings
 from tests.integration.test_two_servers import _lakectl
@@ -64,7 +66,7 @@ def _count(out: str, name: str, counts: dict[str, int]) -> None:
 
 
 def _writer(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     rng = random.Random(name)
     counts = {"write": 0, "delete": 0}
     _started(out, name)
@@ -74,12 +76,12 @@ def _writer(home: str, out: str, name: str) -> None:
         roll = rng.random()
         try:
             if roll < 0.7:  # the same few paths as the other writers: same-key races
-                p.upload(lake, REPO, "dev", rng.choice(SHARED), f"{name} {n}".encode())
+                writes.upload(lake, REPO, "dev", rng.choice(SHARED), f"{name} {n}".encode())
                 counts["write"] += 1
             elif roll < 0.85:
-                counts["delete"] += len(p.delete_existing(lake, REPO, "dev", [rng.choice(SHARED)]))
+                counts["delete"] += len(writes.delete_existing(lake, REPO, "dev", [rng.choice(SHARED)]))
             else:
-                p.upload(lake, REPO, "dev", f"{name}/{n:06d}", f"{name} {n}".encode())
+                writes.upload(lake, REPO, "dev", f"{name}/{n:06d}", f"{name} {n}".encode())
                 counts["write"] += 1
         except LakectlError:
             continue
@@ -88,7 +90,7 @@ def _writer(home: str, out: str, name: str) -> None:
 
 
 def _committer(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     counts = {"commit": 0}
     _started(out, name)
     while not _stopping(out, "mover"):
@@ -102,12 +104,12 @@ def _committer(home: str, out: str, name: str) -> None:
 
 
 def _merger(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     counts = {"merge": 0}
     _started(out, name)
     while not _stopping(out, "mover"):
         with contextlib.suppress(LakectlError):
-            counts["merge"] += p.merge(lake, REPO, "dev", "main").changed
+            counts["merge"] += merging.merge(lake, REPO, "dev", "main").changed
         time.sleep(0.02)
     _count(out, name, counts)
     lake.close()
@@ -173,7 +175,7 @@ def test_a_lake_written_concurrently_is_rebuilt_from_its_journal(
     monkeypatch.setenv("LAKECTL_COMMITTER", "racer")
     home, out = tmp_path / "lake", tmp_path / "out"
     out.mkdir()
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     journal.enable(lake)
     p.create_repo(lake, REPO)
     p.create_branch(lake, REPO, "dev", "main")
@@ -182,7 +184,7 @@ def test_a_lake_written_concurrently_is_rebuilt_from_its_journal(
     done = _race(str(home), out)
     assert done.get("write", 0) > 50 and done.get("commit", 0) > 3 and done.get("merge", 0) > 0, done
 
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     while journal.seal(lake.kv, lake.blocks):
         pass
     expected = state(lake, dangling=False)
@@ -211,7 +213,7 @@ def test_a_lake_written_concurrently_is_rebuilt_from_its_journal(
 
     kv = SQLiteStore(str(home / "lake.db"))
     try:
-        fresh = p.Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks")))
+        fresh = Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks")))
         assert state(fresh, dangling=False) == expected
         assert list(journal.entries(fresh.kv, fresh.blocks)) == entries
     finally:
@@ -281,7 +283,7 @@ def _serve_race(settings: Any) -> dict[str, int]:
     return counts
 
 
-def _expected(lake: p.Lake) -> dict[str, Any]:
+def _expected(lake: Lake) -> dict[str, Any]:
     assert journal.seal(lake.kv, lake.blocks) == 0
     expected = state(lake, dangling=False)
     lake.close()
@@ -295,7 +297,7 @@ def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_pat
     _serve_race(settings)
     home = Path(settings.data_dir)
     expected = _expected(
-        p.Lake(kv=SQLiteStore(str(home / "lake.db")), blocks=LocalAdapter(str(home / "blocks")))
+        Lake(kv=SQLiteStore(str(home / "lake.db")), blocks=LocalAdapter(str(home / "blocks")))
     )
     for name in ("lake.db", "lake.db-wal", "lake.db-shm"):
         with contextlib.suppress(FileNotFoundError):
@@ -303,7 +305,7 @@ def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_pat
     rebuild.rebuild_embedded(str(home))
     kv = SQLiteStore(str(home / "lake.db"))
     try:
-        assert state(p.Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks"))), dangling=False) == expected
+        assert state(Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks"))), dangling=False) == expected
     finally:
         kv.close()
 
@@ -320,12 +322,12 @@ def test_a_lake_on_postgresql_served_to_concurrent_clients_is_rebuilt_from_its_j
         settings = load_settings(None, str(tmp_path / "server"), environ=env)
         _serve_race(settings)
         blocks = LocalAdapter(str(Path(settings.data_dir) / "blocks"))
-        expected = _expected(p.Lake(kv=PostgresStore(url), blocks=blocks))
+        expected = _expected(Lake(kv=PostgresStore(url), blocks=blocks))
         # The database is lost: the lake is rebuilt into another one from the blocks alone.
         fresh = PostgresStore(into)
         try:
             rebuild.rebuild(blocks, fresh)
-            assert state(p.Lake(kv=fresh, blocks=blocks), dangling=False) == expected
+            assert state(Lake(kv=fresh, blocks=blocks), dangling=False) == expected
         finally:
             fresh.close()
     finally:

@@ -27,8 +27,10 @@ from typing import Any
 import httpx
 import pytest
 
+from lakectl.core import changes, listing, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.journal import journal, rebuild
+from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError
 
 REPO = "killed"
@@ -44,12 +46,12 @@ def _ack(out: str, name: str) -> Any:
 
 
 def _writer(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     ack = _ack(out, name)
     for n in range(10**9):
         path = f"{name}/{n:06d}"
         try:
-            p.upload(lake, REPO, "dev", path, f"{name} {n}".encode())
+            writes.upload(lake, REPO, "dev", path, f"{name} {n}".encode())
         except LakectlError:
             continue
         ack.write(f"write {path}\n")
@@ -62,7 +64,7 @@ def _written_by_writer(path: str) -> bytes:
 
 
 def _committer(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     ack = _ack(out, name)
     while True:
         try:
@@ -74,11 +76,11 @@ def _committer(home: str, out: str, name: str) -> None:
 
 
 def _merger(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     ack = _ack(out, name)
     while True:
         try:
-            merged = p.merge(lake, REPO, "dev", "main")
+            merged = merging.merge(lake, REPO, "dev", "main")
         except LakectlError:
             time.sleep(0.01)
             continue
@@ -88,7 +90,7 @@ def _merger(home: str, out: str, name: str) -> None:
 
 
 def _sealer(home: str, out: str, name: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     while True:
         with contextlib.suppress(LakectlError):
             journal.seal(lake.kv, lake.blocks)
@@ -121,8 +123,8 @@ def _writes(out: Path) -> int:
     return sum(1 for kind, _ in _acked(out) if kind == "write")
 
 
-def _reachable(lake: p.Lake, ref: str) -> set[str]:
-    return {c.id for c in p.log(lake, REPO, ref)}
+def _reachable(lake: Lake, ref: str) -> set[str]:
+    return {c.id for c in changes.log(lake, REPO, ref)}
 
 
 @pytest.mark.slow
@@ -132,7 +134,7 @@ def test_killed_writers_committers_mergers_and_sealers(
     monkeypatch.setenv("LAKECTL_COMMITTER", "killer")
     home, out = str(tmp_path / "lake"), tmp_path / "acks"
     out.mkdir()
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     journal.enable(lake)
     p.create_repo(lake, REPO)
     p.create_branch(lake, REPO, "dev", "main")
@@ -173,24 +175,24 @@ def test_killed_writers_committers_mergers_and_sealers(
     # The database lost with the last of them: the blocks as they left them, rebuilt alone.
     lost = tmp_path / "lost"
     shutil.copytree(Path(home) / "blocks", lost / "blocks")
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     acked = _acked(out)
     assert kills >= 8 and _writes(out) > ENOUGH_WRITES
     check(lake, acked)
     lake.close()
     rebuild.rebuild_embedded(str(lost))
-    rebuilt = p.open_lake(str(lost))
+    rebuilt = opening.open_lake(str(lost))
     try:
         _check_rebuilt(rebuilt, acked, _written_by_writer)
-        on_main = {c.id for c in p.log(rebuilt, REPO, "main")}
+        on_main = {c.id for c in changes.log(rebuilt, REPO, "main")}
         assert {m for kind, m in acked if kind == "merge"} <= on_main | {
-            c.id for c in p.log(rebuilt, REPO, "dev")
+            c.id for c in changes.log(rebuilt, REPO, "dev")
         }
     finally:
         rebuilt.close()
 
 
-def check(lake: p.Lake, acked: list[tuple[str, str]]) -> None:
+def check(lake: Lake, acked: list[tuple[str, str]]) -> None:
     """Seal what is done; every acknowledged mutation is in the journal, every entry happened."""
     while journal.seal(lake.kv, lake.blocks):
         pass
@@ -247,9 +249,9 @@ def check(lake: p.Lake, acked: list[tuple[str, str]]) -> None:
     # Nor did any change happen that the journal lacks: what a writer killed between its change
     # and its outcome did was decided from the lake (recovery, on the seals above).
     first = {e.event_payload["commit_id"] for e in entries if e.event_type == "create-repository"}
-    assert {o.path for o in p.list_objects(lake, REPO, "dev")} <= set(written)
+    assert {o.path for o in listing.list_objects(lake, REPO, "dev")} <= set(written)
     assert on_dev - first <= commits
-    assert {c.id for c in p.log(lake, REPO, "main") if len(c.parents) > 1} <= merges
+    assert {c.id for c in changes.log(lake, REPO, "main") if len(c.parents) > 1} <= merges
 
 
 # -- two server processes on PostgreSQL, killed and restarted under HTTP clients ---------------
@@ -297,7 +299,7 @@ def test_two_killed_servers_on_postgres(tmp_path: Path, pg_url: str) -> None:
     out = tmp_path / "acks"
     out.mkdir()
     # The lake, switched to journalling before either server opens it.
-    lake = p.Lake(kv=PostgresStore(pg_url), blocks=LocalAdapter(str(blocks)))
+    lake = Lake(kv=PostgresStore(pg_url), blocks=LocalAdapter(str(blocks)))
     journal.enable(lake)
     p.create_repo(lake, REPO)
     p.create_branch(lake, REPO, "dev", "main")
@@ -338,7 +340,7 @@ def test_two_killed_servers_on_postgres(tmp_path: Path, pg_url: str) -> None:
 
     acked = _acked(out)
     assert kills >= 4 and sum(1 for kind, _ in acked if kind == "write") > 20
-    lake = p.Lake(kv=PostgresStore(pg_url), blocks=LocalAdapter(str(blocks)))
+    lake = Lake(kv=PostgresStore(pg_url), blocks=LocalAdapter(str(blocks)))
     check(lake, acked)
     assert {e.client_id for e in journal.entries(lake.kv, lake.blocks) if e.event_type == "merge"} == {
         "admin"
@@ -438,12 +440,12 @@ def _write_until_killed(tmp: Path, proc: subprocess.Popen[bytes], url: str) -> l
 
 
 def _check_rebuilt(
-    lake: p.Lake, acked: list[tuple[str, str]], content: Callable[[str], bytes] = str.encode
+    lake: Lake, acked: list[tuple[str, str]], content: Callable[[str], bytes] = str.encode
 ) -> None:
     """Every acknowledged upload is on dev with its bytes, every acknowledged commit in its log."""
-    on_dev = {c.id for c in p.log(lake, REPO, "dev")}
+    on_dev = {c.id for c in changes.log(lake, REPO, "dev")}
     missing_commits = [c for kind, c in acked if kind == "commit" and c not in on_dev]
-    listed = {o.path for o in p.list_objects(lake, REPO, "dev")}
+    listed = {o.path for o in listing.list_objects(lake, REPO, "dev")}
     missing_writes = [w for kind, w in acked if kind == "write" and w not in listed]
     assert not missing_commits and not missing_writes, (
         f"{len(missing_commits)} of {sum(k == 'commit' for k, _ in acked)} acknowledged commits and "
@@ -475,7 +477,7 @@ def test_a_killed_server_loses_no_acknowledged_change_with_its_database(tmp_path
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     try:
         _check_rebuilt(lake, acked)
     finally:
@@ -493,7 +495,7 @@ def test_a_killed_server_on_postgres_loses_no_acknowledged_change(tmp_path: Path
     conf, url = _server_conf(tmp_path, "s0", f"{{type: postgres, connection_string: '{pg_url}'}}", blocks)
     acked = _write_until_killed(tmp_path, _serve(tmp_path, "s0", conf), url)
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
-    lake = p.Lake(kv=kv, blocks=LocalAdapter(str(blocks)))
+    lake = Lake(kv=kv, blocks=LocalAdapter(str(blocks)))
     try:
         rebuild.rebuild(lake.blocks, kv)
         _check_rebuilt(lake, acked)

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from lakectl.core import changes, listing, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError
 from tests.property.test_journal_rebuild import state
 
@@ -24,14 +26,14 @@ MAX_WRITES = 5_000
 
 
 def _writer(home: str, out: str, name: str, stop: str) -> None:
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     with open(Path(out, f"ack-{name}.txt"), "a", buffering=1) as ack:
         for n in range(MAX_WRITES):
             if os.path.exists(stop):
                 break
             path = f"{name}/{n:05d}.csv"
             try:
-                p.upload(lake, REPO, "main", path, path.encode())
+                writes.upload(lake, REPO, "main", path, path.encode())
             except LakectlError:
                 continue
             ack.write(path + "\n")
@@ -45,7 +47,7 @@ def test_writers_staging_elsewhere_lose_nothing_to_a_partial_commit(
     monkeypatch.setenv("LAKECTL_COMMITTER", "job")
     home, out, stop = str(tmp_path / "lake"), tmp_path / "acks", str(tmp_path / "stop")
     out.mkdir()
-    lake = p.open_lake(home)
+    lake = opening.open_lake(home)
     journal.enable(lake)
     p.create_repo(lake, REPO)
     ctx = multiprocessing.get_context("spawn")
@@ -57,7 +59,7 @@ def test_writers_staging_elsewhere_lose_nothing_to_a_partial_commit(
     try:
         while time.monotonic() < began + RUN_S or commits < 5:
             for _ in range(3):
-                p.upload(lake, REPO, "main", f"job/{n:05d}.csv", b"job\n")
+                writes.upload(lake, REPO, "main", f"job/{n:05d}.csv", b"job\n")
                 n += 1
             p.commit(lake, REPO, "main", f"job {commits}", prefixes=["job/"])
             commits += 1
@@ -73,11 +75,11 @@ def test_writers_staging_elsewhere_lose_nothing_to_a_partial_commit(
     acked = [line for f in sorted(out.glob("ack-*.txt")) for line in f.read_text().split("\n")[:-1]]
     assert len(acked) > 20
     head = p.get_branch(lake, REPO, "main").commit_id
-    in_head = {o.path for o in p.list_objects(lake, REPO, head)}
+    in_head = {o.path for o in listing.list_objects(lake, REPO, head)}
     # The job's commits hold every job file and nothing the writers staged.
     assert in_head == {f"job/{k:05d}.csv" for k in range(n)}
     # Everything the writers staged is still staged, byte for byte.
-    still = {c.path for c in p.diff_uncommitted(lake, REPO, "main")}
+    still = {c.path for c in changes.diff_uncommitted(lake, REPO, "main")}
     assert set(acked) <= still
     for path in acked:
         assert b"".join(p.read(lake, REPO, "main", path)) == path.encode()
@@ -88,5 +90,5 @@ def test_writers_staging_elsewhere_lose_nothing_to_a_partial_commit(
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     blocks = LocalAdapter(os.path.join(home, "blocks"))
     rebuild.rebuild(blocks, fresh)
-    assert state(p.Lake(kv=fresh, blocks=blocks)) == expected
+    assert state(Lake(kv=fresh, blocks=blocks)) == expected
     fresh.close()

@@ -1,7 +1,7 @@
 """No lost writes on a lake whose metadata is in PostgreSQL: writer and committer processes at once.
 
 A short run of the scenario of test_concurrency.py, with its workers: each spawned worker first
-makes ``porcelain.open_lake(home)`` open ``Lake(kv=PostgresStore(url), blocks=LocalAdapter(home))``.
+makes ``opening.open_lake(home)`` open ``Lake(kv=PostgresStore(url), blocks=LocalAdapter(home))``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import changes, listing, opening, porcelain
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.postgres import PostgresStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from tests.integration.test_concurrency import (
     REPO,
     SPAWN_GRACE_S,
@@ -39,7 +39,7 @@ def _postgres_lake(url: str, blocks: str) -> Lake:
 
 def _on_postgres(url: str) -> None:
     """In a worker: make the shared workers' ``open_lake(home)`` open the PostgreSQL lake."""
-    porcelain.open_lake = lambda home=None: _postgres_lake(url, str(home))  # type: ignore[assignment]
+    opening.open_lake = lambda home=None: _postgres_lake(url, str(home))  # type: ignore[assignment]
 
 
 def _pg_writer(url: str, *args: Any) -> dict[str, Any]:
@@ -76,11 +76,11 @@ def test_no_acknowledged_write_is_lost_on_postgres(pg_url: str, tmp_path: Path) 
 
         # Every acknowledged path is in exactly one commit's change set, or still staged.
         in_commits: Counter[str] = Counter()
-        for c in porcelain.log(lake, REPO, "main"):
+        for c in changes.log(lake, REPO, "main"):
             if c.parents:
-                for change in porcelain.diff_refs(lake, REPO, c.parents[0], c.id, two_way=True):
+                for change in changes.diff_refs(lake, REPO, c.parents[0], c.id, two_way=True):
                     in_commits[change.path] += 1
-        staged = Counter(c.path for c in porcelain.diff_uncommitted(lake, REPO, "main"))
+        staged = Counter(c.path for c in changes.diff_uncommitted(lake, REPO, "main"))
         wrong = {p: (in_commits[p], staged[p]) for p in acked if in_commits[p] + staged[p] != 1}
         assert not wrong, (
             f"{len(wrong)} acknowledged paths not in exactly one place: {list(wrong.items())[:10]}"
@@ -90,7 +90,7 @@ def test_no_acknowledged_write_is_lost_on_postgres(pg_url: str, tmp_path: Path) 
         # The branch view holds every acknowledged path with its content.
         listed = {
             o.path: o.entry.checksum  # type: ignore[union-attr]
-            for o in porcelain.list_objects(lake, REPO, "main", prefix="w")
+            for o in listing.list_objects(lake, REPO, "main", prefix="w")
         }
         assert {p: listed.get(p) for p in acked} == {p: _checksum(_content(p)) for p in acked}
         assert b"".join(porcelain.read(lake, REPO, "main", acked[-1])) == _content(acked[-1])

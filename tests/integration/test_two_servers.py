@@ -26,10 +26,10 @@ from typing import Any
 import httpx
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import changes, listing
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.postgres import PostgresStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from tests.integration.test_concurrency import (
     REPO,
     SPAWN_GRACE_S,
@@ -245,13 +245,13 @@ def test_no_acknowledged_write_is_lost_across_two_servers(
     try:
         # Every acknowledged path is in exactly one commit's change set, or still staged.
         in_commits: Counter[str] = Counter()
-        log = list(porcelain.log(lake, REPO, "main"))
+        log = list(changes.log(lake, REPO, "main"))
         for c in log:
             if c.parents:
-                for change in porcelain.diff_refs(lake, REPO, c.parents[0], c.id, two_way=True):
+                for change in changes.diff_refs(lake, REPO, c.parents[0], c.id, two_way=True):
                     in_commits[change.path] += 1
         assert all(len(c.parents) <= 1 for c in log)
-        staged = Counter(c.path for c in porcelain.diff_uncommitted(lake, REPO, "main"))
+        staged = Counter(c.path for c in changes.diff_uncommitted(lake, REPO, "main"))
         wrong = {p: (in_commits[p], staged[p]) for p in acked if in_commits[p] + staged[p] != 1}
         assert not wrong, (
             f"{len(wrong)} acknowledged paths not in exactly one place: {list(wrong.items())[:10]}"
@@ -261,7 +261,7 @@ def test_no_acknowledged_write_is_lost_across_two_servers(
         # The branch view holds every acknowledged path with its content.
         listed = {
             o.path: o.entry.checksum  # type: ignore[union-attr]
-            for o in porcelain.list_objects(lake, REPO, "main", prefix="w")
+            for o in listing.list_objects(lake, REPO, "main", prefix="w")
         }
         assert {p: listed.get(p) for p in acked} == {p: _checksum(_content(p)) for p in acked}
 
@@ -275,8 +275,8 @@ def test_no_acknowledged_write_is_lost_across_two_servers(
                     f"{urls[1]}/repositories/{REPO}/branches/main/commits", json={"message": "final"}
                 )
                 assert r.status_code == 201, r.text
-        assert porcelain.diff_uncommitted(lake, REPO, "main") == []
-        committed = {o.path for o in porcelain.list_objects(lake, REPO, "main@", prefix="w")}
+        assert changes.diff_uncommitted(lake, REPO, "main") == []
+        committed = {o.path for o in listing.list_objects(lake, REPO, "main@", prefix="w")}
         assert set(acked) <= committed
     finally:
         lake.close()

@@ -20,14 +20,15 @@ from contextlib import contextmanager
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, porcelain
+from lakectl.core import gc, listing, merging, porcelain, retention, writes
+from lakectl.core import lake as lake_floor
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError
 
 REPO, OTHER = "repo", "other"
-DAY = gc.DAY
+DAY = retention.DAY
 T0 = 1_800_000_000
 BRANCHES = ["main", "b1", "b2"]
 ON = st.sampled_from(["main", "main", "main", "b1", "b2"])  # mostly main: long histories to expire
@@ -66,17 +67,17 @@ def apply(lake: Lake, op: tuple[object, ...], tags: list[str]) -> None:
     kind = op[0]
     try:
         if kind == "write":
-            porcelain.upload(lake, REPO, str(op[1]), str(op[2]), str(op[3]).encode())
+            writes.upload(lake, REPO, str(op[1]), str(op[2]), str(op[3]).encode())
         elif kind == "delete":
-            porcelain.delete_existing(lake, REPO, str(op[1]), [str(op[2])])
+            writes.delete_existing(lake, REPO, str(op[1]), [str(op[2])])
         elif kind == "commit":
             porcelain.commit(lake, REPO, str(op[1]), "c", committer="t")
         elif kind == "branch":
             porcelain.create_branch(lake, REPO, str(op[1]), str(op[2]))
         elif kind == "merge":
-            porcelain.merge(lake, REPO, str(op[1]), str(op[2]), ["source-wins"], None, committer="t")
+            merging.merge(lake, REPO, str(op[1]), str(op[2]), ["source-wins"], None, committer="t")
         elif kind == "reset":
-            porcelain.reset(lake, REPO, str(op[1]))
+            merging.reset(lake, REPO, str(op[1]))
         elif kind == "drop":
             porcelain.delete_branch(lake, REPO, str(op[1]))
         elif kind == "tag":
@@ -84,7 +85,7 @@ def apply(lake: Lake, op: tuple[object, ...], tags: list[str]) -> None:
             porcelain.create_tag(lake, REPO, name, str(op[1]))
             tags.append(name)
         elif kind == "other":
-            porcelain.upload(lake, OTHER, "main", f"o{len(tags)}", str(op[1]).encode())
+            writes.upload(lake, OTHER, "main", f"o{len(tags)}", str(op[1]).encode())
             porcelain.commit(lake, OTHER, "main", "o", committer="t")
     except LakectlError:
         pass  # refused (no such branch, nothing to commit, conflict, dirty): the history goes on
@@ -93,11 +94,11 @@ def apply(lake: Lake, op: tuple[object, ...], tags: list[str]) -> None:
 def snapshot(lake: Lake, repo: str, ref: str) -> dict[str, bytes]:
     return {
         o.path: b"".join(porcelain.read(lake, repo, ref, o.path))
-        for o in porcelain.list_objects(lake, repo, ref)
+        for o in listing.list_objects(lake, repo, ref)
     }
 
 
-def must_stay(lake: Lake, rules: gc.GCRules, now: int) -> set[str]:
+def must_stay(lake: Lake, rules: retention.GCRules, now: int) -> set[str]:
     """Commits the rules keep, from the commit graph alone."""
     keep = {t.commit_id for t in porcelain.list_tags(lake, REPO)}
     for branch in porcelain.list_branches(lake, REPO):
@@ -126,8 +127,8 @@ def test_gc_keeps_every_retained_commit_and_staged_object(
     history: list[tuple[object, ...]], default_days: int, main_days: int | None
 ) -> None:
     clock = [T0]
-    original_now = porcelain.now
-    porcelain.now = lambda: clock[0]  # type: ignore[assignment]
+    original_clock = lake_floor.clock
+    lake_floor.clock = lambda: clock[0]
     try:
         with fresh_lake() as (lake, root):
             porcelain.create_repo(lake, REPO)
@@ -140,8 +141,10 @@ def test_gc_keeps_every_retained_commit_and_staged_object(
                     apply(lake, op, tags)
                     clock[0] += 1
             branches = [{"branch_id": "main", "retention_days": main_days}] if main_days is not None else []
-            rules = gc.GCRules.from_dict({"default_retention_days": default_days, "branches": branches})
-            gc.set_rules(lake, REPO, rules)
+            rules = retention.GCRules.from_dict(
+                {"default_retention_days": default_days, "branches": branches}
+            )
+            retention.set_rules(lake, REPO, rules)
             now = clock[0]
             keep = must_stay(lake, rules, now)
             expected = {cid: snapshot(lake, REPO, cid) for cid in keep}
@@ -162,4 +165,4 @@ def test_gc_keeps_every_retained_commit_and_staged_object(
             assert snapshot(lake, OTHER, "main") == other, "another repository lost data"
             assert gc.run(lake, REPO, now=now).deleted == 0, "a second collection finds nothing more"
     finally:
-        porcelain.now = original_now  # type: ignore[assignment]
+        lake_floor.clock = original_clock

@@ -30,14 +30,17 @@ from hypothesis.stateful import (
 )
 
 import lakectl.core.graph.tree as tree_mod
-from lakectl.core import porcelain
+from lakectl.core import changes as lake_changes
+from lakectl.core import lake as lake_floor
+from lakectl.core import listing as lake_listing
+from lakectl.core import merging, porcelain, writes
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.graph.ranges import ChunkPolicy, RangeStore
 from lakectl.core.graph.tree import apply_updates as original_apply_updates
 from lakectl.core.graph.tree import diff_trees, iter_tree
 from lakectl.core.kv.memory import MemoryStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import DiffType, MergeStrategy, PathType, ResetKind, Row
-from lakectl.core.porcelain import Lake
 from lakectl.errors import (
     AlreadyExists,
     DirtyBranch,
@@ -238,7 +241,7 @@ class GraphMachine(RuleBasedStateMachine):
         assert c.generation == 1 and c.parents == ()
         self.branches["main"] = MBranch(c.id, {})
         for path, content in base.items():
-            porcelain.upload(self.lake, REPO, "main", path, content)
+            writes.upload(self.lake, REPO, "main", path, content)
         self.branches["main"].view = dict(base)
         self.commit_branch("main")
         for name in ("b1", "b2"):
@@ -250,7 +253,7 @@ class GraphMachine(RuleBasedStateMachine):
     @rule(data=st.data(), path=st.sampled_from(PATHS), content=st.sampled_from(CONTENTS))
     def upload(self, data: st.DataObject, path: str, content: bytes) -> None:
         branch = data.draw(st.sampled_from(sorted(self.branches)))
-        info = porcelain.upload(self.lake, REPO, branch, path, content)
+        info = writes.upload(self.lake, REPO, branch, path, content)
         assert info.entry is not None and info.entry.checksum == checksum(content)
         self.branches[branch].view[path] = content
         self.branches[branch].staged.add(path)
@@ -263,7 +266,7 @@ class GraphMachine(RuleBasedStateMachine):
     def upload_many(self, data: st.DataObject, paths: list[str], content: bytes) -> None:
         branch = data.draw(st.sampled_from(sorted(self.branches)))
         for path in paths:
-            porcelain.upload(self.lake, REPO, branch, path, content + path.encode())
+            writes.upload(self.lake, REPO, branch, path, content + path.encode())
             self.branches[branch].view[path] = content + path.encode()
         self.branches[branch].staged.update(paths)
 
@@ -274,9 +277,9 @@ class GraphMachine(RuleBasedStateMachine):
         path = data.draw(st.sampled_from(PATHS))
         if path not in b.view:
             with pytest.raises(ObjectNotFound):
-                porcelain.delete_objects(self.lake, REPO, branch, [path])
+                writes.delete_objects(self.lake, REPO, branch, [path])
             return
-        porcelain.delete_objects(self.lake, REPO, branch, [path])
+        writes.delete_objects(self.lake, REPO, branch, [path])
         del b.view[path]
         b.staged.add(path)
 
@@ -284,7 +287,7 @@ class GraphMachine(RuleBasedStateMachine):
     def delete_prefix(self, data: st.DataObject, prefix: str) -> None:
         branch = data.draw(st.sampled_from(sorted(self.branches)))
         b = self.branches[branch]
-        deleted = porcelain.delete_prefix(self.lake, REPO, branch, prefix)
+        deleted = writes.delete_prefix(self.lake, REPO, branch, prefix)
         expected = sorted(p for p in b.view if p.startswith(prefix))
         assert deleted == expected
         for p in expected:
@@ -306,10 +309,10 @@ class GraphMachine(RuleBasedStateMachine):
         if b.view.get(path) != tree.get(path):
             return
         if path in tree:
-            porcelain.upload(self.lake, REPO, branch, path, tree[path])
+            writes.upload(self.lake, REPO, branch, path, tree[path])
         else:
-            porcelain.upload(self.lake, REPO, branch, path, b"draft")
-            porcelain.delete_objects(self.lake, REPO, branch, [path])
+            writes.upload(self.lake, REPO, branch, path, b"draft")
+            writes.delete_objects(self.lake, REPO, branch, [path])
         b.staged.add(path)
         event(f"staged without change, on a path another branch changed: {bool(differing)}")
 
@@ -333,10 +336,10 @@ class GraphMachine(RuleBasedStateMachine):
         b = self.branches[branch]
         for path, content in changes:
             if content is not None:
-                porcelain.upload(self.lake, REPO, branch, path, content)
+                writes.upload(self.lake, REPO, branch, path, content)
                 b.view[path] = content
             elif path in b.view:
-                porcelain.delete_objects(self.lake, REPO, branch, [path])
+                writes.delete_objects(self.lake, REPO, branch, [path])
                 del b.view[path]
             b.staged.add(path)
         self.commit_branch(branch)
@@ -352,7 +355,7 @@ class GraphMachine(RuleBasedStateMachine):
             return
         c = porcelain.commit(self.lake, REPO, branch, msg, committer="model")
         assert c.parents == (b.head,)
-        assert got_diff(porcelain.diff_refs(self.lake, REPO, b.head, c.id, two_way=True)) == (
+        assert got_diff(lake_changes.diff_refs(self.lake, REPO, b.head, c.id, two_way=True)) == (
             model_diff(self.tree(branch), b.view)
         )
         self.add_commit(c.id, (b.head,), b.view)
@@ -394,12 +397,12 @@ class GraphMachine(RuleBasedStateMachine):
         source_ref = src_head if by_commit_id else src
         if d.view != self.tree(dst):
             with pytest.raises(DirtyBranch):
-                porcelain.merge(self.lake, REPO, source_ref, dst, strategies)
+                merging.merge(self.lake, REPO, source_ref, dst, strategies)
             event("merge: dirty destination")
             return
         self.clear_noop_staging(dst)
         if src_head in self.ancestors(d.head):
-            result = porcelain.merge(self.lake, REPO, source_ref, dst, strategies)
+            result = merging.merge(self.lake, REPO, source_ref, dst, strategies)
             assert not result.changed and result.commit.id == d.head
             event("merge: already up to date")
             return
@@ -412,7 +415,7 @@ class GraphMachine(RuleBasedStateMachine):
             )
             outcomes[base] = (tree, conflicts)
         try:
-            result = porcelain.merge(self.lake, REPO, source_ref, dst, strategies)
+            result = merging.merge(self.lake, REPO, source_ref, dst, strategies)
         except MergeConflict as e:
             assert any(e.paths == conflicts for _, conflicts in outcomes.values()), (
                 e.paths,
@@ -424,7 +427,7 @@ class GraphMachine(RuleBasedStateMachine):
         event(f"merge: merged with strategies={bool(strategies)}")
         merged = {
             o.path: o.entry.checksum  # type: ignore[union-attr]
-            for o in porcelain.list_objects(self.lake, REPO, result.commit.id)
+            for o in lake_listing.list_objects(self.lake, REPO, result.commit.id)
         }
         assert any(
             not conflicts and merged == {p: checksum(v) for p, v in tree.items()}
@@ -447,7 +450,7 @@ class GraphMachine(RuleBasedStateMachine):
         target = data.draw(st.sampled_from(sorted(self.commits)))
         t = self.commits[target]
         number = data.draw(st.integers(0, max(1, len(t.parents)) + 1))
-        verb = porcelain.revert if revert else porcelain.cherry_pick
+        verb = merging.revert if revert else merging.cherry_pick
         if (len(t.parents) > 1 and number == 0) or (t.parents and number > len(t.parents)):
             with pytest.raises(InvalidArgument):
                 verb(self.lake, REPO, branch, target, number)
@@ -483,7 +486,7 @@ class GraphMachine(RuleBasedStateMachine):
         b = self.branches[branch]
         tree = self.tree(branch)
         if kind is ResetKind.ALL:
-            n = porcelain.reset(self.lake, REPO, branch, kind)
+            n = merging.reset(self.lake, REPO, branch, kind)
             assert n == len(model_diff(tree, b.view))
             b.view = dict(tree)
             b.staged.clear()
@@ -494,7 +497,7 @@ class GraphMachine(RuleBasedStateMachine):
         else:
             path = data.draw(st.sampled_from(PREFIXES))
             paths = [p for p in set(tree) | set(b.view) if p.startswith(path)]
-        n = porcelain.reset(self.lake, REPO, branch, kind, path)
+        n = merging.reset(self.lake, REPO, branch, kind, path)
         changed = [p for p in paths if tree.get(p) != b.view.get(p)]
         assert n == len(changed)
         for p in changed:
@@ -529,7 +532,7 @@ class GraphMachine(RuleBasedStateMachine):
         after = data.draw(st.sampled_from(["", "a", "a/b/", "b/x", *(p for p, _ in full)]))
         got = [
             (o.path, o.path_type)
-            for o in porcelain.list_objects(self.lake, REPO, ref, prefix, delimiter, after, amount)
+            for o in lake_listing.list_objects(self.lake, REPO, ref, prefix, delimiter, after, amount)
         ]
         assert got == model_listing(view, prefix, delimiter, after, amount)
         # Paging with ``after`` = last item of the previous page walks the whole listing.
@@ -539,7 +542,9 @@ class GraphMachine(RuleBasedStateMachine):
             while True:
                 page = [
                     (o.path, o.path_type)
-                    for o in porcelain.list_objects(self.lake, REPO, ref, prefix, delimiter, cursor, amount)
+                    for o in lake_listing.list_objects(
+                        self.lake, REPO, ref, prefix, delimiter, cursor, amount
+                    )
                 ]
                 assert len(page) <= amount
                 pages.extend(page)
@@ -569,7 +574,7 @@ class GraphMachine(RuleBasedStateMachine):
         left = data.draw(st.sampled_from(names))
         right = data.draw(st.sampled_from(names))
         lh, rh = self.branches[left].head, self.branches[right].head
-        got = got_diff(porcelain.diff_refs(self.lake, REPO, left, right, two_way, prefix))
+        got = got_diff(lake_changes.diff_refs(self.lake, REPO, left, right, two_way, prefix))
         rtree = self.commits[rh].tree
         if two_way:
             assert got == model_diff(self.commits[lh].tree, rtree, prefix)
@@ -588,10 +593,10 @@ class GraphMachine(RuleBasedStateMachine):
         for name, b in self.branches.items():
             listing = {
                 o.path: o.entry.checksum  # type: ignore[union-attr]
-                for o in porcelain.list_objects(self.lake, REPO, name)
+                for o in lake_listing.list_objects(self.lake, REPO, name)
             }
             assert listing == {p: checksum(v) for p, v in b.view.items()}, name
-            got = got_diff(porcelain.diff_uncommitted(self.lake, REPO, name))
+            got = got_diff(lake_changes.diff_uncommitted(self.lake, REPO, name))
             assert got == model_diff(self.tree(name), b.view), name
 
     @invariant()
@@ -609,7 +614,7 @@ class GraphMachine(RuleBasedStateMachine):
             scratch = original_apply_updates(store, None, rows, SMALL, SMALL_PAGES)
             assert all(r.rows <= SMALL.max_rows for r in store.read_metarange(scratch))
             assert commit.meta_range_id == scratch
-            log = list(porcelain.log(self.lake, REPO, b.head))
+            log = list(lake_changes.log(self.lake, REPO, b.head))
             assert {c.id for c in log} == self.ancestors(b.head)
             gens = [c.generation for c in log]
             assert gens == sorted(gens, reverse=True)
@@ -617,7 +622,7 @@ class GraphMachine(RuleBasedStateMachine):
 
 
 def test_random_histories_match_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(porcelain, "now", lambda: CLOCK)
+    monkeypatch.setattr(lake_floor, "clock", lambda: CLOCK)
     monkeypatch.setattr(tree_mod.Trees.__init__, "__defaults__", (SMALL, SMALL_PAGES))
     blocks = tmp_path / "blocks"  # shared by every example: blocks are content-addressed
     run_state_machine_as_test(

@@ -18,13 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, keys, protection
+from lakectl.core import changes, gc, keys, listing, merging, opening, protection, retention
 from lakectl.core import porcelain as p
+from lakectl.core import writes as lake_writes
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import compact, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, ResetKind
-from lakectl.core.porcelain import Lake
 from lakectl.errors import AlreadyExists, IntegrityError, LakectlError
 
 REPOS = ["rep-a", "rep-b"]
@@ -64,19 +65,19 @@ def apply(lake: Lake, op: tuple[Any, ...]) -> None:
     if kind == "repo":
         p.create_repo(lake, args[0])
     elif kind == "write":
-        p.upload(lake, args[0], args[1], args[2], args[3])
+        lake_writes.upload(lake, args[0], args[1], args[2], args[3])
     elif kind == "delete":
-        p.delete_objects(lake, args[0], args[1], [args[2]])
+        lake_writes.delete_objects(lake, args[0], args[1], [args[2]])
     elif kind == "commit":
         p.commit(lake, args[0], args[1], "c", committer="prop")
     elif kind == "branch":
         p.create_branch(lake, args[0], args[1], args[2])
     elif kind == "merge":
-        p.merge(lake, args[0], args[1], args[2], committer="prop")
+        merging.merge(lake, args[0], args[1], args[2], committer="prop")
     elif kind == "revert":
-        p.revert(lake, args[0], args[1], args[1], parent_number=1, committer="prop")
+        merging.revert(lake, args[0], args[1], args[1], parent_number=1, committer="prop")
     elif kind == "reset":
-        p.reset(lake, args[0], args[1], args[2], "dir/" if args[2] is ResetKind.PREFIX else "a")
+        merging.reset(lake, args[0], args[1], args[2], "dir/" if args[2] is ResetKind.PREFIX else "a")
     elif kind == "tag":
         p.create_tag(lake, args[0], args[1], args[2], force=True)
     elif kind == "untag":
@@ -84,9 +85,9 @@ def apply(lake: Lake, op: tuple[Any, ...]) -> None:
     elif kind == "drop":
         p.delete_branch(lake, args[0], args[1])
     elif kind == "rules":
-        gc.set_rules(lake, args[0], gc.GCRules.from_dict({"default_retention_days": args[1]}))
+        retention.set_rules(lake, args[0], retention.GCRules.from_dict({"default_retention_days": args[1]}))
     elif kind == "unrules":
-        gc.delete_rules(lake, args[0])
+        retention.delete_rules(lake, args[0])
     elif kind == "protect":
         protection.add_rule(lake, args[0], "stable*")
     elif kind == "gc":
@@ -113,7 +114,7 @@ def state(lake: Lake, dangling: bool = True) -> dict[str, Any]:
             refs = [b.name for b in lake.refs.list_branches(r.name)] + [
                 t.name for t in lake.refs.list_tags(r.name)
             ]
-            reached = {c.id for ref in refs for c in p.log(lake, r.name, ref)}
+            reached = {c.id for ref in refs for c in changes.log(lake, r.name, ref)}
             stored = [v for v in stored if Commit.decode(v).id in reached]
         repo_state["commits"] = stored
         repo_state["tags"] = sorted((t.name, t.commit_id) for t in lake.refs.list_tags(r.name))
@@ -125,7 +126,7 @@ def state(lake: Lake, dangling: bool = True) -> dict[str, Any]:
             staged_raw = list(lake.staging.iter_staged(r.name, b.tokens))
             objects = {
                 o.path: b"".join(p.read(lake, r.name, b.name, o.path))
-                for o in p.list_objects(lake, r.name, b.name)
+                for o in listing.list_objects(lake, r.name, b.name)
             }
             repo_state[f"branch {b.name}"] = (b.commit_id, staged, staged_raw, objects)
         out[r.name] = repo_state
@@ -136,7 +137,7 @@ def state(lake: Lake, dangling: bool = True) -> dict[str, Any]:
 def journalled_lake() -> Iterator[tuple[Lake, str]]:
     root = tempfile.mkdtemp(prefix="lakectl-journal-prop-")
     try:
-        lake = p.open_lake(os.path.join(root, "lake"))
+        lake = opening.open_lake(os.path.join(root, "lake"))
         journal.enable(lake)
         yield lake, root
     finally:

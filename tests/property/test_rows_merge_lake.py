@@ -22,8 +22,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from lakectl.core import listing as lake_listing
+from lakectl.core import merging, opening, tablemerge, writes
 from lakectl.core import porcelain as p
-from lakectl.core import tablemerge
+from lakectl.core.lake import Lake
 from lakectl.errors import MergeConflict
 
 REPO = "rep"
@@ -241,13 +243,13 @@ def parquet(rows: Rows) -> bytes:
     return out.getvalue()
 
 
-def read(lake: p.Lake, ref: str, q: str) -> tuple[list[int], Rows]:
+def read(lake: Lake, ref: str, q: str) -> tuple[list[int], Rows]:
     table = pq.read_table(io.BytesIO(b"".join(p.read(lake, REPO, ref, q))))
     got = table.to_pylist()
     return [r["id"] for r in got], {r["id"]: (r["a"], r["b"]) for r in got}
 
 
-def write_side(lake: p.Lake, branch: str, sc: Scenario, side: int) -> bool:
+def write_side(lake: Lake, branch: str, sc: Scenario, side: int) -> bool:
     """Upload the partitions whose rows changed (under the side's name, the old object deleted
     when renamed) and commit them; whether there was a commit. Unchanged partitions are not
     re-uploaded: a staged entry equal to the committed one is a known core hazard
@@ -257,19 +259,19 @@ def write_side(lake: p.Lake, branch: str, sc: Scenario, side: int) -> bool:
     for d in changed:
         rows, name = after[d], sc.name(d, side)
         if rows is None or name != "p":
-            p.delete_objects(lake, REPO, branch, [path(d)])
+            writes.delete_objects(lake, REPO, branch, [path(d)])
         if rows is not None:
-            p.upload(lake, REPO, branch, path(d, name), parquet(rows))
+            writes.upload(lake, REPO, branch, path(d, name), parquet(rows))
     if changed:
         p.commit(lake, REPO, branch, f"edit {len(changed)} partition(s) on {branch}")
     return bool(changed)
 
 
-def listing(lake: p.Lake, ref: str, day: int) -> dict[str, tuple[str, ...]]:
+def listing(lake: Lake, ref: str, day: int) -> dict[str, tuple[str, ...]]:
     """The partition directory's objects and their locators."""
     return {
         o.path: o.entry.locators
-        for o in p.list_objects(lake, REPO, ref, directory(day))
+        for o in lake_listing.list_objects(lake, REPO, ref, directory(day))
         if o.entry is not None
     }
 
@@ -288,11 +290,11 @@ def test_rows_merge_on_a_lake_matches_the_model(
 ) -> None:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
     want = expect(sc)
-    lake = p.open_lake(str(tmp_path / f"lake-{next(counter)}"))
+    lake = opening.open_lake(str(tmp_path / f"lake-{next(counter)}"))
     try:
         p.create_repo(lake, REPO)
         for d, rows in enumerate(sc.base):
-            p.upload(lake, REPO, "main", path(d), parquet(rows))
+            writes.upload(lake, REPO, "main", path(d), parquet(rows))
         p.commit(lake, REPO, "main", "base")
         p.create_branch(lake, REPO, "fix", "main")
         fix_moved = write_side(lake, "fix", sc, 0)
@@ -307,7 +309,7 @@ def test_rows_merge_on_a_lake_matches_the_model(
         if want.conflicts:
             event(f"refused: row conflicts, {sc.mode} edits")
             with pytest.raises(MergeConflict) as refused:
-                p.merge(lake, REPO, "fix", "main", [rule])
+                merging.merge(lake, REPO, "fix", "main", [rule])
             assert sorted(refused.value.paths) == sorted(want.conflicts)
             details = refused.value.details["rows"]
             assert sorted(details) == sorted(want.conflicts)
@@ -324,7 +326,7 @@ def test_rows_merge_on_a_lake_matches_the_model(
             assert p.get_commit(lake, REPO, "main").id == head
             return
 
-        merged = p.merge(lake, REPO, "fix", "main", [rule])
+        merged = merging.merge(lake, REPO, "fix", "main", [rule])
         assert merged.changed == fix_moved
         renames = sum(n != "p" for day in range(len(sc.base)) for n in (sc.name(day, 0), sc.name(day, 1)))
         event(f"merged, {len(want.by_rows)} unit(s) by rows, {renames} renamed, winner {sc.winner}")

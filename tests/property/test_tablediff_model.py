@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import porcelain
+from lakectl.core import porcelain, writes
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.core.tablediff import RowChangeType, diff_table
 from lakectl.errors import NotFound
 
@@ -54,14 +54,14 @@ def write(lake: Lake, branch: str, rows: dict[int, Row], before: dict[int, Row] 
             continue
         if not mine:
             if theirs:
-                porcelain.delete_objects(lake, REPO, branch, [path])
+                writes.delete_objects(lake, REPO, branch, [path])
             continue
         table = pa.Table.from_pylist(
             [{"k": k, "a": a, "b": b, "c": c} for k, (a, b, c) in sorted(mine.items())], SCHEMA
         )
         sink = io.BytesIO()
         pq.write_table(table, sink)
-        porcelain.upload(lake, REPO, branch, path, sink.getvalue())
+        writes.upload(lake, REPO, branch, path, sink.getvalue())
 
 
 def full(k: int, row: Row) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def test_diff_matches_the_model(left: dict[int, Row], ops: list[tuple[str, int, 
     with tempfile.TemporaryDirectory() as tmp:
         lake = Lake(kv=MemoryStore(), blocks=LocalAdapter(tmp))
         porcelain.create_repo(lake, REPO, "main", "local://repo")
-        porcelain.upload(lake, REPO, "main", "t/_SUCCESS", b"")  # the table exists on both sides
+        writes.upload(lake, REPO, "main", "t/_SUCCESS", b"")  # the table exists on both sides
         write(lake, "main", left, None)
         porcelain.commit(lake, REPO, "main", "left", committer="t")
         porcelain.create_branch(lake, REPO, "dev", "main")

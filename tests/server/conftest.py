@@ -22,7 +22,7 @@ import uvicorn
 
 from lakectl.core import keys
 from lakectl.core.journal import log as journallog
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from server.app import Dispatch, create_app, create_gateway, open_lake
 from server.config import Settings, load_settings
 from tests.pg import PostgresServer

@@ -20,10 +20,11 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from lakectl.core import blockaccess, keys, refsdump
+from lakectl.core import blockaccess, keys, refsdump, writes
 from lakectl.core import porcelain as p
 from lakectl.core.importing import tasks
 from lakectl.core.journal import journal
+from lakectl.core.lake import Lake
 from server.app import create_app
 from server.auth.store import Auth
 from server.auth.tokens import TOKEN_TTL
@@ -76,7 +77,7 @@ class World:
     url: str
     app: FastAPI
     auth: Auth
-    lake: p.Lake
+    lake: Lake
     data_dir: Path
     admin_key: tuple[str, str]
     commit_id: str
@@ -92,7 +93,7 @@ class World:
         name = unique("b")
         p.create_branch(self.lake, REPO, name, "main")
         if dirty:
-            p.upload(self.lake, REPO, name, "data/new.txt", os.urandom(16), "text/plain")
+            writes.upload(self.lake, REPO, name, "data/new.txt", os.urandom(16), "text/plain")
         return name
 
     def side_branch(self) -> str:
@@ -174,7 +175,7 @@ def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         key = (admin["access_key_id"], admin["secret_access_key"])
         lake, auth = app.state.lake, app.state.auth
         p.create_repo(lake, REPO, "main", f"local://{REPO}")
-        p.upload(lake, REPO, "main", "data/a.txt", b"id,value\n1,one\n", "text/csv")
+        writes.upload(lake, REPO, "main", "data/a.txt", b"id,value\n1,one\n", "text/csv")
         head = p.commit(lake, REPO, "main", "add data", committer="admin")
         p.create_tag(lake, REPO, "v1", "main")
         blockaccess.signing_key(lake)  # created on first use: before any snapshot

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lakectl.core import porcelain as p
+from lakectl.core import writes
 from server.auth.store import Auth
 from server.auth.tokens import TOKEN_TTL
 from server.auth.users import Role, User
@@ -205,7 +205,7 @@ def test_policies_decide_what_a_user_may_do(world: World) -> None:
     """A policy of one's own, attached to a user or through a group: lakeFS's evaluation (allow
     needed, deny wins, repository ARNs, wildcards), changes applied at the next request."""
     other = world.repo()
-    p.upload(world.lake, other, "main", "x.txt", b"x", "text/plain")
+    writes.upload(world.lake, other, "main", "x.txt", b"x", "text/plain")
     user, group, policy = world.user(), world.group(), unique("only-matrix")
     statement = [
         {

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from botocore.config import Config
 
-from lakectl.core import porcelain
+from lakectl.core import porcelain, writes
 from lakectl.core.model import Entry, External
 from server.app import open_lake
 from server.config import Settings, load_settings
@@ -288,7 +288,7 @@ def test_an_entry_naming_a_host_file_is_never_read(host: Host) -> None:
         entry = Entry(
             st.st_size, "x", (), int(st.st_mtime), external=External(str(target), mtime_ns=st.st_mtime_ns)
         )
-        porcelain.stage_rows(lake, host.repo, branch, [("planted", entry.to_row())])
+        writes.stage_rows(lake, host.repo, branch, [("planted", entry.to_row())])
     finally:
         lake.close()
     with host.client("dev") as api:
@@ -396,7 +396,7 @@ def test_the_lakes_own_block_bucket_is_never_imported(tmp_path: Path, s3_endpoin
             etag = client.head_object(Bucket=bucket, Key=block)["ETag"].strip('"')
             size = client.head_object(Bucket=bucket, Key=block)["ContentLength"]
             entry = Entry(size, etag, (), 0, external=External(f"s3://{bucket}/{block}", etag))
-            porcelain.stage_rows(lake, repo, "main", [("planted", entry.to_row())])
+            writes.stage_rows(lake, repo, "main", [("planted", entry.to_row())])
         finally:
             lake.close()
         r = admin.get(f"/repositories/{repo}/refs/main/objects", params={"path": "planted"})

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lakectl.client.remote import RemoteBackend
-from lakectl.core import porcelain
+from lakectl.core import opening, porcelain, writes
 from lakectl.errors import PreconditionFailed, StorageError
 from server.app import open_lake
 from server.config import load_settings
@@ -24,9 +24,9 @@ LAKECTL = Path(sys.executable).with_name("lakectl")
 
 def _lost_lake(data_dir: Path) -> list[str]:
     """A server data directory whose blocks outlived its ``lake.db``; the blocks."""
-    lake = porcelain.open_lake(str(data_dir))
+    lake = opening.open_lake(str(data_dir))
     porcelain.create_repo(lake, "old")
-    porcelain.upload(lake, "old", "main", "a.csv", b"id\n1\n")
+    writes.upload(lake, "old", "main", "a.csv", b"id\n1\n")
     lake.close()  # which seals the lake's journal: its batch is one of the blocks left
     _forget(data_dir)
     return sorted(_all_blocks(data_dir))

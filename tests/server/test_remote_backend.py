@@ -149,7 +149,7 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
 ) -> None:
     """Packs are sent while files are still read; objects are linked a batch per request (not
     one request per file); the packs are the embedded lake's, byte for byte (dedup across both)."""
-    from lakectl.core import porcelain
+    from lakectl.core import opening, porcelain, writes
 
     monkeypatch.setattr(remote_blocks, "LINK_BATCH", 7)
     files = []
@@ -176,9 +176,9 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
 
     from lakectl.core import manifests
 
-    lake = porcelain.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lake, "same")
-    embedded = {i.path: i for i in porcelain.upload_files(lake, "same", "main", files)}
+    embedded = {i.path: i for i in writes.upload_files(lake, "same", "main", files)}
     for info in infos:
         mine, theirs = info.entry, embedded[info.path].entry
         assert mine is not None and theirs is not None

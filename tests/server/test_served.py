@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lakectl.core import porcelain as p
+from lakectl.core import writes
 from server.served import is_passive, served_headers
 from tests.server.conftest import Live, plumbing, unique, upload
 from tests.ui.conftest import sign_in
@@ -195,7 +195,7 @@ def test_an_object_stored_without_a_type_is_sent_as_an_octet_stream(live: Live, 
     """Stored by another tool with an empty type: without a type a browser sniffs the bytes,
     nosniff or not."""
     with plumbing(live.data_dir) as lake:
-        p.upload(lake, stored, "main", "blank.html", io.BytesIO(PAGE), "")
+        writes.upload(lake, stored, "main", "blank.html", io.BytesIO(PAGE), "")
     got = httpx.get(
         f"{live.url}/repositories/{stored}/refs/main/objects",
         params={"path": "blank.html"},

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import fsck, multipart, porcelain
-from lakectl.core.porcelain import Lake
+from lakectl.core import fsck, merging, multipart, opening, porcelain, writes
+from lakectl.core.lake import Lake
 from lakectl.sparkjobs import fsck as spark_fsck
 
 REPO, OTHER = "repo", "other"
@@ -47,33 +47,31 @@ def flip(path: Path) -> None:
 def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("fsck-spark")
     home = work / "lake"
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     porcelain.create_repo(lake, REPO)
     porcelain.create_repo(lake, OTHER)
-    porcelain.upload(lake, REPO, "main", "a", b"a v1")
-    porcelain.upload(lake, REPO, "main", "shared", b"in both repositories")
+    writes.upload(lake, REPO, "main", "a", b"a v1")
+    writes.upload(lake, REPO, "main", "shared", b"in both repositories")
     first = porcelain.commit(lake, REPO, "main", "first", committer="t").id
     small = work / "small"
     small.mkdir()
     for i in range(5):
         (small / f"s{i}.txt").write_text(f"small file {i}\n")
-    porcelain.upload_files(
-        lake, REPO, "main", [(f"small/s{i}.txt", str(small / f"s{i}.txt")) for i in range(5)]
-    )
+    writes.upload_files(lake, REPO, "main", [(f"small/s{i}.txt", str(small / f"s{i}.txt")) for i in range(5)])
     porcelain.commit(lake, REPO, "main", "small files", committer="t")
     porcelain.create_branch(lake, REPO, "feature", "main")
-    porcelain.upload(lake, REPO, "feature", "f", b"on feature")
+    writes.upload(lake, REPO, "feature", "f", b"on feature")
     porcelain.commit(lake, REPO, "feature", "feature", committer="t")
-    porcelain.upload(lake, REPO, "main", "a", b"a v2")
+    writes.upload(lake, REPO, "main", "a", b"a v2")
     porcelain.commit(lake, REPO, "main", "a v2", committer="t")
-    porcelain.merge(lake, REPO, "feature", "main", committer="t")
+    merging.merge(lake, REPO, "feature", "main", committer="t")
     porcelain.create_tag(lake, REPO, "v1", "main")
-    porcelain.upload(lake, REPO, "main", "staged", b"staged, not committed")
+    writes.upload(lake, REPO, "main", "staged", b"staged, not committed")
     upload = multipart.create(lake, REPO, "main", "big.bin")
     part = b"a part in flight"
     multipart.put_part(lake, REPO, upload.id, 1, part, hashlib.md5(part).hexdigest())
-    porcelain.upload(lake, OTHER, "main", "copy", b"in both repositories")
-    porcelain.upload(lake, OTHER, "main", "own", b"only in the other repository")
+    writes.upload(lake, OTHER, "main", "copy", b"in both repositories")
+    writes.upload(lake, OTHER, "main", "own", b"only in the other repository")
     porcelain.commit(lake, OTHER, "main", "other", committer="t")
 
     flip(block_file(lake, block_of(lake, REPO, first, "a")))  # a v1: only in old commits
@@ -92,7 +90,7 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_spark_job_reports_what_the_in_process_check_does(spark: object, damaged: Path) -> None:
-    lake = porcelain.open_lake(str(damaged))
+    lake = opening.open_lake(str(damaged))
     try:
         expected = fsck.check(lake)
         assert spark_fsck.check(lake) == expected

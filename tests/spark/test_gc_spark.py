@@ -26,18 +26,19 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import gc, multipart, porcelain
+from lakectl.core import gc, listing, merging, multipart, opening, porcelain, retention, writes
+from lakectl.core import lake as lake_floor
 from lakectl.core.blocks.volumes import local_volumes
 from lakectl.core.journal import journal, log
 from lakectl.core.kv.memory import MemoryStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import ResetKind
-from lakectl.core.porcelain import Lake
 from lakectl.errors import BlockNotFound, InvalidArgument, MissingData
 from lakectl.sparkjobs import gc as spark_gc
 
 REPO, OTHER = "repo", "other"
 T0 = 1_800_000_000
-DAY = gc.DAY
+DAY = retention.DAY
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Built:
 def snapshot(lake: Lake, repo: str, ref: str) -> dict[str, bytes]:
     return {
         o.path: b"".join(porcelain.read(lake, repo, ref, o.path))
-        for o in porcelain.list_objects(lake, repo, ref)
+        for o in listing.list_objects(lake, repo, ref)
     }
 
 
@@ -88,12 +89,12 @@ def temporaries(lake: Lake) -> set[str]:
 def build(home: Path, work: Path) -> Built:
     clock = [T0 - 45 * DAY]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(porcelain, "now", lambda: clock[0])
-        lake = porcelain.open_lake(str(home))
+        mp.setattr(lake_floor, "clock", lambda: clock[0])
+        lake = opening.open_lake(str(home))
 
         def commit(branch: str, message: str, **files: str) -> str:
             for path, content in files.items():
-                porcelain.upload(lake, REPO, branch, path.replace("__", "/"), content.encode())
+                writes.upload(lake, REPO, branch, path.replace("__", "/"), content.encode())
             clock[0] += 60
             return porcelain.commit(lake, REPO, branch, message, committer="t").id
 
@@ -109,7 +110,7 @@ def build(home: Path, work: Path) -> Built:
         small.mkdir()
         for i in range(5):  # packed into one shared block: tokens <md5>+<size>:off:len
             (small / f"s{i}.txt").write_text(f"small file {i}\n")
-        porcelain.upload_files(
+        writes.upload_files(
             lake, REPO, "main", [(f"small/s{i}.txt", str(small / f"s{i}.txt")) for i in range(5)]
         )
         packed = commit("main", "small files")
@@ -119,20 +120,20 @@ def build(home: Path, work: Path) -> Built:
         day(-30)
         second = commit("main", "a v2", a="a v2", shared="shared v2")
         day(-25)
-        porcelain.merge(lake, REPO, "feature", "main", committer="t")
+        merging.merge(lake, REPO, "feature", "main", committer="t")
         day(-20)
         porcelain.create_branch(lake, REPO, "gone", "main")
         dropped = commit("gone", "on a branch deleted later", g="only on gone")
         porcelain.delete_branch(lake, REPO, "gone")
         porcelain.create_tag(lake, REPO, "v1", "main")
         day(-15)
-        porcelain.delete_objects(lake, REPO, "main", ["small/s0.txt"])
+        writes.delete_objects(lake, REPO, "main", ["small/s0.txt"])
         commit("main", "a v3", a="a v3")
         day(-10)
         porcelain.create_branch(lake, REPO, "dev", "main")
         commit("dev", "dev", d="dev d")
-        porcelain.upload(lake, REPO, "dev", "draft", b"staged, then reset")
-        porcelain.reset(lake, REPO, "dev")
+        writes.upload(lake, REPO, "dev", "draft", b"staged, then reset")
+        merging.reset(lake, REPO, "dev")
         day(-8)
         stale = multipart.create(lake, REPO, "main", "stale.bin")
         part = b"a part abandoned for 8 days"
@@ -143,15 +144,15 @@ def build(home: Path, work: Path) -> Built:
         fresh = multipart.create(lake, REPO, "main", "fresh.bin")
         part = b"a part in flight"
         multipart.put_part(lake, REPO, fresh.id, 1, part, hashlib.md5(part).hexdigest())
-        porcelain.upload(lake, REPO, "main", "staged", b"staged, not committed")
-        porcelain.upload(lake, REPO, "dev", "staged-dev", b"staged on dev")
-        porcelain.upload(lake, OTHER, "main", "copy", b"shared v1")  # deduplicated: the same block
+        writes.upload(lake, REPO, "main", "staged", b"staged, not committed")
+        writes.upload(lake, REPO, "dev", "staged-dev", b"staged on dev")
+        writes.upload(lake, OTHER, "main", "copy", b"shared v1")  # deduplicated: the same block
         porcelain.commit(lake, OTHER, "main", "shares a block", committer="t")
         day(0)
-        gc.set_rules(
+        retention.set_rules(
             lake,
             REPO,
-            gc.GCRules.from_dict(
+            retention.GCRules.from_dict(
                 {"default_retention_days": 7, "branches": [{"branch_id": "dev", "retention_days": 20}]}
             ),
         )
@@ -163,9 +164,9 @@ def build(home: Path, work: Path) -> Built:
         leave_temporary(home, b"a put killed half-way, 30 days ago")
         age_blocks(home, 30 * DAY)
         leave_temporary(home, b"a put in flight")
-        porcelain.upload(lake, REPO, "main", "young", b"written just now, then reset")
+        writes.upload(lake, REPO, "main", "young", b"written just now, then reset")
         young = bare(lake, REPO, "main", "young").pop()
-        porcelain.reset(lake, REPO, "main", ResetKind.OBJECT, "young")
+        merging.reset(lake, REPO, "main", ResetKind.OBJECT, "young")
         lake.close()
     return Built(home, kept, other, (first, packed, second, dropped), shared, young)
 
@@ -184,8 +185,8 @@ def copy(built: Built, to: Path) -> Path:
 @pytest.fixture
 def lakes(built: Built, tmp_path: Path) -> Iterator[tuple[Lake, Lake]]:
     """Two copies of the built lake: one for the in-process collector, one for the Spark job."""
-    a = porcelain.open_lake(str(copy(built, tmp_path / "in-process")))
-    b = porcelain.open_lake(str(copy(built, tmp_path / "spark")))
+    a = opening.open_lake(str(copy(built, tmp_path / "in-process")))
+    b = opening.open_lake(str(copy(built, tmp_path / "spark")))
     yield a, b
     a.close()
     b.close()
@@ -232,7 +233,7 @@ def test_the_spark_job_collects_exactly_what_the_in_process_collector_does(
 def test_a_missing_range_fails_the_job_before_anything_is_deleted(
     spark: object, built: Built, tmp_path: Path
 ) -> None:
-    lake = porcelain.open_lake(str(copy(built, tmp_path / "lake")))
+    lake = opening.open_lake(str(copy(built, tmp_path / "lake")))
     mid = porcelain.get_commit(lake, REPO, "main").meta_range_id
     missing = lake.trees.ranges(mid)[0].id
     os.unlink(tmp_path / "lake" / "blocks" / missing[:3] / missing.split("+")[0])
@@ -252,7 +253,7 @@ def test_other_block_stores_are_refused_before_anything_changes(tmp_path: Path) 
     with pytest.raises(InvalidArgument, match="without --spark"):
         spark_gc.run(lake, REPO, now=time.time() + 30 * DAY)
     assert [u.id for u in multipart.list_uploads(lake, REPO)] == [upload.id]
-    local = porcelain.open_lake(str(tmp_path / "lake"))
+    local = opening.open_lake(str(tmp_path / "lake"))
     with pytest.raises(InvalidArgument, match="grace period"):
         spark_gc.run(local, REPO, grace_seconds=-1)
     local.close()
@@ -307,7 +308,7 @@ def test_gc_run_spark_on_the_command_line(spark: object, tmp_path: Path) -> None
 def data_blocks(home: Path) -> set[str]:
     """The names of the lake's stored blocks but the journal's sealed batches and log files (each
     lake seals and logs its own entries, with its own writers and times)."""
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     try:
         batches = {locator.split("+")[0] for locator in journal.sealed_blocks(lake.kv)}
     finally:
@@ -351,10 +352,10 @@ def test_gc_run_spark_through_a_lakectl_server(spark: object, tmp_path: Path) ->
 _CONCURRENT = """
 import sys, threading
 from pyspark.sql import SparkSession
-from lakectl.core import porcelain
+from lakectl.core import opening
 from lakectl.sparkjobs import gc as spark_gc
 
-lakes = [porcelain.open_lake(home) for home in sys.argv[1:]]
+lakes = [opening.open_lake(home) for home in sys.argv[1:]]
 reports, errors = [], []
 
 def collect(lake):
@@ -384,9 +385,9 @@ def test_concurrent_collections_share_the_session_they_start(spark: object, tmp_
 
     homes = []
     for side in ("a", "b"):
-        lake = porcelain.open_lake(str(tmp_path / side))
+        lake = opening.open_lake(str(tmp_path / side))
         porcelain.create_repo(lake, "repo")
-        porcelain.upload(lake, "repo", "main", "data.txt", b"the same bytes on both sides")
+        writes.upload(lake, "repo", "main", "data.txt", b"the same bytes on both sides")
         porcelain.commit(lake, "repo", "main", "one object")
         lake.close()
         homes.append(str(tmp_path / side))

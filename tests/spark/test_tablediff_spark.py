@@ -18,10 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import porcelain, tablediff
+from lakectl.core import opening, porcelain, tablediff, writes
 from lakectl.core.blocks.volumes import local_volumes
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument
 from lakectl.sparkjobs import tablediff as spark_tablediff
 
@@ -33,7 +33,7 @@ ROWS = 3000
 def _put(lake: Lake, branch: str, day: str, table: pa.Table) -> None:
     sink = io.BytesIO()
     pq.write_table(table, sink)
-    porcelain.upload(lake, REPO, branch, f"orders/day={day}/part-0.parquet", io.BytesIO(sink.getvalue()))
+    writes.upload(lake, REPO, branch, f"orders/day={day}/part-0.parquet", io.BytesIO(sink.getvalue()))
 
 
 def _orders(p: int) -> list[dict[str, object]]:
@@ -50,7 +50,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def lake(home: Path) -> Iterator[Lake]:
-    lk = porcelain.open_lake(str(home))
+    lk = opening.open_lake(str(home))
     porcelain.create_repo(lk, REPO, "main", "local://repo")
     for p, day in enumerate(PARTITIONS):
         _put(lk, "main", day, pa.Table.from_pylist(_orders(p)))
@@ -151,7 +151,7 @@ T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 def _write(lake: Lake, branch: str, path: str, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), sink)
-    porcelain.upload(lake, MULTI, branch, path, io.BytesIO(sink.getvalue()))
+    writes.upload(lake, MULTI, branch, path, io.BytesIO(sink.getvalue()))
 
 
 def _row(name: str | None, x: float | None, n: int | None, day: int | None, u: int | None) -> dict[str, Any]:
@@ -228,7 +228,7 @@ def rows(lake: Lake) -> str:
     porcelain.create_branch(lake, MULTI, "dev", "main")
     _write(lake, "dev", "mixed/day=1/part-0.parquet", [d, c_neg, b, a, d, e, d, c_neg, d], MIXED)
     _write(lake, "dev", "mixed/day=2/part-0.parquet", [f, a, g, f, a], MIXED)
-    porcelain.delete_objects(lake, MULTI, "dev", ["moved/part-0.parquet"])
+    writes.delete_objects(lake, MULTI, "dev", ["moved/part-0.parquet"])
     _write(lake, "dev", "moved/k=1/part-0.parquet", [{"k": "q", "v": 2}, {"k": "p", "v": 1}], MOVED)
     _write(lake, "dev", "moved/k=2/part-0.parquet", [{"k": "p", "v": 1}, {"k": "q", "v": None}], MOVED)
     right = {"n": [1, 2, 4], "s": [1, 2, 3], "m": [5, 6, 8], "z": [0.5, 0.0, NAN]}
@@ -244,7 +244,7 @@ def _write_columns(
     table = pa.table({n: pa.array(v, types.get(n)) for n, v in columns.items()})
     sink = io.BytesIO()
     pq.write_table(table, sink)
-    porcelain.upload(lake, MULTI, branch, path, io.BytesIO(sink.getvalue()))
+    writes.upload(lake, MULTI, branch, path, io.BytesIO(sink.getvalue()))
 
 
 def _same(lake: Lake, path: str, **kwargs: Any) -> dict[str, Any]:

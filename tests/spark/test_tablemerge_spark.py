@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import porcelain, tablemerge
-from lakectl.core.porcelain import Lake
+from lakectl.core import listing, merging, opening, porcelain, tablemerge, writes
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument, MergeConflict
 from lakectl.sparkjobs import tablemerge as spark_tablemerge
 
@@ -28,7 +28,7 @@ ROWS = 500
 def _put(lake: Lake, branch: str, path: str, rows: list[dict[str, object]]) -> None:
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), sink, compression="zstd", row_group_size=128)
-    porcelain.upload(lake, REPO, branch, path, io.BytesIO(sink.getvalue()))
+    writes.upload(lake, REPO, branch, path, io.BytesIO(sink.getvalue()))
 
 
 def _orders(p: int) -> list[dict[str, object]]:
@@ -39,7 +39,7 @@ def _build(home: Path, conflicting: bool = False) -> Lake:
     """main with four partitions; ``fix`` rewrites day 1 under new names (as a Spark job does)
     and edits day 3 in place; main then edits rows of days 1 and 3 in place and appends to day 2
     (which ``fix`` leaves alone). With ``conflicting``, both change row 3 of day 3."""
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     porcelain.create_repo(lake, REPO, "main", "local://repo")
     for p, day in enumerate(DAYS):
         _put(lake, "main", f"orders/day={day}/part-0.parquet", _orders(p))
@@ -49,7 +49,7 @@ def _build(home: Path, conflicting: bool = False) -> Lake:
     day0 = _orders(0)
     for r in day0[:50]:
         r["amount"] = -1.0
-    porcelain.delete_objects(lake, REPO, "fix", [f"orders/day={DAYS[0]}/part-0.parquet"])
+    writes.delete_objects(lake, REPO, "fix", [f"orders/day={DAYS[0]}/part-0.parquet"])
     _put(lake, "fix", f"orders/day={DAYS[0]}/part-00000-f1x.parquet", day0[:250])
     _put(lake, "fix", f"orders/day={DAYS[0]}/part-00001-f1x.parquet", day0[250:])
     day2 = _orders(2)
@@ -74,14 +74,14 @@ def _build(home: Path, conflicting: bool = False) -> Lake:
 def _state(lake: Lake) -> list[tuple[str, str, tuple[str, ...]]]:
     return [
         (o.path, o.entry.checksum, o.entry.locators)
-        for o in porcelain.list_objects(lake, REPO, "main", "orders/")
+        for o in listing.list_objects(lake, REPO, "main", "orders/")
         if o.entry is not None
     ]
 
 
 def _merged(tmp_path: Path, name: str, runner: tablemerge.UnitRunner | None, strategy: str = RULE) -> Lake:
     lake = _build(tmp_path / name)
-    porcelain.merge(lake, REPO, "fix", "main", [strategy], rows_runner=runner)
+    merging.merge(lake, REPO, "fix", "main", [strategy], rows_runner=runner)
     return lake
 
 
@@ -113,7 +113,7 @@ def test_spark_conflicts_as_in_process(spark: object, tmp_path: Path, winner: st
         lake = _build(tmp_path / name, conflicting=True)
         head = porcelain.get_commit(lake, REPO, "main").id
         try:
-            porcelain.merge(lake, REPO, "fix", "main", [RULE + winner], rows_runner=runner)
+            merging.merge(lake, REPO, "fix", "main", [RULE + winner], rows_runner=runner)
             outcomes.append(_state(lake))
         except MergeConflict as e:
             assert porcelain.get_commit(lake, REPO, "main").id == head
@@ -133,7 +133,7 @@ def test_an_executors_error_is_the_same_error(spark: object, tmp_path: Path) -> 
         lake = _build(tmp_path / f"bad-{runner is None}")
         try:
             with pytest.raises(InvalidArgument, match="key column 'nope'"):
-                porcelain.merge(lake, REPO, "fix", "main", ["orders/**=rows:key=nope"], rows_runner=runner)
+                merging.merge(lake, REPO, "fix", "main", ["orders/**=rows:key=nope"], rows_runner=runner)
         finally:
             lake.close()
 
@@ -162,7 +162,7 @@ def test_cli_merge_with_spark(spark: object, tmp_path: Path, monkeypatch: pytest
         ],
     )
     assert done.exit_code == 0, done.output
-    again = porcelain.open_lake(str(tmp_path / "cli"))
+    again = opening.open_lake(str(tmp_path / "cli"))
     try:
         assert tablemerge.NOTE in porcelain.get_commit(again, REPO, "main").metadata
     finally:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakectl.core import objectfile
+from lakectl.core import objectfile, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import write_object
@@ -321,7 +321,7 @@ def _random_int64(n: int) -> pa.Array:
 
 
 def test_a_parquet_preview_reads_the_footer_and_first_row_group_only(tmp_path: Path) -> None:
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     try:
         p.create_repo(lake, "big", "main", "local://big")
         n = 3_200_000  # ~51 MB incompressible, 100 row groups of ~0.5 MB
@@ -330,8 +330,8 @@ def test_a_parquet_preview_reads_the_footer_and_first_row_group_only(tmp_path: P
         assert len(data) > 50_000_000
         # Blocks of 1 MiB (the default is 64 MiB: this file would be one block)
         written = write_object(lake.blocks, io.BytesIO(data), block_size=1024 * 1024)
-        entry = p.entry_for(written.size, written.checksum, written.locators, None, None)
-        p.stage_rows(lake, "big", "main", [("big.parquet", entry.to_row())])
+        entry = writes.entry_for(written.size, written.checksum, written.locators, None, None)
+        writes.stage_rows(lake, "big", "main", [("big.parquet", entry.to_row())])
         counting = Counting(lake.blocks)
         lake.blocks = counting  # type: ignore[assignment]
 
@@ -357,11 +357,11 @@ def test_a_parquet_preview_reads_the_footer_and_first_row_group_only(tmp_path: P
 
 
 def test_the_file_object_reads_across_segments(tmp_path: Path) -> None:
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     try:
         data = os.urandom(10_000)
         written = write_object(lake.blocks, io.BytesIO(data), block_size=1000)
-        entry = p.entry_for(written.size, written.checksum, written.locators, None, None)
+        entry = writes.entry_for(written.size, written.checksum, written.locators, None, None)
         with objectfile.ObjectFile(lake, entry, keep=1) as f:
             assert f.size == 10_000
             f.seek(950)
@@ -377,10 +377,10 @@ def test_the_file_object_reads_across_segments(tmp_path: Path) -> None:
 
 
 def test_a_parquet_preview_is_one_audited_read(tmp_path: Path) -> None:
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     try:
         p.create_repo(lake, "audited", "main", "local://audited")
-        p.upload(lake, "audited", "main", "t.parquet", _parquet(pa.table({"a": list(range(50))})))
+        writes.upload(lake, "audited", "main", "t.parquet", _parquet(pa.table({"a": list(range(50))})))
         journal.enable(lake, reads=True)
         shown = previews.preview(lake, p.open_object(lake, "audited", "main", "t.parquet"))
         assert shown.kind is previews.Kind.PARQUET

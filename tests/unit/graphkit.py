@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import changes, listing, merging, porcelain, writes
+from lakectl.core import lake as lake_floor
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.memory import MemoryStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, CommitId, ResetKind
-from lakectl.core.porcelain import Lake
 
 REPO = "repo"
 T0 = 1_700_000_000
@@ -30,7 +31,7 @@ def make_lake(tmp_path: Path) -> Lake:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """A clock that ticks one second per reading, so dates order commits deterministically."""
     ticks = itertools.count(T0)
-    monkeypatch.setattr(porcelain, "now", lambda: next(ticks))
+    monkeypatch.setattr(lake_floor, "clock", lambda: next(ticks))
     return ticks
 
 
@@ -43,7 +44,7 @@ def lake(tmp_path: Path, clock: Iterator[int]) -> Lake:
 
 def put(lake: Lake, branch: str, **files: str) -> None:
     for path, content in files.items():
-        porcelain.upload(lake, REPO, branch, path.replace("__", "/"), content.encode())
+        writes.upload(lake, REPO, branch, path.replace("__", "/"), content.encode())
 
 
 def commit(lake: Lake, branch: str, message: str, **files: str) -> Commit:
@@ -54,7 +55,7 @@ def commit(lake: Lake, branch: str, message: str, **files: str) -> Commit:
 def view(lake: Lake, ref: str) -> dict[str, bytes]:
     return {
         o.path: b"".join(porcelain.read(lake, REPO, ref, o.path))
-        for o in porcelain.list_objects(lake, REPO, ref)
+        for o in listing.list_objects(lake, REPO, ref)
     }
 
 
@@ -77,28 +78,28 @@ def history(lake: Lake) -> dict[str, Commit]:
     c["C2"] = commit(lake, "main", "c2", a="2")
     c["D1"] = commit(lake, "dev", "d1", d="1")
     porcelain.create_tag(lake, REPO, "v1", "main")
-    c["M"] = porcelain.merge(lake, REPO, "dev", "main", committer="tester").commit
+    c["M"] = merging.merge(lake, REPO, "dev", "main", committer="tester").commit
     c["C3"] = commit(lake, "main", "c3", b__y="1")
     return c
 
 
 def log_messages(lake: Lake, ref: str = "main", **kw: Any) -> list[str]:
-    return [c.message for c in porcelain.log(lake, REPO, ref, **kw)]
+    return [c.message for c in changes.log(lake, REPO, ref, **kw)]
 
 
 def noop_reset_object(lake: Lake) -> None:
     put(lake, "main", x="draft")
-    porcelain.reset(lake, REPO, "main", ResetKind.OBJECT, "x")
+    merging.reset(lake, REPO, "main", ResetKind.OBJECT, "x")
 
 
 def noop_reset_prefix(lake: Lake) -> None:
     put(lake, "main", x="draft")
-    porcelain.reset(lake, REPO, "main", ResetKind.PREFIX, "")
+    merging.reset(lake, REPO, "main", ResetKind.PREFIX, "")
 
 
 def noop_upload_delete(lake: Lake) -> None:
     put(lake, "main", x="draft")
-    porcelain.delete_objects(lake, REPO, "main", ["x"])
+    writes.delete_objects(lake, REPO, "main", ["x"])
 
 
 def noop_reupload_same(lake: Lake) -> None:
@@ -113,7 +114,7 @@ DAY = 86_400
 class Clock:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.now = T0
-        monkeypatch.setattr(porcelain, "now", lambda: self.now)
+        monkeypatch.setattr(lake_floor, "clock", lambda: self.now)
 
 
 def blocks(lake: Lake, ref: str, path: str, repo: str = REPO) -> set[str]:
@@ -123,7 +124,7 @@ def blocks(lake: Lake, ref: str, path: str, repo: str = REPO) -> set[str]:
 
 
 def write(lake: Lake, branch: str, path: str, content: str, repo: str = REPO) -> None:
-    porcelain.upload(lake, repo, branch, path, content.encode())
+    writes.upload(lake, repo, branch, path, content.encode())
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import io
 import pytest
 
 from lakectl.core import backing, gc, porcelain
-from lakectl.core.porcelain import Lake
+from lakectl.core import lake as lake_floor
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument, SignatureError
 from tests.unit.graphkit import REPO, T0
 from tests.unit.test_gc_run import age_everything
@@ -25,7 +26,7 @@ def test_a_waiting_slot_keeps_its_blocks_through_a_collection_and_links_without_
     lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = [T0]
-    monkeypatch.setattr(porcelain, "now", lambda: clock[0])
+    monkeypatch.setattr(lake_floor, "clock", lambda: clock[0])
     slot = backing.reserve(lake, REPO, "main", "late.bin")
     data = b"written, linked a day later" * 100
     md5 = _write(lake, slot, data)

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from lakectl.core import blockaccess as ba
-from lakectl.core import manifests, porcelain
+from lakectl.core import changes, manifests, opening, porcelain
+from lakectl.core.lake import Lake
 from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, SignatureError
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> porcelain.Lake:
-    lk = porcelain.open_lake(str(tmp_path / "lake"))
+def lake(tmp_path: Path) -> Lake:
+    lk = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lk, "blocks")
     return lk
 
@@ -23,7 +24,7 @@ def md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def test_put_link_and_read_back(lake: porcelain.Lake) -> None:
+def test_put_link_and_read_back(lake: Lake) -> None:
     parts = [b"a" * 1000, b"b" * 500]
     signed = [ba.put_block(lake, md5(p), p, "alice") for p in parts]
     assert all("+A" in s for s in signed)
@@ -34,7 +35,7 @@ def test_put_link_and_read_back(lake: porcelain.Lake) -> None:
     assert ba.get_block(lake, signed[1], "alice", 10, 5) == b"b" * 5
 
 
-def test_link_of_a_segment_of_a_block(lake: porcelain.Lake) -> None:
+def test_link_of_a_segment_of_a_block(lake: Lake) -> None:
     signed = ba.put_block(lake, md5(b"0123456789"), b"0123456789", "alice")
     info = ba.link_object(lake, "blocks", "main", "part", [f"{signed}:2:5"], "alice")
     assert info.entry is not None and info.entry.checksum == md5(b"23456")
@@ -44,7 +45,7 @@ def test_link_of_a_segment_of_a_block(lake: porcelain.Lake) -> None:
 
 
 def test_many_objects_link_as_one_change_each_block_read_once(
-    lake: porcelain.Lake, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pack = b"".join(bytes([i]) * 10 for i in range(20))
     signed = ba.put_block(lake, md5(pack), pack, "alice")
@@ -65,10 +66,10 @@ def test_many_objects_link_as_one_change_each_block_read_once(
         assert stat.entry.content_type == "text/plain"
     assert b"".join(porcelain.read(lake, "blocks", "main", "w")) == b"whole"
     assert b"".join(porcelain.read(lake, "blocks", "main", "empty")) == b""
-    assert len(porcelain.diff_uncommitted(lake, "blocks", "main")) == 22
+    assert len(changes.diff_uncommitted(lake, "blocks", "main")) == 22
 
 
-def test_one_bad_link_stages_none_of_the_batch(lake: porcelain.Lake) -> None:
+def test_one_bad_link_stages_none_of_the_batch(lake: Lake) -> None:
     signed = ba.put_block(lake, md5(b"0123456789"), b"0123456789", "alice")
     good = ba.Link("good", (f"{signed}:0:5",))
     for bad in (
@@ -78,11 +79,11 @@ def test_one_bad_link_stages_none_of_the_batch(lake: porcelain.Lake) -> None:
     ):
         with pytest.raises((SignatureError, InvalidLocator, InvalidArgument)):
             ba.link_objects(lake, "blocks", "main", [good, bad], "alice")
-    assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
+    assert changes.diff_uncommitted(lake, "blocks", "main") == []
 
 
 def test_receipted_segments_link_without_reading_their_pack(
-    lake: porcelain.Lake, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A pack stored (or proven) with its segments' lengths gets a receipt per segment; objects
     linked with their md5 and receipt are staged without a read of the pack, and read back."""
@@ -110,7 +111,7 @@ def test_receipted_segments_link_without_reading_their_pack(
         assert b"".join(porcelain.read(lake, "blocks", "main", f"r/{i}")) == p
 
 
-def test_a_receipt_vouches_only_for_its_own_segment_checksum_and_user(lake: porcelain.Lake) -> None:
+def test_a_receipt_vouches_only_for_its_own_segment_checksum_and_user(lake: Lake) -> None:
     pack = b"0123456789"
     stored = ba.put_pack(lake, md5(pack), pack, "alice", [4, 6])
     first = f"{stored.locator}:0:4"
@@ -136,26 +137,26 @@ def test_a_receipt_vouches_only_for_its_own_segment_checksum_and_user(lake: porc
             [ba.Link("x", (first,), None, None, md5(b"0123"), theirs.receipts[0])],
             "alice",
         )
-    assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
+    assert changes.diff_uncommitted(lake, "blocks", "main") == []
     for lengths in ([4, 5], [4, 7], [0, 10], [-1, 11]):
         with pytest.raises(InvalidArgument):
             ba.put_pack(lake, md5(pack), pack, "alice", lengths)
 
 
-def test_a_block_cannot_be_claimed_without_a_valid_signature(lake: porcelain.Lake) -> None:
+def test_a_block_cannot_be_claimed_without_a_valid_signature(lake: Lake) -> None:
     data = b"secret data"
     signed = ba.put_block(lake, md5(data), data, "alice")
     bare = f"{md5(data)}+{len(data)}"
-    before = porcelain.diff_uncommitted(lake, "blocks", "main")
+    before = changes.diff_uncommitted(lake, "blocks", "main")
     for claim, token in [(bare, "bob"), (signed, "bob"), (signed.replace("+A", "+A0"), "alice")]:
         with pytest.raises((SignatureError, InvalidLocator)):
             ba.link_object(lake, "blocks", "main", "stolen", [claim], token)
     with pytest.raises(SignatureError):
         ba.get_block(lake, signed, "bob")
-    assert porcelain.diff_uncommitted(lake, "blocks", "main") == before
+    assert changes.diff_uncommitted(lake, "blocks", "main") == before
 
 
-def test_a_manifest_import_with_a_token_claims_only_signed_blocks(lake: porcelain.Lake) -> None:
+def test_a_manifest_import_with_a_token_claims_only_signed_blocks(lake: Lake) -> None:
     """The core verb behind the server's manifest route: with a token, every locator must verify
     for it; without one (the embedded lake), plain locators import as before."""
     data = b"secret data"
@@ -165,7 +166,7 @@ def test_a_manifest_import_with_a_token_claims_only_signed_blocks(lake: porcelai
     for claim, token in [(bare, "bob"), (bogus, "bob"), (signed, "bob"), (signed, "alice@2")]:
         with pytest.raises(SignatureError):
             manifests.import_manifest(lake, "blocks", "main", "in", f". {claim} 0:11:x\n", token=token)
-    assert porcelain.diff_uncommitted(lake, "blocks", "main") == []
+    assert changes.diff_uncommitted(lake, "blocks", "main") == []
     assert manifests.import_manifest(lake, "blocks", "main", "in", f". {signed} 0:11:x\n", token="alice") == [
         "in/x"
     ]
@@ -173,7 +174,7 @@ def test_a_manifest_import_with_a_token_claims_only_signed_blocks(lake: porcelai
     assert b"".join(porcelain.read(lake, "blocks", "main", "in/x")) == data
 
 
-def test_bad_uploads_store_nothing(lake: porcelain.Lake) -> None:
+def test_bad_uploads_store_nothing(lake: Lake) -> None:
     before = set(lake.blocks.list())
     with pytest.raises(InvalidArgument):
         ba.put_block(lake, md5(b"full body"), b"truncated", "alice")
@@ -182,7 +183,7 @@ def test_bad_uploads_store_nothing(lake: porcelain.Lake) -> None:
     assert set(lake.blocks.list()) == before
 
 
-def test_missing_blocks_and_expired_signatures(lake: porcelain.Lake) -> None:
+def test_missing_blocks_and_expired_signatures(lake: Lake) -> None:
     here = ba.put_block(lake, md5(b"here"), b"here", "alice")
     absent = f"{md5(b'absent')}+6"
     assert ba.missing_blocks(lake, [here.split("+A")[0], absent]) == [absent]
@@ -194,14 +195,14 @@ def test_missing_blocks_and_expired_signatures(lake: porcelain.Lake) -> None:
         ba.link_object(lake, "blocks", "main", "ghost", [ghost], "alice")
 
 
-def test_the_signing_key_is_one_per_lake(lake: porcelain.Lake, tmp_path: Path) -> None:
-    again = porcelain.open_lake(lake.home)
+def test_the_signing_key_is_one_per_lake(lake: Lake, tmp_path: Path) -> None:
+    again = opening.open_lake(lake.home)
     assert ba.signing_key(lake) == ba.signing_key(again)
-    other = porcelain.open_lake(str(tmp_path / "other"))
+    other = opening.open_lake(str(tmp_path / "other"))
     assert ba.signing_key(other) != ba.signing_key(lake)
 
 
-def test_proof_of_knowledge_grants_a_signature_without_sending_the_block(lake: porcelain.Lake) -> None:
+def test_proof_of_knowledge_grants_a_signature_without_sending_the_block(lake: Lake) -> None:
     data = b"already on the server" * 100
     ba.put_block(lake, md5(data), data, "alice")
     bare = f"{md5(data)}+{len(data)}"

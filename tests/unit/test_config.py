@@ -2,7 +2,7 @@
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core.lake import default_committer
 from lakectl.errors import InvalidArgument
 
 
@@ -17,19 +17,19 @@ def config(tmp_path, monkeypatch):
 def test_env_wins_over_config(config, monkeypatch):
     config.write_text("user:\n  name: Ada\n")
     monkeypatch.setenv("LAKECTL_COMMITTER", "Grace")
-    assert porcelain.default_committer() == "Grace"
+    assert default_committer() == "Grace"
 
 
 def test_config_user_name(config):
     config.write_text("user:\n  name: Ada Lovelace\n")
-    assert porcelain.default_committer() == "Ada Lovelace"
+    assert default_committer() == "Ada Lovelace"
 
 
 def test_missing_config_falls_back_to_login(config):
-    assert porcelain.default_committer()  # the login name, whatever it is here
+    assert default_committer()  # the login name, whatever it is here
 
 
 def test_malformed_config_is_a_clear_error(config):
     config.write_text("user: [unclosed\n")
     with pytest.raises(InvalidArgument, match="invalid configuration"):
-        porcelain.default_committer()
+        default_committer()

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from lakectl.core import merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
+from lakectl.core.lake import Lake
 from lakectl.errors import PredicateFailed
 
 
@@ -32,16 +34,16 @@ class Recorder:
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> Iterator[p.Lake]:
-    opened = p.open_lake(str(tmp_path / "lake"))
+def lake(tmp_path: Path) -> Iterator[Lake]:
+    opened = opening.open_lake(str(tmp_path / "lake"))
     p.create_repo(opened, "events")
-    p.upload(opened, "events", "main", "a.csv", io.BytesIO(b"1\n"))
+    writes.upload(opened, "events", "main", "a.csv", io.BytesIO(b"1\n"))
     p.commit(opened, "events", "main", "base", committer="tester")
     yield opened
     opened.close()
 
 
-def state(lake: p.Lake) -> list[tuple[str, str, bytes]]:
+def state(lake: Lake) -> list[tuple[str, str, bytes]]:
     """Every KV row of the lake: a refused verb must leave them all as they were."""
     return [
         (partition, key, value)
@@ -50,13 +52,13 @@ def state(lake: p.Lake) -> list[tuple[str, str, bytes]]:
     ]
 
 
-def test_every_hooked_verb_announces_itself_before_and_after(lake: p.Lake) -> None:
+def test_every_hooked_verb_announces_itself_before_and_after(lake: Lake) -> None:
     recorder = Recorder()
     lake.events = recorder
     p.create_branch(lake, "events", "dev", "main")
-    p.upload(lake, "events", "dev", "b.csv", io.BytesIO(b"2\n"))
+    writes.upload(lake, "events", "dev", "b.csv", io.BytesIO(b"2\n"))
     made = p.commit(lake, "events", "dev", "add b", committer="ada", metadata={"k": "v"})
-    merged = p.merge(lake, "events", "dev", "main", committer="ada")
+    merged = merging.merge(lake, "events", "dev", "main", committer="ada")
     p.create_tag(lake, "events", "v1", "main")
     p.delete_tag(lake, "events", "v1")
     p.delete_branch(lake, "events", "dev")
@@ -98,20 +100,20 @@ def test_every_hooked_verb_announces_itself_before_and_after(lake: p.Lake) -> No
     "verb",
     [Verb.COMMIT, Verb.MERGE, Verb.CREATE_BRANCH, Verb.DELETE_BRANCH, Verb.CREATE_TAG, Verb.DELETE_TAG],
 )
-def test_a_refused_before_changes_nothing(lake: p.Lake, verb: Verb) -> None:
+def test_a_refused_before_changes_nothing(lake: Lake, verb: Verb) -> None:
     p.create_branch(lake, "events", "dev", "main")
-    p.upload(lake, "events", "dev", "b.csv", io.BytesIO(b"2\n"))
+    writes.upload(lake, "events", "dev", "b.csv", io.BytesIO(b"2\n"))
     p.commit(lake, "events", "dev", "add b", committer="ada")
     p.create_tag(lake, "events", "v0", "main")
-    p.upload(lake, "events", "main", "staged.csv", io.BytesIO(b"3\n"))
+    writes.upload(lake, "events", "main", "staged.csv", io.BytesIO(b"3\n"))
     if verb is Verb.MERGE:
-        p.reset(lake, "events", "main")
+        merging.reset(lake, "events", "main")
     before = state(lake)
     recorder, second = Recorder(refuse=verb), Recorder()
     lake.events = Fanout([recorder, second])
     attempts = {
         Verb.COMMIT: lambda: p.commit(lake, "events", "main", "m", committer="ada"),
-        Verb.MERGE: lambda: p.merge(lake, "events", "dev", "main", committer="ada"),
+        Verb.MERGE: lambda: merging.merge(lake, "events", "dev", "main", committer="ada"),
         Verb.CREATE_BRANCH: lambda: p.create_branch(lake, "events", "new", "main"),
         Verb.DELETE_BRANCH: lambda: p.delete_branch(lake, "events", "dev"),
         Verb.CREATE_TAG: lambda: p.create_tag(lake, "events", "v1", "main"),

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import fsck, multipart, porcelain
+from lakectl.core import fsck, multipart, opening, porcelain, writes
 from lakectl.core.blocks.volumes import VolumeSet, local_volumes
 from lakectl.core.kv.memory import MemoryStore
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import RepositoryNotFound
 
 REPO, OTHER = "repo", "other"
@@ -46,13 +46,13 @@ def leave_temporary(root: str | Path, data: bytes) -> str:
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Lake:
-    lk = porcelain.open_lake(str(tmp_path / "lake"))
+    lk = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lk, REPO)
     porcelain.create_repo(lk, OTHER)
     for name in ("a.txt", "b.txt", "c.txt"):
-        porcelain.upload(lk, REPO, "main", f"data/{name}", f"the content of {name}\n".encode())
+        writes.upload(lk, REPO, "main", f"data/{name}", f"the content of {name}\n".encode())
     porcelain.commit(lk, REPO, "main", "three files", committer="t")
-    porcelain.upload(lk, OTHER, "main", "x.txt", b"in the other repository\n")
+    writes.upload(lk, OTHER, "main", "x.txt", b"in the other repository\n")
     porcelain.commit(lk, OTHER, "main", "one file", committer="t")
     return lk
 
@@ -148,7 +148,7 @@ def test_a_missing_page_names_its_commit_and_hides_what_it_names(lake: Lake) -> 
 
 
 def test_staged_entries_and_uploads_in_flight_are_checked(lake: Lake) -> None:
-    porcelain.upload(lake, REPO, "main", "staged.txt", b"staged, not committed\n")
+    writes.upload(lake, REPO, "main", "staged.txt", b"staged, not committed\n")
     staged = block_of(lake, REPO, "main", "staged.txt")
     upload = multipart.create(lake, REPO, "main", "big.bin")
     part = b"a part in flight"
@@ -174,7 +174,7 @@ def replicated(tmp_path: Path) -> Lake:
     lk = Lake(kv=MemoryStore(), blocks=local_volumes([tmp_path / "v1", tmp_path / "v2"], replicas=2))
     porcelain.create_repo(lk, REPO)
     for i in range(4):
-        porcelain.upload(lk, REPO, "main", f"f{i}.txt", f"file {i}\n".encode())
+        writes.upload(lk, REPO, "main", f"f{i}.txt", f"file {i}\n".encode())
     porcelain.commit(lk, REPO, "main", "four files", committer="t")
     return lk
 

@@ -8,18 +8,18 @@ import time
 
 import pytest
 
-from lakectl.core import gc, porcelain
+from lakectl.core import gc, listing, porcelain, retention, writes
 from lakectl.core import multipart as mp
-from lakectl.core.porcelain import Lake
+from lakectl.core.lake import Lake
 from lakectl.errors import BlockNotFound
 from tests.unit.graphkit import REPO, T0, blocks, write
 
-DAY = gc.DAY
+DAY = retention.DAY
 
 
 def test_expired_commits_release_only_their_own_blocks(lake: Lake, dated: dict[str, str]) -> None:
     v1, v2, v3 = (blocks(lake, dated[k], "a") for k in ("v1", "v2", "v3"))
-    gc.set_rules(lake, REPO, gc.GCRules(7))
+    retention.set_rules(lake, REPO, retention.GCRules(7))
     marked = gc.mark(lake, REPO, now=T0)
     assert v3 <= marked.live and blocks(lake, "main", "keep") <= marked.live
     assert not (v1 | v2) & marked.live
@@ -39,10 +39,10 @@ def test_without_rules_every_commit_stays(lake: Lake, dated: dict[str, str]) -> 
 
 
 def test_branch_rules_tags_staged_and_uploads_keep_blocks(lake: Lake, dated: dict[str, str]) -> None:
-    gc.set_rules(
+    retention.set_rules(
         lake,
         REPO,
-        gc.GCRules.from_dict(
+        retention.GCRules.from_dict(
             {"default_retention_days": 7, "branches": [{"branch_id": "archive", "retention_days": 20}]}
         ),
     )
@@ -64,7 +64,7 @@ def test_blocks_shared_with_another_repository_stay(lake: Lake, dated: dict[str,
     porcelain.create_repo(lake, "other")
     write(lake, "main", "copy-of-v1", "version 1", repo="other")  # the same block, deduplicated
     porcelain.commit(lake, "other", "main", "old but another repository's", committer="t")
-    gc.set_rules(lake, REPO, gc.GCRules(7))
+    retention.set_rules(lake, REPO, retention.GCRules(7))
     marked = gc.mark(lake, REPO, now=T0)
     assert blocks(lake, dated["v1"], "a") == blocks(lake, "main", "copy-of-v1", repo="other")
     assert blocks(lake, dated["v1"], "a") <= marked.live
@@ -72,10 +72,10 @@ def test_blocks_shared_with_another_repository_stay(lake: Lake, dated: dict[str,
 
 
 def test_every_object_of_a_retained_commit_is_live(lake: Lake, dated: dict[str, str]) -> None:
-    gc.set_rules(lake, REPO, gc.GCRules(15))
+    retention.set_rules(lake, REPO, retention.GCRules(15))
     marked = gc.mark(lake, REPO, now=T0)
     for ref in (dated["v2"], dated["v3"], "main"):
-        for info in porcelain.list_objects(lake, REPO, ref):
+        for info in listing.list_objects(lake, REPO, ref):
             assert blocks(lake, ref, info.path) <= marked.live, (ref, info.path)
 
 
@@ -99,8 +99,8 @@ def test_writes_and_copies_of_existing_blocks_refresh_their_age(lake: Lake) -> N
     _age_all_blocks(root, 3600)
     entry = porcelain.stat(lake, REPO, "main", "a").entry
     assert entry is not None
-    porcelain.touch_blocks(lake, entry)  # what every copy does before staging
+    writes.touch_blocks(lake, entry)  # what every copy does before staging
     assert lake.blocks.modified(bare) > past + 60
     lake.blocks.delete(bare)
     with pytest.raises(BlockNotFound):
-        porcelain.touch_blocks(lake, entry)
+        writes.touch_blocks(lake, entry)

@@ -13,10 +13,10 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from lakectl.core import gc, gcprepare, keys, porcelain, refsdump, treefiles
+from lakectl.core import gc, gcprepare, keys, porcelain, refsdump, retention, treefiles
 from lakectl.core.graph.refs import commit_id_of
+from lakectl.core.lake import Lake
 from lakectl.core.model import BLOCK_ADDRESS_SCHEME, Commit
-from lakectl.core.porcelain import Lake
 from lakectl.errors import Conflict, InvalidArgument, NotFound
 from tests.unit.graphkit import REPO, T0, commit, write
 
@@ -26,11 +26,11 @@ def commits_csv(lake: Lake, run: gcprepare.PreparedCommits) -> list[dict[str, st
 
 
 def test_the_commits_csv_lists_every_commit_with_the_rules_expiry(lake: Lake, dated: dict[str, str]) -> None:
-    everything = {c.id: c for c in gc.list_commits(lake, porcelain.get_repo(lake, REPO).name)}
+    everything = {c.id: c for c in retention.list_commits(lake, porcelain.get_repo(lake, REPO).name)}
     rows = commits_csv(lake, gcprepare.prepare_commits(lake, REPO))
     assert {r["commit_id"] for r in rows} == set(everything)
     assert {r["expired"] for r in rows} == {"false"}  # no rules: nothing expires
-    gc.set_rules(lake, REPO, gc.GCRules(7))
+    retention.set_rules(lake, REPO, retention.GCRules(7))
     run = gcprepare.prepare_commits(lake, REPO)
     rows = commits_csv(lake, run)
     assert list(rows[0]) == list(gcprepare.COMMITS_HEADER)

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from lakectl.core import gc, porcelain
-from lakectl.core.porcelain import Lake
+from lakectl.core import porcelain, retention
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument, InvalidName, NotFound, RepositoryNotFound
 from tests.unit.graphkit import REPO
 
 
 def test_rules_round_trip_and_pick_the_branch_rule(lake: Lake) -> None:
     data = {"default_retention_days": 21, "branches": [{"branch_id": "main", "retention_days": 28}]}
-    rules = gc.GCRules.from_dict(data)
+    rules = retention.GCRules.from_dict(data)
     assert rules.to_dict() == data
     assert (rules.retention_days("main"), rules.retention_days("dev")) == (28, 21)
     with pytest.raises(NotFound):
-        gc.get_rules(lake, REPO)
-    gc.set_rules(lake, REPO, rules)
-    assert gc.get_rules(lake, REPO) == rules
-    gc.delete_rules(lake, REPO)
-    gc.delete_rules(lake, REPO)  # idempotent
+        retention.get_rules(lake, REPO)
+    retention.set_rules(lake, REPO, rules)
+    assert retention.get_rules(lake, REPO) == rules
+    retention.delete_rules(lake, REPO)
+    retention.delete_rules(lake, REPO)  # idempotent
     with pytest.raises(NotFound):
-        gc.get_rules(lake, REPO)
+        retention.get_rules(lake, REPO)
 
 
 @pytest.mark.parametrize(
@@ -47,21 +47,21 @@ def test_rules_round_trip_and_pick_the_branch_rule(lake: Lake) -> None:
 )
 def test_bad_rules_are_refused(data: object) -> None:
     with pytest.raises(InvalidArgument):
-        gc.GCRules.from_dict(data)
+        retention.GCRules.from_dict(data)
 
 
 def test_branch_names_are_checked_and_rules_belong_to_a_repository(lake: Lake) -> None:
     with pytest.raises(InvalidName):
-        gc.GCRules.from_dict(
+        retention.GCRules.from_dict(
             {"default_retention_days": 1, "branches": [{"branch_id": "a b", "retention_days": 1}]}
         )
     with pytest.raises(RepositoryNotFound):
-        gc.set_rules(lake, "nope", gc.GCRules(1))
+        retention.set_rules(lake, "nope", retention.GCRules(1))
     porcelain.create_repo(lake, "other")
-    gc.set_rules(lake, REPO, gc.GCRules(5))
+    retention.set_rules(lake, REPO, retention.GCRules(5))
     with pytest.raises(NotFound):
-        gc.get_rules(lake, "other")
+        retention.get_rules(lake, "other")
     porcelain.delete_repo(lake, REPO)
     porcelain.create_repo(lake, REPO)
     with pytest.raises(NotFound):
-        gc.get_rules(lake, REPO)  # a new repository of the same name starts without rules
+        retention.get_rules(lake, REPO)  # a new repository of the same name starts without rules

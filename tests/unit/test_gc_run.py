@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from lakectl.core import gc, porcelain
-from lakectl.core.porcelain import Lake
+from lakectl.core import gc, listing, merging, porcelain, retention, writes
+from lakectl.core import lake as lake_floor
+from lakectl.core.lake import Lake
 from lakectl.errors import InvalidArgument, MissingData
 from tests.unit.graphkit import REPO, T0, blocks, tree_blocks, write
 
@@ -24,7 +25,7 @@ def age_everything(lake: Lake, seconds: float = 7 * 86_400) -> None:
 def readable(lake: Lake, ref: str) -> dict[str, bytes]:
     return {
         o.path: b"".join(porcelain.read(lake, REPO, ref, o.path))
-        for o in porcelain.list_objects(lake, REPO, ref)
+        for o in listing.list_objects(lake, REPO, ref)
     }
 
 
@@ -34,7 +35,7 @@ def test_a_collection_deletes_exactly_the_expired_blocks(lake: Lake, dated: dict
     gone |= (tree_blocks(lake, dated["v1"]) | tree_blocks(lake, dated["v2"])) - kept_trees
     write(lake, "main", "staged", "staged, not committed")
     keep = {ref: readable(lake, ref) for ref in ("main", dated["v3"])}
-    gc.set_rules(lake, REPO, gc.GCRules(7))
+    retention.set_rules(lake, REPO, retention.GCRules(7))
     age_everything(lake)
     stored = set(lake.blocks.list())
 
@@ -52,7 +53,7 @@ def test_a_collection_deletes_exactly_the_expired_blocks(lake: Lake, dated: dict
 
 
 def test_young_unreferenced_blocks_are_kept(lake: Lake, dated: dict[str, str]) -> None:
-    gc.set_rules(lake, REPO, gc.GCRules(7))
+    retention.set_rules(lake, REPO, retention.GCRules(7))
     expired = blocks(lake, dated["v1"], "a")
     report = gc.run(lake, REPO, now=T0)  # every block was written moments ago
     assert report.deleted == 0 and report.young >= len(expired)
@@ -63,9 +64,9 @@ def test_young_unreferenced_blocks_are_kept(lake: Lake, dated: dict[str, str]) -
 
 
 def test_without_rules_only_unreferenced_blocks_go(lake: Lake, dated: dict[str, str]) -> None:
-    porcelain.upload(lake, REPO, "main", "doomed", b"staged then reset")
+    writes.upload(lake, REPO, "main", "doomed", b"staged then reset")
     doomed = blocks(lake, "main", "doomed")
-    porcelain.reset(lake, REPO, "main")
+    merging.reset(lake, REPO, "main")
     age_everything(lake)
     report = gc.run(lake, REPO, now=T0)
     assert set(lake.blocks.list()).isdisjoint(doomed)
@@ -78,13 +79,13 @@ def test_a_commit_just_inside_its_retention_stays(lake: Lake, monkeypatch: pytes
     """The boundary: retention 3 days, a commit 2 days old whose file was overwritten since. It is
     within retention, so its bytes must survive a collection."""
     clock = [T0]
-    monkeypatch.setattr(porcelain, "now", lambda: clock[0])
+    monkeypatch.setattr(lake_floor, "clock", lambda: clock[0])
     write(lake, "main", "a", "overwritten later")
     old = porcelain.commit(lake, REPO, "main", "old", committer="t").id
     clock[0] += 2 * 86_400
     write(lake, "main", "a", "newer")
     porcelain.commit(lake, REPO, "main", "new", committer="t")
-    gc.set_rules(lake, REPO, gc.GCRules(3))
+    retention.set_rules(lake, REPO, retention.GCRules(3))
     age_everything(lake)
     born = porcelain.get_commit(lake, REPO, old).creation_date
     gc.run(lake, REPO, now=born + 2 * 86_400 + 10)  # 2 days old: within 3
@@ -102,7 +103,7 @@ def test_stale_multipart_uploads_are_aborted_and_their_parts_collected(
     from lakectl.core import multipart as mp
 
     clock = [T0]
-    monkeypatch.setattr(porcelain, "now", lambda: clock[0])
+    monkeypatch.setattr(lake_floor, "clock", lambda: clock[0])
     stale = mp.create(lake, REPO, "main", "stale.bin")
     part = mp.put_part(lake, REPO, stale.id, 1, b"abandoned part", hashlib.md5(b"abandoned part").hexdigest())
     clock[0] += 6 * 86_400

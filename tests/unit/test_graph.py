@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import changes as lake_changes
+from lakectl.core import lake as lake_floor
+from lakectl.core import merging, porcelain, writes
 from lakectl.core.graph.commits import CommitRequest, make_commit, merge_base
 from lakectl.core.graph.refs import commit_id_of
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, CommitId, MetaRangeId
-from lakectl.core.porcelain import Lake
 from lakectl.errors import (
     DirtyBranch,
     InvalidArgument,
@@ -164,7 +166,7 @@ def test_merge_generation_is_max_of_parents_plus_one(lake: Lake, history: dict[s
         commit(lake, "dev", f"dev {i}", **{f"f{i}": "x"})
     porcelain.create_branch(lake, REPO, "short", "main")
     commit(lake, "short", "s", s="1")
-    merged = porcelain.merge(lake, REPO, "dev", "short").commit
+    merged = merging.merge(lake, REPO, "dev", "short").commit
     assert merged.generation == max(history["D1"].generation + 3, history["C3"].generation + 1) + 1
 
 
@@ -174,16 +176,16 @@ def _same_history(tmp_path: Path) -> list[Commit]:
     commit(lk, "main", "one", a="1", b="2")
     porcelain.create_branch(lk, REPO, "dev", "main")
     commit(lk, "dev", "two", c="3")
-    porcelain.merge(lk, REPO, "dev", "main", committer="tester")
-    return list(porcelain.log(lk, REPO, "main"))
+    merging.merge(lk, REPO, "dev", "main", committer="tester")
+    return list(lake_changes.log(lk, REPO, "main"))
 
 
 def test_commit_ids_are_content_hashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(porcelain, "now", lambda: T0)
+    monkeypatch.setattr(lake_floor, "clock", lambda: T0)
     first = _same_history(tmp_path / "one")
     second = _same_history(tmp_path / "two")
     assert [(c.id, c.meta_range_id) for c in first] == [(c.id, c.meta_range_id) for c in second]
-    monkeypatch.setattr(porcelain, "now", lambda: T0 + 1)
+    monkeypatch.setattr(lake_floor, "clock", lambda: T0 + 1)
     third = _same_history(tmp_path / "three")
     # Another date changes every id (and, rows carrying mtime, every non-empty tree too).
     assert not {c.id for c in third} & {c.id for c in first}
@@ -278,8 +280,8 @@ def criss_cross(lake: Lake) -> dict[str, Commit]:
     porcelain.create_branch(lake, REPO, "y", "main")
     c["X1"] = commit(lake, "x", "x1", x="1")
     c["Y1"] = commit(lake, "y", "y1", y="1")
-    c["MX"] = porcelain.merge(lake, REPO, c["Y1"].id, "x").commit
-    c["MY"] = porcelain.merge(lake, REPO, c["X1"].id, "y").commit
+    c["MX"] = merging.merge(lake, REPO, c["Y1"].id, "x").commit
+    c["MY"] = merging.merge(lake, REPO, c["X1"].id, "y").commit
     return c
 
 
@@ -299,13 +301,13 @@ def test_merges_after_a_criss_cross(lake: Lake, criss_cross: dict[str, Commit]) 
     # lakeFS, which has no recursive merge.)
     commit(lake, "y", "y2", shared="y")
     commit(lake, "x", "x2", other="x")
-    result = porcelain.merge(lake, REPO, "y", "x")
+    result = merging.merge(lake, REPO, "y", "x")
     assert result.changed
     assert view(lake, "x") == {"shared": b"y", "x": b"1", "y": b"1", "other": b"x"}
-    assert porcelain.merge(lake, REPO, "x", "y").changed
+    assert merging.merge(lake, REPO, "x", "y").changed
     assert view(lake, "y") == view(lake, "x")
     # y now contains x: nothing left to merge from x.
-    assert not porcelain.merge(lake, REPO, "x", "y").changed
+    assert not merging.merge(lake, REPO, "x", "y").changed
 
 
 # -- log --------------------------------------------------------------------------------------
@@ -342,7 +344,7 @@ def test_log_order_and_filters(
 
 
 def test_log_is_newest_first_by_generation_then_date(lake: Lake, history: dict[str, Commit]) -> None:
-    commits = list(porcelain.log(lake, REPO, "main"))
+    commits = list(lake_changes.log(lake, REPO, "main"))
     keys = [(c.generation, c.creation_date) for c in commits]
     assert keys == sorted(keys, reverse=True)
     assert log_messages(lake, "dev") == ["d1", "c1", "Repository created"]
@@ -390,7 +392,7 @@ MERGE_TABLE: list[
 def _apply(lake: Lake, branch: str, changes: dict[str, str | None]) -> None:
     for path, content in changes.items():
         if content is None:
-            porcelain.delete_objects(lake, REPO, branch, [path])
+            writes.delete_objects(lake, REPO, branch, [path])
         else:
             put(lake, branch, **{path: content})
     if changes:
@@ -417,12 +419,12 @@ def test_merge_rules(
     head = cid(lake, "main")
     if conflicts:
         with pytest.raises(MergeConflict) as e:
-            porcelain.merge(lake, REPO, "dev", "main")
+            merging.merge(lake, REPO, "dev", "main")
         assert e.value.paths == conflicts
         assert e.value.details["conflicts"] == conflicts
         assert cid(lake, "main") == head
         return
-    result = porcelain.merge(lake, REPO, "dev", "main")
+    result = merging.merge(lake, REPO, "dev", "main")
     if not src:  # dev is an ancestor of main: already up to date
         assert not result.changed and result.commit.id == head
     else:
@@ -450,10 +452,10 @@ def test_merge_strategies_decide_only_conflicts(
     _apply(lake, "main", {"both": "d", "new": "d", "mod_del": None, "keep": "k"})
     if expected is None:
         with pytest.raises(MergeConflict) as e:
-            porcelain.merge(lake, REPO, "dev", "main", strategies)
+            merging.merge(lake, REPO, "dev", "main", strategies)
         assert e.value.paths == ["mod_del", "new"]
         return
-    porcelain.merge(lake, REPO, "dev", "main", strategies)
+    merging.merge(lake, REPO, "dev", "main", strategies)
     # Non-conflicting changes merge as usual whatever the strategy.
     want = {**BASE_TREE, "same": "1", "del_src": None, "keep": "k", **expected}
     assert view(lake, "main") == {p: v.encode() for p, v in want.items() if v is not None}
@@ -462,18 +464,18 @@ def test_merge_strategies_decide_only_conflicts(
 @pytest.mark.parametrize("strategy", ["", "theirs", "=dest-wins", "x=", "x=ours"])
 def test_unknown_merge_strategy_is_invalid(forked: Lake, strategy: str) -> None:
     with pytest.raises(InvalidArgument):
-        porcelain.merge(forked, REPO, "dev", "main", [strategy])
+        merging.merge(forked, REPO, "dev", "main", [strategy])
 
 
 def test_merge_already_up_to_date_and_fast_forward_shape(forked: Lake) -> None:
     lake = forked
     head = cid(lake, "main")
-    assert porcelain.merge(lake, REPO, "dev", "main").changed is False  # same commit
-    assert porcelain.merge(lake, REPO, "main", "main").changed is False
+    assert merging.merge(lake, REPO, "dev", "main").changed is False  # same commit
+    assert merging.merge(lake, REPO, "main", "main").changed is False
     commit(lake, "dev", "ahead", ahead="1")
-    result = porcelain.merge(lake, REPO, "dev", "main")
+    result = merging.merge(lake, REPO, "dev", "main")
     assert result.changed and result.commit.parents == (head, cid(lake, "dev"))
-    assert porcelain.merge(lake, REPO, "dev", "main").changed is False  # dev is now an ancestor
+    assert merging.merge(lake, REPO, "dev", "main").changed is False  # dev is now an ancestor
 
 
 def test_merge_from_tag_and_commit_id(forked: Lake) -> None:
@@ -481,9 +483,9 @@ def test_merge_from_tag_and_commit_id(forked: Lake) -> None:
     c = commit(lake, "dev", "t", t="1")
     porcelain.create_tag(lake, REPO, "rel", "dev")
     commit(lake, "dev", "later", later="1")
-    porcelain.merge(lake, REPO, "rel", "main")
+    merging.merge(lake, REPO, "rel", "main")
     assert "t" in view(lake, "main") and "later" not in view(lake, "main")
-    assert porcelain.merge(lake, REPO, c.id, "main").changed is False
+    assert merging.merge(lake, REPO, c.id, "main").changed is False
 
 
 def test_merge_refuses_a_dirty_destination(forked: Lake) -> None:
@@ -492,15 +494,15 @@ def test_merge_refuses_a_dirty_destination(forked: Lake) -> None:
     put(lake, "main", staged="1")
     head = cid(lake, "main")
     with pytest.raises(DirtyBranch):
-        porcelain.merge(lake, REPO, "dev", "main")
+        merging.merge(lake, REPO, "dev", "main")
     assert cid(lake, "main") == head
-    porcelain.delete_objects(lake, REPO, "main", ["same"])
+    writes.delete_objects(lake, REPO, "main", ["same"])
     with pytest.raises(DirtyBranch):
-        porcelain.merge(lake, REPO, "dev", "main")
+        merging.merge(lake, REPO, "dev", "main")
     # Staged changes on the source do not matter: only its commit is merged.
-    porcelain.reset(lake, REPO, "main")
+    merging.reset(lake, REPO, "main")
     put(lake, "dev", uncommitted="1")
-    porcelain.merge(lake, REPO, "dev", "main")
+    merging.merge(lake, REPO, "dev", "main")
     assert "x" in view(lake, "main") and "uncommitted" not in view(lake, "main")
 
 
@@ -519,18 +521,18 @@ def test_merge_into_branch_with_noop_staged_entries_shows_merged_tree(
     lake = forked
     commit(lake, "dev", "dev changes", x="from-dev", same="from-dev")
     make_noop(lake)
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
-    porcelain.merge(lake, REPO, "dev", "main")
+    assert lake_changes.diff_uncommitted(lake, REPO, "main") == []
+    merging.merge(lake, REPO, "dev", "main")
     assert view(lake, "main") == view(lake, "main@")
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
+    assert lake_changes.diff_uncommitted(lake, REPO, "main") == []
 
 
 def test_revert_on_branch_with_noop_staged_entries_shows_reverted_tree(forked: Lake) -> None:
     lake = forked
     c = commit(lake, "main", "change same", same="1")
     put(lake, "main", same="1")  # re-upload the committed bytes: not a change
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
-    porcelain.revert(lake, REPO, "main", c.id)
+    assert lake_changes.diff_uncommitted(lake, REPO, "main") == []
+    merging.revert(lake, REPO, "main", c.id)
     assert view(lake, "main")["same"] == b"0"
 
 
@@ -539,11 +541,11 @@ def test_revert_on_branch_with_noop_staged_entries_shows_reverted_tree(forked: L
 
 def test_revert_undoes_one_commit(lake: Lake, history: dict[str, Commit]) -> None:
     before = view(lake, "main")
-    r = porcelain.revert(lake, REPO, "main", history["C3"].id)
+    r = merging.revert(lake, REPO, "main", history["C3"].id)
     assert r.parents == (history["C3"].id,)
     assert r.message == 'Revert "c3"'
     assert view(lake, "main") == {k: v for k, v in before.items() if k != "b/y"}
-    porcelain.revert(lake, REPO, "main", "main")  # revert the revert
+    merging.revert(lake, REPO, "main", "main")  # revert the revert
     assert view(lake, "main") == before
 
 
@@ -552,30 +554,30 @@ def test_revert_of_merge_commit_needs_a_valid_parent_number(
     lake: Lake, history: dict[str, Commit], number: int
 ) -> None:
     with pytest.raises(InvalidArgument):
-        porcelain.revert(lake, REPO, "main", history["M"].id, parent_number=number)
+        merging.revert(lake, REPO, "main", history["M"].id, parent_number=number)
     with pytest.raises(InvalidArgument):
-        porcelain.cherry_pick(lake, REPO, "main", history["M"].id, parent_number=number)
+        merging.cherry_pick(lake, REPO, "main", history["M"].id, parent_number=number)
 
 
 def test_revert_of_merge_commit_relative_to_each_parent(lake: Lake, history: dict[str, Commit]) -> None:
     before = view(lake, "main")
-    porcelain.revert(lake, REPO, "main", history["M"].id, parent_number=1)
+    merging.revert(lake, REPO, "main", history["M"].id, parent_number=1)
     assert view(lake, "main") == {k: v for k, v in before.items() if k != "d"}
-    porcelain.reset(lake, REPO, "main")
+    merging.reset(lake, REPO, "main")
     porcelain.create_branch(lake, REPO, "r2", history["M"].id)
-    porcelain.revert(lake, REPO, "r2", "r2", parent_number=2)
+    merging.revert(lake, REPO, "r2", "r2", parent_number=2)
     # Relative to D1, M changed a (1 -> 2): reverting sets it back.
     assert view(lake, "r2")["a"] == b"1"
 
 
 def test_cherry_pick_of_merge_commit(lake: Lake, history: dict[str, Commit]) -> None:
     porcelain.create_branch(lake, REPO, "pick", history["C0"].id)
-    c = porcelain.cherry_pick(lake, REPO, "pick", history["M"].id, parent_number=1)
+    c = merging.cherry_pick(lake, REPO, "pick", history["M"].id, parent_number=1)
     assert c.message == history["M"].message
     assert view(lake, "pick") == {"d": b"1"}
     porcelain.create_branch(lake, REPO, "pick2", history["C0"].id)
     with pytest.raises(MergeConflict) as e:
-        porcelain.cherry_pick(lake, REPO, "pick2", history["M"].id, parent_number=2)
+        merging.cherry_pick(lake, REPO, "pick2", history["M"].id, parent_number=2)
     assert e.value.paths == ["a"]  # M changed a relative to D1; pick2 has no a at all
 
 
@@ -583,7 +585,7 @@ def test_cherry_pick_plain_commit_keeps_metadata(lake: Lake, history: dict[str, 
     commit(lake, "dev", "not picked", p="1")
     put(lake, "dev", m="1")
     src = porcelain.commit(lake, REPO, "dev", "with meta", metadata={"k": "v"})
-    c = porcelain.cherry_pick(lake, REPO, "main", src.id)
+    c = merging.cherry_pick(lake, REPO, "main", src.id)
     assert (c.message, dict(c.metadata)) == ("with meta", {"k": "v"})
     assert view(lake, "main")["m"] == b"1" and "p" not in view(lake, "main")
 
@@ -592,15 +594,15 @@ def test_revert_and_cherry_pick_refuse_a_dirty_branch(lake: Lake, history: dict[
     put(lake, "main", staged="1")
     head = cid(lake, "main")
     with pytest.raises(DirtyBranch):
-        porcelain.revert(lake, REPO, "main", history["C3"].id)
+        merging.revert(lake, REPO, "main", history["C3"].id)
     with pytest.raises(DirtyBranch):
-        porcelain.cherry_pick(lake, REPO, "main", history["D1"].id)
+        merging.cherry_pick(lake, REPO, "main", history["D1"].id)
     assert cid(lake, "main") == head
 
 
 def test_revert_conflict_is_reported_and_changes_nothing(lake: Lake, history: dict[str, Commit]) -> None:
     head = cid(lake, "main")
     with pytest.raises(MergeConflict) as e:
-        porcelain.revert(lake, REPO, "main", history["C1"].id)
+        merging.revert(lake, REPO, "main", history["C1"].id)
     assert e.value.paths == ["a"]  # C1 added a, C2 changed it since
     assert cid(lake, "main") == head

@@ -10,10 +10,10 @@ Counted: every ``import x`` and ``from x import y`` anywhere in a file, those in
 and under ``if TYPE_CHECKING:`` included. A function-level import is the usual way to hide a circle
 from the interpreter, not to remove it: the two modules still need each other. A type-only import
 still means the lower module knows the higher one, which the floors forbid, and mypy follows it.
-Not counted: ``importlib.import_module`` calls (porcelain's ``__getattr__`` has one); the
-``__getattr__`` test below stands for them. Importing ``a.b.c`` counts as an edge to ``a.b.c``
-only, not to the packages ``a`` and ``a.b`` whose ``__init__`` it runs too (as import-linter
-does): otherwise every package's ``__init__`` would share a circle with its children.
+Not counted: ``importlib.import_module`` calls; the ``__getattr__`` test below stands for them.
+Importing ``a.b.c`` counts as an edge to ``a.b.c`` only, not to the packages ``a`` and ``a.b``
+whose ``__init__`` it runs too (as import-linter does): otherwise every package's ``__init__``
+would share a circle with its children.
 
 Today's circles are listed in KNOWN_CIRCLES. A circle found passes when it lies within a known one
 (circles only shrink or split as they are taken apart); a new circle, or one that has taken in a
@@ -38,33 +38,10 @@ def _core(*names: str) -> frozenset[str]:
 
 
 KNOWN_CIRCLES: list[frozenset[str]] = [
-    # The middle floor: porcelain.py holds Lake, imports the verbs' modules (changes, listing,
-    # merging, writes, reads) to re-export them and the workflow modules (actions, journal, gc,
-    # protection) to run them, and each of them imports Lake or porcelain's private helpers back.
-    _core(
-        "actionruns",
-        "actions",
-        "changes",
-        "gc",
-        "hooks",
-        "journal.journal",
-        "journal.seal",
-        "listing",
-        "merging",
-        "multipart",
-        "objectfile",
-        "porcelain",
-        "protection",
-        "journal.recovery",
-        "reads",
-        "refsdump",
-        "repometadata",
-        "tablemerge",
-        "tables.merge",
-        "tables.parts",
-        "tables.rows",
-        "writes",
-    ),
+    # The journal's writer decides the intents of its verbs that raised as recovery decides a dead
+    # writer's (function-level import); recovery reads the writers' records and the sealed batches;
+    # a seal first recovers what dead writers left open (function-level import).
+    _core("journal.journal", "journal.recovery", "journal.seal"),
     # The KV protocol's module opens a store by URL, importing the drivers (function-level), and
     # the drivers import the protocol (postgres imports sqlite's statements too).
     _core("kv", "kv.memory", "kv.postgres", "kv.sqlite"),
@@ -75,12 +52,7 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
 
 # Modules that define a module-level ``__getattr__`` today: a name looked up there is loaded from
 # another module, so the import graph (and the reader) cannot see where it comes from.
-KNOWN_GETATTR: frozenset[str] = frozenset(
-    {
-        # Re-exports 21 verbs moved to writes, listing, changes and merging (its ``_MOVED``).
-        "lakectl.core.porcelain",
-    }
-)
+KNOWN_GETATTR: frozenset[str] = frozenset()
 
 
 def module_files() -> dict[str, Path]:

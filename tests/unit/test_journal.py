@@ -18,54 +18,55 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, keys
+from lakectl.core import gc, keys, listing, merging, opening, retention, writes
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
 from lakectl.core.journal import compact, form, journal, seal
+from lakectl.core.lake import Lake
 from lakectl.errors import IntegrityError, MergeConflict, PredicateFailed
 
 
 @pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    opened = p.open_lake(str(tmp_path / "lake"))
+    opened = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(opened)
     yield opened
     opened.close()
 
 
-def types(lake: p.Lake, repo: str = "") -> list[str]:
+def types(lake: Lake, repo: str = "") -> list[str]:
     return [e.event_type for e in journal.tail(lake.kv, lake.blocks, amount=1000, repo=repo)]
 
 
 def test_on_for_a_new_lake_and_off_once_disabled(tmp_path: Path) -> None:
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     assert journal.is_enabled(lake.kv)
     p.create_repo(lake, "plain")
     assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
     assert journal.disable(lake)["enabled"] is False
     p.create_branch(lake, "plain", "dev", "main")
     lake.close()
-    lake = p.open_lake(str(tmp_path / "lake"))  # reopened: still off, nothing journalled
+    lake = opening.open_lake(str(tmp_path / "lake"))  # reopened: still off, nothing journalled
     p.create_tag(lake, "plain", "v1", "main")
     assert not journal.is_enabled(lake.kv) and journal.find(lake.events) is None
     assert [e.event_type for e in journal.tail(lake.kv, lake.blocks)] == ["create-repository"]
     lake.close()
 
 
-def test_every_verb_is_one_entry_in_order(lake: p.Lake) -> None:
+def test_every_verb_is_one_entry_in_order(lake: Lake) -> None:
     p.create_repo(lake, "jrnl")
-    p.upload(lake, "jrnl", "main", "a.csv", io.BytesIO(b"1\n"))
+    writes.upload(lake, "jrnl", "main", "a.csv", io.BytesIO(b"1\n"))
     p.commit(lake, "jrnl", "main", "one")
     p.create_branch(lake, "jrnl", "dev", "main")
-    p.upload(lake, "jrnl", "dev", "b.csv", b"2\n")
-    p.delete_objects(lake, "jrnl", "dev", ["a.csv"])
+    writes.upload(lake, "jrnl", "dev", "b.csv", b"2\n")
+    writes.delete_objects(lake, "jrnl", "dev", ["a.csv"])
     p.commit(lake, "jrnl", "dev", "two")
-    p.merge(lake, "jrnl", "dev", "main")
+    merging.merge(lake, "jrnl", "dev", "main")
     p.create_tag(lake, "jrnl", "v1", "main")
-    p.upload(lake, "jrnl", "main", "c.csv", b"3\n")
-    p.reset(lake, "jrnl", "main")
-    p.revert(lake, "jrnl", "main", "main", parent_number=1)
+    writes.upload(lake, "jrnl", "main", "c.csv", b"3\n")
+    merging.reset(lake, "jrnl", "main")
+    merging.revert(lake, "jrnl", "main", "main", parent_number=1)
     p.delete_tag(lake, "jrnl", "v1")
     p.delete_branch(lake, "jrnl", "dev")
     p.delete_repo(lake, "jrnl")
@@ -100,14 +101,14 @@ def test_every_verb_is_one_entry_in_order(lake: p.Lake) -> None:
     assert entries[7].event_payload["source_ref"] == "dev"
 
 
-def test_one_entry_for_a_batch_upload(lake: p.Lake, tmp_path: Path) -> None:
+def test_one_entry_for_a_batch_upload(lake: Lake, tmp_path: Path) -> None:
     p.create_repo(lake, "batch")
     files = []
     for i in range(50):
         local = tmp_path / f"f{i}"
         local.write_bytes(str(i).encode())
         files.append((f"d/{i}", str(local)))
-    p.upload_files(lake, "batch", "main", files)
+    writes.upload_files(lake, "batch", "main", files)
     (entry,) = journal.tail(lake.kv, lake.blocks, repo="batch")[1:]
     assert entry.event_type == "write-objects"
     assert [row[0] for row in entry.event_payload["rows"]] == sorted(f for f, _ in files)
@@ -115,12 +116,12 @@ def test_one_entry_for_a_batch_upload(lake: p.Lake, tmp_path: Path) -> None:
     assert entry.event_payload["settled"] > 0
 
 
-def test_a_big_write_is_stored_compressed_and_read_back_whole(lake: p.Lake) -> None:
+def test_a_big_write_is_stored_compressed_and_read_back_whole(lake: Lake) -> None:
     p.create_repo(lake, "big")
     journal.seal(lake.kv, lake.blocks)
     row = lambda i: (4096, f"{i:032x}", f"{i:032x}+4096", 1_700_000_000, "application/octet-stream", "{}")  # noqa: E731
     updates = [(f"tables/part-{i:05d}/file\n{i}.bin", row(i)) for i in range(3000)]
-    p.stage_rows(lake, "big", "main", updates)
+    writes.stage_rows(lake, "big", "main", updates)
     writer = journal.find(lake.events)
     assert writer is not None
     ((_, raw),) = list(lake.kv.scan(writer.partition))
@@ -164,7 +165,7 @@ def test_an_outcomes_payload_text_reuses_the_intents_and_says_the_outcome(
     assert json.loads(form.extended_text(form.json_text(announced), announced, kept)) == kept
 
 
-def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) -> None:
+def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: Lake) -> None:
     p.create_repo(lake, "older")
     journal.seal(lake.kv, lake.blocks)
     writer = journal.Journal(lake.kv, lake.blocks, writer="0lderwriter00000")
@@ -186,16 +187,16 @@ def test_a_live_record_of_the_single_json_form_is_read_and_sealed(lake: p.Lake) 
     writer.close()
 
 
-def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
+def test_refused_verb_leaves_no_entry(lake: Lake) -> None:
     p.create_repo(lake, "refuse")
     p.create_branch(lake, "refuse", "dev", "main")
-    p.upload(lake, "refuse", "main", "x", b"main\n")
+    writes.upload(lake, "refuse", "main", "x", b"main\n")
     p.commit(lake, "refuse", "main", "m")
-    p.upload(lake, "refuse", "dev", "x", b"dev\n")
+    writes.upload(lake, "refuse", "dev", "x", b"dev\n")
     p.commit(lake, "refuse", "dev", "d")
     before = types(lake, "refuse")
     with pytest.raises(MergeConflict):
-        p.merge(lake, "refuse", "dev", "main")
+        merging.merge(lake, "refuse", "dev", "main")
 
     class Refuser:
         def before(self, event: Event) -> None:
@@ -217,23 +218,23 @@ def test_refused_verb_leaves_no_entry(lake: p.Lake) -> None:
     # behind once the thread's next verb of the same kind runs.
     with pytest.raises(Exception):  # noqa: B017 (any refusal will do)
         p.commit(lake, "refuse", "main", "empty")
-    p.upload(lake, "refuse", "main", "y", b"y")
+    writes.upload(lake, "refuse", "main", "y", b"y")
     p.commit(lake, "refuse", "main", "y")
     assert types(lake, "refuse") == [*before, "write-objects", "commit"]
     assert seal.done_entries(lake.kv) == []
     assert [k for k, _ in lake.kv.scan(keys.journal_live_partition(_writer(lake)))] == []
 
 
-def _writer(lake: p.Lake) -> str:
+def _writer(lake: Lake) -> str:
     sink = journal.find(lake.events)  # the journal, alone or after the actions
     assert sink is not None
     return sink.writer
 
 
-def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: p.Lake) -> None:
+def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: Lake) -> None:
     p.create_repo(lake, "sealed")
     journal.seal(lake.kv, lake.blocks)
-    p.upload(lake, "sealed", "main", "a", b"a")
+    writes.upload(lake, "sealed", "main", "a", b"a")
     journal.seal(lake.kv, lake.blocks)
     found = journal.batches(lake.kv)
     assert [(b["first"], b["last"]) for b in found] == [(1, 1), (2, 2)]
@@ -259,14 +260,14 @@ def test_sealed_batches_are_parquet_blocks_kept_by_gc(lake: p.Lake) -> None:
 
 def test_two_writers_never_share_a_timestamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    first = p.open_lake(str(tmp_path / "lake"))
+    first = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(first)
-    second = p.open_lake(str(tmp_path / "lake"))
+    second = opening.open_lake(str(tmp_path / "lake"))
     p.create_repo(first, "one-r")
     p.create_repo(second, "two-r")
     for i in range(5):
-        p.upload(first, "one-r", "main", f"f{i}", b"1")
-        p.upload(second, "two-r", "main", f"f{i}", b"2")
+        writes.upload(first, "one-r", "main", f"f{i}", b"1")
+        writes.upload(second, "two-r", "main", f"f{i}", b"2")
     # Each writer seals the others' entries too; timestamps stay dense and unique.
     journal.seal(second.kv, second.blocks)
     entries = journal.tail(first.kv, first.blocks, amount=100)
@@ -276,7 +277,7 @@ def test_two_writers_never_share_a_timestamp(tmp_path: Path, monkeypatch: pytest
     second.close()
 
 
-def test_client_is_the_context_user(lake: p.Lake) -> None:
+def test_client_is_the_context_user(lake: Lake) -> None:
     token = journal.CLIENT.set("grace")
     try:
         p.create_repo(lake, "who")
@@ -285,27 +286,27 @@ def test_client_is_the_context_user(lake: p.Lake) -> None:
     assert [e.client_id for e in journal.tail(lake.kv, lake.blocks)] == ["grace"]
 
 
-def test_followers_read_everything_after(lake: p.Lake) -> None:
+def test_followers_read_everything_after(lake: Lake) -> None:
     p.create_repo(lake, "follow")
     (first,) = journal.tail(lake.kv, lake.blocks)
     for i in range(3):
-        p.upload(lake, "follow", "main", f"f{i}", b"x")
+        writes.upload(lake, "follow", "main", f"f{i}", b"x")
     newer = journal.tail(lake.kv, lake.blocks, amount=1, after=first.logical_timestamp)
     assert [e.logical_timestamp for e in newer] == [2, 3, 4]
     assert [e.event_type for e in journal.tail(lake.kv, lake.blocks, amount=2)] == ["write-objects"] * 2
 
 
-def test_verbs_are_untouched_by_events(lake: p.Lake) -> None:
+def test_verbs_are_untouched_by_events(lake: Lake) -> None:
     assert Verb.WRITE_OBJECTS.value == "write-objects"
 
 
-def test_settings_and_collections_are_entries_with_their_values(lake: p.Lake) -> None:
+def test_settings_and_collections_are_entries_with_their_values(lake: Lake) -> None:
     from lakectl.core import protection
 
     p.create_repo(lake, "setts")
-    gc.set_rules(lake, "setts", gc.GCRules.from_dict({"default_retention_days": 7}))
+    retention.set_rules(lake, "setts", retention.GCRules.from_dict({"default_retention_days": 7}))
     protection.add_rule(lake, "setts", "stable_*")
-    gc.delete_rules(lake, "setts")
+    retention.delete_rules(lake, "setts")
     gc.run(lake, "setts", dry_run=True)
     gc.run(lake, "setts")
     found = journal.tail(lake.kv, lake.blocks, repo="setts")[1:]
@@ -316,7 +317,7 @@ def test_settings_and_collections_are_entries_with_their_values(lake: p.Lake) ->
     assert found[3].event_payload["aborted_uploads"] == []
 
 
-def test_protection_settings_of_either_journal_form_replay(lake: p.Lake) -> None:
+def test_protection_settings_of_either_journal_form_replay(lake: Lake) -> None:
     """Older journals list bare patterns; newer ones the rule objects, with pull-request fields."""
     from lakectl.core import protection
     from lakectl.core.journal import rebuild
@@ -419,7 +420,7 @@ def test_a_group_write_that_fails_in_any_way_fails_its_callers_and_not_the_next_
     store.close()
 
 
-def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p.Lake) -> None:
+def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: Lake) -> None:
     from lakectl.core import fsck
 
     p.create_repo(lake, "checked")
@@ -432,22 +433,22 @@ def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: p
     assert (missing["locator"], missing["path"]) == (batch["locator"], "(journal batch 1..1)")
 
 
-def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(lake: p.Lake) -> None:
+def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(lake: Lake) -> None:
     from lakectl.core.journal import rebuild
     from lakectl.core.kv.memory import MemoryStore
 
     p.create_repo(lake, "gone-r")
-    p.upload(lake, "gone-r", "main", "a", b"a")
+    writes.upload(lake, "gone-r", "main", "a", b"a")
     p.delete_repo(lake, "gone-r")
     p.create_repo(lake, "kept-r")
     p.create_branch(lake, "kept-r", "tmp", "main")
-    p.upload(lake, "kept-r", "tmp", "t", b"t")
+    writes.upload(lake, "kept-r", "tmp", "t", b"t")
     p.delete_branch(lake, "kept-r", "tmp")
-    p.upload(lake, "kept-r", "main", "m", b"m")
+    writes.upload(lake, "kept-r", "main", "m", b"m")
     p.commit(lake, "kept-r", "main", "m")
-    gc.set_rules(lake, "kept-r", gc.GCRules.from_dict({"default_retention_days": 1}))
-    gc.set_rules(lake, "kept-r", gc.GCRules.from_dict({"default_retention_days": 2}))
-    p.upload(lake, "kept-r", "main", "staged", b"s")
+    retention.set_rules(lake, "kept-r", retention.GCRules.from_dict({"default_retention_days": 1}))
+    retention.set_rules(lake, "kept-r", retention.GCRules.from_dict({"default_retention_days": 2}))
+    writes.upload(lake, "kept-r", "main", "staged", b"s")
     journal.seal(lake.kv, lake.blocks)
     old = journal.batches(lake.kv)
     before = [e.event_type for e in journal.entries(lake.kv, lake.blocks)]
@@ -471,14 +472,14 @@ def test_compaction_drops_superseded_entries_and_a_rebuild_still_gives_the_lake(
     assert journal.tail(lake.kv, lake.blocks, amount=1)[0].logical_timestamp == len(before) + 1
     fresh = MemoryStore()
     rebuild.rebuild(lake.blocks, fresh)
-    rebuilt = p.Lake(kv=fresh, blocks=lake.blocks)
+    rebuilt = Lake(kv=fresh, blocks=lake.blocks)
     assert [r.name for r in rebuilt.refs.list_repos()] == ["kept-r"]
     assert b"".join(p.read(rebuilt, "kept-r", "main", "staged")) == b"s"
     assert rebuilt.refs.get_tag("kept-r", "v1").commit_id == lake.refs.get_tag("kept-r", "v1").commit_id
-    assert gc.get_rules(rebuilt, "kept-r").to_dict() == gc.get_rules(lake, "kept-r").to_dict()
+    assert retention.get_rules(rebuilt, "kept-r").to_dict() == retention.get_rules(lake, "kept-r").to_dict()
 
 
-def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(lake: p.Lake) -> None:
+def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(lake: Lake) -> None:
     """Two sealers seal the same entries at the same timestamp (the same bytes, one block); the
     winner's batch is then superseded as the cursor's by a third seal. The loser must not delete
     the block: it is the published batch."""
@@ -507,11 +508,11 @@ def test_a_sealer_that_lost_to_the_same_batch_keeps_it_when_the_cursor_moved_on(
 
 
 def test_a_writer_seals_what_it_finished_within_the_interval(
-    lake: p.Lake, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 0.05)
     p.create_repo(lake, "kept")
-    p.upload(lake, "kept", "main", "a.csv", b"1\n")
+    writes.upload(lake, "kept", "main", "a.csv", b"1\n")
     deadline = time.monotonic() + 30
     while journal.last_timestamp(lake.kv) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)  # nobody reads the feed: the writer's keeper seals by itself
@@ -520,7 +521,7 @@ def test_a_writer_seals_what_it_finished_within_the_interval(
 
 
 def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
-    lake: p.Lake, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A flush while the keeper seals must not return before the keeper's seal lands: callers
     (a server's tests, a rebuild) read the lake right after and must see it sealed."""
@@ -545,7 +546,7 @@ def test_a_flush_returns_only_once_a_seal_in_flight_has_ended(
     keeper.join()
 
 
-def _writers(lake: p.Lake) -> list[str]:
+def _writers(lake: Lake) -> list[str]:
     return [k for k, _ in lake.kv.scan(keys.JOURNAL) if k.startswith(keys.JOURNAL_WRITER_PREFIX)]
 
 
@@ -555,11 +556,11 @@ def test_closing_a_lake_leaves_its_logged_entries_to_the_next_seal(tmp_path: Pat
     writer seals them all."""
     from lakectl.core.journal import log
 
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     p.create_repo(lake, "closed")
     writer = _writer(lake)
     lake.close()
-    again = p.open_lake(str(tmp_path / "lake"))
+    again = opening.open_lake(str(tmp_path / "lake"))
     assert journal.last_timestamp(again.kv) == 0 and log.files(again.blocks, writer)
     assert _writers(again) == [keys.journal_writer_key(writer)]
     assert journal.seal(again.kv, again.blocks) == 1 and journal.last_timestamp(again.kv) == 1
@@ -568,10 +569,10 @@ def test_closing_a_lake_leaves_its_logged_entries_to_the_next_seal(tmp_path: Pat
     assert not list(again.kv.scan(keys.journal_live_partition(writer)))
     again.close()
     for n in range(journal.CLOSE_SEAL_WRITERS):
-        lake = p.open_lake(str(tmp_path / "lake"))
+        lake = opening.open_lake(str(tmp_path / "lake"))
         p.create_branch(lake, "closed", f"b{n}", "main")
         lake.close()
-    again = p.open_lake(str(tmp_path / "lake"))
+    again = opening.open_lake(str(tmp_path / "lake"))
     assert journal.last_timestamp(again.kv) == journal.CLOSE_SEAL_WRITERS + 1  # the last one sealed
     again.close()
 
@@ -589,7 +590,7 @@ def test_a_writer_is_dead_when_its_process_is_gone_or_its_heartbeat_old() -> Non
     assert journal.is_alive({})  # a record that cannot say is never recovered from under a writer
 
 
-def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tmp_path: Path) -> None:
+def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: Lake, tmp_path: Path) -> None:
     from lakectl.core import refsdump
     from lakectl.core.blocks.local import LocalAdapter
     from lakectl.core.journal import rebuild
@@ -597,7 +598,7 @@ def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tm
     from tests.property.test_journal_rebuild import state
 
     p.create_repo(lake, "src")
-    p.upload(lake, "src", "main", "a.csv", b"1\n")
+    writes.upload(lake, "src", "main", "a.csv", b"1\n")
     p.commit(lake, "src", "main", "one")
     p.create_branch(lake, "src", "dev", "main")
     p.create_tag(lake, "src", "v1", "main")
@@ -611,12 +612,12 @@ def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: p.Lake, tm
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     try:
         rebuild.rebuild(LocalAdapter(str(tmp_path / "lake" / "blocks")), fresh)
-        assert state(p.Lake(kv=fresh, blocks=lake.blocks)) == expected
+        assert state(Lake(kv=fresh, blocks=lake.blocks)) == expected
     finally:
         fresh.close()
 
 
-def _logs(lake: p.Lake) -> set[str]:
+def _logs(lake: Lake) -> set[str]:
     """The ids of the entries in the lake's journal log (its writers' files, its log blocks)."""
     from lakectl.core.journal import log
 
@@ -632,15 +633,15 @@ def test_an_acknowledged_change_is_in_the_blocks_before_it_is_sealed(
     from lakectl.core.kv.sqlite import SQLiteStore
 
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)  # no keeper seals during the test
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(lake)
     p.create_repo(lake, "logged")
-    p.upload(lake, "logged", "main", "a", b"one")
+    writes.upload(lake, "logged", "main", "a", b"one")
     made = p.commit(lake, "logged", "main", "first")
-    p.upload(lake, "logged", "main", "b", b"two")
+    writes.upload(lake, "logged", "main", "b", b"two")
     assert journal.batches(lake.kv) == [] and len(_logs(lake)) == 4
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
-    rebuilt = p.Lake(kv=kv, blocks=lake.blocks)
+    rebuilt = Lake(kv=kv, blocks=lake.blocks)
     done = rebuild.rebuild(lake.blocks, kv)
     assert (done.entries, done.batches) == (4, 1)
     assert p.get_branch(rebuilt, "logged", "main").commit_id == made.id
@@ -650,9 +651,9 @@ def test_an_acknowledged_change_is_in_the_blocks_before_it_is_sealed(
     lake.close()
 
 
-def test_log_blocks_are_deleted_once_sealed(lake: p.Lake) -> None:
+def test_log_blocks_are_deleted_once_sealed(lake: Lake) -> None:
     p.create_repo(lake, "retired")
-    p.upload(lake, "retired", "main", "a", b"a")
+    writes.upload(lake, "retired", "main", "a", b"a")
     assert len(_logs(lake)) == 2
     journal.flush(lake)
     assert _logs(lake) == set() and len(journal.batches(lake.kv)) == 1
@@ -663,11 +664,11 @@ def test_a_rebuild_of_a_lake_without_a_journal_refuses(tmp_path: Path) -> None:
     from lakectl.errors import NotFound
 
     home = tmp_path / "lake"
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     journal_off = {"enabled": False}
     lake.kv.set(keys.LAKE, keys.JOURNAL_SETTING, json.dumps(journal_off).encode())
     lake.close()
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     p.create_repo(lake, "unjournaled")
     lake.close()
     (home / "lake.db").unlink()
@@ -690,10 +691,10 @@ def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
     from lakectl.core.kv.sqlite import SQLiteStore
 
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
-    lake = p.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     p.create_repo(lake, "forked")
     journal.seal(lake.kv, lake.blocks)
-    p.upload(lake, "forked", "main", "a", b"a")
+    writes.upload(lake, "forked", "main", "a", b"a")
     real = lake.kv.set_if
 
     def killed(partition: str, key: str, value: bytes, expected: bytes | None) -> None:
@@ -705,7 +706,7 @@ def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
     with pytest.raises(_Killed):
         journal.seal(lake.kv, lake.blocks)
     monkeypatch.setattr(lake.kv, "set_if", real)
-    p.upload(lake, "forked", "main", "b", b"b")
+    writes.upload(lake, "forked", "main", "b", b"b")
     journal.seal(lake.kv, lake.blocks)  # publishes a batch of both writes after the first
     if later:
         p.commit(lake, "forked", "main", "both")
@@ -713,10 +714,10 @@ def test_a_batch_a_killed_sealer_left_unpublished_does_not_stop_a_rebuild(
     journal.flush(lake)
     assert len(rebuild.find_journal(lake.blocks)[2]) == 1  # the batch left unpublished
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
-    rebuilt = p.Lake(kv=kv, blocks=lake.blocks)
+    rebuilt = Lake(kv=kv, blocks=lake.blocks)
     done = rebuild.rebuild(lake.blocks, kv)
     assert done.entries == (4 if later else 3)
-    assert {o.path for o in p.list_objects(rebuilt, "forked", "main")} == {"a", "b"}
+    assert {o.path for o in listing.list_objects(rebuilt, "forked", "main")} == {"a", "b"}
     kv.close()
     lake.close()
 
@@ -727,19 +728,19 @@ def test_an_object_that_looks_like_a_log_record_is_not_replayed(tmp_path: Path) 
     from lakectl.core.journal import log, rebuild
 
     home = tmp_path / "lake"
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     p.create_repo(lake, "honest")
     forged = {"state": "done", "time": 1, "writer": "f" * 16, "seq": 1, "client_id": "mallory",
               "repo_id": "forged", "event_type": "create-repository",
               "event_payload": {"default_branch": "main", "creation_date": 1,
                                 "storage_namespace": "local://forged", "bare": True}}  # fmt: skip
     record = log.encode("f" * 16, [("0000000000000001-000000000001", form.live(forged))])
-    p.upload(lake, "honest", "main", "innocent.bin", record)
+    writes.upload(lake, "honest", "main", "innocent.bin", record)
     assert any(lake.blocks.get(b, 0, 4) == log.MAGIC[:4] for b in lake.blocks.list())
     lake.close()
     (home / "lake.db").unlink()
     rebuild.rebuild_embedded(str(home))
-    lake = p.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     assert [r.name for r in p.list_repos(lake)] == ["honest"]
     lake.close()
 
@@ -757,16 +758,16 @@ def test_in_a_store_of_volumes_each_log_record_is_a_block(
 
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)
     blocks = VolumeSet([(f"v{i}", LocalAdapter(str(tmp_path / f"v{i}"))) for i in range(2)])
-    lake = p.Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
+    lake = Lake(kv=SQLiteStore(str(tmp_path / "lake.db")), blocks=blocks)
     journal.enable(lake)
     p.create_repo(lake, "volumes")
-    p.upload(lake, "volumes", "main", "a", b"a")
+    writes.upload(lake, "volumes", "main", "a", b"a")
     assert log.files(blocks) == [] and len(list(log.logged(blocks))) == 2
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
     assert rebuild.rebuild(blocks, kv).entries == 2
-    assert b"".join(p.read(p.Lake(kv=kv, blocks=blocks), "volumes", "main", "a")) == b"a"
+    assert b"".join(p.read(Lake(kv=kv, blocks=blocks), "volumes", "main", "a")) == b"a"
     kv.close()
-    p.upload(lake, "volumes", "main", "b", b"b")
+    writes.upload(lake, "volumes", "main", "b", b"b")
     journal.flush(lake)
     assert list(log.logged(blocks)) == []
     lake.close()
@@ -819,18 +820,18 @@ def test_a_collection_never_deletes_log_blocks_it_did_not_seal(
     monkeypatch.setattr(journal, "SEAL_INTERVAL", 3600.0)  # no keeper seals during the test
     blocks = local_volumes([tmp_path / "v1", tmp_path / "v2"])
     kv = SQLiteStore(str(tmp_path / "lake.db"))
-    writer = p.Lake(kv=kv, blocks=blocks)
+    writer = Lake(kv=kv, blocks=blocks)
     journal.enable(writer)
     p.create_repo(writer, "other")
-    p.upload(writer, "other", "main", "a", b"acknowledged")
+    writes.upload(writer, "other", "main", "a", b"acknowledged")
     logged = _logs(writer)
     assert len(logged) == 2
-    collector = p.Lake(kv=kv, blocks=blocks)  # another process: no journal installed
+    collector = Lake(kv=kv, blocks=blocks)  # another process: no journal installed
     report = gc.run(collector, "other", grace_seconds=0)
     assert _logs(writer) == logged and report.deleted == 0
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     rebuild.rebuild(blocks, fresh)
-    assert b"".join(p.read(p.Lake(kv=fresh, blocks=blocks), "other", "main", "a")) == b"acknowledged"
+    assert b"".join(p.read(Lake(kv=fresh, blocks=blocks), "other", "main", "a")) == b"acknowledged"
     fresh.close()
     writer.close()
     kv.close()

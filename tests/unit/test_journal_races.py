@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import keys
+from lakectl.core import changes, keys, listing, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event, EventSink, Fanout, Verb
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import Branch, BranchId, RepositoryId, StagingToken
 from lakectl.errors import NothingToCommit, PredicateFailed
 from tests.property.test_journal_rebuild import state
@@ -55,7 +56,7 @@ class Gate:
         pass
 
 
-def gated(lake: p.Lake, verb: Verb, at: str) -> Gate:
+def gated(lake: Lake, verb: Verb, at: str) -> Gate:
     gate = Gate(verb, at)
     sink: EventSink = lake.events
     # Before: behind the journal, so the intent is stored first; after: ahead of it.
@@ -87,20 +88,20 @@ class Held:
 
 
 @pytest.fixture
-def lakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[p.Lake, p.Lake]]:
+def lakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Lake, Lake]]:
     """Two lakes on one home: two processes' worth of journal writers."""
     monkeypatch.setenv("LAKECTL_COMMITTER", "racer")
     home = str(tmp_path / "lake")
-    first = p.open_lake(home)
+    first = opening.open_lake(home)
     journal.enable(first)
     p.create_repo(first, REPO)
-    second = p.open_lake(home)
+    second = opening.open_lake(home)
     yield first, second
     first.close()
     second.close()
 
 
-def assert_rebuilt_is_original(a: p.Lake, b: p.Lake, tmp_path: Path) -> dict[str, Any]:
+def assert_rebuilt_is_original(a: Lake, b: Lake, tmp_path: Path) -> dict[str, Any]:
     journal.seal(a.kv, a.blocks)
     expected = state(a, dangling=False)
     a.close()
@@ -110,36 +111,36 @@ def assert_rebuilt_is_original(a: p.Lake, b: p.Lake, tmp_path: Path) -> dict[str
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     try:
         rebuild.rebuild(blocks, fresh)
-        assert state(p.Lake(kv=fresh, blocks=blocks), dangling=False) == expected
+        assert state(Lake(kv=fresh, blocks=blocks), dangling=False) == expected
     finally:
         fresh.close()
     return expected
 
 
-def read(lake: p.Lake, path: str, ref: str = "main") -> bytes:
+def read(lake: Lake, path: str, ref: str = "main") -> bytes:
     return b"".join(p.read(lake, REPO, ref, path))
 
 
 def test_two_writes_of_one_path_replay_in_the_order_they_landed(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path
+    lakes: tuple[Lake, Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
     # a's intent is older, but its write lands after b's: a's value is the one staged.
-    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: p.upload(a, REPO, "main", "x", b"a"))
-    p.upload(b, REPO, "main", "x", b"b")
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: writes.upload(a, REPO, "main", "x", b"a"))
+    writes.upload(b, REPO, "main", "x", b"b")
     held.release()
     assert read(b, "x") == b"a"
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
 def test_a_write_overwritten_before_its_verb_ends_replays_before_the_write_that_overwrote_it(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path
+    lakes: tuple[Lake, Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
     # a's write lands first, b's after it, and a's verb ends last of all: the clocks the two
     # writes read in their own transactions say so, whatever came after.
-    held = Held(gated(a, Verb.WRITE_OBJECTS, "after"), lambda: p.upload(a, REPO, "main", "x", b"a"))
-    p.upload(b, REPO, "main", "x", b"b")
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "after"), lambda: writes.upload(a, REPO, "main", "x", b"a"))
+    writes.upload(b, REPO, "main", "x", b"b")
     held.release()
     assert read(b, "x") == b"b"
     journal.seal(b.kv, b.blocks)
@@ -153,52 +154,52 @@ def test_a_write_overwritten_before_its_verb_ends_replays_before_the_write_that_
 
 
 def test_a_write_that_landed_after_a_commit_sealed_stays_staged(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path
+    lakes: tuple[Lake, Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
-    p.upload(b, REPO, "main", "base", b"0")
+    writes.upload(b, REPO, "main", "base", b"0")
     # a's intent comes before the commit, its write after the commit sealed the staging.
-    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: p.upload(a, REPO, "main", "late", b"1"))
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: writes.upload(a, REPO, "main", "late", b"1"))
     made = p.commit(b, REPO, "main", "base")
     held.release()
-    assert [c.path for c in p.diff_uncommitted(b, REPO, "main")] == ["late"]
+    assert [c.path for c in changes.diff_uncommitted(b, REPO, "main")] == ["late"]
     assert p.get_commit(b, REPO, "main").id == made.id
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
-def test_a_write_that_landed_after_a_reset_stays_staged(lakes: tuple[p.Lake, p.Lake], tmp_path: Path) -> None:
+def test_a_write_that_landed_after_a_reset_stays_staged(lakes: tuple[Lake, Lake], tmp_path: Path) -> None:
     a, b = lakes
-    p.upload(b, REPO, "main", "dropped", b"0")
+    writes.upload(b, REPO, "main", "dropped", b"0")
     # a's intent comes before the reset, its write after the reset dropped the staging.
-    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: p.upload(a, REPO, "main", "late", b"1"))
-    p.reset(b, REPO, "main")
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "before"), lambda: writes.upload(a, REPO, "main", "late", b"1"))
+    merging.reset(b, REPO, "main")
     held.release()
     assert read(b, "late") == b"1"
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
-def test_a_write_the_commit_took_is_not_staged_again(lakes: tuple[p.Lake, p.Lake], tmp_path: Path) -> None:
+def test_a_write_the_commit_took_is_not_staged_again(lakes: tuple[Lake, Lake], tmp_path: Path) -> None:
     a, b = lakes
-    p.upload(a, REPO, "main", "base", b"0")
+    writes.upload(a, REPO, "main", "base", b"0")
     # The commit's intent comes before the write, but it seals the staging after the write landed.
     held = Held(gated(b, Verb.COMMIT, "before"), lambda: p.commit(b, REPO, "main", "both"))
-    p.upload(a, REPO, "main", "early", b"1")
+    writes.upload(a, REPO, "main", "early", b"1")
     held.release()
-    assert {o.path for o in p.list_objects(a, REPO, "main@")} == {"base", "early"}
+    assert {o.path for o in listing.list_objects(a, REPO, "main@")} == {"base", "early"}
     branch = p.get_branch(a, REPO, "main")
     assert list(a.staging.iter_staged(RepositoryId(REPO), branch.tokens)) == []
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
 def test_the_head_is_the_last_commit_to_land_not_the_last_entry(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path
+    lakes: tuple[Lake, Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
-    p.upload(a, REPO, "main", "one", b"1")
+    writes.upload(a, REPO, "main", "one", b"1")
     # a's commit intent is older than b's whole commit; a commits on top of b's.
     held = Held(gated(a, Verb.COMMIT, "before"), lambda: p.commit(a, REPO, "main", "a's"))
     first = p.commit(b, REPO, "main", "b's")
-    p.upload(b, REPO, "main", "two", b"2")
+    writes.upload(b, REPO, "main", "two", b"2")
     held.release()
     head = p.get_commit(b, REPO, "main")
     assert head.message == "a's" and head.parents == (first.id,)
@@ -206,43 +207,43 @@ def test_the_head_is_the_last_commit_to_land_not_the_last_entry(
 
 
 def test_a_merge_racing_commits_on_its_source_keeps_both_heads(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path
+    lakes: tuple[Lake, Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
     p.create_branch(a, REPO, "dev", "main")
-    p.upload(a, REPO, "dev", "one", b"1")
+    writes.upload(a, REPO, "dev", "one", b"1")
     p.commit(a, REPO, "dev", "one")
     # The merge's intent comes first; a commit on main lands before the merge's CAS... which
     # then loses and is refused, leaving nothing; a second merge lands on top.
-    held = Held(gated(a, Verb.MERGE, "before"), lambda: p.merge(a, REPO, "dev", "main"))
-    p.upload(b, REPO, "main", "m", b"m")
+    held = Held(gated(a, Verb.MERGE, "before"), lambda: merging.merge(a, REPO, "dev", "main"))
+    writes.upload(b, REPO, "main", "m", b"m")
     p.commit(b, REPO, "main", "on main")
     with pytest.raises(PredicateFailed):  # the branch moved under the merge
         held.release()
-    p.merge(b, REPO, "dev", "main")
-    p.upload(a, REPO, "dev", "two", b"2")
+    merging.merge(b, REPO, "dev", "main")
+    writes.upload(a, REPO, "dev", "two", b"2")
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
 def test_writes_after_a_commit_died_between_its_seal_and_its_commit_stay_staged(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path
+    lakes: tuple[Lake, Lake], tmp_path: Path
 ) -> None:
     a, b = lakes
-    p.upload(a, REPO, "main", "sealed", b"1")
+    writes.upload(a, REPO, "main", "sealed", b"1")
     # A commit process killed after it sealed the staging: the token moved, no entry says so.
     a.committer._seal(RepositoryId(REPO), BranchId("main"), False)
-    p.upload(b, REPO, "main", "after", b"2")
-    assert {c.path for c in p.diff_uncommitted(b, REPO, "main")} == {"sealed", "after"}
+    writes.upload(b, REPO, "main", "after", b"2")
+    assert {c.path for c in changes.diff_uncommitted(b, REPO, "main")} == {"sealed", "after"}
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
 def test_a_commit_with_only_rows_that_change_nothing_leaves_the_branch_alone(
-    lakes: tuple[p.Lake, p.Lake],
+    lakes: tuple[Lake, Lake],
 ) -> None:
     a, _ = lakes
-    p.upload(a, REPO, "main", "x", b"1")
+    writes.upload(a, REPO, "main", "x", b"1")
     p.commit(a, REPO, "main", "x")
-    p.upload(a, REPO, "main", "x", b"1")  # the same bytes: staged, changes nothing
+    writes.upload(a, REPO, "main", "x", b"1")  # the same bytes: staged, changes nothing
     before = p.get_branch(a, REPO, "main")
     with pytest.raises(NothingToCommit):
         p.commit(a, REPO, "main", "nothing")
@@ -252,7 +253,7 @@ def test_a_commit_with_only_rows_that_change_nothing_leaves_the_branch_alone(
 
 @pytest.mark.parametrize("then_commit", [False, True], ids=["staged", "then committed"])
 def test_a_journal_begun_by_an_older_version_rebuilds_with_this_ones_entries(
-    lakes: tuple[p.Lake, p.Lake], then_commit: bool
+    lakes: tuple[Lake, Lake], then_commit: bool
 ) -> None:
     a, _ = lakes
     # A branch made before staging tokens said when they were made, by entries that named no
@@ -264,11 +265,11 @@ def test_a_journal_begun_by_an_older_version_rebuilds_with_this_ones_entries(
         keys.branch_key(main),
         Branch(main, branch.commit_id, StagingToken(uuid.uuid4().hex)).encode(),
     )
-    p.upload(a, REPO, "main", "old", b"0")
-    p.upload(a, REPO, "main", "new", b"1")
+    writes.upload(a, REPO, "main", "old", b"0")
+    writes.upload(a, REPO, "main", "new", b"1")
     if then_commit:
         p.commit(a, REPO, "main", "both")
-        p.upload(a, REPO, "main", "after", b"2")
+        writes.upload(a, REPO, "main", "after", b"2")
     journal.seal(a.kv, a.blocks)
     expected = state(a)
     entries = list(journal.entries(a.kv, a.blocks))
@@ -280,7 +281,7 @@ def test_a_journal_begun_by_an_older_version_rebuilds_with_this_ones_entries(
         entries[1],
         event_payload={k: v for k, v in entries[1].event_payload.items() if k not in {"tokens", "settled"}},
     )
-    fresh = p.Lake(kv=MemoryStore(), blocks=a.blocks)
+    fresh = Lake(kv=MemoryStore(), blocks=a.blocks)
     replaying = rebuild.Replay(fresh)
     for entry in entries:
         replaying.apply(entry)
@@ -290,19 +291,19 @@ def test_a_journal_begun_by_an_older_version_rebuilds_with_this_ones_entries(
 
 @pytest.mark.parametrize("path", ["other/late", "tables/late"])
 def test_a_write_a_partial_commit_took_stays_staged_or_committed_as_it_landed(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path, path: str
+    lakes: tuple[Lake, Lake], tmp_path: Path, path: str
 ) -> None:
     a, b = lakes
-    p.upload(a, REPO, "main", "tables/t", b"0")
-    p.upload(a, REPO, "main", "other/early", b"1")
+    writes.upload(a, REPO, "main", "tables/t", b"0")
+    writes.upload(a, REPO, "main", "other/early", b"1")
     # The partial commit's intent comes first; the write lands in the token before it is sealed,
     # so the commit takes it: committed under its prefix, kept staged elsewhere.
     commit = lambda: p.commit(b, REPO, "main", "tables", prefixes=["tables/"])  # noqa: E731
     held = Held(gated(b, Verb.COMMIT, "before"), commit)
-    p.upload(a, REPO, "main", path, b"2")
+    writes.upload(a, REPO, "main", path, b"2")
     held.release()
-    committed = {o.path for o in p.list_objects(a, REPO, "main@")}
-    staged = {c.path for c in p.diff_uncommitted(a, REPO, "main")}
+    committed = {o.path for o in listing.list_objects(a, REPO, "main@")}
+    staged = {c.path for c in changes.diff_uncommitted(a, REPO, "main")}
     assert committed == {"tables/t"} | ({path} if path.startswith("tables/") else set())
     assert staged == {"other/early"} | (set() if path.startswith("tables/") else {path})
     assert_rebuilt_is_original(a, b, tmp_path)
@@ -310,28 +311,28 @@ def test_a_write_a_partial_commit_took_stays_staged_or_committed_as_it_landed(
 
 @pytest.mark.parametrize("path", ["other/late", "tables/late", "logs/late"])
 def test_a_write_two_partial_commits_took_before_its_entry_stays_where_it_landed(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path, path: str
+    lakes: tuple[Lake, Lake], tmp_path: Path, path: str
 ) -> None:
     """The write lands, then two partial commits each take the branch's staging (the first keeps
     the write's token's rest in a new token, the second takes that one in turn); only then is the
     write's entry done, so a rebuild meets it after both commits and must follow both."""
     a, b = lakes
-    p.upload(a, REPO, "main", "tables/t", b"0")
-    held = Held(gated(a, Verb.WRITE_OBJECTS, "after"), lambda: p.upload(a, REPO, "main", path, b"2"))
+    writes.upload(a, REPO, "main", "tables/t", b"0")
+    held = Held(gated(a, Verb.WRITE_OBJECTS, "after"), lambda: writes.upload(a, REPO, "main", path, b"2"))
     p.commit(b, REPO, "main", "tables", prefixes=["tables/"])
-    p.upload(b, REPO, "main", "logs/x", b"3")
+    writes.upload(b, REPO, "main", "logs/x", b"3")
     p.commit(b, REPO, "main", "logs", prefixes=["logs/"])
     held.release()
-    committed = {o.path for o in p.list_objects(a, REPO, "main")} - {
-        c.path for c in p.diff_uncommitted(a, REPO, "main")
+    committed = {o.path for o in listing.list_objects(a, REPO, "main")} - {
+        c.path for c in changes.diff_uncommitted(a, REPO, "main")
     }
-    staged = {c.path for c in p.diff_uncommitted(a, REPO, "main")}
+    staged = {c.path for c in changes.diff_uncommitted(a, REPO, "main")}
     assert staged == ({path} if path == "other/late" else set())
     assert path in committed or path in staged
     assert_rebuilt_is_original(a, b, tmp_path)
 
 
-def _commit_before_the_writer_checks_its_token(a: p.Lake, b: p.Lake, seal: bool) -> None:
+def _commit_before_the_writer_checks_its_token(a: Lake, b: Lake, seal: bool) -> None:
     """Make ``a``'s next staged write race a commit on ``b``: its rows and entry land in the
     branch's token, then (``seal``: and a sealer seals the entry) the commit takes that token,
     before ``a`` looks whether its token is still the branch's, so that it writes again."""
@@ -352,7 +353,7 @@ def _commit_before_the_writer_checks_its_token(a: p.Lake, b: p.Lake, seal: bool)
     a.staging.refs = Racing()  # type: ignore[assignment]
 
 
-def _entries_of(lake: p.Lake, path: str) -> list[list[str]]:
+def _entries_of(lake: Lake, path: str) -> list[list[str]]:
     journal.seal(lake.kv, lake.blocks)
     return [
         e.event_payload["tokens"]
@@ -363,15 +364,15 @@ def _entries_of(lake: p.Lake, path: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("sealed_between", [False, True])
 def test_a_write_redone_into_the_next_token_is_journaled_with_every_token(
-    lakes: tuple[p.Lake, p.Lake], tmp_path: Path, sealed_between: bool
+    lakes: tuple[Lake, Lake], tmp_path: Path, sealed_between: bool
 ) -> None:
     """The redo stores its entry under a key of its own. Before, it stored the first attempt's key
     again: after a seal in between, the sealer's next run deleted it as already sealed, and the
     rebuilt lake lost the write's second token."""
     a, b = lakes
-    p.upload(b, REPO, "main", "base", b"0")
+    writes.upload(b, REPO, "main", "base", b"0")
     _commit_before_the_writer_checks_its_token(a, b, sealed_between)
-    p.upload(a, REPO, "main", "late", b"1")
+    writes.upload(a, REPO, "main", "late", b"1")
     tokens = _entries_of(a, "late")
     if sealed_between:  # the first attempt's entry was sealed before the redo: both stay
         assert len(tokens) == 2 and tokens[1][:1] == tokens[0] and len(tokens[1]) == 2

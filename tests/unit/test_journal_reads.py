@@ -14,33 +14,34 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import keys
+from lakectl.core import keys, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core import reads as reads_module
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import compact, form, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.errors import ObjectNotFound, StorageError
 from tests.property.test_journal_rebuild import state
 
 
 @pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    opened = p.open_lake(str(tmp_path / "lake"))
+    opened = opening.open_lake(str(tmp_path / "lake"))
     p.create_repo(opened, "rds")
-    p.upload(opened, "rds", "main", "a.csv", io.BytesIO(b"0123456789"))
+    writes.upload(opened, "rds", "main", "a.csv", io.BytesIO(b"0123456789"))
     p.commit(opened, "rds", "main", "one")
     yield opened
     opened.close()
 
 
-def reads(lake: p.Lake, repo: str = "") -> list[journal.Entry]:
+def reads(lake: Lake, repo: str = "") -> list[journal.Entry]:
     found = journal.tail(lake.kv, lake.blocks, amount=10_000, repo=repo)
     return [e for e in found if e.event_type == "read-object"]
 
 
-def test_a_read_is_one_done_entry_with_its_range(lake: p.Lake) -> None:
+def test_a_read_is_one_done_entry_with_its_range(lake: Lake) -> None:
     assert journal.enable(lake, reads=True)["reads"] is True
     head = p.get_branch(lake, "rds", "main").commit_id
     assert b"".join(p.read(lake, "rds", "main", "a.csv", 2, 3)) == b"234"
@@ -84,14 +85,14 @@ class Counting:
         return counted
 
 
-def _kv_calls_of_a_read(lake: p.Lake) -> int:
+def _kv_calls_of_a_read(lake: Lake) -> int:
     counting = Counting(lake.kv)
-    seen = p.Lake(kv=counting, blocks=lake.blocks, events=lake.events)  # type: ignore[arg-type]
+    seen = Lake(kv=counting, blocks=lake.blocks, events=lake.events)  # type: ignore[arg-type]
     b"".join(p.read(seen, "rds", "main", "a.csv"))
     return counting.calls
 
 
-def test_reads_not_audited_cost_no_store_access(lake: p.Lake) -> None:
+def test_reads_not_audited_cost_no_store_access(lake: Lake) -> None:
     plain = _kv_calls_of_a_read(lake)  # no journal
     journal.enable(lake)
     assert _kv_calls_of_a_read(lake) == plain, "journal on, reads off: not one store access more"
@@ -99,20 +100,20 @@ def test_reads_not_audited_cost_no_store_access(lake: p.Lake) -> None:
     assert _kv_calls_of_a_read(lake) > plain
 
 
-def test_the_setting_is_the_lakes_and_outlives_the_process(lake: p.Lake, tmp_path: Path) -> None:
+def test_the_setting_is_the_lakes_and_outlives_the_process(lake: Lake, tmp_path: Path) -> None:
     journal.enable(lake, reads=True)
-    other = p.open_lake(str(tmp_path / "lake"))
+    other = opening.open_lake(str(tmp_path / "lake"))
     assert journal.audits_reads(other.events)
     journal.enable(lake, reads=False)  # this process stops at once; another on its next opening
     assert not journal.audits_reads(lake.events) and journal.audits_reads(other.events)
     other.close()
-    again = p.open_lake(str(tmp_path / "lake"))
+    again = opening.open_lake(str(tmp_path / "lake"))
     assert not journal.audits_reads(again.events)
     assert journal.enable(again) == {**journal.enable(again), "reads": False}
     again.close()
 
 
-def test_concurrent_reads_are_each_recorded(lake: p.Lake) -> None:
+def test_concurrent_reads_are_each_recorded(lake: Lake) -> None:
     journal.enable(lake, reads=True)
     threads, each = 8, 25
 
@@ -131,7 +132,7 @@ def test_concurrent_reads_are_each_recorded(lake: p.Lake) -> None:
     assert stamps == sorted(set(stamps))
 
 
-def test_a_read_whose_entry_cannot_be_stored_is_refused(lake: p.Lake) -> None:
+def test_a_read_whose_entry_cannot_be_stored_is_refused(lake: Lake) -> None:
     journal.enable(lake, reads=True)
     sink = journal.find(lake.events)
     assert sink is not None
@@ -144,10 +145,10 @@ def test_a_read_whose_entry_cannot_be_stored_is_refused(lake: p.Lake) -> None:
         p.read(lake, "rds", "main", "a.csv")
 
 
-def test_compaction_keeps_reads_even_of_a_deleted_repository(lake: p.Lake) -> None:
+def test_compaction_keeps_reads_even_of_a_deleted_repository(lake: Lake) -> None:
     journal.enable(lake, reads=True)
     p.create_repo(lake, "gone")
-    p.upload(lake, "gone", "main", "x", b"x")
+    writes.upload(lake, "gone", "main", "x", b"x")
     b"".join(p.read(lake, "gone", "main", "x"))
     p.delete_repo(lake, "gone")
     before = reads(lake, "gone")
@@ -158,18 +159,18 @@ def test_compaction_keeps_reads_even_of_a_deleted_repository(lake: p.Lake) -> No
     assert types == ["read-object"]
 
 
-def test_a_rebuild_with_reads_audited_gives_the_same_lake(lake: p.Lake, tmp_path: Path) -> None:
+def test_a_rebuild_with_reads_audited_gives_the_same_lake(lake: Lake, tmp_path: Path) -> None:
     # The history starts before the journal: rebuild from a journal that holds it all.
     home = str(tmp_path / "j")
-    journalled = p.open_lake(home)
+    journalled = opening.open_lake(home)
     journal.enable(journalled, reads=True)
     p.create_repo(journalled, "rbx")
-    p.upload(journalled, "rbx", "main", "a", b"a")
+    writes.upload(journalled, "rbx", "main", "a", b"a")
     b"".join(p.read(journalled, "rbx", "main", "a"))
     p.commit(journalled, "rbx", "main", "one")
     p.create_branch(journalled, "rbx", "dev", "main")
     b"".join(p.read(journalled, "rbx", "dev", "a", 0, 1))
-    p.upload(journalled, "rbx", "dev", "b", b"b")
+    writes.upload(journalled, "rbx", "dev", "b", b"b")
     b"".join(p.read(journalled, "rbx", "dev", "b"))
     p.create_tag(journalled, "rbx", "v1", "main")
     b"".join(p.read(journalled, "rbx", "v1", "a"))
@@ -182,6 +183,6 @@ def test_a_rebuild_with_reads_audited_gives_the_same_lake(lake: p.Lake, tmp_path
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     done = rebuild.rebuild(blocks, fresh)
     assert done.entries == len(sealed)
-    assert state(p.Lake(kv=fresh, blocks=blocks)) == expected
+    assert state(Lake(kv=fresh, blocks=blocks)) == expected
     assert fresh.get(keys.LAKE, keys.JOURNAL_SETTING)
     fresh.close()

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import gc, keys, refsdump
+from lakectl.core import keys, merging, opening, refsdump, retention, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
 from lakectl.core.journal import form, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.errors import AlreadyExists, NothingToCommit, StorageError
 from tests.property.test_journal_rebuild import state
 
@@ -49,22 +50,22 @@ def _dead_pid() -> int:
 
 
 @pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    opened = p.open_lake(str(tmp_path / "lake"))
+    opened = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(opened)
     p.create_repo(opened, REPO)
-    p.upload(opened, REPO, "main", "a.csv", b"1\n")
+    writes.upload(opened, REPO, "main", "a.csv", b"1\n")
     p.commit(opened, REPO, "main", "one")
     p.create_branch(opened, REPO, "dev", "main")
-    p.upload(opened, REPO, "dev", "b.csv", b"2\n")
+    writes.upload(opened, REPO, "dev", "b.csv", b"2\n")
     p.commit(opened, REPO, "dev", "two")
     p.create_tag(opened, REPO, "old", "main")
     yield opened
     opened.close()
 
 
-def die(lake: p.Lake, sink: type[journal.Journal], verb: Callable[[p.Lake], Any]) -> None:
+def die(lake: Lake, sink: type[journal.Journal], verb: Callable[[Lake], Any]) -> None:
     """Run ``verb`` with a writer that dies at ``sink``'s point, then leave it for dead."""
     writer = sink(lake.kv, lake.blocks)
     kept, lake.events = lake.events, writer
@@ -80,54 +81,54 @@ def die(lake: p.Lake, sink: type[journal.Journal], verb: Callable[[p.Lake], Any]
     lake.kv.set(keys.JOURNAL, key, json.dumps({**journal.writer_record(), "pid": _dead_pid()}).encode())
 
 
-RULES = gc.GCRules.from_dict(
+RULES = retention.GCRules.from_dict(
     {"default_retention_days": 7, "branches": [{"branch_id": "dev", "retention_days": 1}]}
 )
-VERBS: dict[str, Callable[[p.Lake], Any]] = {
-    "write-objects": lambda lake: p.upload(lake, REPO, "dev", "c.csv", io.BytesIO(b"3\n")),
-    "delete-objects": lambda lake: p.delete_objects(lake, REPO, "dev", ["b.csv"]),
+VERBS: dict[str, Callable[[Lake], Any]] = {
+    "write-objects": lambda lake: writes.upload(lake, REPO, "dev", "c.csv", io.BytesIO(b"3\n")),
+    "delete-objects": lambda lake: writes.delete_objects(lake, REPO, "dev", ["b.csv"]),
     "commit": lambda lake: p.commit(lake, REPO, "main", "m"),
-    "merge": lambda lake: p.merge(lake, REPO, "dev", "main"),
-    "revert": lambda lake: p.revert(lake, REPO, "dev", "dev"),
-    "reset": lambda lake: p.reset(lake, REPO, "main"),
+    "merge": lambda lake: merging.merge(lake, REPO, "dev", "main"),
+    "revert": lambda lake: merging.revert(lake, REPO, "dev", "dev"),
+    "reset": lambda lake: merging.reset(lake, REPO, "main"),
     "create-branch": lambda lake: p.create_branch(lake, REPO, "feat", "main"),
     "delete-branch": lambda lake: p.delete_branch(lake, REPO, "dev"),
     "create-tag": lambda lake: p.create_tag(lake, REPO, "v1", "dev"),
     "delete-tag": lambda lake: p.delete_tag(lake, REPO, "old"),
     "create-repository": lambda lake: p.create_repo(lake, "other"),
     "delete-repository": lambda lake: p.delete_repo(lake, REPO),
-    "settings": lambda lake: gc.set_rules(lake, REPO, RULES),
+    "settings": lambda lake: retention.set_rules(lake, REPO, RULES),
     "restore-refs": lambda lake: refsdump.restore(lake, "copy", refsdump.dump(lake, REPO)),
 }
 PREPARE = {"commit": "m.csv", "reset": "x.csv"}
 """Staged by a living writer first, for the verbs that need something staged."""
 
 
-def prepare(lake: p.Lake, name: str) -> None:
+def prepare(lake: Lake, name: str) -> None:
     if name in PREPARE:
-        p.upload(lake, REPO, "main", PREPARE[name], b"staged\n")
+        writes.upload(lake, REPO, "main", PREPARE[name], b"staged\n")
     if name == "restore-refs":
         p.create_repo(lake, "copy", "main", bare=True)
 
 
-def rebuilt_state(lake: p.Lake, tmp_path: Path) -> dict[str, Any]:
+def rebuilt_state(lake: Lake, tmp_path: Path) -> dict[str, Any]:
     """The lake rebuilt from its blocks and journal alone, as the property test sees a lake."""
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     try:
         rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
-        return state(p.Lake(kv=fresh, blocks=lake.blocks))
+        return state(Lake(kv=fresh, blocks=lake.blocks))
     finally:
         fresh.close()
 
 
-def sealed_types(lake: p.Lake) -> list[str]:
+def sealed_types(lake: Lake) -> list[str]:
     journal.seal(lake.kv, lake.blocks)  # recovery first: the dead writer's intent is decided
     return [e.event_type for e in journal.entries(lake.kv, lake.blocks)]
 
 
 @pytest.mark.parametrize("name", VERBS)
 def test_a_change_made_by_a_writer_that_died_before_its_outcome_is_journalled(
-    lake: p.Lake, tmp_path: Path, name: str
+    lake: Lake, tmp_path: Path, name: str
 ) -> None:
     prepare(lake, name)
     before = sealed_types(lake)
@@ -144,7 +145,7 @@ def test_a_change_made_by_a_writer_that_died_before_its_outcome_is_journalled(
 
 @pytest.mark.parametrize("name", VERBS)
 def test_an_intent_whose_writer_died_before_the_change_is_withdrawn(
-    lake: p.Lake, tmp_path: Path, name: str
+    lake: Lake, tmp_path: Path, name: str
 ) -> None:
     prepare(lake, name)
     before, expected = sealed_types(lake), state(lake)
@@ -163,7 +164,7 @@ def test_an_intent_whose_writer_died_before_the_change_is_withdrawn(
     assert len(writers) == 1  # the fixture's own, alive
 
 
-def test_a_living_writers_open_intent_is_left_alone(lake: p.Lake) -> None:
+def test_a_living_writers_open_intent_is_left_alone(lake: Lake) -> None:
     writer = DiesAfterTheChange(lake.kv, lake.blocks)
     kept, lake.events = lake.events, writer
     with pytest.raises(Killed):
@@ -176,14 +177,14 @@ def test_a_living_writers_open_intent_is_left_alone(lake: p.Lake) -> None:
     writer.close()
 
 
-def _pending(lake: p.Lake) -> list[dict[str, Any]]:
+def _pending(lake: Lake) -> list[dict[str, Any]]:
     sink = journal.find(lake.events)
     assert sink is not None
     records = [form.read_live(v) for _, v in lake.kv.scan(sink.partition)]
     return [r for r in records if r["state"] == journal.PENDING]
 
 
-def test_a_refused_verb_withdraws_its_intent_at_once(lake: p.Lake) -> None:
+def test_a_refused_verb_withdraws_its_intent_at_once(lake: Lake) -> None:
     before = sealed_types(lake)
     with pytest.raises(AlreadyExists):
         p.create_branch(lake, REPO, "dev", "main")  # refused by its compare-and-swap
@@ -194,7 +195,7 @@ def test_a_refused_verb_withdraws_its_intent_at_once(lake: p.Lake) -> None:
 
 
 def test_a_verb_that_failed_after_its_change_landed_is_journalled(
-    lake: p.Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(repo: Any, tokens: Any) -> None:
         raise StorageError("the disk went away")

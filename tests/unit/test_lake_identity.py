@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import gc, identity, keys, porcelain
+from lakectl.core import gc, identity, keys, opening, porcelain, writes
 from lakectl.core.identity import Origin
 from lakectl.errors import PreconditionFailed, StorageError
 from lakectl.sparkjobs import gc as spark_gc
@@ -20,9 +20,9 @@ CONTENT = b"id\n1\n"
 
 def _lake_with_data(home: Path) -> list[str]:
     """An embedded lake at ``home`` with one committed object; its stored blocks."""
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     porcelain.create_repo(lake, "data")
-    porcelain.upload(lake, "data", "main", "a.csv", CONTENT)
+    writes.upload(lake, "data", "main", "a.csv", CONTENT)
     porcelain.commit(lake, "data", "main", "one", committer="t")
     blocks = lake.blocks
     lake.close()  # which seals the lake's journal: its batch is one of the blocks left
@@ -35,11 +35,11 @@ def _lose_database(home: Path) -> None:
 
 
 def test_a_new_lake_gets_an_identity_once(tmp_path: Path) -> None:
-    first = porcelain.open_lake(str(tmp_path / "lake"))
+    first = opening.open_lake(str(tmp_path / "lake"))
     assert first.identity is not None and first.identity.origin is Origin.CREATED
     assert first.identity.created_over_blocks == 0
     first.close()
-    again = porcelain.open_lake(str(tmp_path / "lake"))
+    again = opening.open_lake(str(tmp_path / "lake"))
     assert again.identity is not None and again.identity.origin is Origin.FOUND
     assert again.identity.lake_id == first.identity.lake_id
     again.close()
@@ -53,7 +53,7 @@ def test_a_lost_database_over_stored_blocks_is_refused(tmp_path: Path, loss: str
     if loss == "zero bytes":
         (home / "lake.db").write_bytes(b"")
     with pytest.raises(StorageError, match=r"lake\.db is (missing|empty).*holds blocks") as refused:
-        porcelain.open_lake(str(home))
+        opening.open_lake(str(home))
     assert refused.value.details["database"] == str(home / "lake.db")
     # Nothing was created in its place, and every block is still there.
     assert [f.name for f in home.glob("lake.db*")] == ([] if loss == "missing" else ["lake.db"])
@@ -74,7 +74,7 @@ def test_an_emptied_database_over_stored_blocks_is_refused(tmp_path: Path) -> No
     with sqlite3.connect(home / "lake.db") as db:
         db.execute("DELETE FROM kv")
     with pytest.raises(StorageError, match="holds no lake"):
-        porcelain.open_lake(str(home))
+        opening.open_lake(str(home))
 
 
 def test_a_lake_older_than_the_identity_record_is_adopted(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_a_lake_older_than_the_identity_record_is_adopted(tmp_path: Path) -> Non
     _lake_with_data(home)
     with sqlite3.connect(home / "lake.db") as db:
         db.execute("DELETE FROM kv WHERE partition = ? AND key = ?", (keys.LAKE, keys.IDENTITY))
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     assert lake.identity is not None and lake.identity.origin is Origin.ADOPTED
     assert identity.get(lake.kv) is not None and not lake.identity.created_over_blocks
     assert b"".join(porcelain.read(lake, "data", "main", "a.csv")) == b"id\n1\n"
@@ -95,7 +95,7 @@ def test_creating_over_stored_blocks_on_request_holds_back_gc(tmp_path: Path) ->
     home = tmp_path / "lake"
     stored = _lake_with_data(home)
     _lose_database(home)
-    lake = porcelain.open_lake(str(home), create=True)
+    lake = opening.open_lake(str(home), create=True)
     assert lake.identity is not None and lake.identity.created_over_blocks == len(stored)
     assert lake.identity.just_created_over == len(stored)
     porcelain.create_repo(lake, "fresh")
@@ -108,7 +108,7 @@ def test_creating_over_stored_blocks_on_request_holds_back_gc(tmp_path: Path) ->
     assert set(stored) <= set(lake.blocks.list())
     # Reopening does not forget it.
     lake.close()
-    lake = porcelain.open_lake(str(home))
+    lake = opening.open_lake(str(home))
     assert lake.identity is not None and lake.identity.origin is Origin.FOUND
     with pytest.raises(PreconditionFailed):
         gc.run(lake, "fresh", grace_seconds=0)
@@ -125,7 +125,7 @@ def test_a_home_that_is_a_file_is_one_clear_error(tmp_path: Path) -> None:
     home = tmp_path / "file"
     home.write_text("not a lake")
     with pytest.raises(StorageError, match="is a file, not a directory"):
-        porcelain.open_lake(str(home))
+        opening.open_lake(str(home))
 
 
 def test_errors_name_a_database_url_without_its_password() -> None:

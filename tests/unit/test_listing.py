@@ -11,11 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lakectl.core import listing, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.graph import tree as tree_mod
 from lakectl.core.graph.ranges import ChunkPolicy
 from lakectl.core.kv.memory import MemoryStore
+from lakectl.core.lake import Lake
 from lakectl.core.model import PathType
 
 SMALL = ChunkPolicy(min_rows=2, normal_rows=3, strict=4, loose=2, max_rows=4)
@@ -54,20 +56,20 @@ def test_listings_are_the_models(
     monkeypatch.setattr(tree_mod.Trees.__init__, "__defaults__", (SMALL, SMALL_PAGES))
     # A path that is a file and a directory at once ("a" and "a/b") is allowed: keys are keys.
     blocks = tmp_path / f"blocks-{len(list(tmp_path.iterdir()))}"
-    lake = p.Lake(kv=MemoryStore(), blocks=LocalAdapter(str(blocks)))
+    lake = Lake(kv=MemoryStore(), blocks=LocalAdapter(str(blocks)))
     p.create_repo(lake, "rep")
     for path in sorted(committed):
-        p.upload(lake, "rep", "main", path, io.BytesIO(path.encode()))
+        writes.upload(lake, "rep", "main", path, io.BytesIO(path.encode()))
     p.commit(lake, "rep", "main", "tree")
     assert len(lake.trees.ranges(p.get_commit(lake, "rep", "main").meta_range_id)) > 1 or len(committed) < 5
     view = set(committed)
     for path, keep in staged:
         if keep:
-            p.upload(lake, "rep", "main", path, io.BytesIO(b"staged"))
+            writes.upload(lake, "rep", "main", path, io.BytesIO(b"staged"))
             view.add(path)
         elif path in view:
-            p.delete_objects(lake, "rep", "main", [path])
+            writes.delete_objects(lake, "rep", "main", [path])
             view.discard(path)
     for ref, paths in (("main", view), ("main@", committed)):
-        got = [(o.path, o.path_type) for o in p.list_objects(lake, "rep", ref, prefix, "/", after)]
+        got = [(o.path, o.path_type) for o in listing.list_objects(lake, "rep", ref, prefix, "/", after)]
         assert got == model(paths, prefix, after), ref

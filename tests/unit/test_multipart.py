@@ -9,8 +9,8 @@ import os
 import pytest
 
 from lakectl.core import multipart as mp
-from lakectl.core import porcelain
-from lakectl.core.porcelain import Lake
+from lakectl.core import porcelain, writes
+from lakectl.core.lake import Lake
 from lakectl.errors import (
     EntityTooSmall,
     InvalidArgument,
@@ -94,7 +94,7 @@ def test_abort_forgets_the_upload(lake: Lake) -> None:
 def test_part_copies_cut_the_source_locators(lake: Lake) -> None:
     data = os.urandom(3000)
     commit(lake, "main", "source", placeholder="x")
-    porcelain.upload(lake, REPO, "main", "src.bin", data)
+    writes.upload(lake, REPO, "main", "src.bin", data)
     source = porcelain.stat(lake, REPO, "main", "src.bin").entry
     assert source is not None
     upload = mp.create(lake, REPO, "main", "copy.bin")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import manifests, porcelain
+from lakectl.core import changes, manifests, opening, porcelain, writes
 from lakectl.core.blocks.data import (
     PACK_MAX,
     SMALL_OBJECT,
@@ -21,6 +21,7 @@ from lakectl.core.blocks.data import (
 )
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import journal
+from lakectl.core.lake import PROGRESS_EVERY, Lake
 from lakectl.errors import InvalidLocator, StorageError
 
 
@@ -100,7 +101,7 @@ def test_segment_tokens_are_validated() -> None:
 
 
 def test_upload_files_packs_and_manifest_round_trip_copies_nothing(tmp_path: Path) -> None:
-    lake = porcelain.open_lake(str(tmp_path / "lake"))
+    lake = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lake, "packs")
     src = tmp_path / "src"
     files = []
@@ -112,7 +113,7 @@ def test_upload_files_packs_and_manifest_round_trip_copies_nothing(tmp_path: Pat
     big = src / "big.bin"
     big.write_bytes(os.urandom(200_000))
     files.append(("data/big.bin", str(big)))
-    porcelain.upload_files(lake, "packs", "main", files)
+    writes.upload_files(lake, "packs", "main", files)
     porcelain.commit(lake, "packs", "main", "packed")
     for path, local in files:
         assert b"".join(porcelain.read(lake, "packs", "main", path)) == Path(local).read_bytes()
@@ -174,20 +175,20 @@ def test_a_pack_that_cannot_be_stored_fails_the_packer() -> None:
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> Iterator[porcelain.Lake]:
-    lake = porcelain.open_lake(str(tmp_path / "lake"))
+def lake(tmp_path: Path) -> Iterator[Lake]:
+    lake = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lake, "uploads")
     yield lake
     lake.close()
 
 
-def test_upload_files_at_the_small_object_bound(lake: porcelain.Lake, tmp_path: Path) -> None:
+def test_upload_files_at_the_small_object_bound(lake: Lake, tmp_path: Path) -> None:
     sizes = {"empty": 0, "small": SMALL_OBJECT, "large": SMALL_OBJECT + 1}
     files = []
     for name, size in sizes.items():
         (tmp_path / name).write_bytes(os.urandom(size))
         files.append((f"b/{name}", str(tmp_path / name)))
-    infos = porcelain.upload_files(lake, "uploads", "main", files)
+    infos = writes.upload_files(lake, "uploads", "main", files)
     assert [i.path for i in infos] == ["b/empty", "b/large", "b/small"]
     for info in infos:
         content = (tmp_path / info.path[2:]).read_bytes()
@@ -199,15 +200,15 @@ def test_upload_files_at_the_small_object_bound(lake: porcelain.Lake, tmp_path: 
 
 
 def test_upload_files_reads_past_short_reads(
-    lake: porcelain.Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A filesystem may return fewer bytes than asked before the end (FUSE, network): reading
     goes on to the end, and no object is stored cut short."""
     content = os.urandom(10_000)
     (tmp_path / "f").write_bytes(content)
     real = os.read
-    monkeypatch.setattr(porcelain.os, "read", lambda fd, n: real(fd, min(n, 1000)))
-    (info,) = porcelain.upload_files(lake, "uploads", "main", [("f", str(tmp_path / "f"))])
+    monkeypatch.setattr(os, "read", lambda fd, n: real(fd, min(n, 1000)))
+    (info,) = writes.upload_files(lake, "uploads", "main", [("f", str(tmp_path / "f"))])
     monkeypatch.undo()
     assert info.entry is not None and info.entry.size == len(content)
     assert b"".join(porcelain.read(lake, "uploads", "main", "f")) == content
@@ -215,7 +216,7 @@ def test_upload_files_reads_past_short_reads(
 
 @pytest.mark.parametrize("kind", ["missing", "directory"])
 def test_upload_files_names_the_file_it_cannot_read_and_stages_nothing(
-    lake: porcelain.Lake, tmp_path: Path, kind: str
+    lake: Lake, tmp_path: Path, kind: str
 ) -> None:
     (tmp_path / "good").write_bytes(b"good")
     bad = tmp_path / "bad"
@@ -223,13 +224,13 @@ def test_upload_files_names_the_file_it_cannot_read_and_stages_nothing(
         bad.mkdir()
     files = [("a/good", str(tmp_path / "good")), ("a/bad", str(bad))]
     with pytest.raises(OSError) as caught:
-        porcelain.upload_files(lake, "uploads", "main", files)
+        writes.upload_files(lake, "uploads", "main", files)
     assert caught.value.filename == str(bad)
     assert isinstance(caught.value, FileNotFoundError if kind == "missing" else IsADirectoryError)
-    assert porcelain.diff_uncommitted(lake, "uploads", "main") == []  # nothing staged
+    assert changes.diff_uncommitted(lake, "uploads", "main") == []  # nothing staged
 
 
-def test_upload_files_reports_every_file_to_progress(lake: porcelain.Lake, tmp_path: Path) -> None:
+def test_upload_files_reports_every_file_to_progress(lake: Lake, tmp_path: Path) -> None:
     """Small files in groups (a bar's update costs more than a 4 KiB file), a large one at once."""
     files = []
     for i in range(150):
@@ -238,13 +239,13 @@ def test_upload_files_reports_every_file_to_progress(lake: porcelain.Lake, tmp_p
     (tmp_path / "large").write_bytes(os.urandom(SMALL_OBJECT + 1))
     files.append(("s/100-large", str(tmp_path / "large")))  # the 102nd in path order
     calls: list[int] = []
-    porcelain.upload_files(lake, "uploads", "main", files, progress=calls.append)
-    every = porcelain.PROGRESS_EVERY
+    writes.upload_files(lake, "uploads", "main", files, progress=calls.append)
+    every = PROGRESS_EVERY
     assert calls == [every, 102 - every, 49]  # a group, the rest up to the large file, the tail
 
 
 def test_upload_files_stages_nothing_when_the_blocks_cannot_be_made_durable(
-    lake: porcelain.Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lake: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "f").write_bytes(b"data")
 
@@ -253,5 +254,5 @@ def test_upload_files_stages_nothing_when_the_blocks_cannot_be_made_durable(
 
     monkeypatch.setattr(lake.blocks, "sync", failing_sync)
     with pytest.raises(StorageError, match="syncfs failed"):
-        porcelain.upload_files(lake, "uploads", "main", [("f", str(tmp_path / "f"))])
-    assert porcelain.diff_uncommitted(lake, "uploads", "main") == []
+        writes.upload_files(lake, "uploads", "main", [("f", str(tmp_path / "f"))])
+    assert changes.diff_uncommitted(lake, "uploads", "main") == []

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import keys, protection, pulls
+from lakectl.core import keys, listing, merging, opening, protection, pulls, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.memory import MemoryStore
+from lakectl.core.lake import Lake
 from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import (
     AlreadyExists,
@@ -32,9 +33,9 @@ from lakectl.errors import (
 
 
 @pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    opened = p.open_lake(str(tmp_path / "lake"))
+    opened = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(opened)
     p.create_repo(opened, "rep")
     p.create_branch(opened, "rep", "feature", "main")
@@ -42,12 +43,12 @@ def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
     opened.close()
 
 
-def work(lake: p.Lake, branch: str, path: str, data: bytes) -> str:
-    p.upload(lake, "rep", branch, path, io.BytesIO(data))
+def work(lake: Lake, branch: str, path: str, data: bytes) -> str:
+    writes.upload(lake, "rep", branch, path, io.BytesIO(data))
     return p.commit(lake, "rep", branch, f"write {path}").id
 
 
-def test_a_pull_request_is_opened_listed_and_merged(lake: p.Lake) -> None:
+def test_a_pull_request_is_opened_listed_and_merged(lake: Lake) -> None:
     work(lake, "feature", "a.csv", b"1,2\n")
     pr = pulls.create_pull(lake, "rep", "Add a", "feature", "main", "adds *a*")
     assert (pr.id, pr.status, pr.author) == ("1", PullStatus.OPEN, "ada")
@@ -72,14 +73,14 @@ def test_a_pull_request_is_opened_listed_and_merged(lake: p.Lake) -> None:
     assert merged.merged_commit_id == head.id
     assert head.metadata["pull_request"] == "1" and head.committer == "bob"
     assert "Merge pull request #1 from feature" in head.message
-    assert [o.path for o in p.list_objects(lake, "rep", "main")] == ["a.csv"]
+    assert [o.path for o in listing.list_objects(lake, "rep", "main")] == ["a.csv"]
     with pytest.raises(PreconditionFailed, match="merged"):
         pulls.merge_pull(lake, "rep", "1")
     with pytest.raises(PreconditionFailed):
         pulls.update_pull(lake, "rep", "1", status=PullStatus.CLOSED)
 
 
-def test_bad_input_is_refused_and_changes_nothing(lake: p.Lake) -> None:
+def test_bad_input_is_refused_and_changes_nothing(lake: Lake) -> None:
     for title, src, dst, error in [
         ("", "feature", "main", InvalidArgument),
         ("x\ny", "feature", "main", InvalidArgument),
@@ -107,7 +108,7 @@ def test_bad_input_is_refused_and_changes_nothing(lake: p.Lake) -> None:
         pulls.update_pull(lake, "rep", "1", status=PullStatus.MERGED)
 
 
-def test_listing_pages_and_filters_by_status(lake: p.Lake) -> None:
+def test_listing_pages_and_filters_by_status(lake: Lake) -> None:
     for i in range(5):
         p.create_branch(lake, "rep", f"b{i}", "main")
         pulls.create_pull(lake, "rep", f"pr {i}", f"b{i}", "main")
@@ -123,7 +124,7 @@ def test_listing_pages_and_filters_by_status(lake: p.Lake) -> None:
     assert [x.id for x in pulls.list_pulls(lake, "rep", prefix="5")[0]] == ["5"]
 
 
-def test_close_and_reopen(lake: p.Lake) -> None:
+def test_close_and_reopen(lake: Lake) -> None:
     pulls.create_pull(lake, "rep", "t", "feature", "main")
     closed = pulls.update_pull(lake, "rep", "1", status=PullStatus.CLOSED, title="renamed")
     assert closed.status is PullStatus.CLOSED and closed.closed_date is not None and closed.title == "renamed"
@@ -137,7 +138,7 @@ def test_close_and_reopen(lake: p.Lake) -> None:
     assert reopened.status is PullStatus.OPEN and reopened.closed_date is None
 
 
-def test_comments_keep_their_order_and_authors(lake: p.Lake) -> None:
+def test_comments_keep_their_order_and_authors(lake: Lake) -> None:
     pulls.create_pull(lake, "rep", "t", "feature", "main")
     pulls.add_comment(lake, "rep", "1", "first", "bob")
     pulls.add_comment(lake, "rep", "1", "<b>second</b>\nline two", "cy")
@@ -148,12 +149,12 @@ def test_comments_keep_their_order_and_authors(lake: p.Lake) -> None:
     ]
 
 
-def test_required_approvals_count_fresh_approvals_by_others(lake: p.Lake) -> None:
+def test_required_approvals_count_fresh_approvals_by_others(lake: Lake) -> None:
     protection.add_rule(lake, "rep", protection.Rule("main", required_approvals=2))
     work(lake, "feature", "a.csv", b"1\n")
     pulls.create_pull(lake, "rep", "t", "feature", "main", author="ada")
     with pytest.raises(ProtectedBranch, match="pull request"):  # no walking around the gate
-        p.merge(lake, "rep", "feature", "main")
+        merging.merge(lake, "rep", "feature", "main")
     with pytest.raises(Forbidden):
         pulls.review(lake, "rep", "1", "ada", Verdict.APPROVED)
     pulls.review(lake, "rep", "1", "bob", Verdict.APPROVED)
@@ -175,11 +176,11 @@ def test_required_approvals_count_fresh_approvals_by_others(lake: p.Lake) -> Non
     pulls.review(lake, "rep", "1", "bob", Verdict.APPROVED)
     pulls.review(lake, "rep", "1", "cy", Verdict.APPROVED)
     merged = pulls.merge_pull(lake, "rep", "1")
-    assert {o.path for o in p.list_objects(lake, "rep", "main")} == {"a.csv", "b.csv"}
+    assert {o.path for o in listing.list_objects(lake, "rep", "main")} == {"a.csv", "b.csv"}
     assert merged.merged_commit_id == p.get_commit(lake, "rep", "main").id
 
 
-def test_withdrawn_review(lake: p.Lake) -> None:
+def test_withdrawn_review(lake: Lake) -> None:
     pulls.create_pull(lake, "rep", "t", "feature", "main", author="ada")
     pulls.review(lake, "rep", "1", "bob", Verdict.APPROVED)
     pulls.withdraw_review(lake, "rep", "1", "bob")
@@ -214,12 +215,12 @@ hooks:
 """
 
 
-def test_required_checks_are_the_destinations_own_pre_merge_actions(lake: p.Lake) -> None:
+def test_required_checks_are_the_destinations_own_pre_merge_actions(lake: Lake) -> None:
     def gate_on_main(code: int) -> None:
         """main's gate, committed while main is not protected (a protected main takes no commit)."""
         protection.delete_rule(lake, "rep", "main")
         text = MAIN_GATE.format(python=sys.executable, code=code)
-        p.upload(lake, "rep", "main", "_lakefs_actions/gate.yaml", io.BytesIO(text.encode()))
+        writes.upload(lake, "rep", "main", "_lakefs_actions/gate.yaml", io.BytesIO(text.encode()))
         p.commit(lake, "rep", "main", "main's gate")
         protection.add_rule(lake, "rep", protection.Rule("main", required_checks=True))
 
@@ -231,7 +232,7 @@ def test_required_checks_are_the_destinations_own_pre_merge_actions(lake: p.Lake
 
     # The source's own checks pass, and count for nothing: the author chose them.
     action = ACTION.format(name="quality", python=sys.executable, code=0)
-    p.upload(lake, "rep", "feature", "_lakefs_actions/quality.yaml", io.BytesIO(action.encode()))
+    writes.upload(lake, "rep", "feature", "_lakefs_actions/quality.yaml", io.BytesIO(action.encode()))
     work(lake, "feature", "a.csv", b"1\n")
     gate = pulls.gate(lake, "rep", "1")
     assert [c.passed for c in gate.checks] == [True] and not gate.mergeable
@@ -261,19 +262,19 @@ hooks:
     properties:
       command: ["{sys.executable}", "-c", "import sys; sys.exit(3)"]
 """
-    p.upload(lake, "rep", "feature", "_lakefs_actions/audit.yaml", io.BytesIO(post.encode()))
+    writes.upload(lake, "rep", "feature", "_lakefs_actions/audit.yaml", io.BytesIO(post.encode()))
     head = work(lake, "feature", "b.csv", b"2\n")
     gate = pulls.gate(lake, "rep", "1")
     assert gate.source_commit_id == head
     assert sorted(c.passed for c in gate.checks) == [False, True]
     with pytest.raises(PreconditionFailed, match="failed check"):
         pulls.merge_pull(lake, "rep", "1")
-    p.delete_objects(lake, "rep", "feature", ["_lakefs_actions/audit.yaml"])
+    writes.delete_objects(lake, "rep", "feature", ["_lakefs_actions/audit.yaml"])
     work(lake, "feature", "c.csv", b"3\n")
     assert pulls.merge_pull(lake, "rep", "1").status is PullStatus.MERGED
 
 
-def test_the_journal_rebuilds_pull_requests(lake: p.Lake, tmp_path: Path) -> None:
+def test_the_journal_rebuilds_pull_requests(lake: Lake, tmp_path: Path) -> None:
     pulls.create_pull(lake, "rep", "t", "feature", "main", "d")
     pulls.add_comment(lake, "rep", "1", "hello", "bob")
     pulls.review(lake, "rep", "1", "bob", Verdict.APPROVED)
@@ -295,7 +296,7 @@ def test_the_journal_rebuilds_pull_requests(lake: p.Lake, tmp_path: Path) -> Non
     )  # two pull requests, their marks, the sequence, a comment and its sequence
 
 
-def test_racing_openers_leave_one_open_pull_request(lake: p.Lake) -> None:
+def test_racing_openers_leave_one_open_pull_request(lake: Lake) -> None:
     """Eight threads open a pull request between the same branches, and eight reopen closed ones:
     each time exactly one wins; the others get AlreadyExists and leave nothing open."""
     from concurrent.futures import ThreadPoolExecutor
@@ -327,13 +328,13 @@ def test_racing_openers_leave_one_open_pull_request(lake: p.Lake) -> None:
     assert len(pulls.list_pulls(lake, "rep", StatusFilter.OPEN)[0]) == 1
 
 
-def test_a_pull_request_merges_only_onto_the_head_its_gate_read(lake: p.Lake) -> None:
+def test_a_pull_request_merges_only_onto_the_head_its_gate_read(lake: Lake) -> None:
     """The gate found the destination's checks at one head; a merge onto another head (one that
     may no longer hold them) is refused, and the destination keeps what it had."""
     work(lake, "feature", "a.csv", b"1\n")
     read = p.get_branch(lake, "rep", "main").commit_id
     moved = work(lake, "main", "m.csv", b"m\n")
     with pytest.raises(PredicateFailed, match="moved since the merge was checked"):
-        p.merge(lake, "rep", "feature", "main", onto=read, through_pull=True)
+        merging.merge(lake, "rep", "feature", "main", onto=read, through_pull=True)
     assert p.get_branch(lake, "rep", "main").commit_id == moved
-    assert p.merge(lake, "rep", "feature", "main", onto=moved, through_pull=True).changed
+    assert merging.merge(lake, "rep", "feature", "main", onto=moved, through_pull=True).changed

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import gc, porcelain, refsdump
+from lakectl.core import changes, gc, listing, porcelain, refsdump
+from lakectl.core.lake import Lake
 from lakectl.core.model import Commit
-from lakectl.core.porcelain import Lake
 from lakectl.errors import Conflict, InvalidArgument
 from tests.unit.graphkit import REPO, view
 
@@ -18,7 +18,7 @@ from tests.unit.graphkit import REPO, view
 def _state(lake: Lake, repo: str) -> tuple[Any, ...]:
     branches = sorted((b.name, b.commit_id) for b in porcelain.list_branches(lake, repo))
     tags = sorted((t.name, t.commit_id) for t in porcelain.list_tags(lake, repo))
-    logs = {name: [c.to_dict() for c in porcelain.log(lake, repo, name)] for name, _ in branches}
+    logs = {name: [c.to_dict() for c in changes.log(lake, repo, name)] for name, _ in branches}
     return branches, tags, logs
 
 
@@ -38,7 +38,7 @@ def _manifest_with(
 
 
 def _commit_records(lake: Lake) -> list[dict[str, Any]]:
-    return [c.to_dict() for c in porcelain.log(lake, REPO, "main")]
+    return [c.to_dict() for c in changes.log(lake, REPO, "main")]
 
 
 def test_documents_larger_than_a_block_are_split_and_restored(lake: Lake, history: dict[str, Commit]) -> None:
@@ -50,7 +50,7 @@ def test_documents_larger_than_a_block_are_split_and_restored(lake: Lake, histor
     assert _state(lake, "copy") == _state(lake, REPO)
     assert view(lake, "main") == {
         o.path: b"".join(porcelain.read(lake, "copy", "main", o.path))
-        for o in porcelain.list_objects(lake, "copy", "main")
+        for o in listing.list_objects(lake, "copy", "main")
     }
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import porcelain
+from lakectl.core import changes, merging, porcelain, writes
+from lakectl.core.lake import Lake
 from lakectl.core.model import Branch, BranchId, Commit, RepositoryId, ResetKind
-from lakectl.core.porcelain import Lake
 from lakectl.errors import (
     AlreadyExists,
     BranchNotFound,
@@ -36,7 +36,7 @@ from tests.unit.graphkit import (
 def staged(lake: Lake) -> Lake:
     commit(lake, "main", "base", keep="0", dir__a="0", dir__b="0", other="0")
     put(lake, "main", new="1", dir__a="1", dir__c="1", other="1")
-    porcelain.delete_objects(lake, REPO, "main", ["dir/b"])
+    writes.delete_objects(lake, REPO, "main", ["dir/b"])
     return lake
 
 
@@ -56,8 +56,8 @@ def staged(lake: Lake) -> Lake:
 )
 def test_reset(staged: Lake, kind: ResetKind, path: str, count: int, left: list[str]) -> None:
     lake = staged
-    assert porcelain.reset(lake, REPO, "main", kind, path) == count
-    assert [c.path for c in porcelain.diff_uncommitted(lake, REPO, "main")] == left
+    assert merging.reset(lake, REPO, "main", kind, path) == count
+    assert [c.path for c in changes.diff_uncommitted(lake, REPO, "main")] == left
     expected = {"keep": b"0", "dir/a": b"1", "dir/c": b"1", "other": b"1", "new": b"1"}
     committed = {"keep": b"0", "dir/a": b"0", "dir/b": b"0", "other": b"0"}
     for p in {"dir/a", "dir/b", "dir/c", "other", "new"} - set(left):
@@ -69,7 +69,7 @@ def test_reset(staged: Lake, kind: ResetKind, path: str, count: int, left: list[
 
 
 def test_reset_everything_then_nothing_to_commit(staged: Lake) -> None:
-    porcelain.reset(staged, REPO, "main")
+    merging.reset(staged, REPO, "main")
     with pytest.raises(NothingToCommit):
         porcelain.commit(staged, REPO, "main", "nothing")
 
@@ -117,7 +117,7 @@ def test_existing_branch_cannot_be_created_again(lake: Lake) -> None:
         pytest.param(lambda lk: None, id="fresh branch"),
         pytest.param(noop_upload_delete, id="upload then delete of a new path"),
         pytest.param(noop_reset_object, id="upload then reset"),
-        pytest.param(lambda lk: porcelain.reset(lk, REPO, "main"), id="after reset all"),
+        pytest.param(lambda lk: merging.reset(lk, REPO, "main"), id="after reset all"),
     ],
 )
 def test_nothing_to_commit(lake: Lake, prepare: Callable[[Lake], None]) -> None:
@@ -135,7 +135,7 @@ def test_nothing_to_commit(lake: Lake, prepare: Callable[[Lake], None]) -> None:
 def test_reupload_of_identical_bytes_is_nothing_to_commit(lake: Lake) -> None:
     commit(lake, "main", "base", same="0")
     put(lake, "main", same="0")  # a later clock tick: same bytes, new mtime
-    assert porcelain.diff_uncommitted(lake, REPO, "main") == []
+    assert changes.diff_uncommitted(lake, REPO, "main") == []
     with pytest.raises(NothingToCommit):
         porcelain.commit(lake, REPO, "main", "nothing")
 
@@ -175,5 +175,5 @@ def test_a_write_racing_a_branch_delete_and_recreate_is_branch_not_found(
 
     monkeypatch.setattr(lake.refs, "get_branch", get_branch)
     with pytest.raises(BranchNotFound, match="dev"):
-        porcelain.upload(lake, REPO, "dev", "x.txt", b"data")
-    assert raced and porcelain.diff_uncommitted(lake, REPO, "dev") == []
+        writes.upload(lake, REPO, "dev", "x.txt", b"data")
+    assert raced and changes.diff_uncommitted(lake, REPO, "dev") == []

@@ -9,26 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import keys, repometadata
+from lakectl.core import keys, opening, repometadata
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
+from lakectl.core.lake import Lake
 from lakectl.core.limits import MAX_METADATA_ENTRIES
 from lakectl.errors import InvalidArgument, NotFound
 
 
 @pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[p.Lake]:
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    opened = p.open_lake(str(tmp_path / "lake"))
+    opened = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(opened)
     p.create_repo(opened, "meta")
     yield opened
     opened.close()
 
 
-def test_keys_are_set_merged_and_deleted(lake: p.Lake) -> None:
+def test_keys_are_set_merged_and_deleted(lake: Lake) -> None:
     assert repometadata.get(lake, "meta") == {}
     assert repometadata.update(lake, "meta", {"team": "data", "tier": "gold"}) == {
         "team": "data",
@@ -42,7 +43,7 @@ def test_keys_are_set_merged_and_deleted(lake: p.Lake) -> None:
     assert repometadata.get(lake, "other") == {}  # each repository its own
 
 
-def test_bad_metadata_is_refused_and_changes_nothing(lake: p.Lake) -> None:
+def test_bad_metadata_is_refused_and_changes_nothing(lake: Lake) -> None:
     repometadata.update(lake, "meta", {"kept": "yes"})
     too_many = {f"k{i}": "v" for i in range(MAX_METADATA_ENTRIES)}
     for bad in ({"": "empty key"}, {"k\x1b": "escape"}, {"k": "\udcff"}, too_many):
@@ -55,7 +56,7 @@ def test_bad_metadata_is_refused_and_changes_nothing(lake: p.Lake) -> None:
         repometadata.update(lake, "no-such-repo", {"a": "b"})
 
 
-def test_concurrent_writers_lose_no_key(lake: p.Lake) -> None:
+def test_concurrent_writers_lose_no_key(lake: Lake) -> None:
     """Each writer sets its own key at the same time: compare-and-swap keeps them all."""
     errors: list[BaseException] = []
 
@@ -75,7 +76,7 @@ def test_concurrent_writers_lose_no_key(lake: p.Lake) -> None:
 
 
 def test_each_change_is_a_journal_entry_and_a_rebuild_gives_the_metadata_back(
-    lake: p.Lake, tmp_path: Path
+    lake: Lake, tmp_path: Path
 ) -> None:
     repometadata.update(lake, "meta", {"team": "data", "tier": "gold"})
     repometadata.update(lake, "meta", {"tier": "gold"})  # no change: no entry
@@ -89,6 +90,6 @@ def test_each_change_is_a_journal_entry_and_a_rebuild_gives_the_metadata_back(
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     try:
         rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
-        assert repometadata.get(p.Lake(kv=fresh, blocks=lake.blocks), "meta") == {"tier": "gold"}
+        assert repometadata.get(Lake(kv=fresh, blocks=lake.blocks), "meta") == {"tier": "gold"}
     finally:
         fresh.close()

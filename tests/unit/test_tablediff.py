@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakectl.core import porcelain, tablediff
-from lakectl.core.porcelain import Lake
+from lakectl.core import listing, opening, porcelain, tablediff, writes
+from lakectl.core.lake import Lake
 from lakectl.core.tablediff import (
     ColumnChange,
     ColumnChangeType,
@@ -37,7 +37,7 @@ def parquet(rows: list[dict[str, Any]] | pa.Table, schema: pa.Schema | None = No
 
 
 def put(lake: Lake, branch: str, path: str, data: bytes) -> None:
-    porcelain.upload(lake, REPO, branch, path, io.BytesIO(data))
+    writes.upload(lake, REPO, branch, path, io.BytesIO(data))
 
 
 def commit(lake: Lake, branch: str, message: str = "change") -> None:
@@ -46,7 +46,7 @@ def commit(lake: Lake, branch: str, message: str = "change") -> None:
 
 @pytest.fixture
 def lake(tmp_path: Path) -> Iterator[Lake]:
-    lk = porcelain.open_lake(str(tmp_path / "lake"))
+    lk = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lk, REPO, "main", "local://repo")
     yield lk
     lk.close()
@@ -339,7 +339,7 @@ def _range_blocks(lake: Lake) -> set[str]:
     """Blocks of metadata (ranges, metaranges): every block not of an object's data."""
     data = set()
     for ref in ("main", "dev"):
-        for o in porcelain.list_objects(lake, REPO, ref):
+        for o in listing.list_objects(lake, REPO, ref):
             assert o.entry is not None
             data |= {loc.split("+")[0] for loc in o.entry.locators}
     return {loc.split("+")[0] for loc in lake.blocks.list()} - data

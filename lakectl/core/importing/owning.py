@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
     from lakectl.core.graph.tree import Update
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 
 class _Chunks(io.RawIOBase):
@@ -44,11 +44,12 @@ def copy_imported(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[
     """Copy every imported object under ``prefix`` on the branch into the lake's blocks and
     stage the owned entries (same path, size, content type and metadata), all or nothing; a
     source that changed fails it (``SourceChanged``) with nothing staged. Returns the paths."""
-    from lakectl.core import porcelain
+    from lakectl.core import listing, writes
+    from lakectl.core.lake import now
 
-    porcelain.check_writable(lake, repo, branch)
+    writes.check_writable(lake, repo, branch)
     updates: list[Update] = []
-    for info in porcelain.list_objects(lake, repo, branch, prefix):
+    for info in listing.list_objects(lake, repo, branch, prefix):
         entry = info.entry
         if entry is None or entry.external is None:
             continue
@@ -56,10 +57,10 @@ def copy_imported(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[
         stream = io.BufferedReader(_Chunks(chunks))
         written = write_object(lake.blocks, cast("BinaryIO", stream))
         owned = dataclasses.replace(
-            entry, locators=written.locators, checksum=written.checksum, external=None, mtime=porcelain.now()
+            entry, locators=written.locators, checksum=written.checksum, external=None, mtime=now()
         )
         updates.append((info.path, owned.to_row()))
     if updates:
         lake.blocks.sync()  # blocks durable before the entries that name them
-        porcelain.stage_rows(lake, repo, branch, updates)
+        writes.stage_rows(lake, repo, branch, updates)
     return [path for path, _ in updates]

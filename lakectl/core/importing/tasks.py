@@ -42,7 +42,7 @@ from lakectl.errors import (
 )
 
 if TYPE_CHECKING:
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 HEARTBEAT = 1.0
 """Seconds between two refreshes of a running task's record."""
@@ -195,13 +195,14 @@ def start(
 ) -> Status:
     """Check the request (repository, branch, sources, destinations), record the task and run it:
     in a thread of this process when ``background`` (the server's 202), else before returning."""
-    from lakectl.core import porcelain
+    from lakectl.core import porcelain, writes
+    from lakectl.core.lake import default_committer
 
     if not locations:
         raise InvalidArgument("an import needs at least one source path")
     if branch.startswith("_") and branch.endswith("_imported"):
         raise InvalidArgument(f"{branch!r} is an import branch: import into the branch it belongs to")
-    porcelain.check_writable(lake, repo, branch)
+    writes.check_writable(lake, repo, branch)
     if merge:
         rid = porcelain.get_repo(lake, repo).name
         if lake.staging.is_dirty(rid, porcelain.get_branch(lake, repo, branch)):
@@ -222,7 +223,7 @@ def start(
     # Everything the commit will check is checked now: a refused import leaves no trace.
     message = porcelain.check_message(message or "Import objects")
     metadata = check_metadata(dict(metadata or {}), "commit metadata")
-    committer = check_name(committer or porcelain.default_committer(), "committer")
+    committer = check_name(committer or default_committer(), "committer")
     st = Status(uuid.uuid4().hex, repo, branch, import_branch_name(branch), merge)
     _save(lake, st)
 
@@ -312,7 +313,7 @@ def _run(
     metadata: Mapping[str, str],
     committer: str,
 ) -> None:
-    from lakectl.core import porcelain
+    from lakectl.core import merging, porcelain
 
     beat = _Heartbeat(lake, st)
     try:
@@ -337,7 +338,7 @@ def _run(
         st.metarange_id = done.meta_range_id
         final = done
         if st.merge:
-            merged = porcelain.merge(
+            merged = merging.merge(
                 lake,
                 st.repo,
                 st.import_branch,

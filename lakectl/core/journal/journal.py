@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from lakectl.core.graph.staging import Carry
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("lakectl_journal_client", default="")
 """Who is mutating: the server sets the authenticated user per request; unset, the committer."""
@@ -323,10 +323,15 @@ class Journal:
         self._sealing = threading.Lock()
         """Held through a seal: a flush waits for the keeper's seal in flight to end."""
 
+    @property
+    def hears_reads(self) -> bool:
+        """Whether the lake announces object reads to it (:func:`lakectl.core.events.hears_reads`)."""
+        return self.reads
+
     def _default_client(self) -> str:
         # Embedded, one process is one user: the committer, looked up once.
         if not self._client:
-            from lakectl.core.porcelain import default_committer
+            from lakectl.core.lake import default_committer
 
             self._client = default_committer()
         return self._client
@@ -372,7 +377,7 @@ class Journal:
 
     def _decide(self, key: str, record: dict[str, Any]) -> None:
         from lakectl.core.journal.recovery import decide
-        from lakectl.core.porcelain import Lake
+        from lakectl.core.lake import Lake
 
         with self._lock:
             self._opened.discard(key)

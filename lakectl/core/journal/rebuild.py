@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, keys, protection, pulls, repometadata
+from lakectl.core import keys, protection, pulls, repometadata, retention
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
@@ -38,6 +38,7 @@ from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.journal import form, journal, log, replayorder, seal
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions, set_many
+from lakectl.core.lake import Lake
 from lakectl.core.model import (
     TOMBSTONE,
     Branch,
@@ -51,7 +52,7 @@ from lakectl.core.model import (
     TagId,
     encode_row,
 )
-from lakectl.core.porcelain import Lake, delete_repo
+from lakectl.core.porcelain import delete_repo
 from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, NotFound
 
 PARQUET_MAGIC = b"PAR1"
@@ -524,9 +525,9 @@ def replay_setting(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) ->
     key, value = payload["key"], payload.get("value")
     if key == keys.GC_RULES:
         if value is None:
-            gc.delete_rules(lake, rid)
+            retention.delete_rules(lake, rid)
         else:
-            gc.set_rules(lake, rid, gc.GCRules.from_dict(value))
+            retention.set_rules(lake, rid, retention.GCRules.from_dict(value))
     elif key == keys.REPOSITORY_METADATA:
         repometadata.replace(lake, rid, value)
     elif key == keys.BRANCH_PROTECTION:

@@ -19,7 +19,7 @@ from lakectl.core.model import BranchId, Commit, RepositoryId, TagId
 from lakectl.errors import LakectlError, NotFound, PredicateFailed
 
 if TYPE_CHECKING:
-    from lakectl.core.porcelain import Lake
+    from lakectl.core.lake import Lake
 
 HISTORY_WALK = 10_000
 """Commits of a branch's history looked at to find the one a dead commit made."""
@@ -53,7 +53,7 @@ def recover(kv: KVStore, blocks: Any) -> int:
             if intent["state"] != journal.PENDING:
                 continue
             if lake is None:
-                from lakectl.core.porcelain import Lake
+                from lakectl.core.lake import Lake
 
                 lake = Lake(kv=kv, blocks=blocks)
             outcome = decide(lake, intent)
@@ -149,13 +149,13 @@ def _exists(get: Any) -> bool:
 
 
 def _setting(lake: Lake, rid: RepositoryId, key: str) -> Any:
-    from lakectl.core import gc, protection, repometadata
+    from lakectl.core import protection, repometadata, retention
 
     if key == keys.REPOSITORY_METADATA:
         return repometadata.get(lake, rid)
     if key == keys.GC_RULES:
         try:
-            return gc.get_rules(lake, rid).to_dict()
+            return retention.get_rules(lake, rid).to_dict()
         except NotFound:
             return None
     return list(protection.get_rules(lake, rid).patterns)

@@ -3,7 +3,7 @@
 A table is one object (``.parquet``, ``.csv``, ``.tsv``, or any object named exactly) or a prefix
 whose ``*.parquet`` objects are its parts; ``name=value`` directories under the prefix are hive
 partitions, read as string columns. Which parts to read comes from the two-way diff of the refs
-(:func:`lakectl.core.porcelain.diff_refs`), which never yields an object whose locators are the
+(:func:`lakectl.core.changes.diff_refs`), which never yields an object whose locators are the
 same on both sides: those are counted from a listing of the right side, never opened. A part is
 read through the block layer as a seekable file (:mod:`lakectl.core.objectfile`): its footer
 first, then the column chunks asked for.
@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from lakectl.core import objectfile, porcelain, reads
+from lakectl.core import changes, objectfile, porcelain, reads
 from lakectl.core.graph.refs import parse_ref
+from lakectl.core.lake import Lake
 from lakectl.core.model import Entry, Row
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument, LakectlError, NotFound
@@ -99,8 +100,8 @@ class Located:
     right_exists: bool = False
 
 
-def _view(lake: porcelain.Lake, repo: str, ref: str, prefix: str) -> Iterator[tuple[str, Row]]:
-    """The objects under ``prefix`` at ``ref`` as :func:`porcelain.diff_refs` sees the ref: a
+def _view(lake: Lake, repo: str, ref: str, prefix: str) -> Iterator[tuple[str, Row]]:
+    """The objects under ``prefix`` at ``ref`` as :func:`changes.diff_refs` sees the ref: a
     branch is its last commit, ``main$`` its staging area."""
     rid = porcelain.get_repo(lake, repo).name
     res = porcelain.resolve(lake, repo, ref)
@@ -109,7 +110,7 @@ def _view(lake: porcelain.Lake, repo: str, ref: str, prefix: str) -> Iterator[tu
     return lake.trees.iter(res.commit.meta_range_id, "", prefix)
 
 
-def _exists(lake: porcelain.Lake, repo: str, ref: str, path: str) -> bool:
+def _exists(lake: Lake, repo: str, ref: str, path: str) -> bool:
     rid = porcelain.get_repo(lake, repo).name
     res = porcelain.resolve(lake, repo, ref)
     if res.branch is not None and parse_ref(ref).staging:
@@ -117,7 +118,7 @@ def _exists(lake: porcelain.Lake, repo: str, ref: str, path: str) -> bool:
     return lake.trees.lookup(res.commit.meta_range_id, path) is not None
 
 
-def locate(lake: porcelain.Lake, repo: str, left: str, right: str, path: str) -> Located:
+def locate(lake: Lake, repo: str, left: str, right: str, path: str) -> Located:
     """The table at ``path`` and its parts that differ between ``left`` and ``right``; raise
     ``NotFound`` when neither side has a table there."""
     path = check_path(path, allow_empty=True)
@@ -128,7 +129,7 @@ def locate(lake: porcelain.Lake, repo: str, left: str, right: str, path: str) ->
         path += "/"
     located = Located(path)
     changed: set[str] = set()
-    for change in porcelain.diff_refs(lake, repo, left, right, two_way=True, prefix=path):
+    for change in changes.diff_refs(lake, repo, left, right, two_way=True, prefix=path):
         if (single and change.path != path) or (not single and not is_part(path, change.path)):
             continue
         changed.add(change.path)
@@ -219,7 +220,7 @@ class Side:
             o.file.close()
 
 
-def open_side(lake: porcelain.Lake, repo: str, ref: str, parts: Sequence[tuple[Part, Entry]]) -> Side:
+def open_side(lake: Lake, repo: str, ref: str, parts: Sequence[tuple[Part, Entry]]) -> Side:
     """Open each part and read its schema; the reads are announced to the journal as reads of
     the objects at ``ref``."""
     side = Side(ref)
