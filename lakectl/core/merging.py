@@ -16,7 +16,7 @@ from lakectl.core.journal import replayorder
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import Lake, branch_target, default_committer, now, write_target
 from lakectl.core.limits import check_metadata, check_name
-from lakectl.core.model import Branch, Commit, ResetKind
+from lakectl.core.model import Branch, BranchId, Commit, RepositoryId, ResetKind
 from lakectl.core.porcelain import check_message, commit_record, resolve, stage_updates
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_path
@@ -24,6 +24,7 @@ from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, Predicat
 
 if TYPE_CHECKING:
     from lakectl.core import tablemerge
+    from lakectl.core.graph.merge import MergePlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,24 @@ def merge(
             f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
             paths=plan.conflicts,
         )
+    return _commit_merge(lake, rid, bid, (source, src), (dest, dst), plan, message, committer, noted, squash)
+
+
+def _commit_merge(
+    lake: Lake,
+    rid: RepositoryId,
+    bid: BranchId,
+    source_commit: tuple[str, Commit],
+    dest_commit: tuple[str, Commit],
+    plan: MergePlan,
+    message: str | None,
+    committer: str | None,
+    noted: dict[str, str],
+    squash: bool,
+) -> MergeResult:
+    """Commit a merge's plan (conflict-free) onto the destination's head, announced as the
+    merge of the source (each: the ref as given, and its commit)."""
+    (source, src), (dest, dst) = source_commit, dest_commit
     req = CommitRequest(
         message=check_message(message or f"Merge '{source}' into '{dest}'"),
         committer=check_name(committer or default_committer(), "committer"),

@@ -25,7 +25,6 @@ LIMIT = 80
 
 KNOWN_LONG: dict[tuple[str, str], int] = {
     ("lakectl/core/tables/merge.py", "merge_rows"): 104,
-    ("lakectl/core/merging.py", "merge"): 88,
 }
 
 
