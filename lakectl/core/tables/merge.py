@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -294,6 +294,47 @@ def _count(mask: Any) -> int:
     return int(pc.sum(mask).as_py() or 0)
 
 
+def _join_sides(tables: Mapping[str, pa.Table | None], key: tuple[str, ...], types: Any) -> pa.Table:
+    """The keys of the three sides, full-outer joined: each row one key, with the row index it
+    has on each side (null where the side lacks it)."""
+    try:
+        joined = _keys(tables["base"], key, types, _INDEX["base"])
+        for side in ("source", "dest"):
+            joined = joined.join(
+                _keys(tables[side], key, types, _INDEX[side]),
+                keys=list(key),
+                join_type="full outer",
+                coalesce_keys=True,
+            )
+    except _ARROW_ERRORS as e:
+        raise InvalidArgument(f"cannot join the sides on key {', '.join(key)}: {e}") from e
+    return joined
+
+
+def _cell_diffs(
+    conformed: Mapping[str, Mapping[str, Any]],
+    data: Sequence[tuple[str, Any]],
+    idx: Mapping[str, Any],
+    n: int,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Each data column's values on each side, aligned on the joined keys, and where the source
+    differs from the base, dest from the base, and the source from dest."""
+    values: dict[str, dict[str, Any]] = {}
+    sdiff: dict[str, Any] = {}
+    ddiff: dict[str, Any] = {}
+    xdiff: dict[str, Any] = {}
+    for name, kind in data:
+        vs = {}
+        for side in _SIDES:
+            column = conformed[side].get(name)
+            vs[side] = pa.nulls(n, kind) if column is None else column.take(idx[side])
+        values[name] = vs
+        sdiff[name] = differ(vs["base"], vs["source"])
+        ddiff[name] = differ(vs["base"], vs["dest"])
+        xdiff[name] = differ(vs["source"], vs["dest"])
+    return values, sdiff, ddiff, xdiff
+
+
 def merge_rows(
     base: pa.Table | None,
     source: pa.Table | None,
@@ -318,35 +359,12 @@ def merge_rows(
     if schema_conflicts:
         return TableMerge(None, (), tuple(schema_conflicts), 0, 0)
 
-    try:
-        joined = _keys(base, key, types, _INDEX["base"])
-        for side in ("source", "dest"):
-            joined = joined.join(
-                _keys(tables[side], key, types, _INDEX[side]),
-                keys=list(key),
-                join_type="full outer",
-                coalesce_keys=True,
-            )
-    except _ARROW_ERRORS as e:
-        raise InvalidArgument(f"cannot join the sides on key {', '.join(key)}: {e}") from e
+    joined = _join_sides(tables, key, types)
     n = joined.num_rows
     idx = {side: joined[_INDEX[side]] for side in _SIDES}
     bp, sp, dp = (pc.is_valid(idx[side]) for side in _SIDES)
-
-    values: dict[str, dict[str, Any]] = {}
-    sdiff: dict[str, Any] = {}
-    ddiff: dict[str, Any] = {}
-    xdiff: dict[str, Any] = {}
     data = [(name, kind) for name, kind in columns if name not in key]
-    for name, kind in data:
-        vs = {}
-        for side in _SIDES:
-            column = conformed[side].get(name)
-            vs[side] = pa.nulls(n, kind) if column is None else column.take(idx[side])
-        values[name] = vs
-        sdiff[name] = differ(vs["base"], vs["source"])
-        ddiff[name] = differ(vs["base"], vs["dest"])
-        xdiff[name] = differ(vs["source"], vs["dest"])
+    values, sdiff, ddiff, xdiff = _cell_diffs(conformed, data, idx, n)
 
     s_any, d_any, x_any = (_any(list(m.values()), n) for m in (sdiff, ddiff, xdiff))
     s_changed, d_changed = _and(bp, sp, s_any), _and(bp, dp, d_any)
@@ -376,7 +394,6 @@ def merge_rows(
     from_source = _count(only_s) + _count(cell_s) + (resolved if winner is RowWinner.SOURCE else 0)
     from_dest = _count(only_d) + _count(cell_d) + (resolved if winner is RowWinner.DEST else 0)
 
-    conflicts: tuple[RowConflict, ...] = ()
     if winner is RowWinner.NONE and _count(conflict):
         kinds = [
             (ConflictKind.BOTH_CHANGED, conflict_bc, overlap),
@@ -384,8 +401,8 @@ def merge_rows(
             (ConflictKind.DELETED_AND_CHANGED, pc.and_(conflict_dc, sp), sdiff),
             (ConflictKind.DELETED_AND_CHANGED, pc.and_(conflict_dc, dp), ddiff),
         ]
-        conflicts = _conflicts(joined, tables, key, [name for name, _ in data], kinds)
-        return TableMerge(None, conflicts, (), from_source, from_dest)
+        found = _conflicts(joined, tables, key, [name for name, _ in data], kinds)
+        return TableMerge(None, found, (), from_source, from_dest)
 
     present = pc.if_else(take_s, sp, pc.or_(dp, cell))
     arrays: dict[str, Any] = {}
