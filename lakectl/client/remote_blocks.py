@@ -145,7 +145,7 @@ class BlocksOverHttp:
         ``LINK_BATCH`` per request (each batch one staged change) while the next files are read,
         each with its md5 and receipt, so the server stages them without reading the packs
         again. Large files are uploaded block by block."""
-        from lakectl.core.blocks.data import SMALL_OBJECT, Packer, read_small
+        from lakectl.core.blocks.data import Unpacked, pack_files
 
         ordered = sorted(files)
         for path, _ in ordered:
@@ -154,25 +154,20 @@ class BlocksOverHttp:
         large: list[tuple[str, str]] = []
         infos: dict[str, ObjectInfo] = {}
         with _PackSender(self) as packs, ThreadPoolExecutor(LINKS_IN_FLIGHT) as linker:
-            packer = Packer(packs, on_cut=packs.expect)  # type: ignore[arg-type]  # it only puts
             ready: list[tuple[str, WrittenObject]] = []
             linked: list[Future[list[ObjectInfo]]] = []
 
             def link_ready(final: bool) -> None:
-                ready.extend(packer.take_cut().items())
                 while len(ready) >= LINK_BATCH or (final and ready):
                     batch, ready[:] = ready[:LINK_BATCH], ready[LINK_BATCH:]
                     linked.append(linker.submit(self._link_packed, repo, branch, batch, packs, content_type))
 
-            for path, local in ordered:
-                data = read_small(local, SMALL_OBJECT)
-                if data is None:
-                    large.append((path, local))
-                    continue
-                packer.add(path, data)
-                if packer.waiting >= LINK_BATCH:
+            for step in pack_files(ordered, packs, hand_out=LINK_BATCH):
+                if isinstance(step, Unpacked):
+                    large.append((step.path, step.local))  # uploaded once the small files are linked
+                else:
+                    ready.extend(step.items())
                     link_ready(final=False)
-            packer.cut()
             link_ready(final=True)
             for future in linked:
                 batch_infos = future.result()
@@ -337,28 +332,23 @@ class BlocksOverHttp:
 
 
 class _PackSender:
-    """Where a client-side Packer puts its packs: each is sent (asked about, then uploaded or
-    proven, with its segments' lengths to be receipted) by ``UPLOAD_THREADS`` threads as soon as
-    it is cut, while the caller reads and packs the next files; at most ``PACKS_IN_FLIGHT``
-    wait. ``result(bare)`` waits for one pack and gives its signed locator and its receipts by
-    offset. Leaving the ``with`` waits for every pack and raises the first failure."""
+    """Where a client-side :class:`~lakectl.core.blocks.data.Packer` puts its packs (a
+    ``PackSink``): each is sent (asked about, then uploaded or proven, with its segments' lengths
+    to be receipted) by ``UPLOAD_THREADS`` threads as soon as it is cut, while the caller reads
+    and packs the next files; at most ``PACKS_IN_FLIGHT`` wait. ``result(bare)`` waits for one
+    pack and gives its signed locator and its receipts by offset. Leaving the ``with`` waits for
+    every pack and raises the first failure."""
 
     def __init__(self, backend: BlocksOverHttp) -> None:
         self._backend = backend
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
         self._pending: deque[Future[SentPack]] = deque()
         self._sent: dict[str, Future[SentPack]] = {}
-        self._lengths: list[int] | None = None
 
     def __enter__(self) -> _PackSender:
         return self
 
-    def expect(self, lengths: list[int]) -> None:
-        """The lengths of the segments of the pack put next (the Packer's ``on_cut``)."""
-        self._lengths = lengths
-
-    def put(self, locator: str, data: bytes | memoryview) -> None:
-        lengths, self._lengths = self._lengths, None
+    def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
         while len(self._pending) >= PACKS_IN_FLIGHT:
             self._pending.popleft().result()
         future = self._pool.submit(self._backend._send_pack, data, locator, lengths)

@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from lakectl.core.blocks.data import (
-    SMALL_OBJECT,
-    Packer,
+    AdapterPacks,
+    Unpacked,
     WrittenObject,
+    pack_files,
     parse_segment,
-    read_small,
     write_bytes,
     write_object,
 )
@@ -86,10 +86,10 @@ def upload_files(
     barrier, then one staging batch, so a crash never leaves staged objects without data.
 
     Small files are read and hashed in path order by this thread, one ``open``/``read``/
-    ``close`` each; a second thread hashes and writes the packs they fill (see :class:`Packer`),
-    then syncs. More reader threads only slow this down: each 4 KiB read and md5 gives the GIL
-    up and must win it back, so threads queue for it instead of working. Large files are
-    streamed into blocks of their own."""
+    ``close`` each; a second thread hashes and writes the packs they fill (see
+    :func:`pack_files`), then syncs. More reader threads only slow this down: each 4 KiB read and
+    md5 gives the GIL up and must win it back, so threads queue for it instead of working. Large
+    files are streamed into blocks of their own as they come."""
     from concurrent.futures import ThreadPoolExecutor
 
     rid, bid = write_target(lake, repo, branch, Move.STAGE)
@@ -99,22 +99,13 @@ def upload_files(
         check_new_path(path)
     written: dict[str, WrittenObject] = {}
     with ThreadPoolExecutor(1, thread_name_prefix="lakectl-packs") as pool:
-        packer = Packer(lake.blocks, pool)
-        unreported = 0
-        for path, local in ordered:
-            data = read_small(local, SMALL_OBJECT)
-            if data is not None:
-                packer.add(path, data)
+        packs = AdapterPacks(lake.blocks)
+        for step in pack_files(ordered, packs, pool, progress=progress, every=PROGRESS_EVERY):
+            if isinstance(step, Unpacked):
+                with open(step.local, "rb") as f:
+                    written[step.path] = write_object(lake.blocks, f)
             else:
-                with open(local, "rb") as f:
-                    written[path] = write_object(lake.blocks, f)
-            unreported += 1
-            if progress is not None and (data is None or unreported == PROGRESS_EVERY):
-                progress(unreported)
-                unreported = 0
-        written.update(packer.close())
-        if progress is not None and unreported:
-            progress(unreported)
+                written.update(step)
         # The durability barrier waits on the disk, not the GIL: it runs on the pack thread
         # while this one builds the rows, and nothing is staged before it has returned.
         synced = pool.submit(lake.blocks.sync)

@@ -14,7 +14,11 @@ from lakectl.core import changes, manifests, opening, porcelain, writes
 from lakectl.core.blocks.data import (
     PACK_MAX,
     SMALL_OBJECT,
+    AdapterPacks,
     Packer,
+    Unpacked,
+    WrittenObject,
+    pack_files,
     parse_segment,
     read_object,
     segment_token,
@@ -32,7 +36,7 @@ def blobs(n: int, size: int = 4096, seed: int = 0) -> dict[str, bytes]:
 def test_packed_objects_read_back_and_share_few_blocks(tmp_path: Path) -> None:
     adapter = LocalAdapter(tmp_path)
     data = blobs(600)
-    packer = Packer(adapter)
+    packer = Packer(AdapterPacks(adapter))
     for key in sorted(data):
         packer.add(key, data[key])
     results = packer.close()
@@ -49,13 +53,13 @@ def test_equal_contents_are_stored_once_and_packs_are_reproducible(tmp_path: Pat
     adapter = LocalAdapter(tmp_path)
     data = blobs(300)
     data["dup"] = data["f00007"]
-    first = Packer(adapter)
+    first = Packer(AdapterPacks(adapter))
     for key in sorted(data):
         first.add(key, data[key])
     one = first.close()
     assert one["dup"].locators == one["f00007"].locators
     before = set(adapter.list())
-    again = Packer(adapter)
+    again = Packer(AdapterPacks(adapter))
     for key in sorted(data):
         again.add(key, data[key])
     assert again.close() == one
@@ -64,13 +68,14 @@ def test_equal_contents_are_stored_once_and_packs_are_reproducible(tmp_path: Pat
 
 def test_objects_are_handed_out_as_their_packs_are_cut_each_once(tmp_path: Path) -> None:
     """take_cut gives, in order, the objects whose packs are cut (what a remote client links while
-    it packs the next files), with the cut packs' layouts told first; with close() they are the
-    results a packer gives at the end."""
+    it packs the next files), each pack given to the sink with its layout; with close() they are
+    the results a packer gives at the end."""
     data = blobs(700)
     data["f00003-dup"] = data["f00003"]  # stored once, handed out after its pack is cut
     data["f00004-empty"] = b""
-    layouts: list[list[int]] = []
-    packer = Packer(LocalAdapter(tmp_path / "a"), on_cut=layouts.append)
+    adapter = LocalAdapter(tmp_path / "a")
+    sink = _Recording(adapter)
+    packer = Packer(sink)
     taken: dict[str, object] = {}
     for key in sorted(data):
         packer.add(key, data[key])
@@ -78,16 +83,63 @@ def test_objects_are_handed_out_as_their_packs_are_cut_each_once(tmp_path: Path)
         assert not taken.keys() & batch.keys()
         taken.update(batch)
         assert packer.waiting + len(taken) == sorted(data).index(key) + 1
-    assert len(layouts) >= 2 and len(taken) < len(data)  # some packs were cut before the end
+    assert len(sink.packs) >= 2 and len(taken) < len(data)  # some packs were cut before the end
     packer.cut()
     taken.update(packer.take_cut())
     assert list(taken) == sorted(data)
-    whole = Packer(LocalAdapter(tmp_path / "b"))
+    whole = Packer(AdapterPacks(LocalAdapter(tmp_path / "b")))
     for key in sorted(data):
         whole.add(key, data[key])
     assert taken == whole.close()
+    layouts = [lengths for _, lengths in sink.packs]
     assert sum(map(sum, layouts)) == sum(len(v) for k, v in data.items() if k != "f00003-dup")
     assert all(n > 0 for layout in layouts for n in layout)
+    assert {locator for locator, _ in sink.packs} == set(adapter.list())  # every pack, stored
+
+
+class _Recording(AdapterPacks):
+    """Packs stored in a block adapter, each one's locator and segment lengths recorded."""
+
+    def __init__(self, adapter: LocalAdapter) -> None:
+        super().__init__(adapter)
+        self.packs: list[tuple[str, list[int]]] = []
+
+    def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
+        self.packs.append((locator, lengths))
+        super().put_pack(locator, data, lengths)
+
+
+def _local_files(tmp_path: Path, data: dict[str, bytes]) -> list[tuple[str, str]]:
+    for name, content in data.items():
+        (tmp_path / name).write_bytes(content)
+    return [(f"k/{name}", str(tmp_path / name)) for name in sorted(data)]
+
+
+def test_pack_files_hands_out_each_packed_file_once_and_leaves_large_ones_to_the_caller(
+    tmp_path: Path,
+) -> None:
+    """The loop both uploads run: large files yielded in their place, unread; with ``hand_out``
+    the packed ones come in batches as their packs are cut, and add up to what packing every
+    file at the end gives; progress counts every file read."""
+    (tmp_path / "src").mkdir()
+    data = blobs(700)
+    data["f00100-large"] = os.urandom(SMALL_OBJECT + 1)
+    files = _local_files(tmp_path / "src", data)
+    calls: list[int] = []
+    sink = AdapterPacks(LocalAdapter(tmp_path / "a"))
+    steps = list(pack_files(files, sink, hand_out=50, progress=calls.append, every=64))
+    large = Unpacked("k/f00100-large", str(tmp_path / "src" / "f00100-large"))
+    assert [s for s in steps if isinstance(s, Unpacked)] == [large]
+    batches = [s for s in steps if not isinstance(s, Unpacked)]
+    assert len(batches) >= 2 and all(batches)
+    handed: dict[str, WrittenObject] = {}
+    for batch in batches:
+        assert not handed.keys() & batch.keys()
+        handed.update(batch)
+    assert list(handed) == [key for key, _ in files if key != large.path]
+    # Without hand_out: the large file in its place, then every packed one at the end, the same.
+    assert list(pack_files(files, AdapterPacks(LocalAdapter(tmp_path / "b")))) == [large, handed]
+    assert calls == [64, 102 - 64, *[64] * 9, 701 - 102 - 9 * 64]  # groups, the large file, the tail
 
 
 def test_segment_tokens_are_validated() -> None:
@@ -138,12 +190,12 @@ def test_upload_files_packs_and_manifest_round_trip_copies_nothing(tmp_path: Pat
 
 
 class _Failing:
-    """A block adapter whose second put fails, as a full disk would."""
+    """A pack sink whose second pack fails, as a full disk would."""
 
     def __init__(self) -> None:
         self.puts = 0
 
-    def put(self, locator: str, data: bytes | memoryview) -> None:
+    def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
         self.puts += 1
         if self.puts == 2:
             raise StorageError(f"cannot write block {locator}: no space left", locator=locator)
@@ -153,9 +205,9 @@ def test_packs_stored_by_a_pool_are_the_packs_stored_in_line(tmp_path: Path) -> 
     data = blobs(900)
     data["dup-late"] = data["f00003"]  # its first copy is in a pack long stored by then
     data["f00899-dup"] = data["f00899"]  # its first copy is in the pack still being filled
-    inline = Packer(LocalAdapter(tmp_path / "inline"))
+    inline = Packer(AdapterPacks(LocalAdapter(tmp_path / "inline")))
     with ThreadPoolExecutor(1) as pool:
-        pooled = Packer(LocalAdapter(tmp_path / "pooled"), pool)
+        pooled = Packer(AdapterPacks(LocalAdapter(tmp_path / "pooled")), pool)
         for key in sorted(data):
             inline.add(key, data[key])
             pooled.add(key, data[key])
@@ -167,7 +219,7 @@ def test_packs_stored_by_a_pool_are_the_packs_stored_in_line(tmp_path: Path) -> 
 
 def test_a_pack_that_cannot_be_stored_fails_the_packer() -> None:
     with ThreadPoolExecutor(1) as pool:
-        packer = Packer(_Failing(), pool)  # type: ignore[arg-type]
+        packer = Packer(_Failing(), pool)
         with pytest.raises(StorageError, match="no space left"):
             for key, content in sorted(blobs(900).items()):
                 packer.add(key, content)

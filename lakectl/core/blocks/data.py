@@ -1,4 +1,4 @@
-"""Object data over a block adapter: split into md5-addressed blocks, dedup, ETag, ranged reads."""
+"""Object data as md5-addressed blocks: split or packed, deduplicated, ETag, ranged reads."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import mmap
 import os
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, Protocol
 
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.model import BLOCK_SIZE
@@ -207,37 +207,49 @@ def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -
         raise MissingData(message, locator=locator) from exc
 
 
+class PackSink(Protocol):
+    """Where a :class:`Packer` puts its packs: a block store (:class:`AdapterPacks`), or a remote
+    client that sends each pack with its segments' lengths for the server to receipt each one."""
+
+    def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
+        """Store (or send) one pack: its bare locator, its bytes, and the lengths of the
+        consecutive segments it holds. Raises what storing it raises (``StorageError``)."""
+
+
+class AdapterPacks:
+    """A block adapter as a :class:`PackSink`: a pack is one more block (deduplicated, checked
+    and healed by the adapter); its segments are the entries' business, not the store's."""
+
+    def __init__(self, adapter: BlockAdapter) -> None:
+        self.adapter = adapter
+
+    def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
+        self.adapter.put(locator, data)
+
+
 class Packer:
     """Packs many small objects into shared blocks (Keep-style), deduplicating equal contents.
 
     ``add(key, data)`` in a stable order (sorted paths give reproducible packs); ``close()``
     returns each key's WrittenObject (one segment token, the md5 of the object as ETag), also
-    kept in ``results``. Nothing is made durable here, as for ``write_object``. ``take_cut()``
-    hands out, before the end, the objects whose packs are already cut (a remote client links
-    them while it packs the next ones).
+    kept in ``results``. Each pack goes to ``sink`` with the lengths of its segments. Nothing is
+    made durable here, as for ``write_object``. ``take_cut()`` hands out, before the end, the
+    objects whose packs are already cut (a remote client links them while it packs the next
+    ones).
 
-    ``pool``: an executor whose thread hashes and writes each full pack while the caller reads
+    ``pool``: an executor whose thread hashes and stores each full pack while the caller reads
     and hashes the next objects (an md5 of a whole pack releases the GIL for its duration,
     unlike the many short calls of small objects, so the two cores work side by side without
     fighting over it). At most ``_IN_FLIGHT`` packs wait there; ``close()`` waits for them and
     raises the first failure. A caller that stops early (an error of its own) leaves the pool's
-    exit to wait for what runs, as for ``write_object``. Without a pool, packs are stored in the
-    caller's thread, in the order they are cut.
-
-    ``on_cut``: told the lengths of a pack's consecutive segments just before the pack is
-    stored (a remote client sends them with it, for the server to receipt each one).
+    exit to wait for what runs, as for ``write_object``. Without a pool, packs are hashed and
+    given to the sink in the caller's thread, in the order they are cut.
     """
 
-    def __init__(
-        self,
-        adapter: BlockAdapter,
-        pool: Executor | None = None,
-        on_cut: Callable[[list[int]], None] | None = None,
-    ) -> None:
-        self.adapter = adapter
+    def __init__(self, sink: PackSink, pool: Executor | None = None) -> None:
+        self.sink = sink
         self.results: dict[str, WrittenObject] = {}
         self._pool = pool
-        self._on_cut = on_cut
         self._parts: list[bytes] = []
         self._size = 0
         self._keys: deque[tuple[str, str]] = deque()  # (key, md5 hex) of objects not handed out
@@ -304,18 +316,78 @@ class Packer:
         return written
 
     def _flush(self) -> None:
-        if self._on_cut is not None:
-            self._on_cut([len(part) for part in self._parts])
+        lengths = [len(part) for part in self._parts]
         data = b"".join(self._parts)
         self._parts, self._size = [], 0
         if self._pool is None:
             done: Future[_Stored] = Future()
-            done.set_result(_store(self.adapter, data))
+            done.set_result(_store_pack(self.sink, data, lengths))
             self._packs.append(done)
             return
         if len(self._packs) >= _IN_FLIGHT:
             self._packs[-_IN_FLIGHT].result()  # bounded memory: the pool keeps up, or we wait
-        self._packs.append(self._pool.submit(_store, self.adapter, data))
+        self._packs.append(self._pool.submit(_store_pack, self.sink, data, lengths))
+
+
+def _store_pack(sink: PackSink, data: bytes, lengths: list[int]) -> _Stored:
+    digest = hashlib.md5(data).digest()
+    locator = f"{digest.hex()}+{len(data)}"
+    sink.put_pack(locator, data, lengths)
+    return _Stored(digest, locator, len(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Unpacked:
+    """A file :func:`pack_files` does not pack (larger than ``SMALL_OBJECT``), left unread: the
+    caller stores it in blocks of its own before it asks for the next step."""
+
+    path: str
+    local: str
+
+
+def pack_files(
+    files: Iterable[tuple[str, str]],
+    sink: PackSink,
+    pool: Executor | None = None,
+    hand_out: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    every: int = 1,
+) -> Iterator[Unpacked | dict[str, WrittenObject]]:
+    """The one read-and-pack loop of uploads of many files ``(key, local file)``, embedded and
+    remote: each file read and hashed in the given order by the caller's thread, one ``open``/
+    ``read``/``close`` each (:func:`read_small`), the small ones packed into ``sink`` by a
+    :class:`Packer` (its ``pool``: see there).
+
+    Yields each large file as :class:`Unpacked`, and the packed objects whose packs are stored,
+    as ``{key: WrittenObject}``: all of them at the end, and, with ``hand_out``, those cut
+    whenever that many objects wait (a remote client links them while the next files are
+    read). Each packed object is handed out once.
+
+    ``progress``: told the number of files read, in groups of ``every`` (a progress bar's update
+    costs more than the read of a small file), and at once after a large file, once the caller
+    has stored it."""
+    packer = Packer(sink, pool)
+    unreported = 0
+    for key, local in files:
+        data = read_small(local, SMALL_OBJECT)
+        if data is None:
+            yield Unpacked(key, local)
+        else:
+            packer.add(key, data)
+            if hand_out is not None and packer.waiting >= hand_out:
+                taken = packer.take_cut()
+                if taken:
+                    yield taken
+        unreported += 1
+        if progress is not None and (data is None or unreported == every):
+            progress(unreported)
+            unreported = 0
+    packer.cut()
+    rest = packer.take_cut()
+    if progress is not None and unreported:
+        progress(unreported)
+    if rest:
+        yield rest
 
 
 def _pipeline(
