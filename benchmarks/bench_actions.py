@@ -24,9 +24,10 @@ import urllib.request
 
 from _benchutil import Table, fmt_time, median, print_context, temp_dir, verdict
 
-from lakectl.core import actionruns, opening, porcelain, writes
+from lakectl.core import opening, porcelain, writes
 from lakectl.core.events import NoEvents
 from lakectl.core.lake import Lake
+from lakectl.core.workflow import actionruns
 
 TARGET_LOOK = 0.002
 TARGET_WEBHOOK_EXTRA = 0.002

@@ -1,4 +1,4 @@
-"""fsck scrub rate: ``lakectl.core.fsck.check`` on a lake of large blocks and packed small objects,
+"""fsck scrub rate: ``lakectl.core.upkeep.fsck.check`` on a lake of large blocks and packed small objects,
 next to the machine's floor measured in the same run.
 
 The lake is an embedded one: ``--size-mib`` of random data in 64 MiB objects (one block each),
@@ -96,7 +96,8 @@ def md5sum_floor(paths: list[str]) -> float:
 
 
 def scrub(home: str) -> tuple[float, dict]:
-    from lakectl.core import fsck, opening
+    from lakectl.core import opening
+    from lakectl.core.upkeep import fsck
 
     lake = opening.open_lake(home)
     start = time.perf_counter()
@@ -115,7 +116,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", default=None, help="where to work (default: system temp dir)")
     args = parser.parse_args()
-    from lakectl.core.fsck import VERIFY_THREADS
+    from lakectl.core.upkeep.fsck import VERIFY_THREADS
 
     print_context("bench_fsck")
     with temp_dir("lakectl-bench-fsck-", args.dir) as work:

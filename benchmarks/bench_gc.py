@@ -8,7 +8,7 @@ report the same counts.
 The lake is an embedded one (SQLite + a local block directory). 900k blocks are referenced by
 one committed tree of 900k objects on ``main`` (staged with ``writes.stage_rows``, then
 committed); 100k more blocks were written but never linked: the garbage, aged past the grace
-period. The collection runs in a child process (``lakectl.core.gc.run``), so that its peak RSS
+period. The collection runs in a child process (``lakectl.core.upkeep.gc.run``), so that its peak RSS
 is its own and not the set-up's. The result is checked: exactly the garbage is gone, and a
 sample of objects still reads back.
 
@@ -42,7 +42,8 @@ BLOCK = 64
 # ru_maxrss survives exec, so a child would report the parent's peak (the built lake) instead.
 _CHILD = """
 import json, sys, time
-from lakectl.core import gc, opening
+from lakectl.core import opening
+from lakectl.core.upkeep import gc
 lake = opening.open_lake(sys.argv[1])
 start = time.perf_counter()
 report = gc.run(lake, sys.argv[2], grace_seconds=3600)

@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import uvicorn
 
-from lakectl.core import gc, protection, pulls
 from lakectl.core import porcelain as p
+from lakectl.core import protection
+from lakectl.core.upkeep import gc
+from lakectl.core.workflow import pulls
 from server.app import create_app
 from server.auth.users import Role
 from server.config import load_settings

@@ -145,7 +145,7 @@ def _served_lake(settings: Settings, lake: Lake | None) -> Lake:
     lake = lake if lake is not None else open_lake(settings)
     lake.confinement = confinement(settings)  # a lake served is confined, however it was opened
     if settings.actions.enabled:
-        from lakectl.core.actionruns import ActionHooks
+        from lakectl.core.workflow.actionruns import ActionHooks
 
         lake.events = ActionHooks(
             lake,

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from lakectl.core import hostpaths, webhooks
-from lakectl.core.webhooks import HostPolicy
+from lakectl.core import hostpaths
+from lakectl.core.workflow import webhooks
+from lakectl.core.workflow.webhooks import HostPolicy
 from lakectl.errors import InvalidArgument
 from server.lakefs_keys import FOREIGN, Fate, Foreign, foreign, has_deeper
 

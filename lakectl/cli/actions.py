@@ -65,7 +65,7 @@ def validate(
     json_: JsonFlag = False,
 ) -> None:
     """Validate an action file locally: exit 0 when lakeFS's format holds, else exit 2 naming what."""
-    from lakectl.core import actions
+    from lakectl.core.workflow import actions
 
     action = actions.parse(read_input(path), path)
     data = {

@@ -36,7 +36,7 @@ def set_config(
     A branch's head is always kept; its older ancestors are kept for its retention days.
     Only admins may set rules on a lakectl server.
     """
-    from lakectl.core.retention import GCRules
+    from lakectl.core.upkeep.retention import GCRules
 
     raw = read_input(filename)
     try:

@@ -21,7 +21,7 @@ from lakectl.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from lakectl.core.pulls import PullRequest
+    from lakectl.core.workflow.pulls import PullRequest
 
 app = noun(
     "Open, review and merge pull requests.\n\nA pull request proposes merging one branch into "
@@ -84,7 +84,7 @@ def list_(
     json_: JsonFlag = False,
 ) -> None:
     """List a repository's pull requests by number."""
-    from lakectl.core.pulls import StatusFilter
+    from lakectl.core.workflow.pulls import StatusFilter
     from lakectl.errors import InvalidArgument
 
     repo = repo_uri(repository)
@@ -187,7 +187,7 @@ def comment(repository: RepoArg, pull_id: IdArg, message: Message, json_: JsonFl
 
 
 def _review(repository: str, pull_id: str, approve: bool, message: str, json_: bool) -> None:
-    from lakectl.core.pulls import Verdict
+    from lakectl.core.workflow.pulls import Verdict
 
     repo = repo_uri(repository)
     verdict = Verdict.APPROVED if approve else Verdict.CHANGES_REQUESTED
@@ -230,7 +230,7 @@ def merge(
 
 
 def _status(repository: str, pull_id: str, status: str, json_: bool) -> None:
-    from lakectl.core.pulls import PullStatus
+    from lakectl.core.workflow.pulls import PullStatus
 
     repo = repo_uri(repository)
     pull = backend().update_pull(repo, pull_id, status=PullStatus(status))

@@ -18,12 +18,20 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
-    from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
     from lakectl.core.merging import MergeResult
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
-    from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
-    from lakectl.core.retention import GCRules
+    from lakectl.core.upkeep.retention import GCRules
+    from lakectl.core.workflow.actionruns import ActionRun, HookRun
+    from lakectl.core.workflow.pulls import (
+        Comment,
+        Gate,
+        PullRequest,
+        PullStatus,
+        Review,
+        StatusFilter,
+        Verdict,
+    )
 
 __all__ = ["Backend", "Progress", "get_backend"]
 
@@ -302,7 +310,7 @@ class Backend(Protocol):
 
     def dump_refs(self, repo: str) -> dict[str, str]:
         """Store the repository's commits, tags and branches in the lake; lakeFS's ``RefsDump``
-        manifest of them (:mod:`lakectl.core.refsdump`)."""
+        manifest of them (:mod:`lakectl.core.upkeep.refsdump`)."""
         ...
 
     def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
@@ -332,7 +340,7 @@ class Backend(Protocol):
         allow_preexisting_blocks: bool = False,
     ) -> dict[str, Any]:
         """Collect the blocks the lake no longer needs once ``repo``'s expired commits go; the
-        report of :func:`lakectl.core.gc.run`. With ``spark_master``, the same collection runs
+        report of :func:`lakectl.core.upkeep.gc.run`. With ``spark_master``, the same collection runs
         as a Spark job on that master (:func:`lakectl.sparkjobs.gc.run`), where the lake is.
         ``allow_preexisting_blocks``: collect even though the lake's database was created over
         blocks already stored (refused otherwise), and forget that it was."""
@@ -432,7 +440,7 @@ class Backend(Protocol):
         progress: ByteProgress | None = None,
     ) -> dict[str, Any]:
         """Verify every block the lake (``repo`` None) or one repository references: the report
-        of :func:`lakectl.core.fsck.check`. With ``spark_master``, the blocks are verified by a
+        of :func:`lakectl.core.upkeep.fsck.check`. With ``spark_master``, the blocks are verified by a
         Spark job on that master (:func:`lakectl.sparkjobs.fsck.check`), where the lake is.
         ``progress`` is called only where the check runs in this process."""
         ...

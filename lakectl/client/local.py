@@ -23,12 +23,20 @@ from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
-    from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
     from lakectl.core.merging import MergeResult
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
-    from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
-    from lakectl.core.retention import GCRules
+    from lakectl.core.upkeep.retention import GCRules
+    from lakectl.core.workflow.actionruns import ActionRun, HookRun
+    from lakectl.core.workflow.pulls import (
+        Comment,
+        Gate,
+        PullRequest,
+        PullStatus,
+        Review,
+        StatusFilter,
+        Verdict,
+    )
 
 
 class LocalBackend:
@@ -370,27 +378,27 @@ class LocalBackend:
         return owning.copy_imported(self.lake, repo, branch, prefix)
 
     def dump_refs(self, repo: str) -> dict[str, str]:
-        from lakectl.core import refsdump
+        from lakectl.core.upkeep import refsdump
 
         return refsdump.dump(self.lake, repo).to_dict()
 
     def restore_refs(self, repo: str, manifest: Mapping[str, Any]) -> None:
-        from lakectl.core import refsdump
+        from lakectl.core.upkeep import refsdump
 
         refsdump.restore(self.lake, repo, refsdump.RefsManifest.from_dict(manifest))
 
     def set_gc_rules(self, repo: str, rules: GCRules) -> None:
-        from lakectl.core import retention
+        from lakectl.core.upkeep import retention
 
         retention.set_rules(self.lake, repo, rules)
 
     def get_gc_rules(self, repo: str) -> GCRules:
-        from lakectl.core import retention
+        from lakectl.core.upkeep import retention
 
         return retention.get_rules(self.lake, repo)
 
     def delete_gc_rules(self, repo: str) -> None:
-        from lakectl.core import retention
+        from lakectl.core.upkeep import retention
 
         retention.delete_rules(self.lake, repo)
 
@@ -402,7 +410,7 @@ class LocalBackend:
         spark_master: str | None = None,
         allow_preexisting_blocks: bool = False,
     ) -> dict[str, Any]:
-        from lakectl.core import gc
+        from lakectl.core.upkeep import gc
 
         allow = allow_preexisting_blocks
         if spark_master is not None:
@@ -435,24 +443,24 @@ class LocalBackend:
     def list_action_runs(
         self, repo: str, branch: str = "", commit: str = "", after: str = "", amount: int | None = None
     ) -> list[ActionRun]:
-        from lakectl.core import actionruns
+        from lakectl.core.workflow import actionruns
 
         return actionruns.list_runs(self.lake, repo, branch, commit, after, amount)
 
     def get_action_run(self, repo: str, run_id: str) -> ActionRun:
-        from lakectl.core import actionruns
+        from lakectl.core.workflow import actionruns
 
         return actionruns.get_run(self.lake, repo, run_id)
 
     def list_run_hooks(
         self, repo: str, run_id: str, after: str = "", amount: int | None = None
     ) -> list[HookRun]:
-        from lakectl.core import actionruns
+        from lakectl.core.workflow import actionruns
 
         return actionruns.list_hooks(self.lake, repo, run_id, after, amount)
 
     def get_hook_output(self, repo: str, run_id: str, hook_run_id: str) -> bytes:
-        from lakectl.core import actionruns
+        from lakectl.core.workflow import actionruns
 
         return actionruns.hook_output(self.lake, repo, run_id, hook_run_id)
 
@@ -461,19 +469,19 @@ class LocalBackend:
     def create_pull(
         self, repo: str, title: str, source: str, dest: str, description: str = ""
     ) -> PullRequest:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.create_pull(self.lake, repo, title, source, dest, description)
 
     def list_pulls(
         self, repo: str, status: StatusFilter, after: str = "", amount: int | None = None
     ) -> list[PullRequest]:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.list_pulls(self.lake, repo, status, "", after, amount)[0]
 
     def get_pull(self, repo: str, pull_id: str) -> PullRequest:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.get_pull(self.lake, repo, pull_id)
 
@@ -485,39 +493,39 @@ class LocalBackend:
         description: str | None = None,
         status: PullStatus | None = None,
     ) -> PullRequest:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.update_pull(self.lake, repo, pull_id, title, description, status)
 
     def merge_pull(
         self, repo: str, pull_id: str, strategies: Sequence[str] = (), message: str | None = None
     ) -> PullRequest:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.merge_pull(self.lake, repo, pull_id, "", strategies, message)
 
     def comment_pull(self, repo: str, pull_id: str, body: str) -> Comment:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.add_comment(self.lake, repo, pull_id, body)
 
     def list_pull_comments(self, repo: str, pull_id: str) -> list[Comment]:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.list_comments(self.lake, repo, pull_id)
 
     def review_pull(self, repo: str, pull_id: str, verdict: Verdict, body: str = "") -> Review:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.review(self.lake, repo, pull_id, default_committer(), verdict, body)
 
     def list_pull_reviews(self, repo: str, pull_id: str) -> list[Review]:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.list_reviews(self.lake, repo, pull_id)
 
     def pull_gate(self, repo: str, pull_id: str) -> Gate:
-        from lakectl.core import pulls
+        from lakectl.core.workflow import pulls
 
         return pulls.gate(self.lake, repo, pull_id)
 
@@ -532,7 +540,7 @@ class LocalBackend:
             from lakectl.sparkjobs import fsck as spark_fsck
 
             return spark_fsck.check(self.lake, repo, repair, master=spark_master).to_dict()
-        from lakectl.core import fsck
+        from lakectl.core.upkeep import fsck
 
         return fsck.check(self.lake, repo, repair, progress).to_dict()
 

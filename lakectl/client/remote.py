@@ -35,11 +35,11 @@ from lakectl.errors import (
 
 if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
-    from lakectl.core.actionruns import ActionRun, HookRun
     from lakectl.core.annotate import Annotation
     from lakectl.core.merging import MergeResult
     from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
-    from lakectl.core.retention import GCRules
+    from lakectl.core.upkeep.retention import GCRules
+    from lakectl.core.workflow.actionruns import ActionRun, HookRun
 
 PAGE = 1000
 ATTEMPTS = 5
@@ -518,7 +518,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         self._call("PUT", f"{self._repo(repo)}/settings/gc_rules", json=rules.to_dict())
 
     def get_gc_rules(self, repo: str) -> GCRules:
-        from lakectl.core.retention import GCRules
+        from lakectl.core.upkeep.retention import GCRules
 
         return GCRules.from_dict(self._json("GET", f"{self._repo(repo)}/settings/gc_rules"))
 
@@ -585,21 +585,21 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
     def list_action_runs(
         self, repo: str, branch: str = "", commit: str = "", after: str = "", amount: int | None = None
     ) -> list[ActionRun]:
-        from lakectl.core.actionruns import ActionRun
+        from lakectl.core.workflow.actionruns import ActionRun
 
         params = {k: v for k, v in (("branch", branch), ("commit", commit)) if v}
         found = self._pages(f"{self._repo(repo)}/actions/runs", params, after=after, amount=amount)
         return [ActionRun.from_dict(r) for r in found]
 
     def get_action_run(self, repo: str, run_id: str) -> ActionRun:
-        from lakectl.core.actionruns import ActionRun
+        from lakectl.core.workflow.actionruns import ActionRun
 
         return ActionRun.from_dict(self._json("GET", f"{self._repo(repo)}/actions/runs/{_q(run_id)}"))
 
     def list_run_hooks(
         self, repo: str, run_id: str, after: str = "", amount: int | None = None
     ) -> list[HookRun]:
-        from lakectl.core.actionruns import HookRun
+        from lakectl.core.workflow.actionruns import HookRun
 
         found = self._pages(f"{self._repo(repo)}/actions/runs/{_q(run_id)}/hooks", after=after, amount=amount)
         return [HookRun.from_dict(h) for h in found]

@@ -1,6 +1,6 @@
 """The pull-request verbs of :class:`~lakectl.client.remote.RemoteBackend`: lakeFS's PullsApi
 paths and lakectl's extensions (comments, reviews, the merge gate), decoded into the records of
-:mod:`lakectl.core.pulls`."""
+:mod:`lakectl.core.workflow.pulls`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx
 
-    from lakectl.core.pulls import Comment, Gate, PullRequest, PullStatus, Review, StatusFilter, Verdict
+    from lakectl.core.workflow.pulls import (
+        Comment,
+        Gate,
+        PullRequest,
+        PullStatus,
+        Review,
+        StatusFilter,
+        Verdict,
+    )
 
 
 class PullsOverHttp:
@@ -34,7 +42,7 @@ class PullsOverHttp:
         def _repo(self, repo: str) -> str: ...
 
     def _pull(self, repo: str, pull_id: str, tail: str = "") -> str:
-        from lakectl.core.pulls import parse_id
+        from lakectl.core.workflow.pulls import parse_id
 
         return f"{self._repo(repo)}/pulls/{parse_id(pull_id)}{tail}"  # InvalidArgument before sending
 
@@ -53,13 +61,13 @@ class PullsOverHttp:
     def list_pulls(
         self, repo: str, status: StatusFilter, after: str = "", amount: int | None = None
     ) -> list[PullRequest]:
-        from lakectl.core.pulls import PullRequest
+        from lakectl.core.workflow.pulls import PullRequest
 
         found = self._pages(f"{self._repo(repo)}/pulls", {"status": status.value}, after, amount)
         return [PullRequest.from_dict(d) for d in found]
 
     def get_pull(self, repo: str, pull_id: str) -> PullRequest:
-        from lakectl.core.pulls import PullRequest
+        from lakectl.core.workflow.pulls import PullRequest
 
         return PullRequest.from_dict(self._json("GET", self._pull(repo, pull_id)))
 
@@ -86,30 +94,30 @@ class PullsOverHttp:
         return self.get_pull(repo, pull_id)
 
     def comment_pull(self, repo: str, pull_id: str, body: str) -> Comment:
-        from lakectl.core.pulls import Comment
+        from lakectl.core.workflow.pulls import Comment
 
         url = self._pull(repo, pull_id, "/comments")
         return Comment.from_dict(self._json("POST", url, json={"body": body}, idempotent=False))
 
     def list_pull_comments(self, repo: str, pull_id: str) -> list[Comment]:
-        from lakectl.core.pulls import Comment
+        from lakectl.core.workflow.pulls import Comment
 
         found = self._json("GET", self._pull(repo, pull_id, "/comments"))
         return [Comment.from_dict(d) for d in found["results"]]
 
     def review_pull(self, repo: str, pull_id: str, verdict: Verdict, body: str = "") -> Review:
-        from lakectl.core.pulls import Review
+        from lakectl.core.workflow.pulls import Review
 
         url = self._pull(repo, pull_id, "/reviews")
         return Review.from_dict(self._json("POST", url, json={"verdict": verdict.value, "body": body}))
 
     def list_pull_reviews(self, repo: str, pull_id: str) -> list[Review]:
-        from lakectl.core.pulls import Review
+        from lakectl.core.workflow.pulls import Review
 
         found = self._json("GET", self._pull(repo, pull_id, "/reviews"))
         return [Review.from_dict(d) for d in found["results"]]
 
     def pull_gate(self, repo: str, pull_id: str) -> Gate:
-        from lakectl.core.pulls import Gate
+        from lakectl.core.workflow.pulls import Gate
 
         return Gate.from_dict(self._json("GET", self._pull(repo, pull_id, "/status")))

@@ -12,7 +12,7 @@ can name those blocks: the slot holds them, and only a caller who may write the 
 
 The garbage collector treats a slot as the upload it is: its blocks are live while the slot is,
 and a slot never linked is dropped with the multipart uploads older than
-:data:`lakectl.core.gc.UPLOAD_DAYS`; its blocks are then garbage like any unreferenced block.
+:data:`lakectl.core.upkeep.gc.UPLOAD_DAYS`; its blocks are then garbage like any unreferenced block.
 """
 
 from __future__ import annotations

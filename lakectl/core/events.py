@@ -44,7 +44,7 @@ class Verb(enum.Enum):
     GARBAGE_COLLECTION = "garbage-collection"
     RESTORE_REFS = "restore-refs"
     PULL_REQUEST = "pull-request"
-    """A pull request opened, changed, commented, reviewed or merged (``lakectl.core.pulls``)."""
+    """A pull request opened, changed, commented, reviewed or merged (``lakectl.core.workflow.pulls``)."""
     READ_OBJECT = "read-object"
     """Not a mutation: an audited read (``before`` only; see the module's docstring)."""
 

@@ -71,7 +71,7 @@ DUMP_PREFIX = "dump/"
 
 
 def dump_key(dump_id: str) -> str:
-    """Key, in the repository's partition, of a refs dump (``lakectl.core.refsdump``): its manifest
+    """Key, in the repository's partition, of a refs dump (``lakectl.core.upkeep.refsdump``): its manifest
     and the locators of its blocks, which garbage collection keeps."""
     return f"{DUMP_PREFIX}{dump_id}"
 
@@ -84,7 +84,7 @@ def task_key(task_id: str) -> str:
 
 def gc_prepare_key(task_id: str) -> str:
     """Key, in the repository's partition, of a garbage-collection preparation task (lakeFS's
-    ``gc/prepare_commits/async``): its JSON status (``lakectl.core.gcprepare``)."""
+    ``gc/prepare_commits/async``): its JSON status (``lakectl.core.upkeep.gcprepare``)."""
     return f"gc-prepare/{task_id}"
 
 
@@ -108,7 +108,7 @@ BRANCH_PROTECTION = "settings/branch_protection"
 """Key, in the repository's partition, of its branch protection rules (``[{"pattern"}]``)."""
 
 ACTION_RUN_PREFIX = "actions/run/"
-"""Prefix, in the repository's partition, of its action runs (``lakectl.core.actionruns``):
+"""Prefix, in the repository's partition, of its action runs (``lakectl.core.workflow.actionruns``):
 ``actions/run/<run id>`` → the run; run ids sort newest first."""
 
 

@@ -51,7 +51,7 @@ def merge(
     """Three-way merge of ``source`` into the destination branch, as a merge commit; with
     ``squash`` (lakeFS's ``squash_merge``), as a commit whose one parent is the destination's.
     A destination whose protection rule gates pull requests takes only merges made
-    ``through_pull`` (by :func:`lakectl.core.pulls.merge_pull`, which checked the gate), and
+    ``through_pull`` (by :func:`lakectl.core.workflow.pulls.merge_pull`, which checked the gate), and
     with ``onto`` only onto that head of the destination (``PredicateFailed`` once it moved):
     the one whose actions the gate found, which the merge runs.
     ``rows_runner`` runs the ``rows`` strategy's merges (in-process by default; on Spark with

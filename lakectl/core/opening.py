@@ -26,7 +26,7 @@ def open_lake(home: str | None = None, create: bool = False) -> Lake:
 
 
 class _Actions:
-    """The embedded lake's actions, :class:`lakectl.core.actionruns.ActionHooks`, made on the
+    """The embedded lake's actions, :class:`lakectl.core.workflow.actionruns.ActionHooks`, made on the
     first verb that has hooks, the only events it acts on: a command that only reads never
     imports the actions' modules (~3 ms of its start-up)."""
 
@@ -37,7 +37,7 @@ class _Actions:
 
     def _made(self) -> EventSink:
         if self._hooks is None:
-            from lakectl.core.actionruns import ActionHooks
+            from lakectl.core.workflow.actionruns import ActionHooks
 
             self._hooks = ActionHooks(self._lake, env=self._env)
         return self._hooks

@@ -311,7 +311,7 @@ def explain_missing(lake: Lake, rid: RepositoryId, res: Resolved, exc: LakectlEr
     """What a block missing under a read at ``res`` means: data a garbage collection removed on
     purpose, because the commit is past its repository's retention (``Gone``); else lost data
     (``MissingData``, a storage failure)."""
-    from lakectl.core import retention  # loaded only to explain a failed read
+    from lakectl.core.upkeep import retention  # loaded only to explain a failed read
 
     if res.branch is None and not retention.is_retained(lake, rid, res.commit.id):
         return Gone(

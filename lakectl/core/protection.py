@@ -205,7 +205,7 @@ def guard(kv: KVStore, rid: RepositoryId, branch: BranchId, move: Move, through_
     """The one check of every verb that moves a branch (one KV get): ``ProtectedBranch`` when a
     rule of ``rid`` refuses ``move`` on ``branch``. A plain rule lets only merges, reverts and
     cherry-picks in; a rule gating pull requests lets in only a merge made ``through_pull`` (by
-    :func:`lakectl.core.pulls.merge_pull`, which checked the gate)."""
+    :func:`lakectl.core.workflow.pulls.merge_pull`, which checked the gate)."""
     rule = _first_match(_raw(kv, rid), branch)
     if rule is None:
         return

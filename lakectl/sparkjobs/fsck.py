@@ -1,20 +1,20 @@
-"""fsck as a Spark job: the check of ``lakectl.core.fsck``, its walk and md5 verification on executors.
+"""fsck as a Spark job: the check of ``lakectl.core.upkeep.fsck``, its walk and md5 verification on executors.
 
-The driver computes the roots (:func:`lakectl.core.fsck.start`: every commit's metarange, the
+The driver computes the roots (:func:`lakectl.core.upkeep.fsck.start`: every commit's metarange, the
 blocks of staged entries and uploads in flight), then everything that grows with the lake is a
 DataFrame, as in the Spark garbage collection (:mod:`lakectl.sparkjobs.gc`):
 
 - the links: executors read the metaranges for their ranges, then the ranges' ``locators``
   column for their entries' blocks; each block keeps its least ``(parent, root)`` link, the rule
-  of :func:`lakectl.core.fsck.references` (a metarange or range that cannot be read names
+  of :func:`lakectl.core.upkeep.fsck.references` (a metarange or range that cannot be read names
   nothing, as in-process);
 - the verification: the referenced blocks (lake-wide: full-outer-joined with the blocks the 4,096
   directories of the block directory hold, listed in parallel) partitioned by locator; each task
-  reads its blocks through the adapter (:func:`lakectl.core.fsck.verify`: md5 checked) and
+  reads its blocks through the adapter (:func:`lakectl.core.upkeep.fsck.verify`: md5 checked) and
   returns its damaged and orphaned blocks and its counts;
 - the temporary files, listed directory by directory.
 
-The driver attributes the findings and builds the report with :func:`lakectl.core.fsck.conclude`,
+The driver attributes the findings and builds the report with :func:`lakectl.core.upkeep.fsck.conclude`,
 as in-process: on the same lake, the same report. Blocks must be in a local block directory that
 every executor sees at the same path (a volume set is checked in-process, copy by copy).
 """
@@ -25,12 +25,12 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import fsck
 from lakectl.core.blocks import Temporary
 from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
+from lakectl.core.upkeep import fsck
 from lakectl.errors import BlockNotFound, CorruptBlock
 from lakectl.sparkjobs import gc as spark_gc
 from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
@@ -46,7 +46,7 @@ _COUNTED, _ORPHANED = "counted", "orphaned"
 
 
 def check(lake: Lake, repo: str | None = None, repair: bool = False, master: str = "local[2]") -> fsck.Report:
-    """:func:`lakectl.core.fsck.check` as a Spark job on ``master``: the same report. The session
+    """:func:`lakectl.core.upkeep.fsck.check` as a Spark job on ``master``: the same report. The session
     is shared as the garbage collection's (:func:`lakectl.sparkjobs.gc.run`). With one block
     directory there is no other copy to repair from: ``repair`` reports damage as unrepaired.
 
@@ -182,7 +182,7 @@ def _ranges_of_pages(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[p
 
 def _entries_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``(block, range, the range's root)`` for each entry's block of each readable range."""
-    from lakectl.core.gc import bare_locators
+    from lakectl.core.upkeep.gc import bare_locators
 
     store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:

@@ -1,7 +1,7 @@
-"""Garbage collection as a Spark job: the mark and sweep of ``lakectl.core.gc``, with the big sets in Spark.
+"""Garbage collection as a Spark job: ``lakectl.core.upkeep.gc``'s mark and sweep, with the big sets in Spark.
 
 The driver does what is small: it aborts stale multipart uploads and computes the roots of the
-mark from the KV store (:func:`lakectl.core.gc.roots`: the metaranges of the commits that stay,
+mark from the KV store (:func:`lakectl.core.upkeep.gc.roots`: the metaranges of the commits that stay,
 and the blocks staged entries and uploads in flight reference). Everything that grows with the
 lake is a DataFrame, built on the executors (docs/decisions/0008):
 
@@ -10,11 +10,11 @@ lake is a DataFrame, built on the executors (docs/decisions/0008):
   as in-process), and the live set is their union, made distinct;
 - the stored set: the 4,096 directories of the block directory, listed in parallel;
 - the sweep: stored left-joined with live, partitioned by locator; each task applies the
-  in-process rule (:class:`lakectl.core.gc.Tally`) to its blocks, deleting in parallel, and
+  in-process rule (:class:`lakectl.core.upkeep.gc.Tally`) to its blocks, deleting in parallel, and
   returns its counts, which the driver adds up; the temporary files killed writers left are
   swept the same way, directory by directory.
 
-So the report, and the blocks left, are those of :func:`lakectl.core.gc.run` on the same lake.
+So the report, and the blocks left, are those of :func:`lakectl.core.upkeep.gc.run` on the same lake.
 Blocks must be in a local block directory (``LocalAdapter``, the embedded default) that every
 executor sees at the same path, and executors need lakectl installed (with ``local[N]`` they
 run this interpreter).
@@ -27,11 +27,11 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from lakectl.core import gc
 from lakectl.core.blocks.local import PREFIXES
 from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
+from lakectl.core.upkeep import gc
 from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def run(
     master: str = "local[2]",
     allow_preexisting_blocks: bool = False,
 ) -> gc.Report:
-    """:func:`lakectl.core.gc.run` with its mark and sweep as a Spark job on ``master``: the same
+    """:func:`lakectl.core.upkeep.gc.run` with its mark and sweep as a Spark job on ``master``: the same
     checks, hooks and journal entry, the same uploads aborted, the same blocks deleted, the
     same report. An active Spark session (a notebook's, a test's) is used as it is; otherwise
     one is started on ``master`` once the checks passed, and stopped when the last collection
@@ -63,7 +63,7 @@ def run(
 
     ``InvalidArgument`` when the lake's blocks are not in a local block directory;
     ``PreconditionFailed`` for a lake created over existing blocks, unless
-    ``allow_preexisting_blocks`` (:func:`lakectl.core.gc.check_preexisting`, as in-process).
+    ``allow_preexisting_blocks`` (:func:`lakectl.core.upkeep.gc.check_preexisting`, as in-process).
     """
     root = local_root(lake, "gc run --spark collects blocks", "run gc without --spark")
     return gc.run(

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
-from lakectl.core import actionruns
+from lakectl.core.workflow import actionruns
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.api.pagination import After, Amount, page, page_size
 from server.policies import Permission

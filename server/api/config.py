@@ -82,7 +82,7 @@ async def get_version() -> dict[str, Any]:
 async def get_garbage_collection_config() -> dict[str, Any]:
     """lakeFS ``GarbageCollectionConfig``: objects written within ``grace_period`` seconds are
     never collected."""
-    from lakectl.core.gc import GRACE_SECONDS
+    from lakectl.core.upkeep.gc import GRACE_SECONDS
 
     return {"grace_period": GRACE_SECONDS}
 

@@ -1,5 +1,5 @@
 """Refs dump and restore (lakeFS's ``/repositories/{r}/dump`` and ``/restore`` tasks, and the older
-``PUT /repositories/{r}/refs/dump|restore``), all through :mod:`lakectl.core.refsdump`.
+``PUT /repositories/{r}/refs/dump|restore``), all through :mod:`lakectl.core.upkeep.refsdump`.
 
 The work runs in the submitting request (a dump reads only KV records), so a task is done when
 its id is returned; the status routes report it as lakeFS does, and refusals (a repository that
@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from lakectl.core import refsdump
+from lakectl.core.upkeep import refsdump
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
 

@@ -1,5 +1,5 @@
 """Verifying the lake's blocks (``POST /fsck`` lake-wide, ``POST /repositories/{r}/fsck``), a
-lakectl extension: the report of :func:`lakectl.core.fsck.check`."""
+lakectl extension: the report of :func:`lakectl.core.upkeep.fsck.check`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from lakectl.core import fsck
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import fsck
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
 

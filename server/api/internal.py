@@ -3,11 +3,11 @@ files by id (``metadata/meta_range``, ``metadata/range``, ``metadata/object``), 
 record as given (``POST /repositories/{r}/commits``), and garbage-collection preparation
 (``gc/prepare_commits``, its async form and status, ``gc/prepare_uncommited``).
 
-Each calls one core verb: :mod:`lakectl.core.treefiles`, :func:`lakectl.core.refsdump.create_commit_record`,
-:mod:`lakectl.core.gcprepare`. Locations a client fetches are URLs of this server: a tree file's
-is its ``metadata/object`` route (the caller's credentials), a prepared file's is its block
-signed for the caller (``GET /blocks/<signed>``, the caller's credentials, until the signature
-expires).
+Each calls one core verb: :mod:`lakectl.core.treefiles`,
+:func:`lakectl.core.upkeep.refsdump.create_commit_record`, :mod:`lakectl.core.upkeep.gcprepare`.
+Locations a client fetches are URLs of this server: a tree file's is its ``metadata/object`` route
+(the caller's credentials), a prepared file's is its block signed for the caller
+(``GET /blocks/<signed>``, the caller's credentials, until the signature expires).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 
-from lakectl.core import blockaccess, gcprepare, refsdump, treefiles
+from lakectl.core import blockaccess, treefiles
 from lakectl.core import porcelain as p
 from lakectl.core.lake import Lake
 from lakectl.core.model import BLOCK_ADDRESS_SCHEME
+from lakectl.core.upkeep import gcprepare, refsdump
 from lakectl.errors import InvalidArgument
 from server.api.bodies import Body
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require

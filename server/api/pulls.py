@@ -9,8 +9,8 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from lakectl.core import pulls
-from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
+from lakectl.core.workflow import pulls
+from lakectl.core.workflow.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import InvalidArgument
 from server.api.bodies import (
     PullRequestBasic,

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Query, Response
 
-from lakectl.core import gc, retention
 from lakectl.core import porcelain as p
+from lakectl.core.upkeep import gc, retention
 from server.api.deps import AuthFirstRoute, LakeDep, require
 from server.policies import Permission
 
@@ -61,7 +61,7 @@ def run_gc(
 ) -> dict[str, Any]:
     """Mark and sweep, in the thread pool (it reads every retained tree); admins only. With
     ``spark_master``, as a Spark job on that master, driven from this server process.
-    ``allow_preexisting_blocks``: see :func:`lakectl.core.gc.check_preexisting`."""
+    ``allow_preexisting_blocks``: see :func:`lakectl.core.upkeep.gc.check_preexisting`."""
     allow = allow_preexisting_blocks
     if spark_master is not None:
         from lakectl.sparkjobs import gc as spark_gc

@@ -1,7 +1,7 @@
 """Pull requests in the browser: the list by status, opening one, and its page (description,
 the merge gate with approvals and checks, reviews, comments, the changes it brings) with the
 forms that comment, review, merge (with a strategy; conflicts listed path by path), close and
-reopen. Every action is a verb of :mod:`lakectl.core.pulls`, as the REST API calls it."""
+reopen. Every action is a verb of :mod:`lakectl.core.workflow.pulls`, as the REST API calls it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from markupsafe import Markup
 
 from lakectl.core import changes as lake_changes
 from lakectl.core import porcelain as p
-from lakectl.core import pulls
-from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
+from lakectl.core.workflow import pulls
+from lakectl.core.workflow.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import InvalidArgument, MergeConflict
 from server.api.deps import LakeDep
 from server.policies import Permission

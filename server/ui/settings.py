@@ -2,7 +2,7 @@
 the pull-request fields, delete) and garbage-collection rules (show, set, delete). Every reader
 sees them; changing them needs ``DELETE_REPO``, as the REST API's ``server/api/protection.py``
 and ``server/api/settings.py`` require, and calls the same verbs of
-:mod:`lakectl.core.protection` and :mod:`lakectl.core.gc`."""
+:mod:`lakectl.core.protection` and :mod:`lakectl.core.upkeep.gc`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Annotated
 from fastapi import Form, Request, Response
 
 from lakectl.core import porcelain as p
-from lakectl.core import protection, retention
+from lakectl.core import protection
+from lakectl.core.upkeep import retention
 from lakectl.errors import InvalidArgument, NotFound
 from server.api.deps import LakeDep
 from server.policies import Permission

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lakectl.core.hooks import MAX_OUTPUT
+from lakectl.core.workflow.hooks import MAX_OUTPUT
 from server.config import load_settings
 from tests.cli.both import Lakectl, both
 from tests.cli.test_actions import command, head, put_action, runs, webhook

@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, listing, merging, porcelain, retention, writes
 from lakectl.core import lake as lake_floor
+from lakectl.core import listing, merging, porcelain, writes
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import LakectlError
 
 REPO, OTHER = "repo", "other"

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import changes, gc, keys, listing, merging, opening, protection, retention
+from lakectl.core import changes, keys, listing, merging, opening, protection
 from lakectl.core import porcelain as p
 from lakectl.core import writes as lake_writes
 from lakectl.core.blocks.local import LocalAdapter
@@ -26,6 +26,7 @@ from lakectl.core.journal import compact, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
 from lakectl.core.model import Commit, ResetKind
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import AlreadyExists, IntegrityError, LakectlError
 
 REPOS = ["rep-a", "rep-b"]

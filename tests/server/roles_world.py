@@ -20,11 +20,12 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from lakectl.core import blockaccess, keys, refsdump, writes
+from lakectl.core import blockaccess, keys, writes
 from lakectl.core import porcelain as p
 from lakectl.core.importing import tasks
 from lakectl.core.journal import journal
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import refsdump
 from server.app import create_app
 from server.auth.store import Auth
 from server.auth.tokens import TOKEN_TTL

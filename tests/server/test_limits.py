@@ -30,7 +30,7 @@ from lakectl.core.limits import (
     MAX_NAMESPACE_BYTES,
     MAX_PATH_BYTES,
 )
-from lakectl.core.pulls import MAX_TEXT_BYTES, MAX_TITLE_BYTES
+from lakectl.core.workflow.pulls import MAX_TEXT_BYTES, MAX_TITLE_BYTES
 from lakectl.errors import InvalidArgument, from_code
 from tests.server.conftest import Live, unique
 from tests.ui.conftest import csrf_of, sign_in

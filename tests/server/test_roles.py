@@ -24,8 +24,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from lakectl.core import backing, blockaccess, manifests, presign, protection, pulls
+from lakectl.core import backing, blockaccess, manifests, presign, protection
 from lakectl.core.importing import tasks
+from lakectl.core.workflow import pulls
 from server.api.deps import Access, AuthFirstRoute, Requirement
 from server.auth.users import ROLE_PERMISSIONS, Role
 from server.policies import Permission
@@ -260,7 +261,7 @@ def _commit_record(w: World, c: Caller) -> Call:
 
 
 def _gc_task(w: World, c: Caller) -> Call:
-    from lakectl.core import gcprepare
+    from lakectl.core.upkeep import gcprepare
 
     return Call(R + "/gc/prepare_commits/status", params={"id": gcprepare.submit(w.lake, REPO).task_id})
 

@@ -8,7 +8,7 @@ import lakefs_sdk
 import pytest
 from lakefs_sdk.exceptions import ApiException
 
-from lakectl.core.gc import GRACE_SECONDS
+from lakectl.core.upkeep.gc import GRACE_SECONDS
 from tests.server.conftest import Live
 
 

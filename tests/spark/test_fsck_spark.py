@@ -18,8 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import fsck, merging, multipart, opening, porcelain, writes
+from lakectl.core import merging, multipart, opening, porcelain, writes
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import fsck
 from lakectl.sparkjobs import fsck as spark_fsck
 
 REPO, OTHER = "repo", "other"

@@ -26,13 +26,14 @@ import pytest
 from typer.testing import CliRunner
 
 from lakectl.cli.app import app
-from lakectl.core import gc, listing, merging, multipart, opening, porcelain, retention, writes
 from lakectl.core import lake as lake_floor
+from lakectl.core import listing, merging, multipart, opening, porcelain, writes
 from lakectl.core.blocks.volumes import local_volumes
 from lakectl.core.journal import journal, log
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.lake import Lake
 from lakectl.core.model import ResetKind
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import BlockNotFound, InvalidArgument, MissingData
 from lakectl.sparkjobs import gc as spark_gc
 

@@ -1,4 +1,4 @@
-"""Action files (lakectl.core.actions): lakeFS's format parses; any other text or bytes raises
+"""Action files (lakectl.core.workflow.actions): lakeFS's format parses; any other text or bytes raises
 only InvalidArgument; durations and branch globs mean what lakeFS means."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core.actions import Action, Hook, parse, parse_duration
+from lakectl.core.workflow.actions import Action, Hook, parse, parse_duration
 from lakectl.errors import InvalidArgument
 
 GOOD = {
@@ -72,7 +72,7 @@ def test_bad_durations(text: str) -> None:
 
 
 def test_run_records_round_trip() -> None:
-    from lakectl.core.actionruns import ActionRun, HookRun
+    from lakectl.core.workflow.actionruns import ActionRun, HookRun
 
     run = ActionRun(
         "e7", "main", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "pre-commit", "failed", "c1"
@@ -98,7 +98,7 @@ def test_a_webhook_needs_a_url_with_a_host(url: str) -> None:
     ],
 )
 def test_a_webhook_urllib_refuses_fails_its_hook(props: dict[str, object]) -> None:
-    from lakectl.core import hooks
+    from lakectl.core.workflow import hooks
 
     outcome = hooks.run(Hook("a", "webhook", properties=props), {"event_type": "pre-commit"}, False, {})
     assert not outcome.passed and outcome.output

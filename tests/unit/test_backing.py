@@ -8,9 +8,10 @@ import io
 
 import pytest
 
-from lakectl.core import backing, gc, porcelain
+from lakectl.core import backing, porcelain
 from lakectl.core import lake as lake_floor
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import gc
 from lakectl.errors import InvalidArgument, SignatureError
 from tests.unit.graphkit import REPO, T0
 from tests.unit.test_gc_run import age_everything

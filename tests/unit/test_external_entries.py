@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakectl.core.gc import bare_locators
 from lakectl.core.model import Entry, External, decode_row, is_external, same_row
+from lakectl.core.upkeep.gc import bare_locators
 
 OWN = Entry(17, "d41d8cd98f00b204e9800998ecf8427e", ("d41d8cd98f00b204e9800998ecf8427e+17",), 1700000000)
 

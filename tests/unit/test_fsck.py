@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import fsck, multipart, opening, porcelain, writes
+from lakectl.core import multipart, opening, porcelain, writes
 from lakectl.core.blocks.volumes import VolumeSet, local_volumes
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import fsck
 from lakectl.errors import RepositoryNotFound
 
 REPO, OTHER = "repo", "other"

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from lakectl.core import gc, listing, porcelain, retention, writes
+from lakectl.core import listing, porcelain, writes
 from lakectl.core import multipart as mp
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import BlockNotFound
 from tests.unit.graphkit import REPO, T0, blocks, write
 

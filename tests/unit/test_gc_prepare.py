@@ -13,10 +13,11 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from lakectl.core import gc, gcprepare, keys, porcelain, refsdump, retention, treefiles
+from lakectl.core import keys, porcelain, treefiles
 from lakectl.core.graph.refs import commit_id_of
 from lakectl.core.lake import Lake
 from lakectl.core.model import BLOCK_ADDRESS_SCHEME, Commit
+from lakectl.core.upkeep import gc, gcprepare, refsdump, retention
 from lakectl.errors import Conflict, InvalidArgument, NotFound
 from tests.unit.graphkit import REPO, T0, commit, write
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lakectl.core import porcelain, retention
+from lakectl.core import porcelain
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import retention
 from lakectl.errors import InvalidArgument, InvalidName, NotFound, RepositoryNotFound
 from tests.unit.graphkit import REPO
 

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from lakectl.core import gc, listing, merging, porcelain, retention, writes
 from lakectl.core import lake as lake_floor
+from lakectl.core import listing, merging, porcelain, writes
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import InvalidArgument, MissingData
 from tests.unit.graphkit import REPO, T0, blocks, tree_blocks, write
 

@@ -18,11 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakectl.core import gc, keys, listing, merging, opening, retention, writes
+from lakectl.core import keys, listing, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
 from lakectl.core.journal import compact, form, journal, seal
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import IntegrityError, MergeConflict, PredicateFailed
 
 
@@ -421,7 +422,7 @@ def test_a_group_write_that_fails_in_any_way_fails_its_callers_and_not_the_next_
 
 
 def test_fsck_counts_sealed_batches_as_referenced_and_reports_a_lost_one(lake: Lake) -> None:
-    from lakectl.core import fsck
+    from lakectl.core.upkeep import fsck
 
     p.create_repo(lake, "checked")
     journal.flush(lake)  # sealed, and its log block, held until then, deleted
@@ -591,10 +592,10 @@ def test_a_writer_is_dead_when_its_process_is_gone_or_its_heartbeat_old() -> Non
 
 
 def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: Lake, tmp_path: Path) -> None:
-    from lakectl.core import refsdump
     from lakectl.core.blocks.local import LocalAdapter
     from lakectl.core.journal import rebuild
     from lakectl.core.kv.sqlite import SQLiteStore
+    from lakectl.core.upkeep import refsdump
     from tests.property.test_journal_rebuild import state
 
     p.create_repo(lake, "src")

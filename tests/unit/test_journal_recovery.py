@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import keys, merging, opening, refsdump, retention, writes
+from lakectl.core import keys, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
 from lakectl.core.journal import form, journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
+from lakectl.core.upkeep import refsdump, retention
 from lakectl.errors import AlreadyExists, NothingToCommit, StorageError
 from tests.property.test_journal_rebuild import state
 

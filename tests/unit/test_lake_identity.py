@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import gc, identity, keys, opening, porcelain, writes
+from lakectl.core import identity, keys, opening, porcelain, writes
 from lakectl.core.identity import Origin
+from lakectl.core.upkeep import gc
 from lakectl.errors import PreconditionFailed, StorageError
 from lakectl.sparkjobs import gc as spark_gc
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from lakectl.core import keys, listing, merging, opening, protection, pulls, writes
+from lakectl.core import keys, listing, merging, opening, protection, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.lake import Lake
-from lakectl.core.pulls import PullStatus, StatusFilter, Verdict
+from lakectl.core.workflow import pulls
+from lakectl.core.workflow.pulls import PullStatus, StatusFilter, Verdict
 from lakectl.errors import (
     AlreadyExists,
     BranchNotFound,

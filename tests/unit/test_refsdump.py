@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import changes, gc, listing, porcelain, refsdump
+from lakectl.core import changes, listing, porcelain
 from lakectl.core.lake import Lake
 from lakectl.core.model import Commit
+from lakectl.core.upkeep import gc, refsdump
 from lakectl.errors import Conflict, InvalidArgument
 from tests.unit.graphkit import REPO, view
 
@@ -116,7 +117,7 @@ def test_garbage_collection_keeps_the_blocks_of_dumps(lake: Lake, history: dict[
 
 
 def test_fsck_verifies_the_blocks_of_dumps(lake: Lake, history: dict[str, Commit]) -> None:
-    from lakectl.core import fsck
+    from lakectl.core.upkeep import fsck
 
     manifest = refsdump.dump(lake, REPO)
     report = fsck.check(lake)

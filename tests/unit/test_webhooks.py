@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakectl.core import hooks
-from lakectl.core.actions import Hook
-from lakectl.core.webhooks import HostPolicy, kind_of
+from lakectl.core.workflow import hooks
+from lakectl.core.workflow.actions import Hook
+from lakectl.core.workflow.webhooks import HostPolicy, kind_of
 from lakectl.errors import InvalidArgument
 from server.config import load_settings
 

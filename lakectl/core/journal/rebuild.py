@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import keys, protection, pulls, repometadata, retention
+from lakectl.core import keys, protection, repometadata
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
@@ -53,6 +53,8 @@ from lakectl.core.model import (
     encode_row,
 )
 from lakectl.core.porcelain import delete_repo
+from lakectl.core.upkeep import retention
+from lakectl.core.workflow import pulls
 from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, NotFound
 
 PARQUET_MAGIC = b"PAR1"

@@ -149,7 +149,8 @@ def _exists(get: Any) -> bool:
 
 
 def _setting(lake: Lake, rid: RepositoryId, key: str) -> Any:
-    from lakectl.core import protection, repometadata, retention
+    from lakectl.core import protection, repometadata
+    from lakectl.core.upkeep import retention
 
     if key == keys.REPOSITORY_METADATA:
         return repometadata.get(lake, rid)

@@ -8,7 +8,7 @@ review is a reviewer's latest verdict, with the source branch's head at that mom
 commit on the source makes it *stale*, and only fresh approvals by others than the author count.
 
 The checks shown are the actions runs of the source branch's head commit
-(:mod:`lakectl.core.actionruns`): a failed one holds the merge back, but the source's author
+(:mod:`lakectl.core.workflow.actionruns`): a failed one holds the merge back, but the source's author
 chose them, so they never satisfy a rule. A branch protection rule (:mod:`lakectl.core.protection`)
 sets what a merge needs: ``required_approvals`` and ``required_checks``, the checks being the
 destination's own pre-merge actions, committed at its head (the merge runs them, from there,
@@ -31,13 +31,14 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from lakectl.core import actionruns, keys, protection
+from lakectl.core import keys, protection
 from lakectl.core.events import Event, Verb, announced
 from lakectl.core.graph.refs import check_branch_name
 from lakectl.core.kv.helpers import update_with_retries
 from lakectl.core.kv.retry import AGAIN, SETTING, Again, retry
 from lakectl.core.limits import check_name, check_text
 from lakectl.core.model import RepositoryId
+from lakectl.core.workflow import actionruns
 from lakectl.errors import (
     AlreadyExists,
     Forbidden,
@@ -689,7 +690,7 @@ def _destination_checks(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The names of the pre-merge actions committed at ``head``, ``branch``'s (what a merge into
     it runs when a rule protects it), and the paths of the action files there that do not parse."""
-    from lakectl.core import actions
+    from lakectl.core.workflow import actions
 
     if not head:
         return (), ()

@@ -22,9 +22,9 @@ from lakectl.core.model import RepositoryId
 from lakectl.errors import HookFailed, InvalidArgument, KeyNotFound, NotFound
 
 if TYPE_CHECKING:
-    from lakectl.core import actions
     from lakectl.core.lake import Lake
-    from lakectl.core.webhooks import HostPolicy
+    from lakectl.core.workflow import actions
+    from lakectl.core.workflow.webhooks import HostPolicy
 
 # actions (the action files' parser) and hooks (their runner) are imported when a hooked verb
 # runs: every command of the embedded lake installs this sink, and a read never calls it.
@@ -320,7 +320,7 @@ class ActionHooks:
         )
 
     def _run(self, when: str, event: Event) -> tuple[ActionRun, list[_Done], list[tuple[str, str]]] | None:
-        from lakectl.core import actions
+        from lakectl.core.workflow import actions
 
         etype = event_type(when, event)
         loaded = actions.load(self.lake, event.repository, _ref_of(self.lake, when, event))
@@ -368,7 +368,7 @@ class ActionHooks:
         action: actions.Action,
         env: Mapping[str, str],
     ) -> list[_Done]:
-        from lakectl.core import hooks
+        from lakectl.core.workflow import hooks
 
         done = []
         for number, hook in enumerate(action.hooks):

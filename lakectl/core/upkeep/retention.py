@@ -3,7 +3,7 @@
 The rules say how long commits are kept from collection: a branch's head always, and its ancestors
 for ``retention_days`` (the branch's own, else the repository's default). A read explains a block
 gone from under a commit past its retention by them (``Gone``); the collector that applies them
-(:mod:`lakectl.core.gc`) follows docs/decisions/0008.
+(:mod:`lakectl.core.upkeep.gc`) follows docs/decisions/0008.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 not) and the repository's uncommitted addresses, stored as blocks, and the run's tasks.
 
 lakeFS writes these files to the storage namespace for its Spark job. Here they are computed by
-this lake's own collector (:mod:`lakectl.core.gc`: the same rules, retention and uncommitted
+this lake's own collector (:mod:`lakectl.core.upkeep.gc`: the same rules, retention and uncommitted
 blocks a collection keeps) and stored as blocks of the lake's block store:
 
 - the commits, a CSV with the header ``commit_id,expired,metarange_id`` and one row per commit
@@ -26,11 +26,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from lakectl.core import gc, keys, retention
+from lakectl.core import keys
 from lakectl.core.blocks.data import write_bytes
 from lakectl.core.lake import Lake
 from lakectl.core.model import BLOCK_ADDRESS_SCHEME, BLOCK_SIZE
 from lakectl.core.porcelain import get_repo
+from lakectl.core.upkeep import gc, retention
 from lakectl.errors import KeyNotFound, LakectlError, NotFound, PreconditionFailed
 
 COMMITS_HEADER = ("commit_id", "expired", "metarange_id")

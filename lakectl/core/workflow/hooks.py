@@ -1,4 +1,4 @@
-"""Running one hook: a webhook (lakeFS's event JSON POSTed, :mod:`lakectl.core.webhooks`) or a
+"""Running one hook: a webhook (lakeFS's event JSON POSTed, :mod:`lakectl.core.workflow.webhooks`) or a
 command (a local program with the event JSON on stdin); each answers whether it passed and its
 output (log), of bounded size, within the hook's timeout."""
 
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
-from lakectl.core import webhooks
-from lakectl.core.actions import Hook
+from lakectl.core.workflow import webhooks
+from lakectl.core.workflow.actions import Hook
 
 MAX_OUTPUT = webhooks.MAX_ANSWER
 """Bytes of a hook's output kept (an answer's body, a program's output): the start of it."""

@@ -1,6 +1,6 @@
 """fsck: verify every block the lake (or one repository) references, and find what it stores for nothing.
 
-The walk is garbage collection's (:mod:`lakectl.core.gc`: ``list_commits``, ``tree_blocks``,
+The walk is garbage collection's (:mod:`lakectl.core.upkeep.gc`: ``list_commits``, ``tree_blocks``,
 ``staged_blocks``, ``upload_blocks``), from every commit of every repository (no retention), every
 staged entry and every multipart upload in flight. Each referenced block (metaranges, ranges and
 object data) is then read through the block adapter, which verifies its md5: ``BlockNotFound``
@@ -31,13 +31,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lakectl.core import gc, porcelain, refsdump, retention
+from lakectl.core import porcelain
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.journal import journal
 from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
+from lakectl.core.upkeep import gc, refsdump, retention
 from lakectl.errors import BlockNotFound, CorruptBlock, LakectlError
 
 ORPHANS_SHOWN = 1000

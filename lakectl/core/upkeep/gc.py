@@ -1,6 +1,6 @@
 """Garbage collection of the lake's blocks: what no retained commit, staged entry or upload references.
 
-The commits kept are those the repositories' retention rules keep (:mod:`lakectl.core.retention`);
+The commits kept are those the repositories' retention rules keep (:mod:`lakectl.core.upkeep.retention`);
 the collector follows docs/decisions/0008.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakectl.core import identity as lake_identity
-from lakectl.core import keys, multipart, porcelain, refsdump
+from lakectl.core import keys, multipart, porcelain
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.events import Event, Verb
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
@@ -30,7 +30,8 @@ from lakectl.core.model import (
     StagingToken,
     decode_row,
 )
-from lakectl.core.retention import DAY, GCRules, get_rules, kept_commits, list_commits
+from lakectl.core.upkeep import refsdump
+from lakectl.core.upkeep.retention import DAY, GCRules, get_rules, kept_commits, list_commits
 from lakectl.errors import (
     BlockNotFound,
     CorruptBlock,
@@ -77,7 +78,7 @@ def roots(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[s
     Kept commits: the retained commits of ``repo`` (branch heads; ancestors within their
     branch's retention; tagged commits; every commit when it has no rules) and every commit of
     every other repository. Direct locators: staged entries of every branch, the blocks of every
-    refs dump (:func:`lakectl.core.refsdump.dump_blocks`), and the parts of multipart uploads in
+    refs dump (:func:`lakectl.core.upkeep.refsdump.dump_blocks`), and the parts of multipart uploads in
     flight (but for the ``expiring`` upload ids of ``repo``, about to be aborted).
     """
     target = porcelain.get_repo(lake, repo).name
@@ -133,7 +134,7 @@ def bare_locators(tokens: str) -> list[str]:
 
 
 # The walk from the roots to every block they reference, shared by the mark and by fsck
-# (lakectl.core.fsck), which walks every commit of every repository.
+# (lakectl.core.upkeep.fsck), which walks every commit of every repository.
 
 
 def tree_blocks(
