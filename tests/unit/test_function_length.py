@@ -23,8 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("lakectl", "server")
 LIMIT = 80
 
-KNOWN_LONG: dict[tuple[str, str], int] = {
-}
+KNOWN_LONG: dict[tuple[str, str], int] = {}
 
 
 @dataclass(frozen=True, slots=True)
