@@ -17,7 +17,7 @@ is no outcome); a sink that raises refuses the read.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -73,6 +73,13 @@ consumer's ``before`` may append a function of the staging tokens written so far
 once its change is in (stored if and only if the change is). The journal's entry of a staged
 write is so written done, with the write: one write transaction a write, not two."""
 
+MAKING = "making"
+"""The note of a verb that makes commits (commit, merge, revert, cherry-pick): a list to which a
+consumer's ``before`` may append a function of a new commit, called with each commit record the
+verb is about to publish, before any branch can name it (:func:`making`). The journal logs it
+there: a later change may name a commit whose writer died before its outcome was logged, and a
+rebuild after the loss of the metadata database must still find that commit."""
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -94,8 +101,8 @@ class Event:
     payload: Mapping[str, Any] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict, compare=False)
     """What a consumer carries from ``before`` to ``after`` of one verb (``done`` keeps this very
-    dict): the actions' pre-event run id, so the run learns the commit it gated; and
-    :data:`CARRIED`."""
+    dict): the actions' pre-event run id, so the run learns the commit it gated;
+    :data:`CARRIED`; :data:`MAKING`."""
 
     def done(self, **changes: Any) -> Event:
         """This event as it ended: the same fields, with what the verb produced."""
@@ -170,6 +177,18 @@ def release(sink: EventSink) -> None:
     close = getattr(sink, "close", None)
     if close is not None:
         close()
+
+
+def making(event: Event) -> Callable[[Any], None]:
+    """What a verb that makes commits calls with each new commit before publishing it: every
+    function consumers put in the event's :data:`MAKING` note (read at the call, after
+    ``before``)."""
+
+    def tell(commit: Any) -> None:
+        for consumer in event.notes.get(MAKING, ()):
+            consumer(commit)
+
+    return tell
 
 
 @contextmanager

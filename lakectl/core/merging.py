@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakectl.core import protection
-from lakectl.core.events import Event, Verb, announced
+from lakectl.core.events import Event, Verb, announced, making
 from lakectl.core.graph.commits import CommitRequest, Moved, merge_base
 from lakectl.core.graph.refs import new_staging_token
 from lakectl.core.graph.tree import Update
@@ -135,7 +135,7 @@ def _commit_merge(
         },
     )
     with announced(lake.events, event):
-        moved = Moved()
+        moved = Moved(making=making(event))
         new = lake.committer.commit_tree(rid, bid, parents, plan.updates, req, dst.id, moved)
         made = {
             **event.payload,
@@ -205,7 +205,7 @@ def _apply_commit_change(
         payload={"creation_date": req.creation_date},
     )
     with announced(lake.events, event):
-        moved = Moved()
+        moved = Moved(making=making(event))
         new = lake.committer.commit_tree(rid, bid, [head], plan.updates, req, head.id, moved)
         made = {"commit": commit_record(new), **replayorder.moved(moved.branch, moved.dropped)}
     lake.events.after(event.done(commit_id=new.id, payload=made))

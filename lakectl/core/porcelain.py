@@ -17,7 +17,7 @@ from lakectl.core.blocks.data import (
     parse_segment,
     read_object,
 )
-from lakectl.core.events import CARRIED, Event, Verb, announced
+from lakectl.core.events import CARRIED, Event, Verb, announced, making
 from lakectl.core.graph.commits import (
     CommitRequest,
     Moved,
@@ -433,7 +433,7 @@ def commit(
     req = _commit_request(message, metadata, committer, allow_empty)
     event = _commit_event(rid, bid, req, {"prefixes": under} if under else {})
     with announced(lake.events, event):
-        moved = Moved()
+        moved = Moved(making=making(event))
         done = lake.committer.commit(rid, bid, req, moved, under)
         made = {"commit": commit_record(done), **replayorder.moved(moved.branch, moved.dropped)}
         if under:
@@ -506,7 +506,7 @@ def commit_rows(
     head = lake.refs.get_commit(rid, b.commit_id)
     event = _commit_event(rid, bid, req)
     with announced(lake.events, event):
-        moved = Moved()
+        moved = Moved(making=making(event))
         done = lake.committer.commit_tree(rid, bid, [head], updates, req, head.id, moved)
         made = {"commit": commit_record(done), **replayorder.moved(moved.branch, moved.dropped)}
     lake.events.after(event.done(commit_id=done.id, payload=made))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lakectl.core import keys, merging, opening, writes
+from lakectl.core import changes, keys, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
@@ -209,3 +209,47 @@ def test_a_verb_that_failed_after_its_change_landed_is_journalled(
     assert _pending(lake) == []
     assert sealed_types(lake) == [*before, "delete-branch"]
     assert rebuilt_state(lake, tmp_path) == state(lake)
+
+
+@pytest.mark.parametrize("verb", ["commit", "merge"])
+def test_a_commit_whose_writer_died_unlogged_is_rebuilt_once_a_later_change_names_it(
+    lake: Lake, tmp_path: Path, verb: str
+) -> None:
+    """A writer dies after its verb published a commit on dev and before it logged the outcome;
+    a living writer's merge of dev into main, acknowledged, names that commit as a parent. The
+    metadata database is lost before anyone decides the dead intent: the rebuild still has the
+    commit (logged before it was published), so main's history can be walked, and its journal
+    holds the commit as done."""
+    if verb == "commit":
+        writes.upload(lake, REPO, "dev", "c.csv", b"3\n")
+    else:
+        writes.upload(lake, REPO, "main", "m.csv", b"4\n")
+        p.commit(lake, REPO, "main", "main moves on")
+    writer = DiesAfterTheChange(lake.kv, lake.blocks)
+    kept, lake.events = lake.events, writer
+    try:
+        with pytest.raises(Killed):
+            if verb == "commit":
+                p.commit(lake, REPO, "dev", "its writer dies")
+            else:
+                merging.merge(lake, REPO, "main", "dev")
+    finally:
+        lake.events = kept
+        writer._stop.set()  # never marked dead: no seal decides its intent before the loss
+        if writer._keeper is not None:
+            writer._keeper.join()
+    dead = p.get_branch(lake, REPO, "dev").commit_id
+    merged = merging.merge(lake, REPO, "dev", "main")
+
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    try:
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+        rebuilt = Lake(kv=fresh, blocks=lake.blocks)
+        history = [c.id for c in changes.log(rebuilt, REPO, "main")]
+        assert history[0] == merged.commit.id and dead in history
+        made = [e for e in journal.entries(fresh, lake.blocks) if e.event_payload.get("commit_id") == dead]
+        assert [e.event_type for e in made] == [verb]
+        assert state(rebuilt) == state(lake)
+    finally:
+        fresh.close()
+    writer.close()

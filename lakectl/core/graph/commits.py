@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lakectl.core.blocks import BlockAdapter
@@ -35,10 +35,17 @@ class CommitRequest:
 @dataclass(slots=True)
 class Moved:
     """What a branch move left, for the journal: the record its final compare-and-swap wrote and
-    the staging tokens it dropped (filled in by :class:`Committer` when given)."""
+    the staging tokens it dropped (filled in by :class:`Committer` when given). ``making`` is
+    told each new commit before its record is stored, so before any branch can name it (the
+    journal logs it: :data:`lakectl.core.events.MAKING`)."""
 
     branch: Branch | None = None
     dropped: tuple[StagingToken, ...] = field(default_factory=tuple)
+    making: Callable[[Commit], None] | None = None
+
+    def publishing(self, commit: Commit) -> None:
+        if self.making is not None:
+            self.making(commit)
 
 
 def make_commit(
@@ -108,6 +115,8 @@ class Committer:
                 new_head = make_commit((head.id,), [head], mid, req)
                 # Blocks and range files must be durable before any record points at them.
                 self.blocks.sync()
+                if moved is not None:
+                    moved.publishing(new_head)
                 self.refs.put_commit(repo, new_head)
             kept: tuple[StagingToken, ...] = ()
             if rest:
@@ -172,6 +181,8 @@ class Committer:
         mid = self.trees.apply(parents[0].meta_range_id, updates)
         commit = make_commit(tuple(p.id for p in parents), parents, mid, req)
         self.blocks.sync()
+        if moved is not None:
+            moved.publishing(commit)
         self.refs.put_commit(repo, commit)
 
         def attempt() -> Commit | Again:

@@ -384,7 +384,8 @@ class Index:
 # pay (docs/decisions/0016). Files of the first format are Parquet (``PAR1``) and still read.
 
 MAGIC = b"LKT1"
-_PARQUET = b"PAR1"
+PARQUET_MAGIC = b"PAR1"
+"""How a Parquet file begins and ends (range files of the first format; the journal's batches)."""
 _SEP = "\x00"
 
 
@@ -407,7 +408,7 @@ def _decode(
     """The columns of a file (``wanted`` ones, else all, in the file's order), as lists;
     integer columns as ``int``, or with ``as_text`` as they are stored (for the caller to
     convert what it uses). ``CorruptBlock`` when it does not decode or lacks a wanted column."""
-    if data[:4] == _PARQUET:
+    if data[:4] == PARQUET_MAGIC:
         return _from_parquet(data, what, wanted)
     if data[: len(MAGIC)] != MAGIC:
         raise CorruptBlock(f"block {what} is not a range, page or root file")

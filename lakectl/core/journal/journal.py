@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
-from lakectl.core.events import CARRIED, Event, EventSink, Fanout, NoEvents, Verb
+from lakectl.core.events import CARRIED, MAKING, Event, EventSink, Fanout, NoEvents, Verb
 from lakectl.core.journal import log
 from lakectl.core.journal.form import (
     DONE,
@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 
     from lakectl.core.graph.staging import Carry
     from lakectl.core.lake import Lake
+    from lakectl.core.model import Commit
 
 CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("lakectl_journal_client", default="")
 """Who is mutating: the server sets the authenticated user per request; unset, the committer."""
@@ -287,6 +288,9 @@ class LogWriter(GroupWriter):
         with self._files:
             self._close()
 
+
+MAKES_COMMITS = frozenset({Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK})
+"""The verbs whose new commits are logged before they are published (:meth:`Journal._made`)."""
 
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
 """An intent a thread keeps until its verb ends: the verb's identity, its key, record, payload
@@ -527,6 +531,16 @@ class Journal:
         with self._lock:
             self._opened.add(key)
         stack.append((which, key, record, text, header))
+        if event.verb in MAKES_COMMITS:
+            event.notes.setdefault(MAKING, []).append(functools.partial(self._made, key, record, header))
+
+    def _made(self, key: str, record: dict[str, Any], header: bytes, commit: Commit) -> None:
+        """Log a commit its verb is about to publish, under the verb's intent (still pending):
+        a later change may name it (a merge, the next commit) although its writer dies before
+        logging the outcome, and a rebuild must then find its record (:mod:`.rebuild`). Raising
+        here refuses the verb: no branch names the commit yet."""
+        made = {**record["event_payload"], "commit_id": commit.id, "commit": commit.encode().decode()}
+        self._log.write(key, live_from(PENDING, header, json_text(made)))
 
     def _carrier(self, key: str, record: dict[str, Any], text: str, stored: dict[str, bytes]) -> Carry:
         """A staged write's entry as each of its writes stores it, in the write's transaction once

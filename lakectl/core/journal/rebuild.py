@@ -34,10 +34,11 @@ from lakectl.core import keys, protection, repometadata
 from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
+from lakectl.core.graph.ranges import PARQUET_MAGIC
 from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.journal import form, journal, log, replayorder, seal
 from lakectl.core.kv import KVStore
-from lakectl.core.kv.helpers import partitions, set_many
+from lakectl.core.kv.helpers import partitions, scan_prefix, set_many
 from lakectl.core.lake import Lake
 from lakectl.core.model import (
     TOMBSTONE,
@@ -56,8 +57,6 @@ from lakectl.core.porcelain import delete_repo
 from lakectl.core.upkeep import retention
 from lakectl.core.workflow import pulls
 from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, NotFound
-
-PARQUET_MAGIC = b"PAR1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +167,7 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
     batches, logs, forks = find_journal(blocks)
     logs = [*log.files(blocks), *logs]
-    logged = _unsealed(blocks, batches, logs, forks)
+    logged, made = _unsealed(blocks, batches, logs, forks)
     if not batches and not logged:
         raise NotFound(
             "no journal among the blocks: the lake's journal was off, so there is nothing to "
@@ -183,6 +182,13 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     for entry in _entries(blocks, batches):
         replaying.apply(entry)
         count += 1
+    named = _named_commits(lake, made)
+    if named:
+        # Done by writers that died before logging it, and named by what was: sealed now, last.
+        batches.append(_seal_logged(blocks, batches, named))
+        for entry in _entries(blocks, batches[-1:]):
+            replaying.apply(entry)
+            count += 1
     replaying.finish()
     for name in [*logs, *(b["locator"] for b in forks)]:
         log.discard(blocks, name)  # every entry they held is in a batch now
@@ -198,20 +204,30 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     return Rebuilt(len(batches), count, last, sum(1 for _ in lake.refs.list_repos()))
 
 
+Logged = tuple[str, dict[str, Any], str]
+"""A logged entry: its id (``<writer>/<key>``), its header and its payload's JSON text."""
+
+
 def _unsealed(
     blocks: BlockAdapter, batches: list[dict[str, Any]], logs: list[str], forks: list[dict[str, Any]]
-) -> list[tuple[str, dict[str, Any], str]]:
+) -> tuple[list[Logged], list[Logged]]:
     """The logged entries, and those of batches left off a fork, that no batch of the chain
-    holds, as a seal would order them: (id, header, payload)."""
+    holds, as a seal would order them; and the commits logged as about to be published by
+    verbs whose outcome neither holds (pending, with the commit in their payload)."""
     if not logs and not forks:
-        return []
+        return [], []
     sealed = seal.sealed_ids(blocks, batches)
-    found: dict[str, tuple[str, dict[str, Any], str]] = {}
+    found: dict[str, Logged] = {}
+    pending: list[Logged] = []
     for name in logs:
         held = log.read_file(name) if os.sep in name else log.decode(blocks.get(name), name)
         for id_, header, text in held:
-            if id_ not in sealed and header.get("state") == form.DONE:
+            if id_ in sealed:
+                continue
+            if header.get("state") == form.DONE:
                 found[id_] = (id_, header, text)
+            elif header.get("state") == journal.PENDING:
+                pending.append((id_, header, text))
     for fork in forks:
         for entry in seal.read_batch(blocks, fork["locator"]):
             if entry.key and entry.key not in sealed:
@@ -228,7 +244,49 @@ def _unsealed(
             last[write] = id_
     kept = [found[id_] for id_ in last.values()]
     kept.sort(key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]))
-    return kept
+    return kept, [e for e in pending if e[0].partition(".")[0] not in last]
+
+
+def _named_commits(lake: Lake, made: list[Logged]) -> list[Logged]:
+    """Of the commits ``made`` (logged before their verb published them, by writers that died
+    before logging the outcome), those the rebuilt lake names: a parent of one of its commits,
+    a branch's head or a tag's commit (a merge of the branch a dead committer moved, the next
+    commit on it). Their records are put back and their entries returned as done, in the order
+    of their clocks; a commit nothing names is left out, as its verb was never acknowledged.
+    Otherwise the lake would name commits it has no record of (a log that cannot be walked)."""
+    waiting: dict[tuple[RepositoryId, CommitId], tuple[Logged, Commit]] = {}
+    for entry in made:
+        commit = Commit.decode(str(json.loads(entry[2])["commit"]).encode())
+        rid = RepositoryId(entry[1]["repo_id"])
+        if not _has_commit(lake, rid, commit.id):
+            waiting.setdefault((rid, commit.id), (entry, commit))
+    if not waiting:
+        return []
+    named: set[tuple[RepositoryId, CommitId]] = set()
+    for rid in {rid for rid, _ in waiting}:
+        for _, raw in scan_prefix(lake.kv, keys.repo_partition(rid), keys.COMMIT_PREFIX):
+            named.update((rid, parent) for parent in Commit.decode(raw).parents)
+        named.update((rid, b.commit_id) for b in lake.refs.list_branches(rid))
+        named.update((rid, t.commit_id) for t in lake.refs.list_tags(rid))
+    restored: dict[str, Logged] = {}
+    found = [key for key in waiting if key in named]
+    while found:
+        rid, cid = found.pop()
+        if (rid, cid) not in waiting:
+            continue
+        (id_, header, text), commit = waiting.pop((rid, cid))
+        lake.refs.put_commit(rid, commit)
+        restored.setdefault(id_, (id_, {**header, "state": form.DONE}, text))
+        found.extend((rid, parent) for parent in commit.parents if (rid, parent) in waiting)
+    return sorted(restored.values(), key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]))
+
+
+def _has_commit(lake: Lake, rid: RepositoryId, cid: CommitId) -> bool:
+    try:
+        lake.refs.get_commit(rid, cid)
+    except CommitNotFound:
+        return False
+    return True
 
 
 def _seal_logged(

@@ -28,8 +28,6 @@ SKEW_US = 5_000_000
 VOID = "void"
 """An intent decided as never done, about to be deleted."""
 
-COMMITTING = (Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK)
-
 
 def recover(kv: KVStore, blocks: Any) -> int:
     """Decide every open intent of every dead writer, and unregister dead writers with nothing
@@ -82,7 +80,7 @@ def decide(lake: Lake, intent: Mapping[str, Any]) -> dict[str, Any] | None:
     except ValueError:
         return None
     try:
-        if verb in COMMITTING:
+        if verb in journal.MAKES_COMMITS:
             made = _find_commit(lake, rid, payload, int(intent["time"]))
             if made is None:
                 return None
