@@ -17,7 +17,8 @@ from lakectl.errors import AlreadyExists
 from server import errors
 from server.auth.secret import load_secret_key
 from server.auth.store import Auth
-from server.config import BlockstoreType, Settings
+from server.config import Settings
+from server.configkeys import BlockstoreType
 from server.responses import SafeJSONResponse
 
 API_PREFIX = "/api/v1"

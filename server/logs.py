@@ -7,7 +7,8 @@ import logging
 import time
 from typing import Any
 
-from server.config import LogFormat, LoggingSettings
+from server.config import LoggingSettings
+from server.configkeys import LogFormat
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -36,12 +36,12 @@ from lakectl.core.model import Entry
 from lakectl.core.tables import parts
 from lakectl.core.tables.records import RowChange, RowChangeType, TableDiff, json_safe
 from lakectl.core.tables.rows import (
-    _ARROW_ERRORS,
+    ARROW_ERRORS,
     Compared,
-    _changed_columns,
-    _parse_after,
-    _rows,
+    changed_columns,
     compare_multiset,
+    parse_after,
+    rows_at,
 )
 from lakectl.errors import InvalidArgument
 from lakectl.sparkjobs import gc as spark_gc
@@ -289,7 +289,7 @@ def _page(
     from pyspark.sql import functions as F
 
     knames = [f"k{i}" for i in range(len(key))]
-    later = _later(knames, _parse_after(after, key, ktypes))
+    later = _later(knames, parse_after(after, key, ktypes))
     if later is not None:
         diff = diff.where(later)
     order = [F.col(k).asc_nulls_last() for k in knames]
@@ -310,8 +310,8 @@ def _page(
     kinds = [_KINDS[k] for k in got["kind"].to_pylist()]
     lidx = [None if k is RowChangeType.ADDED else i for i, k in enumerate(kinds)]
     ridx = [None if k is RowChangeType.REMOVED else i for i, k in enumerate(kinds)]
-    olds, news = _rows(lpage, lidx), _rows(rpage, ridx)
-    columns = _changed_columns(lpage, rpage, compared, lidx, ridx, kinds)
+    olds, news = rows_at(lpage, lidx), rows_at(rpage, ridx)
+    columns = changed_columns(lpage, rpage, compared, lidx, ridx, kinds)
     values = keys.to_pylist()
     out.rows = tuple(RowChange(kind, values[i], columns[i], olds[i], news[i]) for i, kind in enumerate(kinds))
     if more:
@@ -510,7 +510,7 @@ def _multiset_target(kinds: Sequence[pa.DataType]) -> pa.Schema:
 def _multiset_bound(names: Sequence[str], kinds: Sequence[pa.DataType], after: str) -> list[Any] | None:
     """``after`` parsed as in-process (the row's values, then its partition), its values as
     they cross Spark."""
-    bound = _parse_after(after, [*names, parts.PART_COLUMN], [*kinds, pa.string()])
+    bound = parse_after(after, [*names, parts.PART_COLUMN], [*kinds, pa.string()])
     if bound is None:
         return None
     out = []
@@ -518,7 +518,7 @@ def _multiset_bound(names: Sequence[str], kinds: Sequence[pa.DataType], after: s
         if value is not None and _carrier(kind) != kind:
             try:
                 value = _carry(pa.array([value], kind))[0].as_py()
-            except _ARROW_ERRORS as e:
+            except ARROW_ERRORS as e:
                 raise InvalidArgument(
                     f"bad offset {after!r}: its values do not compare with the key's"
                 ) from e
@@ -693,9 +693,9 @@ def _read_part(adapter: Any, part: parts.Part, locators: Sequence[str], base: pa
             options = pacsv.ParseOptions(delimiter=delimiter)
             csv = pacsv.read_csv(io.BytesIO(data), parse_options=options)
             opened = parts.Opened(part, None, csv.schema, csv=csv)  # type: ignore[arg-type]
-    except parts._ARROW_ERRORS as e:
+    except parts.ARROW_ERRORS as e:
         raise InvalidArgument(f"cannot read {part.path} as {part.format.value}: {e}") from e
-    table = parts._read(opened, base.names)
+    table = parts.read_columns(opened, base.names)
     columns = []
     for f in base:
         if f.name in table.column_names:
@@ -756,7 +756,7 @@ def _convertible(
     def converts(column: Any, kind: pa.DataType) -> bool:
         try:
             column.cast(kind)
-        except _ARROW_ERRORS:
+        except ARROW_ERRORS:
             return False
         return True
 

@@ -12,7 +12,8 @@ from lakectl.core import opening
 from lakectl.core.lake import default_home
 from lakectl.errors import AlreadyExists
 from server.auth.store import META, SETUP_KEY, Auth
-from server.config import Keys, env_name, load_settings
+from server.config import load_settings
+from server.configkeys import Keys, env_name
 from server.ui import links
 
 ADMIN = "admin"

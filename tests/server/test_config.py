@@ -11,20 +11,14 @@ import pytest
 from lakectl.errors import InvalidArgument, StorageError
 from server.app import create_app, open_lake
 from server.config import (
-    BY_NAME,
-    TABLE,
     BlockstoreSettings,
-    BlockstoreType,
     DatabaseType,
-    Key,
-    Keys,
     LocalBlockstore,
-    LogFormat,
     S3Blockstore,
     Settings,
-    env_name,
     load_settings,
 )
+from server.configkeys import BY_NAME, TABLE, BlockstoreType, Key, Keys, LogFormat, env_name
 from server.lakefs_keys import FOREIGN
 from tests.contract.test_block_adapters import (
     DUMMY_KEYS,

@@ -35,7 +35,7 @@ PART_COLUMN = "__lakectl_partition"
 HIVE_DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 """A hive partition directory's value for null."""
 
-_ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, IndexError)
+ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, IndexError)
 
 
 class Format(enum.Enum):
@@ -188,7 +188,7 @@ class Side:
             return None
         try:
             return pa.unify_schemas([o.schema for o in self.opened], promote_options="permissive")
-        except _ARROW_ERRORS as e:
+        except ARROW_ERRORS as e:
             raise InvalidArgument(
                 f"the objects of the table at {self.ref} disagree on their columns: {e}"
             ) from e
@@ -204,13 +204,13 @@ class Side:
         with :data:`PART_COLUMN`."""
         wanted = [f for f in schema if columns is None or f.name in columns]
         target = pa.schema([*wanted, pa.field(PART_COLUMN, pa.string())])
-        tables = [_read(o, [f.name for f in wanted]) for o in self.opened]
+        tables = [read_columns(o, [f.name for f in wanted]) for o in self.opened]
         if not tables:
             return target.empty_table()
         try:
             table = pa.concat_tables(tables, promote_options="permissive")
             return table.select(target.names).cast(target)
-        except _ARROW_ERRORS as e:
+        except ARROW_ERRORS as e:
             raise InvalidArgument(
                 f"the objects of the table at {self.ref} cannot be read as one table: {e}"
             ) from e
@@ -258,7 +258,7 @@ def _open(part: Part, f: objectfile.ObjectFile) -> Opened:
             opened = Opened(part, f, table.schema, csv=table, rows=table.num_rows)
     except LakectlError:
         raise
-    except _ARROW_ERRORS as e:
+    except ARROW_ERRORS as e:
         raise InvalidArgument(f"cannot read {part.path} as {part.format.value}: {e}", path=part.path) from e
     opened.schema = _decoded(opened.schema)
     for name, _ in part.columns:
@@ -267,7 +267,7 @@ def _open(part: Part, f: objectfile.ObjectFile) -> Opened:
     return opened
 
 
-def _read(o: Opened, columns: Sequence[str]) -> pa.Table:
+def read_columns(o: Opened, columns: Sequence[str]) -> pa.Table:
     try:
         if o.parquet is not None:
             present = set(o.parquet.schema_arrow.names)
@@ -276,7 +276,7 @@ def _read(o: Opened, columns: Sequence[str]) -> pa.Table:
             table = o.csv.select([c for c in columns if c in o.csv.schema.names])
     except LakectlError:
         raise
-    except _ARROW_ERRORS as e:
+    except ARROW_ERRORS as e:
         raise InvalidArgument(
             f"cannot read {o.part.path} as {o.part.format.value}: {e}", path=o.part.path
         ) from e

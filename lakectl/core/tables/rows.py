@@ -27,7 +27,7 @@ KIND = "__lakectl_kind"
 L_COUNT, R_COUNT = "__lakectl_l", "__lakectl_r"
 DELTA, COUNT = "__lakectl_delta", "__lakectl_count"
 _KINDS = (RowChangeType.ADDED, RowChangeType.REMOVED, RowChangeType.CHANGED)
-_ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError)
+ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError)
 
 
 @dataclass
@@ -67,7 +67,7 @@ def align(column: Any, kind: pa.DataType) -> Any:
         return column
     try:
         return pc.cast(column, kind)
-    except _ARROW_ERRORS:
+    except ARROW_ERRORS:
         return column
 
 
@@ -78,7 +78,7 @@ def _to_common(left: Any, right: Any, name: str) -> tuple[Any, Any]:
         return left, right
     try:
         return pc.cast(left, pa.string()), pc.cast(right, pa.string())
-    except _ARROW_ERRORS as e:
+    except ARROW_ERRORS as e:
         raise InvalidArgument(
             f"cannot compare column {name!r}: {left.type} on the left, {right.type} on the right"
         ) from e
@@ -130,7 +130,7 @@ def _from_json(value: Any, kind: pa.DataType) -> Any:
     return value
 
 
-def _parse_after(after: str, names: Sequence[str], types: Sequence[pa.DataType]) -> tuple[Any, ...] | None:
+def parse_after(after: str, names: Sequence[str], types: Sequence[pa.DataType]) -> tuple[Any, ...] | None:
     if not after:
         return None
     try:
@@ -150,7 +150,7 @@ def _page(table: pa.Table, names: Sequence[str], amount: int, after: str) -> tup
         return [], ""
     order = pc.sort_indices(table, sort_keys=[(n, "ascending") for n in names])  # nulls last
     start = 0
-    bound = _parse_after(after, names, [table.schema.field(n).type for n in names])
+    bound = parse_after(after, names, [table.schema.field(n).type for n in names])
     if bound is not None:
         keys = table.select(list(names))
         target = _order(bound)
@@ -176,7 +176,7 @@ def _page(table: pa.Table, names: Sequence[str], amount: int, after: str) -> tup
     return page, json.dumps([json_safe(last[n]) for n in names])
 
 
-def _rows(table: pa.Table, indices: Sequence[int | None]) -> list[dict[str, Any] | None]:
+def rows_at(table: pa.Table, indices: Sequence[int | None]) -> list[dict[str, Any] | None]:
     """The rows at ``indices`` (None: no row), without the partition column."""
     present = [i for i in indices if i is not None]
     values = iter(table.drop_columns([PART_COLUMN]).take(pa.array(present, pa.int64())).to_pylist())
@@ -230,7 +230,7 @@ def compare_keyed(
     _check_unique(rkeys, key, RIGHT_INDEX, refs[1])
     try:
         joined = lkeys.join(rkeys, keys=list(key), join_type="full outer", coalesce_keys=True)
-    except _ARROW_ERRORS as e:
+    except ARROW_ERRORS as e:
         raise InvalidArgument(f"cannot join on key {', '.join(key)}: {e}") from e
     lidx, ridx = joined[LEFT_INDEX], joined[RIGHT_INDEX]
     added = joined.filter(pc.is_null(lidx))
@@ -261,14 +261,14 @@ def compare_keyed(
     rows = diff.take(pa.array(page, pa.int64()))
     kinds = [_KINDS[k] for k in rows[KIND].to_pylist()]
     lpage, rpage = rows[LEFT_INDEX].to_pylist(), rows[RIGHT_INDEX].to_pylist()
-    olds, news = _rows(left, lpage), _rows(right, rpage)
-    columns = _changed_columns(left, right, compared, lpage, rpage, kinds)
+    olds, news = rows_at(left, lpage), rows_at(right, rpage)
+    columns = changed_columns(left, right, compared, lpage, rpage, kinds)
     keys = rows.select(list(key)).to_pylist()
     out.rows = tuple(RowChange(kind, keys[i], columns[i], olds[i], news[i]) for i, kind in enumerate(kinds))
     return out
 
 
-def _changed_columns(
+def changed_columns(
     left: pa.Table,
     right: pa.Table,
     compared: Sequence[tuple[str, str]],
@@ -345,7 +345,7 @@ def compare_multiset(
         grouped = both.group_by([*names, PART_COLUMN], use_threads=False).aggregate(
             [(L_COUNT, "sum"), (R_COUNT, "sum")]
         )
-    except _ARROW_ERRORS as e:
+    except ARROW_ERRORS as e:
         raise InvalidArgument(f"cannot compare whole rows without a key (give a key): {e}") from e
     delta = pc.subtract(grouped[f"{R_COUNT}_sum"], grouped[f"{L_COUNT}_sum"])
     grouped = grouped.append_column(DELTA, delta)
