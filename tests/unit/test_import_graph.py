@@ -38,10 +38,6 @@ def _core(*names: str) -> frozenset[str]:
 
 
 KNOWN_CIRCLES: list[frozenset[str]] = [
-    # The journal's writer decides the intents of its verbs that raised as recovery decides a dead
-    # writer's (function-level import); recovery reads the writers' records and the sealed batches;
-    # a seal first recovers what dead writers left open (function-level import).
-    _core("journal.journal", "journal.recovery", "journal.seal"),
     # The KV protocol's module opens a store by URL, importing the drivers (function-level), and
     # the drivers import the protocol (postgres imports sqlite's statements too).
     _core("kv", "kv.memory", "kv.postgres", "kv.sqlite"),

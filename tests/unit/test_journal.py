@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from lakectl.core import keys, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.events import Event, Fanout, Verb
-from lakectl.core.journal import compact, form, journal, seal
+from lakectl.core.journal import compact, form, journal, seal, writers
 from lakectl.core.lake import Lake
 from lakectl.core.upkeep import gc, retention
 from lakectl.errors import MergeConflict, PredicateFailed
@@ -578,16 +578,16 @@ def test_closing_a_lake_leaves_its_logged_entries_to_the_next_seal(tmp_path: Pat
 
 
 def test_a_writer_is_dead_when_its_process_is_gone_or_its_heartbeat_old() -> None:
-    me = journal.writer_record()
-    assert journal.is_alive(me)
+    me = writers.writer_record()
+    assert writers.is_alive(me)
     code = "import os; print(os.getpid())"
     gone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert not journal.is_alive({**me, "pid": int(gone.stdout)})  # exited
-    assert not journal.is_alive({**me, "start": (me["start"] or 0) + 1})  # the pid, reused
+    assert not writers.is_alive({**me, "pid": int(gone.stdout)})  # exited
+    assert not writers.is_alive({**me, "start": (me["start"] or 0) + 1})  # the pid, reused
     elsewhere = {**me, "host": me["host"] + "-elsewhere"}
-    assert journal.is_alive(elsewhere)
-    assert not journal.is_alive({**elsewhere, "heartbeat": time.time() - journal.LEASE - 1})
-    assert journal.is_alive({})  # a record that cannot say is never recovered from under a writer
+    assert writers.is_alive(elsewhere)
+    assert not writers.is_alive({**elsewhere, "heartbeat": time.time() - writers.LEASE - 1})
+    assert writers.is_alive({})  # a record that cannot say is never recovered from under a writer
 
 
 def test_a_refs_restore_is_one_entry_and_a_rebuild_puts_it_back(lake: Lake, tmp_path: Path) -> None:

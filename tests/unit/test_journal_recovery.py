@@ -19,7 +19,7 @@ from lakectl.core import changes, keys, merging, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event
-from lakectl.core.journal import form, journal, rebuild
+from lakectl.core.journal import form, journal, rebuild, writers
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
 from lakectl.core.upkeep import refsdump, retention
@@ -79,7 +79,7 @@ def die(lake: Lake, sink: type[journal.Journal], verb: Callable[[Lake], Any]) ->
         if writer._keeper is not None:
             writer._keeper.join()
     key = keys.journal_writer_key(writer.writer)
-    lake.kv.set(keys.JOURNAL, key, json.dumps({**journal.writer_record(), "pid": _dead_pid()}).encode())
+    lake.kv.set(keys.JOURNAL, key, json.dumps({**writers.writer_record(), "pid": _dead_pid()}).encode())
 
 
 RULES = retention.GCRules.from_dict(

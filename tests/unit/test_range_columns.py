@@ -47,12 +47,12 @@ def test_sealing_the_journal_does_not_import_pandas() -> None:
     """Every command of a journalled lake seals what it did as it closes: no pandas there either."""
     code = (
         "import sys\n"
-        "from lakectl.core.journal import journal, seal  # what a journalled lake loads\n"
-        "entry = seal.Entry(1, 5, 'ada', 'repo', 'write-objects', {'rows': [['a', None]]})\n"
-        "data = seal.parquet([entry], {'first': 1})\n"
+        "from lakectl.core.journal import journal, sealed  # what a journalled lake loads\n"
+        "entry = sealed.Entry(1, 5, 'ada', 'repo', 'write-objects', {'rows': [['a', None]]})\n"
+        "data = sealed.parquet([entry], {'first': 1})\n"
         "class Blocks(dict):\n"
         "    def get(self, k): return data\n"
-        "assert list(seal.read_batch(Blocks(), 'x')) == [entry]\n"
+        "assert list(sealed.read_batch(Blocks(), 'x')) == [entry]\n"
         "print('pandas' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,17 +10,8 @@ from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.journal import log
 from lakectl.core.journal.form import json_bytes
-from lakectl.core.journal.seal import (
-    SEAL_BATCH,
-    Entry,
-    batches,
-    finish,
-    generation_of,
-    parquet,
-    read_batch,
-    read_cursor,
-    seal,
-)
+from lakectl.core.journal.seal import SEAL_BATCH, finish, seal
+from lakectl.core.journal.sealed import Entry, batches, generation_of, parquet, read_batch, read_cursor
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import delete_many, scan_prefix
 from lakectl.core.kv.retry import AGAIN, JOURNAL_CURSOR, Again, retry

@@ -21,7 +21,6 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
@@ -41,23 +40,19 @@ from lakectl.core.journal.form import (
     open_ended,
     read_live,
 )
-from lakectl.core.journal.seal import (
+from lakectl.core.journal.recovery import MAKES_COMMITS, decide
+from lakectl.core.journal.seal import FOLLOW_INTERVAL, SEAL_BATCH, follow, last_timestamp, poll, seal, tail
+from lakectl.core.journal.sealed import (
     BATCH,
     COLUMNS,
-    FOLLOW_INTERVAL,
     MARK,
     READ_CHUNK,
-    SEAL_BATCH,
     Entry,
     batches,
     entries,
-    follow,
-    last_timestamp,
-    poll,
-    seal,
     sealed_blocks,
-    tail,
 )
+from lakectl.core.journal.writers import writer_record
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix, set_many
 from lakectl.core.kv.retry import AGAIN, SETTING, Again, retry
@@ -97,8 +92,6 @@ CLOSE_SEAL_WRITERS = 16
 sealed): a run of short commands seals once in so many, not once each."""
 HEARTBEAT = 10.0
 """Seconds between two heartbeats of a writer in its registration record."""
-LEASE = 60.0
-"""A writer on another host whose heartbeat is older than this is taken for dead."""
 
 
 def payload_of(event: Event) -> dict[str, Any]:
@@ -289,9 +282,6 @@ class LogWriter(GroupWriter):
             self._close()
 
 
-MAKES_COMMITS = frozenset({Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK})
-"""The verbs whose new commits are logged before they are published (:meth:`Journal._made`)."""
-
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
 """An intent a thread keeps until its verb ends: the verb's identity, its key, record, payload
 text and encoded header (see :func:`live`)."""
@@ -380,7 +370,6 @@ class Journal:
             self._decide(key, record)
 
     def _decide(self, key: str, record: dict[str, Any]) -> None:
-        from lakectl.core.journal.recovery import decide
         from lakectl.core.lake import Lake
 
         with self._lock:
@@ -606,58 +595,6 @@ class Journal:
         # An outcome that cannot be stored leaves its intent pending, for recovery to resolve.
         with contextlib.suppress(LakectlError):
             action()
-
-
-def _process_start(pid: int) -> int | None:
-    """When the process started (clock ticks since boot), so that a reused pid is told apart;
-    None where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-@functools.cache
-def _host() -> str:
-    """This machine's name, as writer records give it (asked once; socket is imported here,
-    not by every command that opens a lake)."""
-    import socket
-
-    return socket.gethostname()
-
-
-def writer_record() -> dict[str, Any]:
-    """What a writer's registration says: where it runs and when it last showed it lives."""
-    return {
-        "host": _host(),
-        "pid": os.getpid(),
-        "start": _process_start(os.getpid()),
-        "heartbeat": time.time(),
-    }
-
-
-def is_alive(record: Mapping[str, Any], now: float | None = None) -> bool:
-    """Whether the writer of ``record`` may still be writing: on this host, its process exists
-    (and is the same process: its start time agrees); elsewhere, its heartbeat is recent."""
-    if record.get("closed"):
-        return False  # closed with entries left for the next seal: nothing more comes from it
-    if "pid" not in record:
-        return True  # a record that cannot say is never taken for dead
-    if record.get("host") != _host():
-        return (now if now is not None else time.time()) - float(record.get("heartbeat", 0)) < LEASE
-    pid = int(record["pid"])
-    started = _process_start(pid)
-    if started is not None:
-        return record.get("start") in (None, started)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 STORED = "journal.stored"

@@ -36,7 +36,7 @@ from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.graph.ranges import PARQUET_MAGIC
 from lakectl.core.graph.refs import new_staging_token, token_time
-from lakectl.core.journal import form, journal, log, replayorder, seal
+from lakectl.core.journal import form, journal, log, replayorder, sealed
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions, scan_prefix, set_many
 from lakectl.core.lake import Lake
@@ -216,21 +216,21 @@ def _unsealed(
     verbs whose outcome neither holds (pending, with the commit in their payload)."""
     if not logs and not forks:
         return [], []
-    sealed = seal.sealed_ids(blocks, batches)
+    in_batches = sealed.sealed_ids(blocks, batches)
     found: dict[str, Logged] = {}
     pending: list[Logged] = []
     for name in logs:
         held = log.read_file(name) if os.sep in name else log.decode(blocks.get(name), name)
         for id_, header, text in held:
-            if id_ in sealed:
+            if id_ in in_batches:
                 continue
             if header.get("state") == form.DONE:
                 found[id_] = (id_, header, text)
-            elif header.get("state") == journal.PENDING:
+            elif header.get("state") == form.PENDING:
                 pending.append((id_, header, text))
     for fork in forks:
-        for entry in seal.read_batch(blocks, fork["locator"]):
-            if entry.key and entry.key not in sealed:
+        for entry in sealed.read_batch(blocks, fork["locator"]):
+            if entry.key and entry.key not in in_batches:
                 writer, _, key = entry.key.partition("/")
                 seq = int(key.split(".")[0].rpartition("-")[2] or "0", 16)
                 header = {"time": entry.time, "writer": writer, "seq": seq, "client_id": entry.client_id,
@@ -313,7 +313,7 @@ def _seal_logged(
         [t for _, _, t in logged],
         [i for i, _, _ in logged],
     ]
-    data = seal.batch_parquet(columns, about)
+    data = sealed.batch_parquet(columns, about)
     locator = block_locator(data)
     blocks.put(locator, data)
     blocks.sync()
@@ -330,7 +330,7 @@ def _since(batches: list[dict[str, Any]]) -> int:
 
 def _entries(blocks: BlockAdapter, batches: list[dict[str, Any]]) -> Iterator[journal.Entry]:
     for batch in batches:
-        yield from seal.read_batch(blocks, batch["locator"])
+        yield from sealed.read_batch(blocks, batch["locator"])
 
 
 class Replay:

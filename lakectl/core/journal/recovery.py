@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
 from lakectl.core.events import Verb
-from lakectl.core.journal import form, journal, log, seal
+from lakectl.core.journal import form, log, sealed, writers
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
 from lakectl.core.model import BranchId, Commit, RepositoryId, TagId
@@ -27,6 +27,9 @@ SKEW_US = 5_000_000
 """Entries this much older than an intent (microseconds) may still name the commits it made."""
 VOID = "void"
 """An intent decided as never done, about to be deleted."""
+MAKES_COMMITS = frozenset({Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK})
+"""The verbs decided by the commit they made (:func:`decide`); the journal logs each of their
+new commits before it is published (:meth:`lakectl.core.journal.journal.Journal._made`)."""
 
 
 def recover(kv: KVStore, blocks: Any) -> int:
@@ -36,7 +39,7 @@ def recover(kv: KVStore, blocks: Any) -> int:
     lake: Lake | None = None
     decided = 0
     for key, raw in list(scan_prefix(kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX)):
-        if journal.is_alive(json.loads(raw)):
+        if writers.is_alive(json.loads(raw)):
             continue
         partition = keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])
         left = list(kv.scan(partition))
@@ -48,7 +51,7 @@ def recover(kv: KVStore, blocks: Any) -> int:
             intent = form.read_live(value)
             if intent["state"] == VOID:
                 kv.delete(partition, entry_key)  # a recoverer died between deciding and deleting
-            if intent["state"] != journal.PENDING:
+            if intent["state"] != form.PENDING:
                 continue
             if lake is None:
                 from lakectl.core.lake import Lake
@@ -58,7 +61,7 @@ def recover(kv: KVStore, blocks: Any) -> int:
             if outcome is None:
                 new = {**intent, "state": VOID}
             else:
-                new = {**intent, "state": journal.DONE, "event_payload": outcome, "recovered": True}
+                new = {**intent, "state": form.DONE, "event_payload": outcome, "recovered": True}
             try:
                 kv.set_if(partition, entry_key, form.live(new), value)
             except PredicateFailed:
@@ -80,7 +83,7 @@ def decide(lake: Lake, intent: Mapping[str, Any]) -> dict[str, Any] | None:
     except ValueError:
         return None
     try:
-        if verb in journal.MAKES_COMMITS:
+        if verb in MAKES_COMMITS:
             made = _find_commit(lake, rid, payload, int(intent["time"]))
             if made is None:
                 return None
@@ -195,10 +198,10 @@ def _claimed(kv: KVStore, blocks: Any, since: int) -> Iterator[str]:
     for key, _ in scan_prefix(kv, keys.JOURNAL, keys.JOURNAL_WRITER_PREFIX):
         for _, raw in kv.scan(keys.journal_live_partition(key[len(keys.JOURNAL_WRITER_PREFIX) :])):
             record = form.read_live(raw)
-            if record["state"] == journal.DONE and record["event_payload"].get("commit_id"):
+            if record["state"] == form.DONE and record["event_payload"].get("commit_id"):
                 yield record["event_payload"]["commit_id"]
-    for batch in journal.batches(kv):
+    for batch in sealed.batches(kv):
         if int(batch["max_time"]) >= since:
-            for entry in seal.read_batch(blocks, batch["locator"]):
+            for entry in sealed.read_batch(blocks, batch["locator"]):
                 if entry.time >= since and entry.event_payload.get("commit_id"):
                     yield entry.event_payload["commit_id"]
