@@ -101,7 +101,7 @@ class LoggingSettings:
 class DatabaseSettings:
     type: DatabaseType
     url: str
-    """What :func:`lakectl.core.kv.open_store` opens."""
+    """What :func:`lakectl.core.kv.stores.open_store` opens."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from lakectl.client import ByteProgress, Progress
+from lakectl.client.protocol import ByteProgress, Progress
 
 # Every command opens the lake through this module, so it imports the lake and porcelain's reads
 # alone: the modules of other verbs (writes, listing, history and diffs, merges, gc, manifests,

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lakectl.client import ByteProgress, blockio, wire
+from lakectl.client import blockio, wire
+from lakectl.client.protocol import ByteProgress
 from lakectl.client.remote_blocks import BlocksOverHttp, _q
 from lakectl.client.remote_pulls import PullsOverHttp
 from lakectl.errors import (

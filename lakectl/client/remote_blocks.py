@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 import httpx
 
-from lakectl.client import Progress, blockio, wire
+from lakectl.client import blockio, wire
+from lakectl.client.protocol import Progress
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, IntegrityError, InvalidArgument, MissingData, StorageError
 

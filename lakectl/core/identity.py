@@ -34,9 +34,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lakectl.core import keys
 from lakectl.core.blocks import BlockAdapter
-from lakectl.core.kv import KVStore, open_store
+from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions
 from lakectl.core.kv.retry import AGAIN, LAKE_IDENTITY, Again, retry
+from lakectl.core.kv.stores import open_store
 from lakectl.errors import KeyNotFound, PredicateFailed, StorageError
 
 __all__ = ["Identity", "Origin", "claim", "clear_preexisting", "get", "open_metadata"]

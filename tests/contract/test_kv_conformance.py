@@ -19,13 +19,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakectl.core.kv import KVStore, open_store
+from lakectl.core.kv import KVStore
 from lakectl.core.kv import helpers as kvh
 from lakectl.core.kv import postgres as pg
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.kv.postgres import PostgresStore
 from lakectl.core.kv.retry import RetryPolicy
 from lakectl.core.kv.sqlite import HEAD_REVISION, SCAN_PAGE, SQLiteStore, migrations_dir
+from lakectl.core.kv.stores import open_store
 from lakectl.errors import (
     InvalidArgument,
     KeyNotFound,
@@ -463,7 +464,7 @@ def test_sqlite_unusable_paths_raise_storage_error(tmp_path: Path) -> None:
 
 _CHILD = """
 import sys
-from lakectl.core.kv import open_store
+from lakectl.core.kv.stores import open_store
 from lakectl.core.kv.helpers import update_with_retries
 from lakectl.core.kv.retry import RetryPolicy
 
@@ -524,7 +525,7 @@ def test_compare_and_swap_across_processes(fresh_url: str) -> None:
 
 _CLOCKED = """
 import sys, time
-from lakectl.core.kv import open_store
+from lakectl.core.kv.stores import open_store
 from lakectl.core.kv.helpers import set_many
 
 store = open_store(sys.argv[1])

@@ -67,23 +67,3 @@ class PartitionLister(Protocol):
     def partitions(self, prefix: str) -> list[str]:
         """Names starting with ``prefix`` of every non-empty partition, in order."""
         ...
-
-
-def open_store(url: str) -> KVStore:
-    """Open a KV store by URL: ``memory://``, ``sqlite:///path/to/lake.db`` or
-    ``postgresql://user:password@host:port/database`` (``postgres://`` too)."""
-    from lakectl.errors import InvalidArgument
-
-    if url.startswith("memory://"):
-        from lakectl.core.kv.memory import MemoryStore
-
-        return MemoryStore()
-    if url.startswith("sqlite:///"):
-        from lakectl.core.kv.sqlite import SQLiteStore
-
-        return SQLiteStore(url[len("sqlite:///") :])
-    if url.startswith(("postgresql://", "postgres://")):
-        from lakectl.core.kv.postgres import PostgresStore
-
-        return PostgresStore(url)
-    raise InvalidArgument(f"unsupported metadata database URL: {url!r}")
