@@ -192,10 +192,13 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
             "what that ref means"
         )
     branch = Branch(bid, commit.id, new_staging_token())
-    event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id)
+    # The intent names the record it is about to create: a rebuild that finds the intent logged
+    # but no outcome (its writer died) and later changes on the branch creates it from there.
+    made = replayorder.moved(branch)
+    event = Event(Verb.CREATE_BRANCH, r.name, bid, source_ref=source, commit_id=commit.id, payload=made)
     with announced(lake.events, event):
         lake.refs.create_branch(r.name, branch)
-    lake.events.after(event.done(payload=replayorder.moved(branch)))
+    lake.events.after(event.done(payload=made))
     return branch
 
 

@@ -253,3 +253,36 @@ def test_a_commit_whose_writer_died_unlogged_is_rebuilt_once_a_later_change_name
     finally:
         fresh.close()
     writer.close()
+
+
+def test_a_branch_whose_writer_died_unlogged_is_rebuilt_once_a_write_to_it_was_acknowledged(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """A writer dies after it created a branch and before it logged the outcome; a living
+    writer's upload to the new branch is acknowledged (logged). The metadata database is lost
+    before anyone decides the dead intent: the rebuild has the branch (its intent, logged before
+    the change, names the record it made) and the upload on it."""
+    writer = DiesAfterTheChange(lake.kv, lake.blocks)
+    kept, lake.events = lake.events, writer
+    try:
+        with pytest.raises(Killed):
+            p.create_branch(lake, REPO, "feat", "main")
+    finally:
+        lake.events = kept
+        writer._stop.set()  # never marked dead: no seal decides its intent before the loss
+        if writer._keeper is not None:
+            writer._keeper.join()
+    writes.upload(lake, REPO, "feat", "new.csv", b"on the new branch\n")
+
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    try:
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+        rebuilt = Lake(kv=fresh, blocks=lake.blocks)
+        assert b"".join(p.read(rebuilt, REPO, "feat", "new.csv")) == b"on the new branch\n"
+        entries = journal.entries(fresh, lake.blocks)
+        made = [e.event_type for e in entries if e.event_payload.get("branch") == "feat"]
+        assert made == ["write-objects", "create-branch"]  # the branch's decided entry sealed last
+        assert state(rebuilt) == state(lake)
+    finally:
+        fresh.close()
+    writer.close()

@@ -282,6 +282,12 @@ class LogWriter(GroupWriter):
             self._close()
 
 
+LOGGED_INTENTS = frozenset({Verb.CREATE_BRANCH})
+"""Verbs whose intent is logged before their change, with what it creates: a later change may
+name what they made before their outcome is logged (a write to a new branch), and a rebuild after
+the database's loss must still have it. Verbs that make commits log each commit instead
+(:meth:`Journal._made`)."""
+
 Opened = tuple[tuple[str, ...], str, dict[str, Any], str, bytes]
 """An intent a thread keeps until its verb ends: the verb's identity, its key, record, payload
 text and encoded header (see :func:`live`)."""
@@ -517,6 +523,10 @@ class Journal:
             stack[:] = [s for s in stack if s[0] != which]
         del stack[:-MAX_OPEN]
         self._group.write(key, live_from(PENDING, header, text))
+        if event.verb in LOGGED_INTENTS:
+            # Later changes may build on it (writes to the new branch) before its outcome is
+            # logged: a rebuild decides it by them (rebuild.py). Raising refuses the verb.
+            self._log.write(key, live_from(PENDING, header, text))
         with self._lock:
             self._opened.add(key)
         stack.append((which, key, record, text, header))

@@ -182,7 +182,10 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
     for entry in _entries(blocks, batches):
         replaying.apply(entry)
         count += 1
-    named = _named_commits(lake, made)
+    named = sorted(
+        [*_named_commits(lake, made), *_named_branches(lake, made, replaying.named)],
+        key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]),
+    )
     if named:
         # Done by writers that died before logging it, and named by what was: sealed now, last.
         batches.append(_seal_logged(blocks, batches, named))
@@ -256,7 +259,10 @@ def _named_commits(lake: Lake, made: list[Logged]) -> list[Logged]:
     Otherwise the lake would name commits it has no record of (a log that cannot be walked)."""
     waiting: dict[tuple[RepositoryId, CommitId], tuple[Logged, Commit]] = {}
     for entry in made:
-        commit = Commit.decode(str(json.loads(entry[2])["commit"]).encode())
+        record = json.loads(entry[2]).get("commit")
+        if record is None:
+            continue  # an intent that made no commit (a branch: _named_branches)
+        commit = Commit.decode(str(record).encode())
         rid = RepositoryId(entry[1]["repo_id"])
         if not _has_commit(lake, rid, commit.id):
             waiting.setdefault((rid, commit.id), (entry, commit))
@@ -279,6 +285,30 @@ def _named_commits(lake: Lake, made: list[Logged]) -> list[Logged]:
         restored.setdefault(id_, (id_, {**header, "state": form.DONE}, text))
         found.extend((rid, parent) for parent in commit.parents if (rid, parent) in waiting)
     return sorted(restored.values(), key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]))
+
+
+def _named_branches(lake: Lake, logged: list[Logged], named: set[tuple[RepositoryId, str]]) -> list[Logged]:
+    """Of the branch creations logged as intents by writers that died before logging the
+    outcome, those whose branch the rebuilt lake lacks and a replayed entry names (a write to
+    it, a commit on it, a merge from it): their entries, as done. The intent names the record
+    it was about to create; a creation nothing names is left out, never acknowledged."""
+    found: dict[tuple[RepositoryId, BranchId], Logged] = {}
+    for id_, header, text in logged:
+        if header.get("event_type") != Verb.CREATE_BRANCH.value:
+            continue
+        payload = json.loads(text)
+        rid, bid = RepositoryId(header["repo_id"]), BranchId(payload.get("branch", ""))
+        if (rid, bid) in named and replayorder.record_of(bid, payload) is not None:
+            found.setdefault((rid, bid), (id_, {**header, "state": form.DONE}, text))
+    return [entry for (rid, bid), entry in found.items() if not _has_branch(lake, rid, bid)]
+
+
+def _has_branch(lake: Lake, rid: RepositoryId, bid: BranchId) -> bool:
+    try:
+        lake.refs.get_branch(rid, bid)
+    except NotFound:
+        return False
+    return True
 
 
 def _has_commit(lake: Lake, rid: RepositoryId, cid: CommitId) -> bool:
@@ -353,6 +383,8 @@ class Replay:
         self.alias: dict[tuple[RepositoryId, str], str] = {}
         """A token of the older random form, which entries of an older journal never named, to
         the token this replay made for it."""
+        self.named: set[tuple[RepositoryId, str]] = set()
+        """The branches (and other refs) the replayed entries write to or read from."""
 
     def apply(self, entry: journal.Entry) -> None:
         lake = self.lake
@@ -361,6 +393,7 @@ class Replay:
         verb = Verb(entry.event_type)
         bid = BranchId(p.get("branch", ""))
         at = entry.time * 1000
+        self.named.update((rid, name) for name in (bid, p.get("source_ref")) if name)
         if verb is Verb.CREATE_REPOSITORY:
             repo = Repository(
                 rid, BranchId(p["default_branch"]), int(p["creation_date"]), p["storage_namespace"]
