@@ -109,8 +109,11 @@ def create_repo(
     first = first_commit(lake, repo)
     lake.blocks.sync()
     lake.refs.put_commit(repo_id, first)
+    default = Branch(branch_id, first.id, new_staging_token())
+    # The intent names what it is about to create, as a branch's does (create_branch).
+    made = {**event.payload, "commit": commit_record(first), **replayorder.moved(default)}
+    event = Event(Verb.CREATE_REPOSITORY, repo_id, payload=made)
     with announced(lake.events, event):
-        default = Branch(branch_id, first.id, new_staging_token())
         try:
             lake.refs.create_branch(repo_id, default)
         except AlreadyExists:
@@ -118,8 +121,7 @@ def create_repo(
             raise AlreadyExists(f"repository {name!r} already exists") from None
         # The repository record goes last: a repository is visible only once it is whole.
         lake.refs.create_repo(repo)
-        done = {**event.payload, "commit": commit_record(first), **replayorder.moved(default)}
-    lake.events.after(event.done(commit_id=first.id, payload=done))
+    lake.events.after(event.done(commit_id=first.id, payload=made))
     return repo
 
 

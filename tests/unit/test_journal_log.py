@@ -167,7 +167,8 @@ def test_in_a_store_of_volumes_each_log_record_is_a_block(
     journal.enable(lake)
     p.create_repo(lake, "volumes")
     writes.upload(lake, "volumes", "main", "a", b"a")
-    assert log.files(blocks) == [] and len(list(log.logged(blocks))) == 2
+    # The repository's intent (logged before its change), its outcome, the upload.
+    assert log.files(blocks) == [] and len(list(log.logged(blocks))) == 3
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
     assert rebuild.rebuild(blocks, kv).entries == 2
     assert b"".join(p.read(Lake(kv=kv, blocks=blocks), "volumes", "main", "a")) == b"a"

@@ -286,3 +286,32 @@ def test_a_branch_whose_writer_died_unlogged_is_rebuilt_once_a_write_to_it_was_a
     finally:
         fresh.close()
     writer.close()
+
+
+def test_a_repository_whose_writer_died_unlogged_is_rebuilt_once_a_write_to_it_was_acknowledged(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """The same for a repository: created by a writer that dies before logging the outcome, then
+    written to by a living one; rebuilt with its first commit, its default branch and the upload."""
+    writer = DiesAfterTheChange(lake.kv, lake.blocks)
+    kept, lake.events = lake.events, writer
+    try:
+        with pytest.raises(Killed):
+            p.create_repo(lake, "orphan")
+    finally:
+        lake.events = kept
+        writer._stop.set()  # never marked dead: no seal decides its intent before the loss
+        if writer._keeper is not None:
+            writer._keeper.join()
+    writes.upload(lake, "orphan", "main", "first.csv", b"in the new repository\n")
+
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    try:
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+        rebuilt = Lake(kv=fresh, blocks=lake.blocks)
+        assert b"".join(p.read(rebuilt, "orphan", "main", "first.csv")) == b"in the new repository\n"
+        assert [c.message for c in changes.log(rebuilt, "orphan", "main")] == ["Repository created"]
+        assert state(rebuilt) == state(lake)
+    finally:
+        fresh.close()
+    writer.close()

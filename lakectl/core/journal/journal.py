@@ -282,9 +282,10 @@ class LogWriter(GroupWriter):
             self._close()
 
 
-LOGGED_INTENTS = frozenset({Verb.CREATE_BRANCH})
+LOGGED_INTENTS = frozenset({Verb.CREATE_BRANCH, Verb.CREATE_REPOSITORY})
 """Verbs whose intent is logged before their change, with what it creates: a later change may
-name what they made before their outcome is logged (a write to a new branch), and a rebuild after
+name what they made before their outcome is logged (a write to a new branch or repository), and a
+rebuild after
 the database's loss must still have it. Verbs that make commits log each commit instead
 (:meth:`Journal._made`)."""
 

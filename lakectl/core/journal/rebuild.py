@@ -183,7 +183,11 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         replaying.apply(entry)
         count += 1
     named = sorted(
-        [*_named_commits(lake, made), *_named_branches(lake, made, replaying.named)],
+        [
+            *_named_commits(lake, made),
+            *_named_branches(lake, made, replaying.named),
+            *_named_repositories(lake, made, replaying.named),
+        ],
         key=lambda e: (e[1]["time"], e[1]["writer"], e[1]["seq"]),
     )
     if named:
@@ -303,6 +307,30 @@ def _named_branches(lake: Lake, logged: list[Logged], named: set[tuple[Repositor
     return [entry for (rid, bid), entry in found.items() if not _has_branch(lake, rid, bid)]
 
 
+def _named_repositories(
+    lake: Lake, logged: list[Logged], named: set[tuple[RepositoryId, str]]
+) -> list[Logged]:
+    """Of the repository creations logged as intents by writers that died before logging the
+    outcome, those whose repository the rebuilt lake lacks and another replayed entry names:
+    their entries, as done (the intent names the first commit and the default branch's record)."""
+    found: dict[RepositoryId, Logged] = {}
+    for id_, header, text in logged:
+        if header.get("event_type") != Verb.CREATE_REPOSITORY.value:
+            continue
+        rid = RepositoryId(header["repo_id"])
+        if (rid, "") in named and "commit" in json.loads(text):
+            found.setdefault(rid, (id_, {**header, "state": form.DONE}, text))
+    return [entry for rid, entry in found.items() if not _has_repository(lake, rid)]
+
+
+def _has_repository(lake: Lake, rid: RepositoryId) -> bool:
+    try:
+        lake.refs.get_repo(rid)
+    except NotFound:
+        return False
+    return True
+
+
 def _has_branch(lake: Lake, rid: RepositoryId, bid: BranchId) -> bool:
     try:
         lake.refs.get_branch(rid, bid)
@@ -384,7 +412,8 @@ class Replay:
         """A token of the older random form, which entries of an older journal never named, to
         the token this replay made for it."""
         self.named: set[tuple[RepositoryId, str]] = set()
-        """The branches (and other refs) the replayed entries write to or read from."""
+        """The branches (and other refs) the replayed entries write to or read from, and
+        ``(repository, "")`` for every repository an entry names."""
 
     def apply(self, entry: journal.Entry) -> None:
         lake = self.lake
@@ -393,7 +422,7 @@ class Replay:
         verb = Verb(entry.event_type)
         bid = BranchId(p.get("branch", ""))
         at = entry.time * 1000
-        self.named.update((rid, name) for name in (bid, p.get("source_ref")) if name)
+        self._name(rid, verb, p)
         if verb is Verb.CREATE_REPOSITORY:
             repo = Repository(
                 rid, BranchId(p["default_branch"]), int(p["creation_date"]), p["storage_namespace"]
@@ -467,6 +496,12 @@ class Replay:
             pulls.replay(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
         # READ_OBJECT: an audited read changed nothing.
+
+    def _name(self, rid: RepositoryId, verb: Verb, p: Mapping[str, Any]) -> None:
+        """Note what an entry names (see :attr:`named`)."""
+        self.named.update((rid, name) for name in (p.get("branch"), p.get("source_ref")) if name)
+        if verb is not Verb.CREATE_REPOSITORY:
+            self.named.add((rid, ""))
 
     def _dated(self, at: int) -> StagingToken:
         token = new_staging_token(at)
