@@ -193,6 +193,9 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
             f"a tag named {name!r} exists in {r.name!r}: a branch of the same name would change "
             "what that ref means"
         )
+    if _branch_exists(lake, r.name, bid):
+        # Refused before its intent is logged (the compare-and-swap below still decides a race).
+        raise AlreadyExists(f"branch {bid!r} already exists")
     branch = Branch(bid, commit.id, new_staging_token())
     # The intent names the record it is about to create: a rebuild that finds the intent logged
     # but no outcome (its writer died) and later changes on the branch creates it from there.

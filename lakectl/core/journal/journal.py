@@ -416,6 +416,9 @@ class Journal:
             self._quietly(self._log.retire)
             self._quietly(self._unregister)
         elif self._registered:
+            # A refused verb's intent may have been logged (a branch's creation): withdrawn, its
+            # log goes too. What waits for the next seal keeps its log.
+            self._quietly(self._log.retire)
             self._quietly(self._unregister)  # nothing of it left (its verbs were all refused)
             if self._registered:  # entries left for the next seal: recovery lets it go after
                 self._quietly(self._closed)
