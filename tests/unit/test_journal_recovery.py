@@ -68,6 +68,17 @@ def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
 
 def die(lake: Lake, sink: type[journal.Journal], verb: Callable[[Lake], Any]) -> None:
     """Run ``verb`` with a writer that dies at ``sink``'s point, then leave it for dead."""
+    writer = die_unseen(lake, verb, sink)
+    key = keys.journal_writer_key(writer.writer)
+    lake.kv.set(keys.JOURNAL, key, json.dumps({**writers.writer_record(), "pid": _dead_pid()}).encode())
+
+
+def die_unseen(
+    lake: Lake, verb: Callable[[Lake], Any], sink: type[journal.Journal] = DiesAfterTheChange
+) -> journal.Journal:
+    """Run ``verb`` with a writer that dies at ``sink``'s point (by default after the change,
+    before it logs the outcome), never taken for dead so far (its record names this living
+    process): no seal decides its intent, as when the metadata database is lost with it."""
     writer = sink(lake.kv, lake.blocks)
     kept, lake.events = lake.events, writer
     try:
@@ -78,8 +89,7 @@ def die(lake: Lake, sink: type[journal.Journal], verb: Callable[[Lake], Any]) ->
         writer._stop.set()  # its keeper dies with it, with nothing said
         if writer._keeper is not None:
             writer._keeper.join()
-    key = keys.journal_writer_key(writer.writer)
-    lake.kv.set(keys.JOURNAL, key, json.dumps({**writers.writer_record(), "pid": _dead_pid()}).encode())
+    return writer
 
 
 RULES = retention.GCRules.from_dict(
@@ -225,19 +235,10 @@ def test_a_commit_whose_writer_died_unlogged_is_rebuilt_once_a_later_change_name
     else:
         writes.upload(lake, REPO, "main", "m.csv", b"4\n")
         p.commit(lake, REPO, "main", "main moves on")
-    writer = DiesAfterTheChange(lake.kv, lake.blocks)
-    kept, lake.events = lake.events, writer
-    try:
-        with pytest.raises(Killed):
-            if verb == "commit":
-                p.commit(lake, REPO, "dev", "its writer dies")
-            else:
-                merging.merge(lake, REPO, "main", "dev")
-    finally:
-        lake.events = kept
-        writer._stop.set()  # never marked dead: no seal decides its intent before the loss
-        if writer._keeper is not None:
-            writer._keeper.join()
+    if verb == "commit":
+        writer = die_unseen(lake, lambda lake: p.commit(lake, REPO, "dev", "its writer dies"))
+    else:
+        writer = die_unseen(lake, lambda lake: merging.merge(lake, REPO, "main", "dev"))
     dead = p.get_branch(lake, REPO, "dev").commit_id
     merged = merging.merge(lake, REPO, "dev", "main")
 
@@ -262,16 +263,7 @@ def test_a_branch_whose_writer_died_unlogged_is_rebuilt_once_a_write_to_it_was_a
     writer's upload to the new branch is acknowledged (logged). The metadata database is lost
     before anyone decides the dead intent: the rebuild has the branch (its intent, logged before
     the change, names the record it made) and the upload on it."""
-    writer = DiesAfterTheChange(lake.kv, lake.blocks)
-    kept, lake.events = lake.events, writer
-    try:
-        with pytest.raises(Killed):
-            p.create_branch(lake, REPO, "feat", "main")
-    finally:
-        lake.events = kept
-        writer._stop.set()  # never marked dead: no seal decides its intent before the loss
-        if writer._keeper is not None:
-            writer._keeper.join()
+    writer = die_unseen(lake, lambda lake: p.create_branch(lake, REPO, "feat", "main"))
     writes.upload(lake, REPO, "feat", "new.csv", b"on the new branch\n")
 
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
@@ -293,16 +285,7 @@ def test_a_repository_whose_writer_died_unlogged_is_rebuilt_once_a_write_to_it_w
 ) -> None:
     """The same for a repository: created by a writer that dies before logging the outcome, then
     written to by a living one; rebuilt with its first commit, its default branch and the upload."""
-    writer = DiesAfterTheChange(lake.kv, lake.blocks)
-    kept, lake.events = lake.events, writer
-    try:
-        with pytest.raises(Killed):
-            p.create_repo(lake, "orphan")
-    finally:
-        lake.events = kept
-        writer._stop.set()  # never marked dead: no seal decides its intent before the loss
-        if writer._keeper is not None:
-            writer._keeper.join()
+    writer = die_unseen(lake, lambda lake: p.create_repo(lake, "orphan"))
     writes.upload(lake, "orphan", "main", "first.csv", b"in the new repository\n")
 
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))

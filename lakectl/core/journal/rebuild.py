@@ -26,8 +26,9 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from lakectl.core import keys, protection, repometadata
@@ -268,7 +269,7 @@ def _named_commits(lake: Lake, made: list[Logged]) -> list[Logged]:
             continue  # an intent that made no commit (a branch: _named_branches)
         commit = Commit.decode(str(record).encode())
         rid = RepositoryId(entry[1]["repo_id"])
-        if not _has_commit(lake, rid, commit.id):
+        if not _found(partial(lake.refs.get_commit, rid, commit.id)):
             waiting.setdefault((rid, commit.id), (entry, commit))
     if not waiting:
         return []
@@ -304,7 +305,8 @@ def _named_branches(lake: Lake, logged: list[Logged], named: set[tuple[Repositor
         rid, bid = RepositoryId(header["repo_id"]), BranchId(payload.get("branch", ""))
         if (rid, bid) in named and replayorder.record_of(bid, payload) is not None:
             found.setdefault((rid, bid), (id_, {**header, "state": form.DONE}, text))
-    return [entry for (rid, bid), entry in found.items() if not _has_branch(lake, rid, bid)]
+    missing = [key for key in found if not _found(partial(lake.refs.get_branch, *key))]
+    return [found[key] for key in missing]
 
 
 def _named_repositories(
@@ -320,29 +322,14 @@ def _named_repositories(
         rid = RepositoryId(header["repo_id"])
         if (rid, "") in named and "commit" in json.loads(text):
             found.setdefault(rid, (id_, {**header, "state": form.DONE}, text))
-    return [entry for rid, entry in found.items() if not _has_repository(lake, rid)]
+    return [entry for rid, entry in found.items() if not _found(partial(lake.refs.get_repo, rid))]
 
 
-def _has_repository(lake: Lake, rid: RepositoryId) -> bool:
+def _found(get: Callable[[], object]) -> bool:
+    """Whether ``get`` finds what it looks up (a repository, a branch, a commit)."""
     try:
-        lake.refs.get_repo(rid)
+        get()
     except NotFound:
-        return False
-    return True
-
-
-def _has_branch(lake: Lake, rid: RepositoryId, bid: BranchId) -> bool:
-    try:
-        lake.refs.get_branch(rid, bid)
-    except NotFound:
-        return False
-    return True
-
-
-def _has_commit(lake: Lake, rid: RepositoryId, cid: CommitId) -> bool:
-    try:
-        lake.refs.get_commit(rid, cid)
-    except CommitNotFound:
         return False
     return True
 
