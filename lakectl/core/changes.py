@@ -11,7 +11,7 @@ from lakectl.core.graph.commits import merge_base, walk_log
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import Lake, branch_target
-from lakectl.core.model import Change, Commit, DiffType, RepositoryId, same_row
+from lakectl.core.model import Change, Commit, RepositoryId, same_row
 from lakectl.core.porcelain import get_repo, resolve
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument
@@ -127,10 +127,3 @@ def diff_refs(
         return AGAIN
 
     return retry(STAGING_TOKEN, attempt, f"could not diff {left!r} and {right!r}: the branch kept changing")
-
-
-def summarize(changes: Sequence[Change]) -> dict[str, int]:
-    out = {t.value: 0 for t in (DiffType.ADDED, DiffType.REMOVED, DiffType.CHANGED)}
-    for c in changes:
-        out[c.type.value] += 1
-    return out

@@ -298,3 +298,27 @@ def test_a_repository_whose_writer_died_unlogged_is_rebuilt_once_a_write_to_it_w
     finally:
         fresh.close()
     writer.close()
+
+
+def test_a_repository_whose_writer_died_unlogged_is_rebuilt_once_a_commit_on_it_names_its_first(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """A living writer commits on the repository a dead writer created: the commit names the
+    repository's first commit as its parent, and the creation's entry is replayed once (as the
+    repository's, not also as a commit's)."""
+    writer = die_unseen(lake, lambda lake: p.create_repo(lake, "orphan"))
+    writes.upload(lake, "orphan", "main", "first.csv", b"in the new repository\n")
+    p.commit(lake, "orphan", "main", "the first data")
+
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
+    try:
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+        rebuilt = Lake(kv=fresh, blocks=lake.blocks)
+        history = [c.message for c in changes.log(rebuilt, "orphan", "main")]
+        assert history == ["the first data", "Repository created"]
+        types = [e.event_type for e in journal.entries(fresh, lake.blocks) if e.repo_id == "orphan"]
+        assert sorted(types) == ["commit", "create-repository", "write-objects"]
+        assert state(rebuilt) == state(lake)
+    finally:
+        fresh.close()
+    writer.close()

@@ -37,7 +37,7 @@ from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
 from lakectl.core.graph.ranges import PARQUET_MAGIC
 from lakectl.core.graph.refs import new_staging_token, token_time
-from lakectl.core.journal import form, journal, log, replayorder, sealed
+from lakectl.core.journal import form, journal, log, recovery, replayorder, sealed
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions, scan_prefix, set_many
 from lakectl.core.lake import Lake
@@ -263,11 +263,11 @@ def _named_commits(lake: Lake, made: list[Logged]) -> list[Logged]:
     of their clocks; a commit nothing names is left out, as its verb was never acknowledged.
     Otherwise the lake would name commits it has no record of (a log that cannot be walked)."""
     waiting: dict[tuple[RepositoryId, CommitId], tuple[Logged, Commit]] = {}
+    committing = {verb.value for verb in recovery.MAKES_COMMITS}
     for entry in made:
-        record = json.loads(entry[2]).get("commit")
-        if record is None:
-            continue  # an intent that made no commit (a branch: _named_branches)
-        commit = Commit.decode(str(record).encode())
+        if entry[1].get("event_type") not in committing:
+            continue  # a creation's intent: _named_branches, _named_repositories
+        commit = Commit.decode(str(json.loads(entry[2])["commit"]).encode())
         rid = RepositoryId(entry[1]["repo_id"])
         if not _found(partial(lake.refs.get_commit, rid, commit.id)):
             waiting.setdefault((rid, commit.id), (entry, commit))
