@@ -11,11 +11,14 @@
   "off" off through ``POST /api/v1/journal/disable``. With the journal on, every answered
   upload's entry is in a log block (group-committed and synced) before the answer.
 
-Modes alternate (off, on, off, on, ...) over ``--rounds`` rounds, each on a fresh lake or server,
-so that the machine's drifting load falls on both alike. Each round gives one on/off ratio of its
-two neighbouring runs; the figure judged is the median of those paired ratios (the ratio of the
-two medians is printed too: on a machine whose load drifts by 20 % between runs, unpaired medians
-can pair a quiet "off" with a busy "on").
+Modes alternate over ``--rounds`` rounds, each on a fresh lake or server, so that the machine's
+drifting load falls on both alike: a round runs them in the order the last one ended with (off,
+on; on, off; off, on; ...), so that neither mode always runs second. Each round gives one on/off
+ratio of its two neighbouring runs; the figure judged is the median of those paired ratios (the
+ratio of the two medians is printed too: on a machine whose load drifts by 20 % between runs,
+unpaired medians can pair a quiet "off" with a busy "on"). The runs' lakes are deleted together
+at the end, not between runs: on a filesystem mounted with ``discard``, deleting tens of
+thousands of files slows the syncs of the next run for many seconds.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from _benchutil import Table, fmt_time, lakectl_binary, median, print_context, temp_dir, verdict
 from _liveserver import live_server
@@ -53,6 +57,11 @@ def server_once(work: str, journal: bool, seconds: float, connections: int) -> f
         return run_python(server, op, seconds, connections, work, "timed").rps
 
 
+def order(round_: int) -> tuple[bool, bool]:
+    """The modes of a round (False: journal off), in the order the last round ended with."""
+    return (True, False) if round_ % 2 else (False, True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,9 +85,9 @@ def main() -> None:
             os.makedirs(tree)
             make_tree(tree, args.files, 100)
             for r in range(args.rounds):
-                for on in (False, True):
-                    with temp_dir("run-", work) as run_dir:
-                        times[on].append(upload_once(str(exe), tree, run_dir, on, args.timeout))
+                for on in order(r):
+                    run_dir = tempfile.mkdtemp(prefix="run-", dir=work)
+                    times[on].append(upload_once(str(exe), tree, run_dir, on, args.timeout))
                     print(
                         f"  upload round {r + 1}, journal {'on ' if on else 'off'}: {fmt_time(times[on][-1])}"
                     )
@@ -94,12 +103,13 @@ def main() -> None:
         )
     if args.only in (None, "server"):
         rates: dict[bool, list[float]] = {False: [], True: []}
-        for r in range(args.rounds):
-            for on in (False, True):
-                with temp_dir("lakectl-bench-journal-server-") as work:
+        with temp_dir("lakectl-bench-journal-server-") as runs:
+            for r in range(args.rounds):
+                for on in order(r):
+                    work = tempfile.mkdtemp(prefix="run-", dir=runs)
                     rates[on].append(server_once(work, on, args.seconds, args.connections))
-                mode = "on " if on else "off"
-                print(f"  server round {r + 1}, journal {mode}: {rates[on][-1]:,.0f} uploads/s")
+                    mode = "on " if on else "off"
+                    print(f"  server round {r + 1}, journal {mode}: {rates[on][-1]:,.0f} uploads/s")
         off, on_ = median(rates[False]), median(rates[True])
         ratio = median([a / b for a, b in zip(rates[False], rates[True], strict=True)])
         table.add(
