@@ -305,8 +305,7 @@ def _named_branches(lake: Lake, logged: list[Logged], named: set[tuple[Repositor
         rid, bid = RepositoryId(header["repo_id"]), BranchId(payload.get("branch", ""))
         if (rid, bid) in named and replayorder.record_of(bid, payload) is not None:
             found.setdefault((rid, bid), (id_, {**header, "state": form.DONE}, text))
-    missing = [key for key in found if not _found(partial(lake.refs.get_branch, *key))]
-    return [found[key] for key in missing]
+    return [entry for key, entry in found.items() if not _found(partial(lake.refs.get_branch, *key))]
 
 
 def _named_repositories(
