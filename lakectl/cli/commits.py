@@ -85,6 +85,14 @@ Since = Annotated[
 StopAt = Annotated[
     str, typer.Option("--stop-at", help="A ref whose commit is the last one shown (included).")
 ]
+SinceCommit = Annotated[
+    str,
+    typer.Option(
+        "--since-commit",
+        help="Only the commits this ref's commit does not reach (git's FROM..REF).",
+        metavar="FROM",
+    ),
+]
 FirstParent = Annotated[
     bool, typer.Option("--first-parent", help="Follow only the first parent of merge commits.")
 ]
@@ -119,6 +127,7 @@ def log(
     limit: Limit = False,
     since: Since = "",
     stop_at: StopAt = "",
+    since_commit: SinceCommit = "",
     first_parent: FirstParent = False,
     no_merges: NoMerges = False,
     objects: Objects = None,
@@ -146,6 +155,7 @@ def log(
             after=after,
             since=since,
             stop_at=stop_at,
+            since_commit=since_commit,
         )
     )
     shown: list[str] = []

@@ -225,6 +225,7 @@ class LocalBackend:
         after: str = "",
         since: str = "",
         stop_at: str = "",
+        since_commit: str = "",
     ) -> Iterator[Commit]:
         from lakectl.core import changes
 
@@ -240,6 +241,7 @@ class LocalBackend:
             after=after,
             since=since,
             stop_at=stop_at,
+            since_commit=since_commit,
         )
 
     def annotate(

@@ -194,9 +194,11 @@ class Backend(Protocol):
         after: str = "",
         since: str = "",
         stop_at: str = "",
+        since_commit: str = "",
     ) -> Iterator[Commit]:
         """:func:`lakectl.core.changes.log`: ``after`` a commit (the page that follows it),
-        ``since`` an RFC 3339 date-time, up to ``stop_at``'s commit."""
+        ``since`` an RFC 3339 date-time, up to ``stop_at``'s commit, and with ``since_commit``
+        only the commits that ref's commit does not reach."""
         ...
 
     def annotate(

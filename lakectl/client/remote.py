@@ -350,6 +350,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         after: str = "",
         since: str = "",
         stop_at: str = "",
+        since_commit: str = "",
     ) -> Iterator[Commit]:
         from lakectl.core.history import parse_since
 
@@ -365,6 +366,8 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
             params["since"] = since
         if stop_at:
             params["stop_at"] = stop_at
+        if since_commit:
+            params["since_commit"] = since_commit
         url = f"{self._repo(repo)}/refs/{_q(ref)}/commits"
         return (wire.commit(item) for item in self._pages(url, params, after, amount))
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 
 from lakectl.core import history
-from lakectl.core.graph.commits import merge_base, walk_log
+from lakectl.core.graph.commits import is_ancestor, merge_base, walk_log, walk_range
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import Lake, branch_target
@@ -30,10 +30,13 @@ def log(
     after: str = "",
     since: str = "",
     stop_at: str = "",
+    since_commit: str = "",
 ) -> Iterator[Commit]:
-    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would; then, as
-    lakeFS's log: created ``since`` an RFC 3339 date-time, up to and including ``stop_at``'s
-    commit, and the page that follows the commit ``after`` (ids or any ref)."""
+    """Commits reachable from ``ref``, newest first, filtered as ``git log`` would; with
+    ``since_commit``, only those not reachable from that ref's commit (git's
+    ``since_commit..ref``); then, as lakeFS's log: created ``since`` an RFC 3339 date-time, up to
+    and including ``stop_at``'s commit, and the page that follows the commit ``after`` (ids or
+    any ref)."""
     objects = [check_path(o) for o in objects]
     prefixes = [check_path(p, allow_empty=True) for p in prefixes]
     if amount is not None and amount < 0:
@@ -45,7 +48,11 @@ def log(
     offset = resolve(lake, repo, after).commit.id if after else None
     # As lakeFS's log: ``after`` and ``stop_at`` place the page in the walk itself, so a commit
     # the filters leave out still marks where a page starts or the walk ends.
-    walk: Iterator[Commit] = walk_log(lake.refs, rid, start, first_parent)
+    walk: Iterator[Commit] = (
+        walk_range(lake.refs, rid, start, resolve(lake, repo, since_commit).commit, first_parent)
+        if since_commit
+        else walk_log(lake.refs, rid, start, first_parent)
+    )
     if offset is not None:
         walk = history.after(walk, offset)
     if last is not None:
@@ -84,6 +91,12 @@ def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> li
         return changes if lake.refs.get_branch(rid, bid) == before else AGAIN
 
     return retry(STAGING_TOKEN, attempt, f"could not diff branch {branch!r}: it kept changing")
+
+
+def ancestor_of(lake: Lake, repo: str, ancestor: str, ref: str) -> bool:
+    """Whether ``ancestor``'s commit is ``ref``'s commit or one of its ancestors."""
+    rid = get_repo(lake, repo).name
+    return is_ancestor(lake.refs, rid, resolve(lake, repo, ancestor).commit, resolve(lake, repo, ref).commit)
 
 
 def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:

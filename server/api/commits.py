@@ -70,6 +70,9 @@ def log_commits(
     since: str = Query("", description="only commits created at or after this RFC 3339 date-time"),
     stop_at: str = Query("", description="stop after this ref's commit"),
     no_merges: bool = Query(False, description="lakectl extension: leave merge commits out"),
+    since_commit: str = Query(
+        "", description="lakectl extension: only commits this ref's commit does not reach (git's FROM..REF)"
+    ),
 ) -> dict[str, Any]:
     """Commits reachable from ``ref``, newest first; ``after`` is the id of the last commit of
     the previous page."""
@@ -85,5 +88,6 @@ def log_commits(
         after=after,
         since=since,
         stop_at=stop_at,
+        since_commit=since_commit,
     )
     return page(commits, amount, lambda c: c.id, shapes.commit, limit=limit)

@@ -111,6 +111,19 @@ def find_merge_base(
     return {"source_commit_id": source.id, "destination_commit_id": dest.id, "base_commit_id": base.id}
 
 
+@router.get(
+    "/repositories/{repository}/refs/{ref}/ancestor-of/{other_ref}",
+    dependencies=[require(Permission.READ_REPO)],
+)
+def ancestor_of(repository: str, ref: str, other_ref: str, lake: LakeDep) -> dict[str, Any]:
+    """lakectl extension: whether ``ref``'s commit is ``other_ref``'s or one of its ancestors,
+    with both commits' ids."""
+    commit = p.get_commit(lake, repository, ref)
+    other = p.get_commit(lake, repository, other_ref)
+    found = lake_changes.ancestor_of(lake, repository, commit.id, other.id)
+    return {"ancestor": found, "commit_id": commit.id, "other_commit_id": other.id}
+
+
 @router.post(
     "/repositories/{repository}/refs/{source_ref}/merge/{destination_branch}",
     dependencies=[require(Permission.WRITE_REPO)],

@@ -539,6 +539,7 @@ route(
     lambda w, c: Call(f"{R}/refs/{w.side_branch()}/merge/{w.branch()}", json={"message": "merge"}),
 )
 route("GET", RP + "/refs/{source_ref}/merge/{destination_branch}", READ, fixed(R + "/refs/v1/merge/main"))
+route("GET", RP + "/refs/{ref}/ancestor-of/{other_ref}", READ, fixed(R + "/refs/v1/ancestor-of/main"))
 # the block API
 route("POST", RP + "/branches/{branch}/objects/link", WRITE, _link)
 route("POST", RP + "/branches/{branch}/objects/links", WRITE, _links)

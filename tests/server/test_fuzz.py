@@ -171,6 +171,7 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "ref": "main",
             "left_ref": "main",
             "right_ref": "v1",
+            "other_ref": "v1",
             "source_ref": "dev",
             "destination_branch": "main",
             "tag": "v1",

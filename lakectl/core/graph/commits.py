@@ -232,6 +232,60 @@ def merge_base(refs: RefStore, repo: RepositoryId, a: Commit, b: Commit) -> Comm
     return None
 
 
+_SHOWN, _HIDDEN = 1, 2
+"""What a commit of :func:`walk_range` is: reachable from the range's end, from its start."""
+
+
+def walk_range(
+    refs: RefStore, repo: RepositoryId, start: Commit, hidden: Commit, first_parent: bool = False
+) -> Iterator[Commit]:
+    """Commits reachable from ``start`` and not from ``hidden`` (git's ``hidden..start``), in
+    :func:`walk_log`'s order. A commit leaves the queue after every commit of a higher
+    generation, so after all its children: what marks it is known by then. The walk stops once
+    every commit queued is reachable from ``hidden``; ``first_parent`` narrows only what is shown."""
+    marks = {start.id: _SHOWN}
+    marks[hidden.id] = marks.get(hidden.id, 0) | _HIDDEN
+    commits = {start.id: start, hidden.id: hidden}
+    heap = [(-c.generation, -c.creation_date, c.id) for c in commits.values()]
+    heapq.heapify(heap)
+    shown = sum(1 for m in marks.values() if m == _SHOWN)
+    while heap and shown:
+        _, _, cid = heapq.heappop(heap)
+        commit, mark = commits.pop(cid), marks[cid]
+        if mark == _SHOWN:
+            shown -= 1
+            yield commit
+        for i, pid in enumerate(commit.parents):
+            added = (mark & _HIDDEN) | (mark & _SHOWN if i == 0 or not first_parent else 0)
+            before = marks.get(pid)
+            if before is None and added:
+                parent = commits[pid] = refs.get_commit(repo, pid)
+                heapq.heappush(heap, (-parent.generation, -parent.creation_date, pid))
+                shown += added == _SHOWN
+            elif before is not None and before == _SHOWN and added & _HIDDEN:
+                shown -= 1  # queued as shown, reachable from ``hidden`` after all
+            if added:
+                marks[pid] = (before or 0) | added
+
+
+def is_ancestor(refs: RefStore, repo: RepositoryId, ancestor: Commit, of: Commit) -> bool:
+    """Whether ``ancestor`` is ``of`` or one of its ancestors: a walk back from ``of`` that
+    leaves out every commit of a generation below ``ancestor``'s (none of them can lead to it)."""
+    queue = [of]
+    seen = {of.id}
+    while queue:
+        commit = queue.pop()
+        if commit.id == ancestor.id:
+            return True
+        for pid in commit.parents:
+            if pid not in seen:
+                seen.add(pid)
+                parent = refs.get_commit(repo, pid)
+                if parent.generation >= ancestor.generation:
+                    queue.append(parent)
+    return False
+
+
 def walk_log(
     refs: RefStore, repo: RepositoryId, start: Commit, first_parent: bool = False
 ) -> Iterator[Commit]:
