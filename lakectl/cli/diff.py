@@ -28,6 +28,14 @@ TwoWay = Annotated[
         "--two-way", help="Compare the two trees directly, not the right side since their merge base."
     ),
 ]
+DiffSince = Annotated[
+    str,
+    typer.Option(
+        "--since",
+        metavar="FROM",
+        help="With one ref: what it changed after FROM's commit (a ref; an error unless it is an ancestor).",
+    ),
+]
 TablePath = Annotated[
     str | None,
     typer.Argument(help="With --table: the table (a Parquet or CSV object, or a prefix)", show_default=False),
@@ -78,6 +86,7 @@ def diff(
     amount: RowAmount = 100,
     after: RowAfter = "",
     spark: Spark = None,
+    since: DiffSince = "",
     json_: JsonFlag = False,
 ) -> None:
     """Show uncommitted changes, or the changes between two refs.
@@ -89,9 +98,21 @@ def diff(
 
     With --table LEFT RIGHT PATH: what changed inside the table at PATH, from LEFT's tree to
     RIGHT's. Only objects whose data differs are read.
+
+    With --since FROM and one ref: the changes of the ref's commits after FROM's (FROM must be
+    an ancestor of the ref).
     """
     lu = ref_uri(left)
     assert lu.ref is not None
+    if since:
+        _since(
+            lu,
+            since,
+            prefix,
+            json_,
+            right is not None or two_way or table or path is not None or spark is not None,
+        )
+        return
     b = backend()
     if table or path is not None:
         _table(lu, right, path, table, key, amount, after, spark, json_)
@@ -110,6 +131,17 @@ def diff(
         ru = ref_uri(right)
         assert ru.ref is not None
         changes = list(b.diff_refs(same_repo(lu, ru), lu.ref, ru.ref, two_way, prefix))
+    render.emit([c.to_dict() for c in changes], json_, render.changes)
+
+
+def _since(lu: URI, since: str, prefix: str, json_: bool, more: bool) -> None:
+    """``diff --since FROM REF``: the changes in REF's history after FROM's commit."""
+    from lakectl.errors import InvalidArgument
+
+    if more:
+        raise InvalidArgument("--since FROM takes one ref, without --two-way, --table or --spark")
+    assert lu.ref is not None
+    changes = list(backend().diff_since(lu.repo, since, lu.ref, prefix))
     render.emit([c.to_dict() for c in changes], json_, render.changes)
 
 

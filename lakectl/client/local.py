@@ -269,6 +269,11 @@ class LocalBackend:
 
         return changes.diff_refs(self.lake, repo, left, right, two_way, prefix)
 
+    def diff_since(self, repo: str, since: str, ref: str, prefix: str = "") -> Iterator[Change]:
+        from lakectl.core import changes
+
+        return changes.diff_since(self.lake, repo, since, ref, prefix)
+
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:

@@ -214,6 +214,10 @@ class Backend(Protocol):
         self, repo: str, left: str, right: str, two_way: bool = False, prefix: str = ""
     ) -> Iterator[Change]: ...
 
+    def diff_since(self, repo: str, since: str, ref: str, prefix: str = "") -> Iterator[Change]:
+        """:func:`lakectl.core.changes.diff_since`."""
+        ...
+
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:
         """The id of the best common ancestor of two refs' commits ("" when there is none)."""
         ...

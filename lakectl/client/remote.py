@@ -393,6 +393,10 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         params = {"type": "two_dot" if two_way else "three_dot", "prefix": prefix}
         return (wire.change(d) for d in self._pages(url, params))
 
+    def diff_since(self, repo: str, since: str, ref: str, prefix: str = "") -> Iterator[Change]:
+        url = f"{self._repo(repo)}/refs/{_q(since)}/diff/{_q(ref)}"
+        return (wire.change(d) for d in self._pages(url, {"type": "since", "prefix": prefix}))
+
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:
         try:
             found = self._json("GET", f"{self._repo(repo)}/refs/{_q(source)}/merge/{_q(dest)}")

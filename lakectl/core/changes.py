@@ -99,6 +99,17 @@ def ancestor_of(lake: Lake, repo: str, ancestor: str, ref: str) -> bool:
     return is_ancestor(lake.refs, rid, resolve(lake, repo, ancestor).commit, resolve(lake, repo, ref).commit)
 
 
+def diff_since(lake: Lake, repo: str, since: str, ref: str, prefix: str = "") -> Iterator[Change]:
+    """What ``ref`` changed after ``since``'s commit, which must be its ancestor (else
+    ``InvalidArgument``): the two-dot diff from ``since`` to ``ref``, which is then also the
+    three-dot one."""
+    if not ancestor_of(lake, repo, since, ref):
+        raise InvalidArgument(
+            f"{since!r} is not an ancestor of {ref!r}: a diff --since reads a range of {ref!r}'s history"
+        )
+    return diff_refs(lake, repo, since, ref, two_way=True, prefix=prefix)
+
+
 def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:
     """The best common ancestor of two refs' commits (None when their histories never meet)."""
     rid = get_repo(lake, repo).name

@@ -26,6 +26,8 @@ router = APIRouter(route_class=AuthFirstRoute)
 class DiffKind(enum.Enum):
     TWO_DOT = "two_dot"
     THREE_DOT = "three_dot"
+    SINCE = "since"
+    """lakectl: two-dot, refused (400) unless the left ref's commit is an ancestor of the right's."""
 
 
 Row = tuple[str, dict[str, Any]]
@@ -71,9 +73,13 @@ def diff_refs(
     include_right_stats: bool = Query(False),
 ) -> dict[str, Any]:
     """Committed changes from ``left_ref`` to ``right_ref``: since their merge base
-    (``three_dot``, the default) or between the two trees (``two_dot``)."""
-    two_way = type is DiffKind.TWO_DOT
-    changes = lake_changes.diff_refs(lake, repository, left_ref, right_ref, two_way, prefix)
+    (``three_dot``, the default), between the two trees (``two_dot``), or (``since``) in the
+    right ref's history after the left ref's commit."""
+    if type is DiffKind.SINCE:
+        changes = lake_changes.diff_since(lake, repository, left_ref, right_ref, prefix)
+    else:
+        two_way = type is DiffKind.TWO_DOT
+        changes = lake_changes.diff_refs(lake, repository, left_ref, right_ref, two_way, prefix)
     return _page(changes, prefix, delimiter, after, amount)
 
 

@@ -55,3 +55,17 @@ def test_ancestor_of(live: Live) -> None:
         assert api.get(f"{url}/refs/main/ancestor-of/main~1").json()["ancestor"] is False
         assert api.get(f"{url}/refs/main/ancestor-of/main").json()["ancestor"] is True
         assert api.get(f"{url}/refs/main/ancestor-of/no-such-ref").status_code == 404
+
+
+def paths(changes: list[dict[str, str]]) -> list[str]:
+    return sorted(c["path"] for c in changes)
+
+
+def test_diff_since_reads_a_range_of_the_refs_history(cli: Cli) -> None:
+    _history(cli)
+    assert paths(cli("diff", "lakefs://R/main", "--since", "main~2")) == ["d1", "m2"]
+    assert paths(cli("diff", "lakefs://R/main", "--since", "main~3")) == ["d1", "m1", "m2"]
+    assert paths(cli("diff", "lakefs://R/main", "--since", "dev")) == ["m1", "m2"]
+    assert not cli("diff", "lakefs://R/main", "--since", "main")  # an empty range
+    cli("diff", "lakefs://R/dev", "--since", "main", code=2)  # main is no ancestor of dev
+    cli("diff", "lakefs://R/main", "lakefs://R/dev", "--since", "main~1", code=2)
