@@ -248,7 +248,7 @@ def walk_range(
     commits = {start.id: start, hidden.id: hidden}
     heap = [(-c.generation, -c.creation_date, c.id) for c in commits.values()]
     heapq.heapify(heap)
-    shown = sum(1 for m in marks.values() if m == _SHOWN)
+    shown = int(marks[start.id] == _SHOWN)  # queued commits marked shown only
     while heap and shown:
         _, _, cid = heapq.heappop(heap)
         commit, mark = commits.pop(cid), marks[cid]
@@ -262,7 +262,7 @@ def walk_range(
                 parent = commits[pid] = refs.get_commit(repo, pid)
                 heapq.heappush(heap, (-parent.generation, -parent.creation_date, pid))
                 shown += added == _SHOWN
-            elif before is not None and before == _SHOWN and added & _HIDDEN:
+            elif before == _SHOWN and added & _HIDDEN:
                 shown -= 1  # queued as shown, reachable from ``hidden`` after all
             if added:
                 marks[pid] = (before or 0) | added
