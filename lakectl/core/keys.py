@@ -191,3 +191,13 @@ def journal_batch_prefix(generation: int = 0) -> str:
 def journal_live_partition(writer: str) -> str:
     """Partition of one writer's unsealed entries: key = ``<clock hex>-<seq hex>``."""
     return f"journal/live/{writer}"
+
+
+LEASES = "leases"
+"""Partition of short leases (``lakectl.core.leases``): one key per thing held, its value the
+holder and an expiry. A lease is deleted by its holder as soon as its work is done."""
+
+
+def append_lease_key(repo: RepositoryId, branch: BranchId, path: str) -> str:
+    """The lease appenders to one object on one branch serialize on (names hold no ``/``)."""
+    return f"append/{repo}/{branch}/{path}"

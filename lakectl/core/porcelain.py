@@ -137,9 +137,17 @@ def commit_record(commit: Commit) -> str:
 
 
 def stage_updates(
-    lake: Lake, rid: RepositoryId, bid: BranchId, updates: Sequence[Update], verb: Verb = Verb.WRITE_OBJECTS
+    lake: Lake,
+    rid: RepositoryId,
+    bid: BranchId,
+    updates: Sequence[Update],
+    verb: Verb = Verb.WRITE_OBJECTS,
+    *,
+    yield_to_newer: bool = False,
 ) -> None:
-    """Stage rows on the branch as one announced change (one journal entry for a whole batch)."""
+    """Stage rows on the branch as one announced change (one journal entry for a whole batch);
+    ``yield_to_newer``: as :meth:`~lakectl.core.graph.staging.Staging.write_values` says (an
+    append's one row)."""
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
     carried: list[Carry] = []
     event = Event(verb, rid, bid, payload={"rows": rows}, notes={CARRIED: carried})
@@ -148,7 +156,8 @@ def stage_updates(
         return [row for consumer in carried for row in consumer(tokens)]
 
     with announced(lake.events, event):
-        tokens = lake.staging.write_values(rid, bid, staged_values(updates), carry if carried else None)
+        values = staged_values(updates)
+        tokens = lake.staging.write_values(rid, bid, values, carry if carried else None, yield_to_newer)
     lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 

@@ -7,12 +7,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
+from lakectl.core import keys, leases
+from lakectl.core.blocks import BlockAdapter
 from lakectl.core.blocks.data import (
+    EMPTY_LOCATOR,
     AdapterPacks,
     Unpacked,
     WrittenObject,
     pack_files,
     parse_segment,
+    segments_checksum,
     write_bytes,
     write_object,
 )
@@ -21,11 +25,11 @@ from lakectl.core.graph.tree import Update
 from lakectl.core.lake import PROGRESS_EVERY, Lake, Progress, now, write_target
 from lakectl.core.limits import check_content_type, check_metadata
 from lakectl.core.listing import list_objects
-from lakectl.core.model import Entry, ObjectInfo, PathType
+from lakectl.core.model import Entry, ObjectInfo, PathType, Row
 from lakectl.core.porcelain import lookup, stage_updates
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_new_path, check_path
-from lakectl.errors import BlockNotFound, ObjectNotFound
+from lakectl.errors import BlockNotFound, InvalidArgument, ObjectNotFound
 
 
 def entry_for(
@@ -72,6 +76,66 @@ def upload(
     lake.blocks.sync()
     stage_updates(lake, rid, bid, [(path, entry.to_row())])
     return ObjectInfo(path, PathType.OBJECT, entry)
+
+
+def append(
+    lake: Lake, repo: str, branch: str, path: str, source: BinaryIO | bytes | memoryview
+) -> ObjectInfo:
+    """Add the bytes to the end of the object at ``path`` on the branch, as blocks of their own
+    after its blocks (none of them is rewritten); an object that is not there is created. The
+    object keeps its content type and user metadata (:func:`appended`).
+
+    The blocks are stored and made durable first; then, under the object's append lease
+    (:mod:`~lakectl.core.leases`: appenders to one object take turns, for milliseconds, across
+    processes and servers), its row is read and the longer row staged. Two concurrent appends
+    so both land, each whole, in some order; one that a commit's seal makes write again yields
+    to a newer write of the object (``yield_to_newer``). An imported object, whose bytes are
+    not in the block store, is refused (``InvalidArgument``) before any byte is read."""
+    path = check_new_path(path)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
+    check_appendable(lookup(lake, rid, bid, path), path)  # before the source is read
+    written = (
+        write_bytes(lake.blocks, source)
+        if isinstance(source, bytes | memoryview)
+        else write_object(lake.blocks, source)
+    )
+    lake.blocks.sync()
+    lease = keys.append_lease_key(rid, bid, path)
+    with leases.held(lake.kv, keys.LEASES, lease, f"could not append to {path!r} on {branch!r}"):
+        base = check_appendable(lookup(lake, rid, bid, path), path)
+        entry = appended(lake.blocks, base, written.locators)
+        if entry is not base:
+            stage_updates(lake, rid, bid, [(path, entry.to_row())], yield_to_newer=True)
+    return ObjectInfo(path, PathType.OBJECT, entry)
+
+
+def appended(blocks: BlockAdapter, base: Entry | None, locators: Sequence[str]) -> Entry:
+    """The entry of object ``base`` (None: none yet) with the blocks ``locators`` added at its end,
+    stamped now: its content type and metadata kept, its checksum its blocks' composite ETag
+    (:func:`segments_checksum`). Empty blocks are left out: an empty append returns ``base``
+    itself, and creates an empty object where there was none."""
+    added = tuple(token for token in locators if parse_segment(token)[3])
+    if base is not None and not added:
+        return base
+    old = base if base is not None else Entry(size=0, checksum="", locators=(), mtime=0)
+    tokens = old.locators + added if added else (EMPTY_LOCATOR,)
+    size = old.size + sum(parse_segment(token)[3] for token in added)
+    checksum = segments_checksum(blocks, tokens)
+    return dataclasses.replace(old, size=size, checksum=checksum, locators=tokens, mtime=now())
+
+
+def check_appendable(row: Row | None, path: str) -> Entry | None:
+    """The entry of ``row`` (None for no object), if blocks can be added to it: else, for an
+    imported object, whose bytes stay at their source, ``InvalidArgument``."""
+    if row is None:
+        return None
+    entry = Entry.from_row(row)
+    if entry.external is not None:
+        raise InvalidArgument(
+            f"cannot append to {path!r}: it is an imported object, whose bytes stay at "
+            f"{entry.external.address} (an append adds blocks to an object stored in the lake)"
+        )
+    return entry
 
 
 def upload_files(

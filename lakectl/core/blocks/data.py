@@ -465,6 +465,23 @@ def object_checksum(digests: Sequence[bytes]) -> str:
     return f"{hashlib.md5(b''.join(digests)).hexdigest()}-{len(digests)}"
 
 
+def segments_checksum(adapter: BlockAdapter, tokens: Sequence[str]) -> str:
+    """The checksum of an object made of these segment tokens, each one part (an appended
+    object's: :func:`object_checksum` over its segments, empty ones left out). A whole block's
+    md5 is its locator's; a part of a block (a packed file) is read and hashed. It is a plain
+    upload's checksum of the same bytes whenever they are one block."""
+    digests: list[bytes] = []
+    for token in tokens:
+        bare, size, offset, length = parse_segment(token)
+        if not length:
+            continue
+        whole = length == size
+        digests.append(
+            bytes.fromhex(bare[:32]) if whole else hashlib.md5(_get(adapter, bare, offset, length)).digest()
+        )
+    return object_checksum(digests)
+
+
 class Checksummer:
     """The checksum an object of the bytes fed to :meth:`update` gets when it is uploaded
     (:func:`object_checksum` over blocks of ``BLOCK_SIZE``), without keeping the bytes."""

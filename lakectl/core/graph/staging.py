@@ -9,7 +9,7 @@ from functools import partial
 from lakectl.core import keys
 from lakectl.core.graph.refs import RefStore
 from lakectl.core.graph.tree import Trees, Update, diff_rows
-from lakectl.core.kv import KVStore
+from lakectl.core.kv import KVStore, Then
 from lakectl.core.kv.helpers import delete_many, drop_partition, set_many
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.model import (
@@ -23,7 +23,7 @@ from lakectl.core.model import (
     decode_row,
     encode_row,
 )
-from lakectl.errors import KeyNotFound
+from lakectl.errors import KeyNotFound, PredicateFailed
 
 Carry = Callable[[Sequence[StagingToken]], Sequence[tuple[str, str, bytes]]]
 """What a staged write stores with its rows, in the same transaction, given the tokens written so
@@ -58,22 +58,47 @@ class Staging:
         branch: BranchId,
         items: Sequence[tuple[str, bytes]],
         carry: Carry | None = None,
+        yield_to_newer: bool = False,
     ) -> list[StagingToken]:
         """:meth:`write` of values :func:`staged_values` encoded; returns the tokens written (a
         commit that seals the branch's token meanwhile makes the write go again into the new
         one). Each write also stores the ``(partition, key, value)`` rows ``carry`` returns for
-        the tokens written so far, in its own transaction, once its rows are in."""
+        the tokens written so far, in its own transaction, once its rows are in.
+
+        ``yield_to_newer`` (a write of one path: an append's): written again into a new token,
+        the value goes in only where that token holds none for its path yet. One there was
+        written after the seal, so after this write, which is left under it: an append is
+        ordered before a later upload of its object, never over it (:meth:`_write_new`)."""
+        if yield_to_newer and len(items) != 1:
+            raise ValueError(f"yield_to_newer writes one path, not {len(items)}")
         written: list[StagingToken] = []
 
         def attempt() -> list[StagingToken] | Again:
             token = self.refs.get_branch(repo, branch).staging_token
+            partition = keys.staging_partition(repo, token)
             then = None if carry is None else partial(carry, [*written, token])
-            set_many(self.kv, keys.staging_partition(repo, token), items, then)
+            if not (written and yield_to_newer):
+                set_many(self.kv, partition, items, then)
+            elif not self._write_new(partition, items[0], then):
+                return written  # a newer write of the path holds the new token
             written.append(token)
             return written if self.refs.get_branch(repo, branch).staging_token == token else AGAIN
 
         gave_up = f"could not stage on branch {branch!r}: too many concurrent commits"
         return retry(STAGING_TOKEN, attempt, gave_up)
+
+    def _write_new(self, partition: str, item: tuple[str, bytes], then: Then) -> bool:
+        """Store ``item`` only if its key is absent, then the rows ``then`` returns; False, and
+        nothing stored, if the key has a value. ``set_if`` carries no rows, so they are stored
+        just after it, not in its transaction: a writer that dies between the two leaves a staged
+        value (never acknowledged) without its journal entry."""
+        try:
+            self.kv.set_if(partition, *item, None)
+        except PredicateFailed:
+            return False
+        for row in then() if then is not None else ():
+            self.kv.set(*row)
+        return True
 
     def fill(self, repo: RepositoryId, token: StagingToken, updates: Sequence[Update]) -> None:
         """Write rows into a token no branch names yet (a partial commit's kept changes)."""
