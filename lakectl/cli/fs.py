@@ -20,6 +20,7 @@ from lakectl.cli.common import After, Amount, JsonFlag, backend, local_error, mo
 from lakectl.errors import InvalidArgument, ObjectNotFound
 
 if TYPE_CHECKING:
+    from lakectl.client import Backend
     from lakectl.core.model import ObjectInfo
 
 app = noun("Upload, download, list, inspect and remove objects.")
@@ -32,6 +33,22 @@ Quiet = Annotated[
     ),
 ]
 NoProgress = Annotated[bool, typer.Option("--no-progress", help="No progress bar (as lakeFS's lakectl).")]
+Append = Annotated[
+    bool,
+    typer.Option(
+        "--append",
+        help="Add the bytes to the end of the object (created if missing), as new blocks: its "
+        "content type and metadata stay.",
+    ),
+]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="With -r: refuse a directory holding FIFOs, sockets, devices or dangling symbolic "
+        "links (default: skip them with a warning).",
+    ),
+]
 Parallel = Annotated[
     int,
     typer.Option(
@@ -153,14 +170,8 @@ def upload(
         str | None,
         typer.Option("--content-type", help="MIME type to record (default application/octet-stream)."),
     ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="With -r: refuse a directory holding FIFOs, sockets, devices or dangling symbolic "
-            "links (default: skip them with a warning).",
-        ),
-    ] = False,
+    append: Append = False,
+    strict: Strict = False,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
     json_: JsonFlag = False,
@@ -170,8 +181,13 @@ def upload(
     A destination ending in / gets the file's name appended. With -r, every regular file under
     the directory is uploaded under the destination prefix, as one staged batch; FIFOs, sockets,
     devices and dangling symbolic links are skipped with a warning (refused with --strict). A
-    progress bar shows on a terminal, for one large file too.
+    progress bar shows on a terminal, for one large file too. With --append, the bytes go to
+    the end of one object: concurrent appends to it all land, each whole, in some order.
     """
+    if append and (recursive or content_type is not None):
+        raise InvalidArgument(
+            "--append adds to one object and keeps its content type: not with -r or --content-type"
+        )
     bar = not (json_ or quiet or no_progress)
     say = _quietly if quiet else None
     uri = path_uri(dest, required=not recursive)
@@ -180,22 +196,23 @@ def upload(
     if source == "-":
         if not uri.path or uri.path.endswith("/"):
             raise InvalidArgument("uploading stdin needs a full object path, not a prefix")
-        info = b.upload(uri.repo, uri.ref, uri.path, typer.get_binary_stream("stdin"), content_type)
+        info = _send(b, uri.repo, uri.ref, uri.path, typer.get_binary_stream("stdin"), content_type, append)
         render.emit(info.to_dict(), json_, say or render.stat)
         return
     if os.path.isdir(source):
         if not recursive:
             raise InvalidArgument(f"{source!r} is a directory: use --recursive to upload what is in it")
-        files = _local_files(source, _as_dir(uri.path), strict)
-        with render.progress(len(files), "uploading", bar) as advance:
-            try:
-                infos = b.upload_files(uri.repo, uri.ref, files, content_type, advance)
-            except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
-                raise local_error(exc, exc.filename or source, "read") from exc
-        if json_:
-            render.print_json([i.to_dict() for i in infos])
-        elif not quiet:
-            _uploaded(infos)
+        _upload_dir(
+            b,
+            uri.repo,
+            uri.ref,
+            _local_files(source, _as_dir(uri.path), strict),
+            source,
+            content_type,
+            bar,
+            quiet,
+            json_,
+        )
         return
     path = uri.path + os.path.basename(source) if not uri.path or uri.path.endswith("/") else uri.path
     try:
@@ -206,10 +223,42 @@ def upload(
         try:
             size = os.fstat(f.fileno()).st_size
             stream = _Counted(f, size, progress) if bar else f
-            info = b.upload(uri.repo, uri.ref, path, stream, content_type)  # type: ignore[arg-type]
+            info = _send(b, uri.repo, uri.ref, path, stream, content_type, append)  # type: ignore[arg-type]
         except OSError as exc:
             raise local_error(exc, source, "read") from exc
     render.emit(info.to_dict(), json_, say or render.stat)
+
+
+def _send(
+    b: Backend, repo: str, branch: str, path: str, stream: BinaryIO, content_type: str | None, append: bool
+) -> ObjectInfo:
+    """Upload the stream's bytes as the object at ``path``, or with ``append`` add them to it."""
+    if append:
+        return b.append(repo, branch, path, stream)
+    return b.upload(repo, branch, path, stream, content_type)
+
+
+def _upload_dir(
+    b: Backend,
+    repo: str,
+    branch: str,
+    files: list[tuple[str, str]],
+    source: str,
+    content_type: str | None,
+    bar: bool,
+    quiet: bool,
+    json_: bool,
+) -> None:
+    """Upload a directory's files as one staged batch, and say what was uploaded."""
+    with render.progress(len(files), "uploading", bar) as advance:
+        try:
+            infos = b.upload_files(repo, branch, files, content_type, advance)
+        except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
+            raise local_error(exc, exc.filename or source, "read") from exc
+    if json_:
+        render.print_json([i.to_dict() for i in infos])
+    elif not quiet:
+        _uploaded(infos)
 
 
 def _quietly(data: object) -> None:

@@ -164,6 +164,11 @@ class LocalBackend:
 
         return writes.upload(self.lake, repo, branch, path, source, content_type, metadata)
 
+    def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
+        from lakectl.core import writes
+
+        return writes.append(self.lake, repo, branch, path, source)
+
     def upload_files(
         self,
         repo: str,

@@ -146,6 +146,12 @@ class Backend(Protocol):
         """Store the bytes read from ``source`` and stage them at ``path`` on the branch."""
         ...
 
+    def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
+        """Add the bytes read from ``source`` to the end of the object at ``path`` on the branch,
+        as new blocks (created if missing; its content type and metadata stay). ``InvalidArgument``
+        for an imported object."""
+        ...
+
     def upload_files(
         self,
         repo: str,

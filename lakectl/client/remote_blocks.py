@@ -132,6 +132,16 @@ class BlocksOverHttp:
         segments = self._send_blocks(stream)
         return self._link(repo, branch, path, segments, content_type, metadata)
 
+    def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
+        """The bytes sent in one request to the upload route, with lakectl's ``append=true``
+        (the server stores them as blocks and appends them under the object's lease). Sent once:
+        an append is not idempotent, so a failure once the body may have arrived is not retried."""
+        _check_object(path, None, None)
+        data = source if isinstance(source, bytes) else source.read()
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects"
+        params = {"path": path, "append": "true"}
+        return wire.object_info(self._json("POST", url, params=params, content=data, idempotent=False))
+
     def upload_files(
         self,
         repo: str,

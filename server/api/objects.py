@@ -201,6 +201,13 @@ def _user_metadata(request: Request) -> dict[str, str]:
     return check_metadata(metadata)
 
 
+AppendQuery = Query(
+    False,
+    description="lakectl extension (lakeFS has no append): add the body to the end of the object, "
+    "as new blocks (created if missing; its content type and metadata stay)",
+)
+
+
 @router.post(BRANCH_OBJECTS, status_code=201, dependencies=[require(Permission.WRITE_REPO)])
 async def upload_object(
     request: Request,
@@ -210,38 +217,51 @@ async def upload_object(
     path: str = PathQuery,
     storage_class: str | None = Query(None, alias="storageClass"),
     force: bool = Query(False),
+    append: bool = AppendQuery,
     if_none_match: str | None = Header(None),
     if_match: str | None = Header(None),
 ) -> dict[str, Any]:
     """Stage the request body (raw, or the ``content`` field of a multipart form) at ``path``;
     ``x-lakefs-meta-<key>`` headers become user metadata. Nothing is staged unless the whole
-    body arrived."""
+    body arrived. With ``append`` (a lakectl extension), the body is added to the end of the
+    object instead (``writes.append``), which keeps its content type and metadata."""
     check = (lake, repository, branch, path, if_none_match, if_match)
     check_preconditions(*check)
     content_type = request.headers.get("content-type")
     content_type = sent_text("content-type", content_type) if content_type else None
     metadata = _user_metadata(request)
+    if append and metadata:
+        raise InvalidArgument("an append keeps the object's user metadata: send no x-lakefs-meta- headers")
     # the form's content type (its boundary) when the body is a multipart form, else None
     form = content_type if content_type and content_type.lower().startswith("multipart/form-data") else None
     writes.entry_for(0, "", (), None if form else content_type, metadata)  # refused before the body is read
     with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        try:
-            if form is not None:
-                content_type = await read_form_file(request.stream(), form, "content", spool)
-            else:
-                async for chunk in request.stream():
-                    spool.write(chunk)
-        except ClientDisconnect:
-            raise InvalidArgument("upload interrupted: the request body did not arrive whole") from None
+        field_type = await _receive(request, form, spool)
+        content_type = field_type if form is not None else content_type
         spool.seek(0)
+        source = cast(BinaryIO, spool)  # a file object; typeshed's SpooledTemporaryFile is no BinaryIO
 
         def stage() -> ObjectInfo:
             check_preconditions(*check)
-            source = cast(BinaryIO, spool)  # a file object; typeshed's SpooledTemporaryFile is no BinaryIO
+            if append:
+                return writes.append(lake, repository, branch, path, source)
             return writes.upload(lake, repository, branch, path, source, content_type, metadata)
 
         info = await run_in_threadpool(stage)
     return shapes.object_stats(info)
+
+
+async def _receive(request: Request, form: str | None, spool: Any) -> str | None:
+    """Write the request body (raw, or the ``content`` field of the multipart ``form``) into
+    ``spool``; return the form field's content type (None for a raw body)."""
+    try:
+        if form is not None:
+            return await read_form_file(request.stream(), form, "content", spool)
+        async for chunk in request.stream():
+            spool.write(chunk)
+    except ClientDisconnect:
+        raise InvalidArgument("upload interrupted: the request body did not arrive whole") from None
+    return None
 
 
 @router.delete(BRANCH_OBJECTS, status_code=204, dependencies=[require(Permission.WRITE_REPO)])
