@@ -49,6 +49,15 @@ Strict = Annotated[
         "links (default: skip them with a warning).",
     ),
 ]
+Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        help="Only the bytes appended to the object after this ref's commit up to the ref's (an "
+        "ancestor of it; after a delete or overwrite between them: what was written since).",
+        show_default=False,
+    ),
+]
 Parallel = Annotated[
     int,
     typer.Option(
@@ -326,6 +335,7 @@ def download(
     ] = None,
     recursive: Recursive = False,
     parallel: Parallel = 4,
+    since: Since = None,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
     json_: JsonFlag = False,
@@ -333,26 +343,21 @@ def download(
     """Download an object, or (-r) every object under a prefix into a local directory.
 
     Each file is written under a temporary name and renamed when complete. A progress bar shows
-    on a terminal, for one large file too.
+    on a terminal, for one large file too. With --since FROM, only what the commits after FROM
+    up to the ref appended to the object (as fs cat --since).
     """
     uri = path_uri(src, required=not recursive)
     assert uri.ref is not None
     b = backend()
     bar = not (json_ or quiet or no_progress)
     say = _quietly if quiet else None
+    if since is not None and recursive:
+        raise InvalidArgument("--since reads one object: not with -r")
     if not recursive:
         if dest == "-":
-            _to_stdout(b.read(uri.repo, uri.ref, uri.path))
+            _to_stdout(_read(b, uri.repo, uri.ref, uri.path, since))
             return
-        name = uri.path.rsplit("/", 1)[-1]
-        target = dest or name
-        if os.path.isdir(target):
-            target = os.path.join(target, name)
-        info = b.stat(uri.repo, uri.ref, uri.path)
-        size = info.entry.size if info.entry else 0
-        with render.progress_bytes(f"downloading {name}", bar) as progress:
-            _write_file(b.read(uri.repo, uri.ref, uri.path), target, progress, size)
-        done = [{"path": info.path, "local_path": target, "size_bytes": size}]
+        done = [_download_one(b, uri.repo, uri.ref, uri.path, dest, since, bar)]
         render.emit(done, json_, say or _downloaded)
         return
     if dest == "-":
@@ -374,6 +379,25 @@ def download(
         with ThreadPoolExecutor(max_workers=min(parallel, max(1, len(objects)))) as pool:
             out = list(pool.map(fetch, objects))
     render.emit(out, json_, say or _downloaded)
+
+
+def _download_one(
+    b: Backend, repo: str, ref: str, path: str, dest: str | None, since: str | None, bar: bool
+) -> dict[str, object]:
+    """Download one object (with ``since``, what was appended to it) to ``dest``: a file, a
+    directory to put it in under its name, or by default its name here."""
+    name = path.rsplit("/", 1)[-1]
+    target = dest or name
+    if os.path.isdir(target):
+        target = os.path.join(target, name)
+    if since is not None:  # as many bytes as were appended: no size to show progress against
+        _write_file(b.read_since(repo, since, ref, path), target)
+        return {"path": path, "local_path": target, "size_bytes": os.path.getsize(target)}
+    info = b.stat(repo, ref, path)
+    size = info.entry.size if info.entry else 0
+    with render.progress_bytes(f"downloading {name}", bar) as progress:
+        _write_file(b.read(repo, ref, path), target, progress, size)
+    return {"path": info.path, "local_path": target, "size_bytes": size}
 
 
 def _downloaded(data: list[dict[str, object]]) -> None:
@@ -429,12 +453,22 @@ def _cut_back(out: BinaryIO, start: int) -> None:
 @app.command("cat")
 def cat(
     src: Annotated[str, typer.Argument(help="lakefs://<repository>/<ref>/<path>", show_default=False)],
+    since: Since = None,
     json_: JsonFlag = False,
 ) -> None:
-    """Write an object's bytes to stdout (with --json only errors change: they are JSON)."""
+    """Write an object's bytes to stdout (with --json only errors change: they are JSON).
+
+    With --since FROM, only what the commits after FROM up to the ref appended to it: PFS's
+    read over a commit range (FROM must be an ancestor of the ref, exit 2 otherwise).
+    """
     uri = path_uri(src)
     assert uri.ref is not None
-    _to_stdout(backend().read(uri.repo, uri.ref, uri.path))
+    _to_stdout(_read(backend(), uri.repo, uri.ref, uri.path, since))
+
+
+def _read(b: Backend, repo: str, ref: str, path: str, since: str | None) -> Iterable[bytes]:
+    """The object's bytes, or with ``since`` those appended after that ref's commit."""
+    return b.read(repo, ref, path) if since is None else b.read_since(repo, since, ref, path)
 
 
 @app.command("stat")

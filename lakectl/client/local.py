@@ -130,6 +130,11 @@ class LocalBackend:
     def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
         return p.read(self.lake, repo, ref, path)
 
+    def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:
+        from lakectl.core import appended
+
+        return appended.read_since(self.lake, repo, since, ref, path)
+
     def list_objects(
         self,
         repo: str,

@@ -115,6 +115,12 @@ class Backend(Protocol):
         """The object's bytes, chunk by chunk (verified against their locators)."""
         ...
 
+    def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:
+        """The bytes the commits after ``since`` up to ``ref`` appended to the object (all of it
+        written since a delete or overwrite among them); ``InvalidArgument`` unless ``since`` is
+        an ancestor of ``ref``."""
+        ...
+
     def list_objects(
         self,
         repo: str,

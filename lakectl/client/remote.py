@@ -259,13 +259,19 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         segments: list[str] = body.get("signed_locators") or []
         return self._fetch(segments)
 
-    def _stream_object(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
-        """The object's bytes streamed through the server (lakeFS's ``GET .../objects``); an
-        error before the first byte (a changed source) is the server's error."""
+    def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:
+        """Streamed through the server, which reads only the blocks of the appended bytes."""
+        return self._stream_object(repo, ref, path, since)
+
+    def _stream_object(self, repo: str, ref: str, path: str, since: str = "") -> Iterator[bytes]:
+        """The object's bytes streamed through the server (lakeFS's ``GET .../objects``; with
+        ``since``, lakectl's extension: those appended after it); an error before the first byte
+        (a changed source, a ``since`` that is no ancestor) is the server's error."""
         url = f"{self._repo(repo)}/refs/{_q(ref)}/objects"
         timeout = httpx.Timeout(None, connect=10.0)
+        params = {"path": path, **({"since": since} if since else {})}
         try:
-            stream = self._http.stream("GET", url, params={"path": path}, timeout=timeout)
+            stream = self._http.stream("GET", url, params=params, timeout=timeout)
             response = stream.__enter__()
         except httpx.TransportError as e:
             raise StorageError(f"request to {self.endpoint} failed: {e}") from e

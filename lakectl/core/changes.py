@@ -103,11 +103,17 @@ def diff_since(lake: Lake, repo: str, since: str, ref: str, prefix: str = "") ->
     """What ``ref`` changed after ``since``'s commit, which must be its ancestor (else
     ``InvalidArgument``): the two-dot diff from ``since`` to ``ref``, which is then also the
     three-dot one."""
+    check_since(lake, repo, since, ref, "a diff --since")
+    return diff_refs(lake, repo, since, ref, two_way=True, prefix=prefix)
+
+
+def check_since(lake: Lake, repo: str, since: str, ref: str, reader: str) -> None:
+    """``InvalidArgument`` unless ``since``'s commit is ``ref``'s or one of its ancestors: what
+    ``reader`` (a diff --since, a read --since) reads is a range of ``ref``'s history."""
     if not ancestor_of(lake, repo, since, ref):
         raise InvalidArgument(
-            f"{since!r} is not an ancestor of {ref!r}: a diff --since reads a range of {ref!r}'s history"
+            f"{since!r} is not an ancestor of {ref!r}: {reader} reads a range of {ref!r}'s history"
         )
-    return diff_refs(lake, repo, since, ref, two_way=True, prefix=prefix)
 
 
 def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:

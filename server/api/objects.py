@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from lakectl.core import listing, objectprops, writes
+from lakectl.core import appended, listing, objectprops, writes
 from lakectl.core import porcelain as p
 from lakectl.core.lake import Lake
 from lakectl.core.limits import check_metadata
@@ -85,6 +85,14 @@ PresignExpiry = Query(
 )
 
 
+SinceQuery = Query(
+    None,
+    description="lakectl extension: only the bytes the commits after this ref's commit up to "
+    "the ref's appended to the object (all written since a delete or overwrite among them); "
+    "an ancestor of the ref",
+)
+
+
 @router.get(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
 async def get_object(
     request: Request,
@@ -95,16 +103,33 @@ async def get_object(
     path: str = PathQuery,
     presign: bool = Query(False),
     presign_expiry: int | None = PresignExpiry,
+    since: str | None = SinceQuery,
     range_: str | None = Header(None, alias="Range"),
     if_none_match: str | None = Header(None),
 ) -> Response:
     """The object's bytes; with ``Range: bytes=a-b`` a part of them (206). With ``presign``, a
-    redirect (302) to a presigned URL of them, as lakeFS."""
+    redirect (302) to a presigned URL of them, as lakeFS. With ``since`` (a lakectl extension),
+    the bytes appended after that ref (:mod:`lakectl.core.appended`)."""
+    if since is not None:
+        if presign or range_ is not None:
+            raise InvalidArgument("since reads what was appended: not with presign or a Range")
+        return await _serve_since(request, lake, repository, ref, path, since)
     if presign:
         url, _ = presigned.url_for(request, lake, user, repository, ref, path, presign_expiry)
         return Response(status_code=302, headers={"Location": url})
     inline = request.app.state.inline_reads
     return await _serve(lake, repository, ref, path, range_, if_none_match, body=True, inline_reads=inline)
+
+
+async def _serve_since(
+    request: Request, lake: Lake, repository: str, ref: str, path: str, since: str
+) -> Response:
+    """The bytes appended to the object after ``since`` up to ``ref``: only their blocks read.
+    No ETag: the body is no version of the object."""
+    found, offset = await run_in_threadpool(appended.open_since, lake, repository, since, ref, path)
+    headers = served_headers(found.path, found.entry.content_type)
+    end = found.entry.size
+    return await object_body(lake, found, offset, end, 200, headers, request.app.state.inline_reads)
 
 
 @router.head(REF_OBJECTS, dependencies=[require(Permission.READ_REPO)])
