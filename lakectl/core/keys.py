@@ -40,6 +40,34 @@ def commit_key(commit: CommitId) -> str:
 
 COMMIT_PREFIX = "commit/"
 
+ANCESTRY_POSITIONS = 10**12
+"""Positions on a lineage stay below this; merge keys count down from it so that a scan from a
+position finds the merges below it, highest first."""
+
+
+def ancestry_place_key(commit: CommitId) -> str:
+    """Key, in the repository's partition, of a commit's place (``lakectl.core.graph.ancestry``):
+    ``"<lineage> <position>"``."""
+    return f"ancestry/place/{commit}"
+
+
+def ancestry_slot_key(lineage: CommitId, position: int) -> str:
+    """Key of the commit that holds ``position`` on ``lineage`` (claimed by compare-and-swap)."""
+    return f"ancestry/slot/{lineage}/{position:012d}"
+
+
+def ancestry_merge_prefix(lineage: CommitId) -> str:
+    return f"ancestry/merge/{lineage}/"
+
+
+def ancestry_merge_key(lineage: CommitId, position: int) -> str:
+    """Key of the merge commit at ``position`` on ``lineage``; keys sort highest position first."""
+    return f"{ancestry_merge_prefix(lineage)}{ANCESTRY_POSITIONS - position:013d}"
+
+
+def ancestry_merge_position(key: str) -> int:
+    return ANCESTRY_POSITIONS - int(key.rsplit("/", 1)[1])
+
 
 def staging_partition(repo: RepositoryId, token: StagingToken) -> str:
     """Partition of one staging token: key = object path, value = row or tombstone."""

@@ -144,6 +144,16 @@ def test_scan_crosses_page_boundaries(store: KVStore) -> None:
     assert [k for k, _ in store.scan("p", middle)] == keys[SCAN_PAGE - 1 :]
 
 
+def test_a_scan_with_a_limit_yields_at_most_that_many(store: KVStore, small_pages: int) -> None:
+    keys = _fill(store, "p", 3 * small_pages + 5)
+    assert [k for k, _ in store.scan("p", keys[4], limit=1)] == [keys[4]]
+    assert [k for k, _ in store.scan("p", keys[1], limit=2 * small_pages + 3)] == keys[
+        1 : 2 * small_pages + 4
+    ]
+    assert [k for k, _ in store.scan("p", keys[-3], limit=10)] == keys[-3:]
+    assert [k for k, _ in store.scan("p", "", limit=len(keys))] == keys
+
+
 SMALL_PAGE = 97
 
 
@@ -328,8 +338,8 @@ class _ProtocolOnly:
     def get(self, partition: str, key: str) -> bytes:
         return self._inner.get(partition, key)
 
-    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
-        return self._inner.scan(partition, start)
+    def scan(self, partition: str, start: str = "", limit: int | None = None) -> Iterator[tuple[str, bytes]]:
+        return self._inner.scan(partition, start, limit)
 
     def set(self, partition: str, key: str, value: bytes) -> None:
         self._inner.set(partition, key, value)

@@ -255,9 +255,9 @@ class CommitOnFirstStagingRead(MemoryStore):
         self._fire(partition)
         return super().get(partition, key)
 
-    def scan(self, partition: str, start: str = "") -> Any:
+    def scan(self, partition: str, start: str = "", limit: int | None = None) -> Any:
         self._fire(partition)
-        return super().scan(partition, start)
+        return super().scan(partition, start, limit)
 
 
 @pytest.fixture

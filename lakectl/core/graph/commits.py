@@ -1,4 +1,5 @@
-"""Committing staged changes under concurrency, merge bases by generation, and the log."""
+"""Committing staged changes under concurrency; merge bases, ranges and ancestry along the
+ancestry index's lineages; the log."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lakectl.core.blocks import BlockAdapter
+from lakectl.core.graph.ancestry import Place
 from lakectl.core.graph.refs import RefStore, commit_id_of, new_staging_token
 from lakectl.core.graph.staging import Staging
 from lakectl.core.graph.tree import Trees, Update
@@ -208,26 +210,84 @@ def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(path.startswith(prefix) for prefix in prefixes)
 
 
+class _Lines:
+    """One walk's view of the ancestry index (:mod:`lakectl.core.graph.ancestry`).
+
+    A mark that *covers* lineages (the hidden side of a range; each side of a merge base) is not
+    walked commit by commit: the first commit it takes on a lineage records how high it reaches
+    there, and from then on the walk visits only what leaves that lineage below: its merges'
+    other parents, one merge at a time from the highest, and its first commit's first parent.
+    Places met are kept, and a first parent's follows from its child's with no lookup."""
+
+    def __init__(self, refs: RefStore, repo: RepositoryId) -> None:
+        self.refs = refs
+        self.repo = repo
+        self.places: dict[CommitId, Place] = {}
+        self.reach: dict[int, dict[CommitId, int]] = {}
+        """mark → lineage → the highest position the mark reaches on it."""
+        self.pending: dict[tuple[int, CommitId], CommitId] = {}
+        """(mark, lineage) → the merge the mark visits next there."""
+
+    def place(self, commit: Commit) -> Place:
+        found = self.places.get(commit.id)
+        if found is None:
+            found = self.places[commit.id] = self.refs.ancestry.place(self.repo, commit)
+        return found
+
+    def marks(self, commit: Commit) -> int:
+        """The covering marks that reach ``commit`` along a lineage (0 when none covers any)."""
+        if not self.reach:
+            return 0
+        lineage, position = self.place(commit)
+        return sum(mark for mark, reached in self.reach.items() if reached.get(lineage, 0) >= position)
+
+    def descend(self, commit: Commit) -> None:
+        """Note the place of ``commit``'s first parent, if it follows from ``commit``'s."""
+        place = self.places.get(commit.id)
+        if place is not None and place[1] > 1 and commit.parents:
+            self.places.setdefault(commit.parents[0], (place[0], place[1] - 1))
+
+    def leave(self, mark: int, commit: Commit) -> list[CommitId]:
+        """What ``mark`` must visit next, taking ``commit``: on the first commit it takes on a
+        lineage, or on the merge it was to visit there next, the commit's other parents and the
+        next merge below it on the lineage (or, past the last, the lineage's first commit's
+        first parent); on any other commit nothing, its lineage being covered already."""
+        lineage, position = self.place(commit)
+        reached = self.reach.setdefault(mark, {})
+        if lineage not in reached:
+            reached[lineage] = position
+        elif self.pending.get((mark, lineage)) != commit.id:
+            return []
+        out = list(commit.parents[1:])
+        below = self.refs.ancestry.merge_below(self.repo, lineage, position)
+        if below is not None:
+            self.places[below[0]] = (lineage, below[1])
+            self.pending[(mark, lineage)] = below[0]
+            return [*out, below[0]]
+        first = commit if position == 1 else self.refs.get_commit(self.repo, lineage)
+        return [*out, *first.parents[:1]]
+
+
 def merge_base(refs: RefStore, repo: RepositoryId, a: Commit, b: Commit) -> Commit | None:
-    """The best common ancestor: walk both histories highest generation first."""
+    """The best common ancestor: of those with the highest generation, the smallest id. Both
+    sides cover lineages (:class:`_Lines`), so the walk costs the lineages and merges above the
+    base, not the commits: a line of commits is one step."""
     if a.id == b.id:
         return a
+    lines = _Lines(refs, repo)
     colors: dict[CommitId, int] = {a.id: 1, b.id: 2}
-    heap: list[tuple[int, CommitId]] = [(-a.generation, a.id), (-b.generation, b.id)]
     commits = {a.id: a, b.id: b}
-    queued = {a.id, b.id}
+    heap: list[tuple[int, CommitId]] = [(-a.generation, a.id), (-b.generation, b.id)]
+    heapq.heapify(heap)
     while heap:
         _, cid = heapq.heappop(heap)
-        queued.discard(cid)
-        color = colors[cid]
-        if color == 3:
-            return commits[cid]
-        for pid in commits[cid].parents:
-            parent = commits.get(pid) or refs.get_commit(repo, pid)
-            commits[pid] = parent
+        commit, color = commits.pop(cid), colors[cid]
+        if color | lines.marks(commit) == 3:
+            return commit
+        for pid in lines.leave(color, commit):
             colors[pid] = colors.get(pid, 0) | color
-            if pid not in queued:
-                queued.add(pid)
+            if pid not in commits:
+                parent = commits[pid] = refs.get_commit(repo, pid)
                 heapq.heappush(heap, (-parent.generation, pid))
     return None
 
@@ -241,48 +301,68 @@ def walk_range(
 ) -> Iterator[Commit]:
     """Commits reachable from ``start`` and not from ``hidden`` (git's ``hidden..start``), in
     :func:`walk_log`'s order. A commit leaves the queue after every commit of a higher
-    generation, so after all its children: what marks it is known by then. The walk stops once
-    every commit queued is reachable from ``hidden``; ``first_parent`` narrows only what is shown."""
+    generation, so after all its children: what marks it is known by then. The hidden side
+    covers lineages (:class:`_Lines`): it costs the lineages and merges it crosses, and a commit
+    it reaches along one is hidden. The walk stops once every commit queued is reachable from
+    ``hidden``; ``first_parent`` narrows only what is shown."""
+    lines = _Lines(refs, repo)
     marks = {start.id: _SHOWN}
     marks[hidden.id] = marks.get(hidden.id, 0) | _HIDDEN
     commits = {start.id: start, hidden.id: hidden}
     heap = [(-c.generation, -c.creation_date, c.id) for c in commits.values()]
     heapq.heapify(heap)
     shown = int(marks[start.id] == _SHOWN)  # queued commits marked shown only
+
+    def take(pid: CommitId, added: int) -> None:
+        nonlocal shown
+        before = marks.get(pid)
+        if before is None and added:
+            parent = commits[pid] = refs.get_commit(repo, pid)
+            heapq.heappush(heap, (-parent.generation, -parent.creation_date, pid))
+            shown += added == _SHOWN
+        elif before == _SHOWN and added & _HIDDEN:
+            shown -= 1  # queued as shown, reachable from ``hidden`` after all
+        if added:
+            marks[pid] = (before or 0) | added
+
     while heap and shown:
         _, _, cid = heapq.heappop(heap)
         commit, mark = commits.pop(cid), marks[cid]
         if mark == _SHOWN:
             shown -= 1
+            mark = marks[cid] = mark | lines.marks(commit)
+        if mark == _SHOWN:
             yield commit
-        for i, pid in enumerate(commit.parents):
-            added = (mark & _HIDDEN) | (mark & _SHOWN if i == 0 or not first_parent else 0)
-            before = marks.get(pid)
-            if before is None and added:
-                parent = commits[pid] = refs.get_commit(repo, pid)
-                heapq.heappush(heap, (-parent.generation, -parent.creation_date, pid))
-                shown += added == _SHOWN
-            elif before == _SHOWN and added & _HIDDEN:
-                shown -= 1  # queued as shown, reachable from ``hidden`` after all
-            if added:
-                marks[pid] = (before or 0) | added
+            lines.descend(commit)
+            for i, pid in enumerate(commit.parents):
+                take(pid, _SHOWN if i == 0 or not first_parent else 0)
+        else:
+            for pid in lines.leave(_HIDDEN, commit):
+                take(pid, _HIDDEN)
 
 
 def is_ancestor(refs: RefStore, repo: RepositoryId, ancestor: Commit, of: Commit) -> bool:
-    """Whether ``ancestor`` is ``of`` or one of its ancestors: a walk back from ``of`` that
+    """Whether ``ancestor`` is ``of`` or one of its ancestors: a walk back from ``of`` along
+    lineages (:class:`_Lines`) that stops on reaching ``ancestor``'s lineage at or above it, and
     leaves out every commit of a generation below ``ancestor``'s (none of them can lead to it)."""
-    queue = [of]
-    seen = {of.id}
-    while queue:
-        commit = queue.pop()
-        if commit.id == ancestor.id:
-            return True
-        for pid in commit.parents:
-            if pid not in seen:
-                seen.add(pid)
+    if ancestor.generation >= of.generation:
+        return ancestor.id == of.id
+    lines = _Lines(refs, repo)
+    target = lines.place(ancestor)
+    heap = [(-of.generation, of.id)]
+    commits = {of.id: of}
+    while heap:
+        _, cid = heapq.heappop(heap)
+        commit = commits.pop(cid)
+        lineage, position = lines.place(commit)
+        if lineage == target[0]:  # what is queued is as new as ``ancestor``: at or above it
+            return position >= target[1]
+        for pid in lines.leave(1, commit):
+            if pid not in commits:
                 parent = refs.get_commit(repo, pid)
                 if parent.generation >= ancestor.generation:
-                    queue.append(parent)
+                    commits[pid] = parent
+                    heapq.heappush(heap, (-parent.generation, pid))
     return False
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from lakectl.core import keys
+from lakectl.core.graph.ancestry import Ancestry
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
 from lakectl.core.model import (
@@ -151,6 +152,7 @@ class RefStore:
 
     def __init__(self, kv: KVStore) -> None:
         self.kv = kv
+        self.ancestry = Ancestry(kv, self.get_commit)
 
     # -- repositories ---------------------------------------------------------------------
 
@@ -240,16 +242,21 @@ class RefStore:
             raise CommitNotFound(f"commit {cid!r} not found in repository {repo!r}") from None
 
     def put_commit(self, repo: RepositoryId, commit: Commit) -> None:
-        # Commits are content-addressed: writing the same id twice writes the same bytes.
+        """Store the record and the commit's place in the ancestry index (before any branch can
+        name it). Commits are content-addressed: writing the same id twice writes the same bytes."""
         self.kv.set(keys.repo_partition(repo), keys.commit_key(commit.id), commit.encode())
+        self.ancestry.record(repo, commit)
 
     def find_commit(self, repo: RepositoryId, prefix: str) -> Commit | None:
         """The commit whose id starts with ``prefix``; None if there is none; InvalidRef if several."""
-        found: list[bytes] = []
-        for _, raw in scan_prefix(self.kv, keys.repo_partition(repo), keys.commit_key(CommitId(prefix))):
-            found.append(raw)
-            if len(found) > 1:
-                raise InvalidRef(f"ambiguous commit id prefix {prefix!r}")
+        start = keys.commit_key(CommitId(prefix))
+        found = [
+            raw
+            for key, raw in self.kv.scan(keys.repo_partition(repo), start, limit=2)
+            if key.startswith(start)
+        ]
+        if len(found) > 1:
+            raise InvalidRef(f"ambiguous commit id prefix {prefix!r}")
         return Commit.decode(found[0]) if found else None
 
     # -- resolution -----------------------------------------------------------------------

@@ -25,8 +25,10 @@ class KVStore(Protocol):
         """Return the value; raise ``KeyNotFound`` when absent."""
         ...
 
-    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
-        """Yield ``(key, value)`` for keys >= start in key order (a consistent-enough snapshot per page)."""
+    def scan(self, partition: str, start: str = "", limit: int | None = None) -> Iterator[tuple[str, bytes]]:
+        """Yield ``(key, value)`` for keys >= start in key order (a consistent-enough snapshot per
+        page); at most ``limit`` of them, read in pages no larger (a probe for the next key reads
+        one row, not a page)."""
         ...
 
     def set(self, partition: str, key: str, value: bytes) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Iterator
 
@@ -81,9 +82,12 @@ class MemoryStore:
             raise KeyNotFound(f"no key {key!r} in partition {partition!r}", partition=partition, key=key)
         return value
 
-    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
+    def scan(self, partition: str, start: str = "", limit: int | None = None) -> Iterator[tuple[str, bytes]]:
         # Copy a page at a time under the lock and resume after the last key yielded, so
         # writes between pages (deletes included) never break or block a long scan.
+        if limit is not None:
+            yield from itertools.islice(self.scan(partition, start), limit)
+            return
         after: str | None = None
         while True:
             with self._lock:

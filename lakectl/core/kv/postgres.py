@@ -174,14 +174,16 @@ class PostgresStore:
             found.append(unescape(row[0]))
             query, bound = _NEXT_PARTITION_AFTER, row[0]
 
-    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
+    def scan(self, partition: str, start: str = "", limit: int | None = None) -> Iterator[tuple[str, bytes]]:
         part = escape(partition)
-        query, bound = _SCAN_FROM, escape(start)
+        query, bound, left = _SCAN_FROM, escape(start), limit
         while True:
-            rows: list[tuple[str, bytes]] = self._run(query, (part, bound, SCAN_PAGE)).fetchall()
+            page = SCAN_PAGE if left is None else min(left, SCAN_PAGE)
+            rows: list[tuple[str, bytes]] = self._run(query, (part, bound, page)).fetchall()
             for key, value in rows:
                 yield unescape(key), value
-            if len(rows) < SCAN_PAGE:
+            left = None if left is None else left - len(rows)
+            if len(rows) < page or left == 0:
                 return
             query, bound = _SCAN_AFTER, rows[-1][0]
 

@@ -164,17 +164,19 @@ class SQLiteStore:
             found.append(row[0])
             query, bound = _NEXT_PARTITION_AFTER, row[0]
 
-    def scan(self, partition: str, start: str = "") -> Iterator[tuple[str, bytes]]:
-        query, bound = _SCAN_FROM, start
+    def scan(self, partition: str, start: str = "", limit: int | None = None) -> Iterator[tuple[str, bytes]]:
+        query, bound, left = _SCAN_FROM, start, limit
         while True:
+            page = SCAN_PAGE if left is None else min(left, SCAN_PAGE)
             try:
                 rows: list[tuple[str, bytes]] = (
-                    self._conn().execute(query, (partition, bound, SCAN_PAGE)).fetchall()
+                    self._conn().execute(query, (partition, bound, page)).fetchall()
                 )
             except sqlite3.Error as e:
                 raise _storage_error(e, self.path) from e
             yield from rows
-            if len(rows) < SCAN_PAGE:
+            left = None if left is None else left - len(rows)
+            if len(rows) < page or left == 0:
                 return
             query, bound = _SCAN_AFTER, rows[-1][0]
 
