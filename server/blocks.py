@@ -230,8 +230,18 @@ def prove_block(body: Proof, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     status_code=201,
     dependencies=[require(Permission.WRITE_REPO)],
 )
-def link_object(repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep) -> dict[str, Any]:
-    [info] = blockaccess.link_objects(lake, repository, branch, [_link(body)], user.grant_token)
+def link_object(
+    repository: str, branch: str, body: Link, lake: LakeDep, user: UserDep, append: bool = False
+) -> dict[str, Any]:
+    """Stage an object made of signed blocks; with ``append=true`` (a lakectl extension), add
+    them to the end of the object instead, which keeps its content type and metadata."""
+    if not append:
+        [info] = blockaccess.link_objects(lake, repository, branch, [_link(body)], user.grant_token)
+    elif body.content_type is not None or body.metadata or body.checksum or body.receipt:
+        raise InvalidArgument("an append keeps the object's content type and metadata: send segments only")
+    else:
+        segments = body.segments
+        info = blockaccess.append_linked(lake, repository, branch, body.path, segments, user.grant_token)
     return shapes.object_stats(info)
 
 

@@ -133,14 +133,18 @@ class BlocksOverHttp:
         return self._link(repo, branch, path, segments, content_type, metadata)
 
     def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
-        """The bytes sent in one request to the upload route, with lakectl's ``append=true``
-        (the server stores them as blocks and appends them under the object's lease). Sent once:
-        an append is not idempotent, so a failure once the body may have arrived is not retried."""
+        """The bytes sent as blocks, as an upload sends them (streamed, memory bounded, each
+        block retried: blocks are content-addressed), then one request links them to the end of
+        the object (``objects/link`` with lakectl's ``append=true``; the server appends them
+        under the object's lease). That request is sent once: an append is not idempotent, so
+        a failure once it may have arrived is not retried."""
         _check_object(path, None, None)
-        data = source if isinstance(source, bytes) else source.read()
-        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects"
-        params = {"path": path, "append": "true"}
-        return wire.object_info(self._json("POST", url, params=params, content=data, idempotent=False))
+        self._stage_allowed(repo, branch)
+        segments = self._send_blocks(io.BytesIO(source) if isinstance(source, bytes) else source)
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
+        body = {"path": path, "segments": segments}
+        reply = self._json("POST", url, params={"append": "true"}, json=body, idempotent=False)
+        return wire.object_info(reply)
 
     def upload_files(
         self,

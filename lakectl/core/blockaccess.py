@@ -269,6 +269,19 @@ def link_objects(lake: Lake, repo: str, branch: str, links: Sequence[Link], toke
     return infos
 
 
+def append_linked(
+    lake: Lake, repo: str, branch: str, path: str, signed: Sequence[str], token: str
+) -> ObjectInfo:
+    """Append already-stored blocks to an object (:func:`~lakectl.core.writes.append_blocks`),
+    their signatures verified and blocks touched as :func:`link_objects` does: a remote client's
+    ``fs upload --append``, its bytes sent first as blocks (idempotent, so retried), then this
+    one request (not retried: an append is not idempotent)."""
+    key = signing_key(lake)
+    verified: dict[str, str] = {}
+    segments = [segment_token(*_segment(text, key, token, verified, lake)) for text in signed]
+    return writes.append_blocks(lake, repo, branch, path, segments)
+
+
 def _segment(text: str, key: bytes, token: str, verified: dict[str, str], lake: Lake) -> tuple[str, int, int]:
     """``(bare locator, offset, length)`` of a signed segment (``<signed>[:<offset>:<length>]``),
     its signature verified and its block touched once per request (``verified``)."""

@@ -30,7 +30,7 @@ from lakectl.core.graph.refs import (
     check_tag_name,
     new_staging_token,
 )
-from lakectl.core.graph.staging import Carry, staged_values
+from lakectl.core.graph.staging import Carry, Expect, staged_values
 from lakectl.core.graph.tree import Update
 from lakectl.core.journal import replayorder
 from lakectl.core.kv.helpers import drop_partition
@@ -143,11 +143,11 @@ def stage_updates(
     updates: Sequence[Update],
     verb: Verb = Verb.WRITE_OBJECTS,
     *,
-    yield_to_newer: bool = False,
+    expect: Expect | None = None,
 ) -> None:
     """Stage rows on the branch as one announced change (one journal entry for a whole batch);
-    ``yield_to_newer``: as :meth:`~lakectl.core.graph.staging.Staging.write_values` says (an
-    append's one row)."""
+    ``expect``: what the writer read of the one row's path, which the write must still find
+    (:meth:`~lakectl.core.graph.staging.Staging.write_values`; an append's)."""
     rows = [[path, list(row) if row is not None else None] for path, row in updates]
     carried: list[Carry] = []
     event = Event(verb, rid, bid, payload={"rows": rows}, notes={CARRIED: carried})
@@ -157,7 +157,7 @@ def stage_updates(
 
     with announced(lake.events, event):
         values = staged_values(updates)
-        tokens = lake.staging.write_values(rid, bid, values, carry if carried else None, yield_to_newer)
+        tokens = lake.staging.write_values(rid, bid, values, carry if carried else None, expect)
     lake.events.after(event.done(payload={**event.payload, "tokens": tokens}))
 
 

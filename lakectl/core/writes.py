@@ -22,14 +22,15 @@ from lakectl.core.blocks.data import (
 )
 from lakectl.core.events import Verb
 from lakectl.core.graph.tree import Update
+from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import PROGRESS_EVERY, Lake, Progress, now, write_target
 from lakectl.core.limits import check_content_type, check_metadata
 from lakectl.core.listing import list_objects
-from lakectl.core.model import Entry, ObjectInfo, PathType, Row
+from lakectl.core.model import BranchId, Entry, ObjectInfo, PathType, RepositoryId, Row
 from lakectl.core.porcelain import lookup, stage_updates
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_new_path, check_path
-from lakectl.errors import BlockNotFound, InvalidArgument, ObjectNotFound
+from lakectl.errors import BlockNotFound, InvalidArgument, ObjectNotFound, PredicateFailed
 
 
 def entry_for(
@@ -87,10 +88,9 @@ def append(
 
     The blocks are stored and made durable first; then, under the object's append lease
     (:mod:`~lakectl.core.leases`: appenders to one object take turns, for milliseconds, across
-    processes and servers), its row is read and the longer row staged. Two concurrent appends
-    so both land, each whole, in some order; one that a commit's seal makes write again yields
-    to a newer write of the object (``yield_to_newer``). An imported object, whose bytes are
-    not in the block store, is refused (``InvalidArgument``) before any byte is read."""
+    processes and servers), its row is read and the longer row staged (:func:`_stage_append`).
+    Two concurrent appends so both land, each whole, in some order. An imported object, whose
+    bytes are not in the block store, is refused (``InvalidArgument``) before any byte is read."""
     path = check_new_path(path)
     rid, bid = write_target(lake, repo, branch, Move.STAGE)
     check_appendable(lookup(lake, rid, bid, path), path)  # before the source is read
@@ -99,14 +99,45 @@ def append(
         if isinstance(source, bytes | memoryview)
         else write_object(lake.blocks, source)
     )
+    return append_blocks(lake, repo, branch, path, written.locators)
+
+
+def append_blocks(lake: Lake, repo: str, branch: str, path: str, segments: Sequence[str]) -> ObjectInfo:
+    """:func:`append` of bytes stored already, as the blocks (segment tokens) ``segments``: a
+    remote client's, sent first by the block API. They are made durable before the object names
+    them."""
+    path = check_new_path(path)
+    rid, bid = write_target(lake, repo, branch, Move.STAGE)
     lake.blocks.sync()
     lease = keys.append_lease_key(rid, bid, path)
     with leases.held(lake.kv, keys.LEASES, lease, f"could not append to {path!r} on {branch!r}"):
-        base = check_appendable(lookup(lake, rid, bid, path), path)
-        entry = appended(lake.blocks, base, written.locators)
-        if entry is not base:
-            stage_updates(lake, rid, bid, [(path, entry.to_row())], yield_to_newer=True)
+        entry = _stage_append(lake, rid, bid, path, segments)
     return ObjectInfo(path, PathType.OBJECT, entry)
+
+
+def _stage_append(lake: Lake, rid: RepositoryId, bid: BranchId, path: str, locators: Sequence[str]) -> Entry:
+    """Read the object as the branch is, and stage it with ``locators`` added, over exactly
+    what was read: a compare-and-swap on the path's value in the branch's token
+    (:class:`~lakectl.core.graph.staging.Expect`). An upload of the object that lands between
+    the read and the write (appenders hold the lease; uploaders do not) makes it read again;
+    one that lands after a commit's seal made the write go again is left over it."""
+
+    def attempt() -> Entry | Again:
+        branch = lake.refs.get_branch(rid, bid)
+        expect = lake.staging.expect(rid, branch, path)
+        base = check_appendable(lake.staging.lookup(rid, branch, path), path)
+        if lake.refs.get_branch(rid, bid) != branch:
+            return AGAIN  # a commit moved staged rows into its tree between the looks
+        entry = appended(lake.blocks, base, locators)
+        if entry is base:
+            return entry
+        try:
+            stage_updates(lake, rid, bid, [(path, entry.to_row())], expect=expect)
+        except PredicateFailed:
+            return AGAIN  # another write of the object landed after the read
+        return entry
+
+    return retry(STAGING_TOKEN, attempt, f"could not append to {path!r} on branch {bid!r}: it kept changing")
 
 
 def appended(blocks: BlockAdapter, base: Entry | None, locators: Sequence[str]) -> Entry:

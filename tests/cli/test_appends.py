@@ -1,8 +1,9 @@
-"""``lakectl fs upload --append`` (issue 30), embedded and against a server, and the REST upload's
-``append=true`` that the remote backend sends."""
+"""``lakectl fs upload --append``, embedded and against a server (whose client sends the bytes as
+blocks, then links them with ``objects/link?append=true``), and the REST upload's ``append=true``."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from tests.cli.both_json import Cli, cli, live
@@ -58,6 +59,27 @@ def test_the_rest_upload_appends_with_append_true(live: Live) -> None:
         assert refused.status_code == 400 and "metadata" in refused.json()["message"]
         api.post(url, params={"path": "log"}, content=b"plain").raise_for_status()  # no append: replaced
         assert api.get(f"/repositories/{repo}/refs/main/objects", params={"path": "log"}).content == b"plain"
+
+
+def test_the_link_route_appends_signed_blocks_and_refuses_what_an_append_keeps(live: Live) -> None:
+    with live.client((live.key_id, live.secret)) as api:
+        repo = unique("appends")
+        api.post(
+            "/repositories", json={"name": repo, "storage_namespace": f"local://{repo}"}
+        ).raise_for_status()
+        api.post(f"/repositories/{repo}/branches/main/objects", params={"path": "log"}, content=b"foo")
+        md5 = hashlib.md5(b"bar").hexdigest()
+        signed = api.put(live.url.removesuffix("/api/v1") + f"/blocks/{md5}", content=b"bar").text.strip()
+        link = f"/repositories/{repo}/branches/main/objects/link"
+        appended = api.post(link, params={"append": "true"}, json={"path": "log", "segments": [signed]})
+        assert appended.status_code == 201, appended.text
+        assert api.get(f"/repositories/{repo}/refs/main/objects", params={"path": "log"}).content == b"foobar"
+        typed = {"path": "log", "segments": [signed], "content_type": "text/csv"}
+        refused = api.post(link, params={"append": "true"}, json=typed)
+        assert refused.status_code == 400 and "content type" in refused.json()["message"]
+        forged = api.post(link, params={"append": "true"}, json={"path": "log", "segments": [f"{md5}+3"]})
+        assert forged.status_code >= 400  # an unsigned locator proves nothing: refused
+        assert api.get(f"/repositories/{repo}/refs/main/objects", params={"path": "log"}).content == b"foobar"
 
 
 def _pfs(cli: Cli) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakectl.core.kv import KVStore
+from lakectl.core.kv import KVStore, Then
 from lakectl.core.kv import helpers as kvh
 from lakectl.core.kv import postgres as pg
 from lakectl.core.kv.memory import MemoryStore
@@ -209,6 +209,24 @@ def test_set_if_swaps_only_on_a_match(store: KVStore) -> None:
         store.set_if("other", "k", b"x", b"v2")  # same key, other partition
 
 
+@pytest.mark.parametrize("expected", [None, b"old"])
+def test_set_if_stores_the_rows_then_gives_with_the_swap_or_nothing(
+    store: KVStore, expected: bytes | None
+) -> None:
+    """The rows ``then`` returns (an append's journal entry) land in the swap's transaction when
+    its predicate holds, in any partition, and neither they nor the value when it does not."""
+    if expected is not None:
+        store.set("p", "k", expected)
+    store.set_if("p", "k", b"new", expected, lambda: [("log", "e1", b"entry"), ("p", "other", b"o")])
+    assert store.get("p", "k") == b"new"
+    assert _all(store, "log") == [("e1", b"entry")]
+    assert store.get("p", "other") == b"o"
+    with pytest.raises(PredicateFailed):
+        store.set_if("p", "k", b"newer", expected, lambda: [("log", "e2", b"entry")])
+    assert store.get("p", "k") == b"new"
+    assert _all(store, "log") == [("e1", b"entry")]
+
+
 def test_set_if_distinguishes_empty_from_absent(store: KVStore) -> None:
     with pytest.raises(PredicateFailed):
         store.set_if("p", "k", b"x", b"")
@@ -347,8 +365,10 @@ class _ProtocolOnly:
     def delete(self, partition: str, key: str) -> None:
         self._inner.delete(partition, key)
 
-    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
-        self._inner.set_if(partition, key, value, expected)
+    def set_if(
+        self, partition: str, key: str, value: bytes, expected: bytes | None, then: Then = None
+    ) -> None:
+        self._inner.set_if(partition, key, value, expected, then)
 
     def close(self) -> None:
         self._inner.close()

@@ -18,9 +18,8 @@ import pytest
 from lakectl.core import keys, leases, opening, writes
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.data import object_checksum
-from lakectl.core.graph import staging
 from lakectl.core.journal import journal, rebuild
-from lakectl.core.kv import KVStore, Then
+from lakectl.core.kv import Then
 from lakectl.core.kv.memory import MemoryStore
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
@@ -251,26 +250,35 @@ def test_appends_racing_commits_lose_nothing_and_every_commit_extends_the_last(l
         assert whole.startswith(body(lake, "stream", cid))
 
 
-class CommitBeforeTheWrite:
-    """``set_many`` of the staging module, letting a commit seal and commit the branch's token
-    just before the first staged write of ``path`` lands in it (the commit misses it, and the
-    token is dropped), then ``meanwhile`` write into the new token: the race an append's write
-    again into the new token is for."""
+class BeforeTheWrite:
+    """The store's ``set_if``, running ``meanwhile`` just before the first staged write of
+    ``path`` lands (an append's compare-and-swap, after its read of the object)."""
 
     def __init__(self, lake: Lake, path: str, meanwhile: Callable[[], object]) -> None:
-        self.lake, self.path, self.meanwhile = lake, path, meanwhile
-        self.original = staging.set_many
+        self.path, self.meanwhile = path, meanwhile
+        self.original = lake.kv.set_if
         self.fired = False
 
     def __call__(
-        self, kv: KVStore, partition: str, items: list[tuple[str, bytes]], then: Then = None
+        self, partition: str, key: str, value: bytes, expected: bytes | None, then: Then = None
     ) -> None:
-        if not self.fired and [k for k, _ in items] == [self.path]:
+        if not self.fired and partition.startswith("staging/") and key == self.path:
             self.fired = True
-            writes.upload(self.lake, REPO, "main", "other", b"for the commit to commit")
-            p.commit(self.lake, REPO, "main", "sealed the token the append is about to write")
             self.meanwhile()
-        self.original(kv, partition, items, then)
+        self.original(partition, key, value, expected, then)
+
+
+def commit_before_the_write(lake: Lake, path: str, meanwhile: Callable[[], object]) -> BeforeTheWrite:
+    """A commit that seals and commits the branch's token just before the append's write lands
+    in it (the commit misses it, and the token is dropped), then ``meanwhile`` writing into the
+    new token: the race an append's write again into the new token is for."""
+
+    def commit_then() -> None:
+        writes.upload(lake, REPO, "main", "other", b"for the commit to commit")
+        p.commit(lake, REPO, "main", "sealed the token the append is about to write")
+        meanwhile()
+
+    return BeforeTheWrite(lake, path, commit_then)
 
 
 def test_an_append_written_again_after_a_seal_yields_to_a_newer_upload(
@@ -279,8 +287,8 @@ def test_an_append_written_again_after_a_seal_yields_to_a_newer_upload(
     writes.upload(lake, REPO, "main", "obj", b"base")
     p.commit(lake, REPO, "main", "base")
     newer = lambda: writes.upload(lake, REPO, "main", "obj", b"uploaded after the seal")  # noqa: E731
-    race = CommitBeforeTheWrite(lake, "obj", newer)
-    monkeypatch.setattr(staging, "set_many", race)
+    race = commit_before_the_write(lake, "obj", newer)
+    monkeypatch.setattr(lake.kv, "set_if", race)
     writes.append(lake, REPO, "main", "obj", b"+appended")
     assert race.fired
     assert body(lake, "obj") == b"uploaded after the seal"  # the upload came last: it stays
@@ -292,14 +300,27 @@ def test_an_append_written_again_after_a_seal_lands_in_the_new_token(
 ) -> None:
     writes.upload(lake, REPO, "main", "obj", b"base")
     p.commit(lake, REPO, "main", "base")
-    race = CommitBeforeTheWrite(lake, "obj", lambda: None)
-    monkeypatch.setattr(staging, "set_many", race)
+    race = commit_before_the_write(lake, "obj", lambda: None)
+    monkeypatch.setattr(lake.kv, "set_if", race)
     writes.append(lake, REPO, "main", "obj", b"+appended")
     assert race.fired
     branch = p.get_branch(lake, REPO, "main")
     assert lake.staging.get_staged(REPO, branch, "obj") is not None  # written again, staged
     assert body(lake, "obj", "main~1") == b"base"  # the commit missed the append...
     assert body(lake, "obj") == b"base+appended"  # ...which is not lost
+
+
+def test_an_upload_between_an_appends_read_and_its_write_is_appended_to_not_lost(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes.upload(lake, REPO, "main", "obj", b"base")
+    p.commit(lake, REPO, "main", "base")
+    between = lambda: writes.upload(lake, REPO, "main", "obj", b"uploaded meanwhile")  # noqa: E731
+    race = BeforeTheWrite(lake, "obj", between)
+    monkeypatch.setattr(lake.kv, "set_if", race)
+    writes.append(lake, REPO, "main", "obj", b"+appended")
+    assert race.fired
+    assert body(lake, "obj") == b"uploaded meanwhile+appended"  # read again, appended to the upload
 
 
 # -- the journal --------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from lakectl.core import keys
 from lakectl.core.kv import KVStore
 from lakectl.core.model import Commit, CommitId, RepositoryId
-from lakectl.errors import KeyNotFound, PredicateFailed
+from lakectl.errors import CommitNotFound, KeyNotFound, PredicateFailed
 
 Place = tuple[CommitId, int]
 """``(lineage, position)``: the lineage is named by the id of its first commit (position 1)."""
@@ -39,14 +39,21 @@ class Ancestry:
         self.get_commit = get_commit
 
     def place(self, repo: RepositoryId, commit: Commit) -> Place:
-        """Where ``commit`` sits; indexed now if it was stored without its place."""
+        """Where ``commit`` sits; indexed now if it was stored without its place
+        (``CommitNotFound`` if a commit of its first-parent chain is not stored)."""
         found = self._stored(repo, commit.id)
-        return found if found is not None else self.record(repo, commit)
+        if found is None:
+            found = self.record(repo, commit)
+        if found is None:
+            raise CommitNotFound(f"a first-parent ancestor of commit {commit.id!r} is not in {repo!r}")
+        return found
 
-    def record(self, repo: RepositoryId, commit: Commit) -> Place:
+    def record(self, repo: RepositoryId, commit: Commit) -> Place | None:
         """Index ``commit``, and first the first-parent chain below it down to an indexed commit
         (a history stored before the index); idempotent, and safe against concurrent indexers:
-        the slot a commit claims decides its place for everyone."""
+        the slot a commit claims decides its place for everyone. None, and nothing indexed, when
+        a commit of the chain is not stored yet (a rebuild replays a commit before its parent):
+        the place is then filled on first use."""
         chain = [commit]
         below: Place | None = self._stored(repo, commit.id)
         if below is not None:
@@ -55,7 +62,10 @@ class Ancestry:
             below = self._stored(repo, chain[-1].parents[0])
             if below is not None:
                 break
-            chain.append(self.get_commit(repo, chain[-1].parents[0]))
+            try:
+                chain.append(self.get_commit(repo, chain[-1].parents[0]))
+            except CommitNotFound:
+                return None
         for c in reversed(chain):
             below = self._claim(repo, c, below)
         assert below is not None

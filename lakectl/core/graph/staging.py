@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from lakectl.core import keys
@@ -28,6 +29,16 @@ from lakectl.errors import KeyNotFound, PredicateFailed
 Carry = Callable[[Sequence[StagingToken]], Sequence[tuple[str, str, bytes]]]
 """What a staged write stores with its rows, in the same transaction, given the tokens written so
 far (the journal's entry of the write: it lands with the write, or not at all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """What a conditional staged write of one path found before it wrote (an append's read of
+    its object): the branch's current staging token then, and the path's value in it (None:
+    none)."""
+
+    token: StagingToken
+    value: bytes | None
 
 
 def staged_values(updates: Sequence[Update]) -> list[tuple[str, bytes]]:
@@ -58,27 +69,34 @@ class Staging:
         branch: BranchId,
         items: Sequence[tuple[str, bytes]],
         carry: Carry | None = None,
-        yield_to_newer: bool = False,
+        expect: Expect | None = None,
     ) -> list[StagingToken]:
         """:meth:`write` of values :func:`staged_values` encoded; returns the tokens written (a
         commit that seals the branch's token meanwhile makes the write go again into the new
         one). Each write also stores the ``(partition, key, value)`` rows ``carry`` returns for
         the tokens written so far, in its own transaction, once its rows are in.
 
-        ``yield_to_newer`` (a write of one path: an append's): written again into a new token,
-        the value goes in only where that token holds none for its path yet. One there was
-        written after the seal, so after this write, which is left under it: an append is
-        ordered before a later upload of its object, never over it (:meth:`_write_new`)."""
-        if yield_to_newer and len(items) != 1:
-            raise ValueError(f"yield_to_newer writes one path, not {len(items)}")
+        ``expect`` (a write of one path that read it first: an append's) makes every write a
+        compare-and-swap with its rows. The first goes in only over the value the writer read
+        (``expect.value``, if the token is still ``expect.token``; else over none: nothing of the
+        path written since the seal), or raises ``PredicateFailed``: another write landed
+        between the read and this one, so the writer reads again. Written again into a new
+        token, the value goes in only where that token holds none for its path: one there was
+        written after the seal, so after this write, which is left under it (an append is
+        ordered before a later upload of its object, never over it)."""
+        if expect is not None and len(items) != 1:
+            raise ValueError(f"a write that expects a value writes one path, not {len(items)}")
         written: list[StagingToken] = []
 
         def attempt() -> list[StagingToken] | Again:
             token = self.refs.get_branch(repo, branch).staging_token
             partition = keys.staging_partition(repo, token)
             then = None if carry is None else partial(carry, [*written, token])
-            if not (written and yield_to_newer):
+            if expect is None:
                 set_many(self.kv, partition, items, then)
+            elif not written:
+                found = expect.value if token == expect.token else None
+                self.kv.set_if(partition, *items[0], found, then)
             elif not self._write_new(partition, items[0], then):
                 return written  # a newer write of the path holds the new token
             written.append(token)
@@ -88,17 +106,22 @@ class Staging:
         return retry(STAGING_TOKEN, attempt, gave_up)
 
     def _write_new(self, partition: str, item: tuple[str, bytes], then: Then) -> bool:
-        """Store ``item`` only if its key is absent, then the rows ``then`` returns; False, and
-        nothing stored, if the key has a value. ``set_if`` carries no rows, so they are stored
-        just after it, not in its transaction: a writer that dies between the two leaves a staged
-        value (never acknowledged) without its journal entry."""
+        """Store ``item`` and the rows ``then`` returns, in one transaction, only if the item's
+        key has no value; whether it had none."""
         try:
-            self.kv.set_if(partition, *item, None)
+            self.kv.set_if(partition, *item, None, then)
         except PredicateFailed:
             return False
-        for row in then() if then is not None else ():
-            self.kv.set(*row)
         return True
+
+    def expect(self, repo: RepositoryId, branch: Branch, path: str) -> Expect:
+        """What a conditional write of ``path`` must find (:meth:`write_values`): the value
+        staged for it in ``branch``'s current token, as the branch was read."""
+        try:
+            value: bytes | None = self.kv.get(keys.staging_partition(repo, branch.staging_token), path)
+        except KeyNotFound:
+            value = None
+        return Expect(branch.staging_token, value)
 
     def fill(self, repo: RepositoryId, token: StagingToken, updates: Sequence[Update]) -> None:
         """Write rows into a token no branch names yet (a partial commit's kept changes)."""

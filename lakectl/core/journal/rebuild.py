@@ -624,6 +624,10 @@ class Replay:
         for rid, token in list(self.written):
             if (rid, token) not in held_tokens:
                 self.lake.staging.drop_tokens(rid, [StagingToken(token)])
+        for repo in self.lake.refs.list_repos():
+            # Commits replayed before their parents were left for the ancestry index to place.
+            stored = scan_prefix(self.lake.kv, keys.repo_partition(repo.name), keys.COMMIT_PREFIX)
+            self.lake.refs.ancestry.record_all(repo.name, [Commit.decode(raw) for _, raw in stored])
 
 
 def _commit(lake: Lake, rid: RepositoryId, payload: Mapping[str, Any]) -> Commit:

@@ -39,9 +39,12 @@ class KVStore(Protocol):
         """Remove the key; deleting an absent key is not an error."""
         ...
 
-    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
-        """Store only if the current value equals ``expected`` (None: key must not exist);
-        raise ``PredicateFailed`` otherwise."""
+    def set_if(
+        self, partition: str, key: str, value: bytes, expected: bytes | None, then: Then = None
+    ) -> None:
+        """Store only if the current value equals ``expected`` (None: key must not exist), and
+        then the rows ``then`` returns (:data:`Then`), in one transaction; raise
+        ``PredicateFailed`` otherwise, having stored nothing."""
         ...
 
     def close(self) -> None:

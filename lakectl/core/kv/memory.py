@@ -117,7 +117,9 @@ class MemoryStore:
             if part is not None:
                 part.remove(key)
 
-    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+    def set_if(
+        self, partition: str, key: str, value: bytes, expected: bytes | None, then: Then = None
+    ) -> None:
         with self._lock:
             part = self._partition(partition)
             current = part.values.get(key)
@@ -128,6 +130,8 @@ class MemoryStore:
                     key=key,
                 )
             part.put(key, bytes(value))
+            for name, k, v in then() if then is not None else ():
+                self._partition(name).put(k, bytes(v))
 
     def set_many(self, partition: str, items: list[tuple[str, bytes]], then: Then = None) -> None:
         with self._lock:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -193,16 +193,22 @@ class PostgresStore:
     def delete(self, partition: str, key: str) -> None:
         self._run(_DELETE, (escape(partition), escape(key)))
 
-    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+    def set_if(
+        self, partition: str, key: str, value: bytes, expected: bytes | None, then: Then = None
+    ) -> None:
         # One statement, so the compare and the swap cannot be split: an UPDATE that waited
         # for a concurrent writer re-checks its WHERE on the row that writer left, and of two
         # racing INSERTs the second finds the conflict. rowcount says whether the predicate held.
+        # With ``then``, one transaction holds the statement and the rows.
         part, k = escape(partition), escape(key)
-        if expected is None:
-            cur = self._run(_INSERT_NEW, (part, k, value))
+        swap: tuple[str, tuple[Any, ...]] = (
+            (_INSERT_NEW, (part, k, value)) if expected is None else (_UPDATE_IF, (value, part, k, expected))
+        )
+        if then is None:
+            held = self._run(*swap).rowcount == 1
         else:
-            cur = self._run(_UPDATE_IF, (value, part, k, expected))
-        if cur.rowcount != 1:
+            held = self._swap_then(swap, then)
+        if not held:
             raise PredicateFailed(
                 f"value of {key!r} in partition {partition!r} changed",
                 partition=partition,
@@ -235,6 +241,22 @@ class PostgresStore:
 
     def drop_partition(self, partition: str) -> None:
         self._run(_DROP, (escape(partition),))
+
+    def _swap_then(
+        self, swap: tuple[str, tuple[Any, ...]], then: Callable[[], Sequence[tuple[str, str, bytes]]]
+    ) -> bool:
+        """Run the compare-and-swap statement and, if it held, upsert the rows ``then`` returns,
+        in one transaction; whether it held (if not, the transaction stored nothing)."""
+        conn = self._conn()
+        try:
+            with conn.transaction():
+                if conn.execute(*swap).rowcount != 1:
+                    return False
+                for params in _upserts(then()):
+                    conn.execute(_UPSERT_MANY, params)
+                return True
+        except psycopg.Error as e:
+            raise self._error(e) from e
 
     def _in_transaction(
         self,

@@ -10,7 +10,7 @@ import importlib.util
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -194,18 +194,24 @@ class SQLiteStore:
         except sqlite3.Error as e:
             raise _storage_error(e, self.path) from e
 
-    def set_if(self, partition: str, key: str, value: bytes, expected: bytes | None) -> None:
+    def set_if(
+        self, partition: str, key: str, value: bytes, expected: bytes | None, then: Then = None
+    ) -> None:
         # One statement is one atomic write transaction, so the compare and the swap cannot
-        # be split by another process; rowcount says whether the predicate held.
+        # be split by another process; rowcount says whether the predicate held. With ``then``,
+        # one explicit transaction holds the statement and the rows.
+        swap: tuple[str, tuple[Any, ...]] = (
+            (_INSERT_NEW, (partition, key, value))
+            if expected is None
+            else (_UPDATE_IF, (value, partition, key, expected))
+        )
         try:
             with self._turn():
-                if expected is None:
-                    cur = self._writer().execute(_INSERT_NEW, (partition, key, value))
-                else:
-                    cur = self._writer().execute(_UPDATE_IF, (value, partition, key, expected))
+                conn = self._writer()
+                held = conn.execute(*swap).rowcount == 1 if then is None else _swap_then(conn, swap, then)
         except sqlite3.Error as e:
             raise _storage_error(e, self.path) from e
-        if cur.rowcount != 1:
+        if not held:
             raise PredicateFailed(
                 f"value of {key!r} in partition {partition!r} changed",
                 partition=partition,
@@ -256,6 +262,26 @@ class SQLiteStore:
         self._local = threading.local()
         for conn in conns:
             conn.close()
+
+
+def _swap_then(
+    conn: sqlite3.Connection,
+    swap: tuple[str, tuple[Any, ...]],
+    then: Callable[[], Sequence[tuple[str, str, bytes]]],
+) -> bool:
+    """Run the compare-and-swap statement and, if it held, store the rows ``then`` returns, in
+    one transaction (IMMEDIATE: the write lock up front); whether it held."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        held = conn.execute(*swap).rowcount == 1
+        if held:
+            conn.executemany(_UPSERT, then())
+        conn.execute("COMMIT" if held else "ROLLBACK")
+        return held
+    except BaseException:
+        if conn.in_transaction:  # some errors already rolled it back
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _storage_error(e: sqlite3.Error, path: str) -> StorageError:
