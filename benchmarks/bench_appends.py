@@ -1,4 +1,4 @@
-"""Appends and reads over a commit range (issue 30): what a ``cat --since`` reads, and what an
+"""Appends and reads over a commit range: what a ``cat --since`` reads, and what an
 append followed by a commit costs next to an upload of a new object followed by a commit.
 
 (a) A 10 GiB object (``--size-gib``) is one stored 1 MiB block named over and over in its locator
