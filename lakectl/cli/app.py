@@ -62,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cherry-pick": ("lakectl.cli.merge:cherry_pick", "Apply the changes a commit made onto a branch."),
     "revert": ("lakectl.cli.merge:revert", "Undo the changes of commits on a branch, as new commits."),
     "reset": ("lakectl.cli.merge:reset", "Discard uncommitted changes on a branch."),
+    "provenance": (
+        "lakectl.cli.provenance:provenance",
+        "Show what data was made from (the inputs and code its commits record), or what was made from it.",
+    ),
     "manifest": ("lakectl.cli.manifest:app", "Export and import Keep manifests."),
     "import": (
         "lakectl.cli.imports:app",

@@ -292,6 +292,16 @@ class LocalBackend:
         found = changes.find_merge_base(self.lake, repo, source, dest)
         return found.id if found is not None else ""
 
+    def provenance(self, repo: str, ref: str, path: str, depth: int = 5) -> dict[str, Any]:
+        from lakectl.core import provenance
+
+        return provenance.upstream(self.lake, repo, ref, path, depth).to_dict()
+
+    def downstream(self, repo: str, ref: str, path: str = "") -> list[dict[str, Any]]:
+        from lakectl.core import provenance
+
+        return [s.to_dict() for s in provenance.downstream(self.lake, repo, ref, path)]
+
     def diff_table(
         self,
         repo: str,

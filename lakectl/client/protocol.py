@@ -234,6 +234,15 @@ class Backend(Protocol):
         """The id of the best common ancestor of two refs' commits ("" when there is none)."""
         ...
 
+    def provenance(self, repo: str, ref: str, path: str, depth: int = 5) -> dict[str, Any]:
+        """What ``path`` at ``ref`` was made from (:func:`lakectl.core.provenance.upstream`), as
+        its ``to_dict``."""
+        ...
+
+    def downstream(self, repo: str, ref: str, path: str = "") -> list[dict[str, Any]]:
+        """The commits made from ``ref``'s commit (:func:`lakectl.core.provenance.downstream`)."""
+        ...
+
     def diff_table(
         self,
         repo: str,

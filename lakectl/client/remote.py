@@ -403,6 +403,15 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         url = f"{self._repo(repo)}/refs/{_q(since)}/diff/{_q(ref)}"
         return (wire.change(d) for d in self._pages(url, {"type": "since", "prefix": prefix}))
 
+    def provenance(self, repo: str, ref: str, path: str, depth: int = 5) -> dict[str, Any]:
+        url = f"{self._repo(repo)}/refs/{_q(ref)}/provenance"
+        found: dict[str, Any] = self._json("GET", url, params={"path": path, "depth": depth})
+        return found
+
+    def downstream(self, repo: str, ref: str, path: str = "") -> list[dict[str, Any]]:
+        url = f"{self._repo(repo)}/refs/{_q(ref)}/downstream"
+        return list(self._json("GET", url, params={"path": path})["results"])
+
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:
         try:
             found = self._json("GET", f"{self._repo(repo)}/refs/{_q(source)}/merge/{_q(dest)}")

@@ -69,6 +69,19 @@ def ancestry_merge_position(key: str) -> int:
     return ANCESTRY_POSITIONS - int(key.rsplit("/", 1)[1])
 
 
+PROVENANCE = "provenance"
+"""Lake-wide partition of the reverse index of commits' inputs (``lakectl.core.graph.inputs``):
+``<input repository>/<input commit>/<repository>/<commit>`` → empty."""
+
+
+def provenance_prefix(repo: RepositoryId, commit: CommitId) -> str:
+    return f"{repo}/{commit}/"
+
+
+def provenance_key(repo: RepositoryId, commit: CommitId, made_repo: RepositoryId, made: CommitId) -> str:
+    return f"{provenance_prefix(repo, commit)}{made_repo}/{made}"
+
+
 def staging_partition(repo: RepositoryId, token: StagingToken) -> str:
     """Partition of one staging token: key = object path, value = row or tombstone."""
     return f"staging/{repo}/{token}"

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Query
 
 from lakectl.core import changes as lake_changes
-from lakectl.core import merging, symlinks
+from lakectl.core import merging, provenance, symlinks
 from lakectl.core import porcelain as p
 from lakectl.core.model import Change
 from lakectl.errors import NotFound
@@ -18,6 +18,7 @@ from server.api import shapes
 from server.api.bodies import Merge, unsupported
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
 from server.api.pagination import After, Amount, Prefix, page
+from server.auth.users import User
 from server.policies import Permission
 
 router = APIRouter(route_class=AuthFirstRoute)
@@ -128,6 +129,34 @@ def ancestor_of(repository: str, ref: str, other_ref: str, lake: LakeDep) -> dic
     other = p.get_commit(lake, repository, other_ref)
     found = lake_changes.ancestor_of(lake, repository, commit.id, other.id)
     return {"ancestor": found, "commit_id": commit.id, "other_commit_id": other.id}
+
+
+@router.get("/repositories/{repository}/refs/{ref}/provenance", dependencies=[require(Permission.READ_REPO)])
+def provenance_of(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    user: UserDep,
+    path: str = Query(""),
+    depth: int = Query(5, ge=0, le=provenance.MAX_DEPTH),
+) -> dict[str, Any]:
+    """lakectl extension: what ``path`` at ``ref`` was made from, followed into the repositories
+    the caller may read (:func:`lakectl.core.provenance.upstream`)."""
+    return provenance.upstream(lake, repository, ref, path, depth, _readable(user)).to_dict()
+
+
+@router.get("/repositories/{repository}/refs/{ref}/downstream", dependencies=[require(Permission.READ_REPO)])
+def downstream_of(
+    repository: str, ref: str, lake: LakeDep, user: UserDep, path: str = Query("")
+) -> dict[str, Any]:
+    """lakectl extension: the commits made from ``ref``'s commit, in the repositories the caller
+    may read (:func:`lakectl.core.provenance.downstream`)."""
+    made = provenance.downstream(lake, repository, ref, path, _readable(user))
+    return {"results": [s.to_dict() for s in made]}
+
+
+def _readable(user: User) -> provenance.Readable:
+    return lambda repo: user.allows(Permission.READ_REPO, repo)
 
 
 @router.post(

@@ -540,6 +540,8 @@ route(
 )
 route("GET", RP + "/refs/{source_ref}/merge/{destination_branch}", READ, fixed(R + "/refs/v1/merge/main"))
 route("GET", RP + "/refs/{ref}/ancestor-of/{other_ref}", READ, fixed(R + "/refs/v1/ancestor-of/main"))
+route("GET", RP + "/refs/{ref}/provenance", READ, fixed(R + "/refs/main/provenance", params=OBJ))
+route("GET", RP + "/refs/{ref}/downstream", READ, fixed(R + "/refs/v1/downstream"))
 # the block API
 route("POST", RP + "/branches/{branch}/objects/link", WRITE, _link)
 route("POST", RP + "/branches/{branch}/objects/links", WRITE, _links)

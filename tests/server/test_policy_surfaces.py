@@ -10,6 +10,7 @@ may do its operations in ``a`` and nothing in ``b``; refused requests leave ``b`
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -447,3 +448,39 @@ def test_a_confined_user_is_reported_with_the_policies_that_apply_not_a_role(sce
             user_with(admin, [{"effect": "allow", "resource": "*", "action": ["fs:List*"]}], "FSReadWriteAll")
         ) as http:
             assert http.get("/user").json()["user"]["role"] == "Developer"
+
+
+# -- provenance -----------------------------------------------------------------------------------
+
+
+def test_provenance_follows_inputs_only_into_repositories_the_caller_may_read(scene: Scene) -> None:
+    """A commit of ``a`` records an input in ``b``, and a commit of ``b`` records one in ``a``:
+    the reader confined to ``a`` sees that ``a``'s output came from ``b`` (its own commit says
+    so) but nothing of ``b`` itself, no commit of ``b`` made from ``a``'s data, and no
+    provenance asked of ``b``."""
+    with scene.rest(scene.admin) as admin:
+        b_head = admin.get(f"/repositories/{scene.b}/refs/main/commits", params={"amount": 1}).json()
+        b_commit = b_head["results"][0]["id"]
+        secret = "b's secret commit message"
+        upload(admin, scene.b, "main", "out/derived.bin", b"from a")
+        a_inputs = json.dumps([{"repository": scene.b, "commit": b_commit, "path": B_PATH}])
+        upload(admin, scene.a, "main", "out/report.bin", b"from b")
+        a_out = commit(admin, scene.a, "main", "report from b", lakectl_inputs=a_inputs)["id"]
+        b_inputs = json.dumps([{"repository": scene.a, "commit": a_out, "path": "out/"}])
+        commit(admin, scene.b, "main", secret, lakectl_inputs=b_inputs)
+        seen = admin.get(f"/repositories/{scene.a}/refs/main/provenance", params={"path": "out/report.bin"})
+        assert seen.json()["inputs"][0]["commit"] is not None  # the admin sees into b
+        made = admin.get(f"/repositories/{scene.a}/refs/{a_out}/downstream").json()["results"]
+        assert [m["commit"]["message"] for m in made] == [secret]
+    with scene.rest(scene.reader) as reader:
+        tree = reader.get(f"/repositories/{scene.a}/refs/main/provenance", params={"path": "out/report.bin"})
+        assert tree.status_code == 200, tree.text
+        assert tree.json()["commit"]["id"] == a_out
+        [hidden] = tree.json()["inputs"]
+        assert hidden["repository"] == scene.b and hidden["readable"] is False
+        assert hidden["commit"] is None and hidden["inputs"] == []
+        assert secret not in tree.text and b_commit not in tree.text.replace(hidden["ref"], "")
+        made = reader.get(f"/repositories/{scene.a}/refs/{a_out}/downstream")
+        assert made.status_code == 200 and made.json()["results"] == [] and secret not in made.text
+        refused(reader.get(f"/repositories/{scene.b}/refs/main/provenance", params={"path": B_PATH}))
+        refused(reader.get(f"/repositories/{scene.b}/refs/main/downstream"))

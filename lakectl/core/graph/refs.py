@@ -7,10 +7,11 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from lakectl.core import keys
+from lakectl.core.graph import inputs
 from lakectl.core.graph.ancestry import Ancestry
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
@@ -245,7 +246,15 @@ class RefStore:
         """Store the record and the commit's place in the ancestry index (before any branch can
         name it). Commits are content-addressed: writing the same id twice writes the same bytes."""
         self.kv.set(keys.repo_partition(repo), keys.commit_key(commit.id), commit.encode())
-        self.ancestry.record(repo, commit)
+        self.index_commits(repo, [commit])
+
+    def index_commits(self, repo: RepositoryId, commits: Iterable[Commit]) -> None:
+        """Keep the indexes derived from commit records for ``commits``, stored: their places
+        in the ancestry index and the reverse edges of their inputs (a restore stores records
+        in batches, then calls this)."""
+        listed = list(commits)
+        self.ancestry.record_all(repo, listed)
+        inputs.index(self.kv, repo, listed)
 
     def find_commit(self, repo: RepositoryId, prefix: str) -> Commit | None:
         """The commit whose id starts with ``prefix``; None if there is none; InvalidRef if several."""

@@ -466,7 +466,7 @@ class Replay:
             commits = [Commit.decode(str(record).encode()) for record in p["commits"]]
             records = [(keys.commit_key(c.id), c.encode()) for c in commits]
             set_many(lake.kv, keys.repo_partition(rid), records)
-            lake.refs.ancestry.record_all(rid, commits)
+            lake.refs.index_commits(rid, commits)
             for name, cid in p["tags"]:
                 lake.refs.replace_tag(rid, Tag(TagId(name), CommitId(cid)))
             for name, record in p["branches"].items():

@@ -182,7 +182,7 @@ def restore(lake: Lake, repo: str, manifest: RefsManifest) -> dict[str, int]:
     with announced(lake.events, event):
         partition = keys.repo_partition(r.name)
         set_many(lake.kv, partition, [(keys.commit_key(c.id), c.encode()) for c in commits.values()])
-        lake.refs.ancestry.record_all(r.name, commits.values())
+        lake.refs.index_commits(r.name, commits.values())
         for tag in tags:
             lake.refs.create_tag(r.name, tag)
         # Branches last, each by compare-and-swap: a concurrent restore into the same repository
