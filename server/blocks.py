@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -23,10 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from lakectl.core import blockaccess, manifests
 from lakectl.core.blocks.data import parse_segment
 from lakectl.core.blocks.locator import parse_locator
-from lakectl.core.model import BLOCK_SIZE
+from lakectl.core.lake import Lake
+from lakectl.core.model import BLOCK_SIZE, FeedChange
 from lakectl.errors import InvalidArgument
 from server.api import shapes
 from server.api.deps import AuthFirstRoute, LakeDep, UserDep, require
+from server.api.pagination import After, Amount, Prefix, page
 from server.api.ranges import Unsatisfiable, parse_range
 from server.errors import error_response
 from server.policies import Permission
@@ -285,14 +287,23 @@ def signed_locators(
         return {**shapes.object_stats(info), "signed_locators": [], "external": True}
     porcelain.check_blocks(lake, repository, ref, info)
     reads.announce(lake, found)
+    return {
+        **shapes.object_stats(info),
+        "signed_locators": _signed(lake, found.entry.locators, user.grant_token),
+    }
+
+
+def _signed(lake: Lake, tokens: Sequence[str], grant_token: str) -> list[str]:
+    """An object's segment tokens with their blocks' locators signed for the caller (empty
+    segments left out: they name no bytes to fetch)."""
     signed = []
-    for token in found.entry.locators:
+    for token in tokens:
         bare, _, offset, length = parse_segment(token)
         if length == 0:
             continue
-        loc = blockaccess.sign_locator(lake, bare, user.grant_token)
+        loc = blockaccess.sign_locator(lake, bare, grant_token)
         signed.append(loc if ":" not in token else f"{loc}:{offset}:{length}")
-    return {**shapes.object_stats(info), "signed_locators": signed}
+    return signed
 
 
 @api.get("/repositories/{repository}/refs/{ref}/manifest", dependencies=[require(Permission.READ_REPO)])
@@ -309,6 +320,33 @@ def export_manifest(
     sign = (lambda bare: blockaccess.sign_locator(lake, bare, user.grant_token)) if signed else None
     text = manifests.export_manifest(lake, repository, ref, prefix, sign)
     return Response(text, media_type="text/plain")
+
+
+@api.get("/repositories/{repository}/refs/{ref}/changes", dependencies=[require(Permission.READ_REPO)])
+def change_feed(
+    repository: str,
+    ref: str,
+    lake: LakeDep,
+    user: UserDep,
+    since: str = Query(..., description="the commit (or ref) the range starts after"),
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = None,
+    signed: bool = Query(False),
+) -> dict[str, Any]:
+    """lakectl's change feed (:func:`lakectl.core.feed.change_feed`), paged by path: each object
+    changed under ``prefix`` after ``since`` up to ``ref``, ``insert`` or ``delete``, with the
+    commit that changed it and the entry to read from ``offset``; ``signed=true`` names its
+    blocks by locators signed for the caller, who may then fetch them (Spark executors do)."""
+    from lakectl.core.feed import change_feed as feed
+
+    changes = (c for c in feed(lake, repository, since, ref, prefix) if c.path > after)
+    token = user.grant_token
+
+    def render(c: FeedChange) -> dict[str, Any]:
+        return shapes.feed_change(c, _signed(lake, c.entry.locators, token) if signed else None)
+
+    return page(changes, amount, lambda c: c.path, render)
 
 
 @api.post(

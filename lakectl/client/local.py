@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
     from lakectl.core.annotate import Annotation
     from lakectl.core.merging import MergeResult
-    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+    from lakectl.core.model import (
+        Branch,
+        Change,
+        Commit,
+        FeedChange,
+        ObjectInfo,
+        Repository,
+        ResetKind,
+        Tag,
+    )
     from lakectl.core.upkeep.retention import GCRules
     from lakectl.core.workflow.actionruns import ActionRun, HookRun
     from lakectl.core.workflow.pulls import (
@@ -283,6 +292,13 @@ class LocalBackend:
         from lakectl.core import changes
 
         return changes.diff_since(self.lake, repo, since, ref, prefix)
+
+    def change_feed(
+        self, repo: str, since: str, ref: str, prefix: str = "", signed: bool = False
+    ) -> list[FeedChange]:
+        from lakectl.core import feed
+
+        return feed.change_feed(self.lake, repo, since, ref, prefix)
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 

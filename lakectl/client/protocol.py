@@ -20,7 +20,16 @@ if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
     from lakectl.core.annotate import Annotation
     from lakectl.core.merging import MergeResult
-    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+    from lakectl.core.model import (
+        Branch,
+        Change,
+        Commit,
+        FeedChange,
+        ObjectInfo,
+        Repository,
+        ResetKind,
+        Tag,
+    )
     from lakectl.core.upkeep.retention import GCRules
     from lakectl.core.workflow.actionruns import ActionRun, HookRun
     from lakectl.core.workflow.pulls import (
@@ -228,6 +237,14 @@ class Backend(Protocol):
 
     def diff_since(self, repo: str, since: str, ref: str, prefix: str = "") -> Iterator[Change]:
         """:func:`lakectl.core.changes.diff_since`."""
+        ...
+
+    def change_feed(
+        self, repo: str, since: str, ref: str, prefix: str = "", signed: bool = False
+    ) -> list[FeedChange]:
+        """:func:`lakectl.core.feed.change_feed`. ``signed``: the entries name their blocks by
+        locators this client may fetch itself (a server signs them; the embedded lake reads any
+        block)."""
         ...
 
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:

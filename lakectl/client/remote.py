@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     from lakectl.client.auth import RemoteAuth
     from lakectl.core.annotate import Annotation
     from lakectl.core.merging import MergeResult
-    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, ResetKind, Tag
+    from lakectl.core.model import (
+        Branch,
+        Change,
+        Commit,
+        FeedChange,
+        ObjectInfo,
+        Repository,
+        ResetKind,
+        Tag,
+    )
     from lakectl.core.upkeep.retention import GCRules
     from lakectl.core.workflow.actionruns import ActionRun, HookRun
 
@@ -411,6 +420,14 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
     def downstream(self, repo: str, ref: str, path: str = "") -> list[dict[str, Any]]:
         url = f"{self._repo(repo)}/refs/{_q(ref)}/downstream"
         return list(self._json("GET", url, params={"path": path})["results"])
+
+    def change_feed(
+        self, repo: str, since: str, ref: str, prefix: str = "", signed: bool = False
+    ) -> list[FeedChange]:
+        params = {"since": since, "prefix": prefix, **({"signed": "true"} if signed else {})}
+        return [
+            wire.feed_change(d) for d in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/changes", params)
+        ]
 
     def find_merge_base(self, repo: str, source: str, dest: str) -> str:
         try:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lakectl.core.model import Branch, Change, Commit, ObjectInfo, Repository, Tag
+    from lakectl.core.model import Branch, Change, Commit, FeedChange, ObjectInfo, Repository, Tag
 
 
 def repository(d: Mapping[str, Any]) -> Repository:
@@ -72,3 +72,16 @@ def change(d: Mapping[str, Any]) -> Change:
     if kind is DiffType.REMOVED:
         return Change(d["path"], kind, None, row)
     return Change(d["path"], kind, row, row if kind is DiffType.CHANGED else None)
+
+
+def feed_change(d: Mapping[str, Any]) -> FeedChange:
+    from lakectl.core.model import CommitId, Entry, FeedChange, FeedKind
+
+    entry = Entry(
+        size=int(d["size_bytes"]),
+        checksum=d.get("checksum", ""),
+        locators=tuple(d["locators"]),
+        mtime=int(d.get("mtime") or 0),
+        content_type=d.get("content_type") or "application/octet-stream",
+    )
+    return FeedChange(d["path"], FeedKind(d["type"]), CommitId(d["commit_id"]), entry, int(d["offset"]))

@@ -14,11 +14,11 @@ the range starts from the version of ``REF``'s line where it leaves the range.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from lakectl.core import porcelain as p
 from lakectl.core import reads
-from lakectl.core.changes import check_since
+from lakectl.core.changes import check_since, first_parent_tree
 from lakectl.core.graph.commits import walk_range
 from lakectl.core.lake import READ_AHEAD, Lake
 from lakectl.core.model import Commit, RepositoryId, Row
@@ -40,25 +40,35 @@ def open_since(lake: Lake, repo: str, since: str, ref: str, path: str) -> tuple[
     ``ref``; ``ObjectNotFound`` if the object is not at ``ref``. The cost is a tree lookup per
     commit of the range, none per byte."""
     path = check_path(path)
-    check_since(lake, repo, since, ref, "a read --since")
+    hidden, start = check_since(lake, repo, since, ref, "a read --since")
     rid = p.get_repo(lake, repo).name
-    start, hidden = p.resolve(lake, repo, ref).commit, p.resolve(lake, repo, since).commit
     found = p.open_object(lake, repo, start.id, path)
     return found, _offset(lake, rid, start, hidden, path, found.entry.to_row())
 
 
 def _offset(lake: Lake, rid: RepositoryId, start: Commit, hidden: Commit, path: str, row: Row) -> int:
     """Where the bytes of ``row`` (the object at ``start``) written after ``hidden`` begin."""
+
+    def befores() -> Iterator[Row | None]:
+        for commit in walk_range(lake.refs, rid, start, hidden, first_parent=True):
+            yield lake.trees.lookup(first_parent_tree(lake, rid, commit), path)
+
+    return offset_after(row, befores(), lambda: lake.trees.lookup(hidden.meta_range_id, path))
+
+
+def offset_after(row: Row, befores: Iterable[Row | None], at_since: Callable[[], Row | None]) -> int:
+    """The module's rule: where the bytes of ``row`` (an object at the range's end) written in
+    the range begin. ``befores`` are its rows before commits of the range along the first
+    parents, newest first: every commit's, or only those of the commits that changed it (a
+    commit that did not leaves the row as it was); ``at_since`` looks up its row at the range's
+    start, asked only when no commit restarted it."""
     newer = row
-    for commit in walk_range(lake.refs, rid, start, hidden, first_parent=True):
-        parent = lake.refs.get_commit(rid, commit.parents[0]) if commit.parents else None
-        older = lake.trees.lookup(parent.meta_range_id, path) if parent is not None else None
+    for older in befores:
         if older is None or not extends(older, newer):
             return 0  # restarted inside the range: all of it was written since
         newer = older
-    at_since = lake.trees.lookup(hidden.meta_range_id, path)
-    base = at_since if at_since is not None and extends(at_since, row) else newer
-    return base[0]
+    base = at_since()
+    return (base if base is not None and extends(base, row) else newer)[0]
 
 
 def read_since(lake: Lake, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:

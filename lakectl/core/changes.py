@@ -11,7 +11,7 @@ from lakectl.core.graph.commits import is_ancestor, merge_base, walk_log, walk_r
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import Lake, branch_target
-from lakectl.core.model import Change, Commit, RepositoryId, same_row
+from lakectl.core.model import Change, Commit, MetaRangeId, RepositoryId, same_row
 from lakectl.core.porcelain import get_repo, resolve
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument
@@ -70,7 +70,7 @@ def log(
 def _touches(
     lake: Lake, rid: RepositoryId, c: Commit, objects: Sequence[str], prefixes: Sequence[str]
 ) -> bool:
-    parent_mid = lake.refs.get_commit(rid, c.parents[0]).meta_range_id if c.parents else lake.trees.empty()
+    parent_mid = first_parent_tree(lake, rid, c)
     for path in objects:
         before = lake.trees.lookup(parent_mid, path)
         after = lake.trees.lookup(c.meta_range_id, path)
@@ -79,6 +79,12 @@ def _touches(
     return any(
         next(lake.trees.diff(parent_mid, c.meta_range_id, prefix), None) is not None for prefix in prefixes
     )
+
+
+def first_parent_tree(lake: Lake, rid: RepositoryId, c: Commit) -> MetaRangeId:
+    """The tree of ``c``'s first parent (the empty tree for a first commit): what ``c`` changed,
+    as git's ``--first-parent`` sees it, is the diff from there."""
+    return lake.refs.get_commit(rid, c.parents[0]).meta_range_id if c.parents else lake.trees.empty()
 
 
 def diff_uncommitted(lake: Lake, repo: str, branch: str, prefix: str = "") -> list[Change]:
@@ -107,13 +113,18 @@ def diff_since(lake: Lake, repo: str, since: str, ref: str, prefix: str = "") ->
     return diff_refs(lake, repo, since, ref, two_way=True, prefix=prefix)
 
 
-def check_since(lake: Lake, repo: str, since: str, ref: str, reader: str) -> None:
+def check_since(lake: Lake, repo: str, since: str, ref: str, reader: str) -> tuple[Commit, Commit]:
     """``InvalidArgument`` unless ``since``'s commit is ``ref``'s or one of its ancestors: what
-    ``reader`` (a diff --since, a read --since) reads is a range of ``ref``'s history."""
-    if not ancestor_of(lake, repo, since, ref):
+    ``reader`` (a diff --since, a read --since, a change feed) reads is a range of ``ref``'s
+    history. Returns the two commits checked, ``since``'s then ``ref``'s: the range to read is
+    the one checked, whatever the refs name a moment later."""
+    rid = get_repo(lake, repo).name
+    hidden, start = resolve(lake, repo, since).commit, resolve(lake, repo, ref).commit
+    if not is_ancestor(lake.refs, rid, hidden, start):
         raise InvalidArgument(
             f"{since!r} is not an ancestor of {ref!r}: {reader} reads a range of {ref!r}'s history"
         )
+    return hidden, start
 
 
 def find_merge_base(lake: Lake, repo: str, left: str, right: str) -> Commit | None:

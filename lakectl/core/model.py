@@ -370,3 +370,25 @@ class Change:
             "path_type": PathType.OBJECT.value,
             "size_bytes": row[0] if row is not None else 0,
         }
+
+
+class FeedKind(enum.Enum):
+    """What a change feed's rows of an object are (Delta's change data feed names)."""
+
+    INSERT = "insert"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True, slots=True)
+class FeedChange:
+    """One object a range of commits changed, as a change feed reads it. ``entry`` is the object
+    at the range's end (an insert: added or changed) or at its start (a delete: removed); what
+    the range wrote is its bytes from ``offset`` on (past the bytes it had at the start when the
+    range only appended to it, else 0). ``commit_id`` is the newest commit of the range that
+    changed it (:mod:`lakectl.core.feed`)."""
+
+    path: str
+    kind: FeedKind
+    commit_id: CommitId
+    entry: Entry
+    offset: int = 0

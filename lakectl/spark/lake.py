@@ -158,6 +158,8 @@ class LakeFile:
     segments: tuple[tuple[str, int, int], ...]
     partition: tuple[tuple[str, str], ...] = ()
     """Hive-style ``key=value`` directories of its path."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """String columns every row of it carries (a change feed's ``_change_type``, ...)."""
 
     @property
     def size(self) -> int:
@@ -263,5 +265,24 @@ class BlockWriter(io.RawIOBase):
         return self.locators
 
 
-def segments_of(locators: Sequence[str]) -> list[tuple[str, int, int]]:
-    return [(loc, 0, int(loc.split("+")[1])) for loc in locators]
+def segments_of(tokens: Sequence[str]) -> list[tuple[str, int, int]]:
+    """``(locator, offset, length)`` of segment tokens: whole blocks (``<locator>``) or parts of
+    blocks (``<locator>:<offset>:<length>``), their locators bare or signed."""
+    out = []
+    for token in tokens:
+        loc, _, part = token.partition(":")
+        offset, _, length = part.partition(":")
+        out.append((loc, int(offset), int(length)) if part else (loc, 0, int(loc.split("+")[1])))
+    return out
+
+
+def segments_from(segments: Sequence[tuple[str, int, int]], offset: int) -> tuple[tuple[str, int, int], ...]:
+    """The segments of an object's bytes from ``offset`` on (the blocks before it left out)."""
+    out = []
+    for loc, start, length in segments:
+        if offset >= length:
+            offset -= length
+            continue
+        out.append((loc, start + offset, length - offset))
+        offset = 0
+    return tuple(out)

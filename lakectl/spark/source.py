@@ -5,6 +5,13 @@ manifest of the ref as it is at planning time: a consistent snapshot) and groups
 partitions; each task reads its objects' blocks itself, by locator. Hive-style directories
 (``day=2026-11-01/``) become partition columns.
 
+With ``since`` (a change feed, lakectl's: :mod:`lakectl.core.feed`), the listing is what the
+commits after ``since`` up to the ref changed under the prefix, from the range's diff: the rows
+of objects added or changed as ``insert``, of objects removed (read as they were at ``since``)
+as ``delete``, every row with ``_change_type``, ``_commit_id`` and ``_path``. An object the range
+only appended to gives its appended bytes alone in the line formats (text, JSON Lines, CSV
+without a header); Parquet and CSV with a header read every changed object whole.
+
 What is read is chosen by path: the prefix itself (``.../events/day=2026-11-01`` with
 ``basePath`` ``.../events`` keeps ``day`` as a column) and ``pathGlobFilter``; columns by a
 user-given schema (``.schema("id long, name string")``: Parquet reads only those). Spark's filter
@@ -28,7 +35,7 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -41,7 +48,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lakectl.errors import InvalidArgument, InvalidURI, NotFound
-from lakectl.spark.lake import BlockWriter, Connection, LakeFile, lake_files, segments_of
+from lakectl.spark.lake import BlockWriter, Connection, LakeFile, lake_files, segments_from, segments_of
+
+if TYPE_CHECKING:
+    from lakectl.core.model import FeedChange
 
 FORMATS = ("parquet", "csv", "json", "text")
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "text": ".txt"}
@@ -50,6 +60,8 @@ MAX_PARTITION_BYTES = 128 * 1024 * 1024
 OPEN_COST = 4 * 1024 * 1024
 """As ``spark.sql.files.openCostInBytes``: what opening one more object is worth, in bytes."""
 BATCH_ROWS = 65_536
+FEED_COLUMNS = ("_change_type", "_commit_id", "_path")
+"""The string columns a change feed adds to every row: insert or delete, the commit, the path."""
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
@@ -82,7 +94,8 @@ class LakeFSDataSource(DataSource):
     Options: ``format`` (parquet, csv, json, text; default parquet), ``header`` and ``sep`` (csv,
     as Spark: no header by default), ``pathGlobFilter`` (file names to read), ``basePath``
     (where partition directories start, at or above the loaded prefix), ``maxPartitionBytes``,
-    ``commit_message`` (write: also commit). ``home`` or ``endpoint`` + ``access_key_id`` +
+    ``commit_message`` (write: also commit), ``since`` (read: a change feed, the module
+    docstring). ``home`` or ``endpoint`` + ``access_key_id`` +
     ``secret_access_key`` name another lake than the one :func:`lakectl.spark.register` captured.
     """
 
@@ -100,6 +113,7 @@ class LakeFSDataSource(DataSource):
         if self.format not in FORMATS:
             raise InvalidArgument(f"unknown format {self.format!r}: expected one of {', '.join(FORMATS)}")
         self.lake = _connection(options, type(self).connection)
+        self.since = str(options.get("since") or "")
 
     def schema(self) -> StructType:
         listing = Listing.take(self)
@@ -128,6 +142,10 @@ class LakeFSDataSource(DataSource):
     def separator(self) -> str:
         return str(self.options.get("sep", self.options.get("delimiter", ",")))
 
+    def reads_appends(self) -> bool:
+        """Whether appended bytes alone parse as rows: lines without a header to repeat."""
+        return self.format in ("text", "json") or (self.format == "csv" and not self.header())
+
 
 def _connection(options: Any, captured: Connection | None) -> Connection:
     if options.get("home"):
@@ -146,13 +164,17 @@ def _connection(options: Any, captured: Connection | None) -> Connection:
 
 @dataclass
 class Listing:
-    """The objects under the target at planning time, with their Hive partition columns."""
+    """The objects under the target at planning time, with their Hive partition columns and the
+    change feed's columns (:data:`FEED_COLUMNS`, each file's :attr:`LakeFile.labels`)."""
 
     files: list[LakeFile]
     partition_columns: list[tuple[str, pa.DataType]] = field(default_factory=list)
+    labels: tuple[str, ...] = ()
 
     @staticmethod
     def take(source: LakeFSDataSource) -> Listing:
+        if source.since:
+            return Listing.changed(source)
         t = source.target
         backend = source.lake.backend()
         try:
@@ -165,18 +187,35 @@ class Listing:
                     return Listing(one)
         finally:
             backend.close()
-        pattern = source.options.get("pathGlobFilter")
         lead = _below_base(source)
-        files = [
-            f
-            for f in lake_files(text, lambda path: _partition_of(lead + path))
-            if _visible(f.path) and (not pattern or fnmatch.fnmatchcase(f.path.rsplit("/", 1)[-1], pattern))
-        ]
+        files = _selected(source, lake_files(text, lambda path: _partition_of(lead + path)))
         if not files:
             raise NotFound(f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix}")
         return Listing(files, _partition_columns(files))
 
+    @staticmethod
+    def changed(source: LakeFSDataSource) -> Listing:
+        """The change feed's objects: the target's prefix as a directory, or as one object."""
+        t = source.target
+        backend = source.lake.backend()
+        try:
+            changes = backend.change_feed(
+                t.repo, source.since, t.ref, t.prefix[:-1], signed=source.lake.remote
+            )
+        finally:
+            backend.close()
+        lead = _below_base(source)
+        files = [_feed_file(source, c, lead) for c in changes if _names_target(c.path, t.prefix)]
+        files = _selected(source, files)
+        return Listing(files, _partition_columns(files) if files else [], FEED_COLUMNS)
+
     def arrow_schema(self, source: LakeFSDataSource) -> pa.Schema:
+        if not self.files:
+            t = source.target
+            raise NotFound(
+                f"nothing changed under lakefs://{t.repo}/{t.ref}/{t.prefix} since {source.since!r}: "
+                "give a schema (.schema(...)) to read an empty change feed"
+            )
         schema_of, _ = FORMAT_READERS[source.format]
         blocks = source.lake.blocks()
         try:
@@ -185,7 +224,37 @@ class Listing:
             blocks.close()
         names = set(data.names)
         extra = [pa.field(k, t) for k, t in self.partition_columns if k not in names]
-        return pa.schema([*data, *extra])
+        return pa.schema([*data, *extra, *(pa.field(k, pa.string()) for k in self.labels)])
+
+
+def _names_target(path: str, prefix: str) -> bool:
+    """Whether ``path`` is under the directory ``prefix`` or is the object it names (not one of
+    a sibling that starts alike: ``events2/`` for ``events``)."""
+    return path.startswith(prefix) or path == prefix[:-1]
+
+
+def _feed_file(source: LakeFSDataSource, change: FeedChange, lead: str) -> LakeFile:
+    """What a change feed reads of one object: its bytes from the change's offset where appended
+    bytes alone parse (:meth:`LakeFSDataSource.reads_appends`), else all of them; its path
+    relative to the loaded prefix (its name when the prefix is the object)."""
+    prefix = source.target.prefix
+    name = change.path[len(prefix) :] if change.path.startswith(prefix) else change.path.rpartition("/")[2]
+    segments = segments_of(change.entry.locators)
+    if change.offset and source.reads_appends():
+        segments = list(segments_from(segments, change.offset))
+    labels = (("_change_type", change.kind.value), ("_commit_id", change.commit_id), ("_path", change.path))
+    return LakeFile(name, tuple(segments), _partition_of(lead + name), labels)
+
+
+def _selected(source: LakeFSDataSource, files: Sequence[LakeFile]) -> list[LakeFile]:
+    """The files Spark would read of these: data files (:func:`_visible`) whose names match
+    ``pathGlobFilter``."""
+    pattern = source.options.get("pathGlobFilter")
+    return [
+        f
+        for f in files
+        if _visible(f.path) and (not pattern or fnmatch.fnmatchcase(f.path.rsplit("/", 1)[-1], pattern))
+    ]
 
 
 def _below_base(source: LakeFSDataSource) -> str:
@@ -269,9 +338,12 @@ class LakeFSReader(DataSourceReader):
         listing = Listing.take(source)
         self.files = listing.files
         self.partition_types = dict(listing.partition_columns)
+        self.constants = {*self.partition_types, *listing.labels}
 
-    def _partition_values(self, file: LakeFile) -> dict[str, Any]:
-        return {k: _partition_value(v, self.partition_types[k]) for k, v in file.partition}
+    def _constants(self, file: LakeFile) -> dict[str, Any]:
+        """The columns of every row of ``file`` that are not in it: its partition's, its labels."""
+        values = {k: _partition_value(v, self.partition_types[k]) for k, v in file.partition}
+        return {**values, **dict(file.labels)}
 
     def partitions(self) -> list[InputPartition]:
         """Objects packed into tasks as Spark packs files: largest first, up to a split size
@@ -290,16 +362,18 @@ class LakeFSReader(DataSourceReader):
             size += f.size + OPEN_COST
         if current:
             groups.append(current)
-        return [FilePartition(i, g) for i, g in enumerate(groups)]
+        # No objects (an empty change feed): one task that reads none, as Spark reads a source
+        # that plans no partition with a partition of its own the reader would not know.
+        return [FilePartition(i, g) for i, g in enumerate(groups)] or [FilePartition(0, [])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
         blocks = self.source.lake.blocks()
         _, batches_of = FORMAT_READERS[self.source.format]
-        wanted = [f.name for f in self.arrow if f.name not in self.partition_types]
+        wanted = [f.name for f in self.arrow if f.name not in self.constants]
         try:
             for file in partition.files:
-                values = self._partition_values(file)
+                values = self._constants(file)
                 for batch in batches_of(self.source, file.open(blocks), wanted, self.arrow):
                     yield _conform(batch, self.arrow, values)
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakectl.core.model import Branch, Change, Commit, ObjectInfo, PathType, Repository, Tag
+from lakectl.core.model import Branch, Change, Commit, FeedChange, ObjectInfo, PathType, Repository, Tag
 
 
 def repository(r: Repository) -> dict[str, Any]:
@@ -43,6 +43,23 @@ def object_stats(info: ObjectInfo, user_metadata: bool = True) -> dict[str, Any]
 
 def diff(c: Change) -> dict[str, Any]:
     return c.to_dict()
+
+
+def feed_change(c: FeedChange, locators: list[str] | None = None) -> dict[str, Any]:
+    """A change feed's object (lakectl's): ``locators`` its segments (signed ones, given), as
+    ``GET .../objects/signed`` names them."""
+    e = c.entry
+    return {
+        "type": c.kind.value,
+        "path": c.path,
+        "commit_id": c.commit_id,
+        "offset": c.offset,
+        "size_bytes": e.size,
+        "checksum": e.checksum,
+        "mtime": e.mtime,
+        "content_type": e.content_type,
+        "locators": list(e.locators) if locators is None else locators,
+    }
 
 
 def prefix_changed(path: str) -> dict[str, Any]:

@@ -547,6 +547,7 @@ route("POST", RP + "/branches/{branch}/objects/link", WRITE, _link)
 route("POST", RP + "/branches/{branch}/objects/links", WRITE, _links)
 route("GET", RP + "/refs/{ref}/objects/signed", READ, fixed(R + "/refs/main/objects/signed", params=OBJ))
 route("GET", RP + "/refs/{ref}/manifest", READ, fixed(R + "/refs/main/manifest"))
+route("GET", RP + "/refs/{ref}/changes", READ, fixed(R + "/refs/main/changes", params={"since": "v1"}))
 route(
     "POST",
     RP + "/branches/{branch}/manifest",

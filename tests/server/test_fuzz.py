@@ -195,6 +195,7 @@ def fuzz(server: Live) -> Iterator[Fuzz]:
             "source": "main",
             "id": "fz-new",
             "message": "m",
+            "since": "v1",
             "type": "object",
             "parent_number": 0,
             "paths": ["fz/none.txt"],
