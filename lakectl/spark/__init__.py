@@ -33,7 +33,10 @@ def register(
 
     The lake is captured now, on the driver, and travels with the data source to the executors
     (which do not see this process's environment)."""
+    import sys
+
     from lakectl.spark.lake import Connection
+    from lakectl.spark.provenance import Recorder, code_identity
     from lakectl.spark.source import LakeFSDataSource
 
     context = spark.sparkContext
@@ -41,12 +44,10 @@ def register(
         check_workers_import_lakectl(str(context.pythonExec))
     connection = Connection.resolve(home, endpoint, access_key_id, secret_access_key)
     parallelism = int(spark.sparkContext.defaultParallelism)
+    recorder = Recorder(str(context.applicationId), code_identity(sys.argv[0] if sys.argv else ""))
     # A subclass carries the lake: Spark pickles the registered class by value.
-    bound = type(
-        "LakeFSDataSource",
-        (LakeFSDataSource,),
-        {"connection": connection, "parallelism": parallelism, "__module__": __name__},
-    )
+    attributes = {"connection": connection, "parallelism": parallelism, "provenance": recorder}
+    bound = type("LakeFSDataSource", (LakeFSDataSource,), {**attributes, "__module__": __name__})
     spark.dataSource.register(bound)
 
 

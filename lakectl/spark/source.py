@@ -47,8 +47,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from lakectl.core.graph.inputs import Input
+from lakectl.core.model import RepositoryId
 from lakectl.errors import InvalidArgument, InvalidURI, NotFound
 from lakectl.spark.lake import BlockWriter, Connection, LakeFile, lake_files, segments_from, segments_of
+from lakectl.spark.provenance import Recorder
 
 if TYPE_CHECKING:
     from lakectl.core.model import FeedChange
@@ -101,6 +104,8 @@ class LakeFSDataSource(DataSource):
 
     connection: ClassVar[Connection | None] = None
     parallelism: ClassVar[int] = 2
+    provenance: ClassVar[Recorder | None] = None
+    """The application's provenance record (:mod:`lakectl.spark.provenance`)."""
 
     @classmethod
     def name(cls) -> str:
@@ -120,7 +125,26 @@ class LakeFSDataSource(DataSource):
         return _spark_schema(listing.arrow_schema(self))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        self._note_read()
         return LakeFSReader(self, schema)
+
+    def _note_read(self) -> None:
+        """Add this read, its ref resolved to a commit, to the application's provenance record."""
+        recorder = type(self).provenance
+        if recorder is None:
+            return
+        t = self.target
+        backend = self.lake.backend()
+        try:
+            commit = backend.get_commit(t.repo, t.ref)
+        finally:
+            backend.close()
+        recorder.read(Input(RepositoryId(t.repo), commit.id, t.prefix.rstrip("/")))
+
+    def recorded(self) -> dict[str, str]:
+        """The provenance a commit this source makes records (none without a record)."""
+        recorder = type(self).provenance
+        return recorder.metadata() if recorder is not None else {}
 
     def writer(self, schema: StructType, overwrite: bool) -> LakeFSWriter:
         return LakeFSWriter(self, schema, overwrite)
@@ -556,7 +580,7 @@ class LakeFSWriter(DataSourceArrowWriter):
             backend.import_manifest(t.repo, t.ref, t.prefix, format_manifest(files), self.overwrite)
             if self.message and backend.diff_uncommitted(t.repo, t.ref, t.prefix):
                 rows = sum(m.rows for m in messages if isinstance(m, Written))
-                metadata = {"spark.rows": str(rows), "spark.files": str(len(files))}
+                metadata = {"spark.rows": str(rows), "spark.files": str(len(files)), **self.source.recorded()}
                 # The job's own prefix only: what others staged on the branch stays staged.
                 prefixes = [t.prefix] if t.prefix else []
                 backend.commit(t.repo, t.ref, self.message, metadata, prefixes=prefixes)

@@ -82,6 +82,7 @@ class LakeFSStreamWriter(DataSourceStreamArrowWriter):
                 backend.delete_objects(t.repo, t.ref, stale)
             backend.import_manifest(t.repo, t.ref, t.prefix, format_manifest(files), False)
             metadata = {STREAM_ID: self.stream, BATCH_ID: str(batchId), "spark.rows": str(rows)}
+            metadata.update(self.source.recorded())
             prefixes = [t.prefix] if t.prefix else []
             backend.commit(t.repo, t.ref, f"{self.message} (batch {batchId})", metadata, prefixes=prefixes)
         finally:

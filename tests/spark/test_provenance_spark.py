@@ -1,0 +1,57 @@
+"""Provenance recorded by the ``lakefs`` data source on a real local[2] Spark, embedded and against
+a server: two chained jobs of one application each record what they read since the previous
+commit (resolved commit ids and paths) and the code that ran, and ``provenance`` follows the
+chain from the last output back to the raw data."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lakectl.core.graph.inputs import CODE, INPUTS
+from lakectl.spark.provenance import Recorder
+from tests.server.conftest import unique
+from tests.spark.test_source import Lake, events, lake, parquet
+
+__all__ = ["lake"]
+
+
+def head(lake: Lake, repo: str) -> Any:
+    return lake.backend.get_commit(repo, "main")
+
+
+def test_two_chained_jobs_record_their_inputs_and_code(lake: Lake, spark: Any) -> None:
+    raw, etl, marts = (unique(stem) for stem in ("raw", "etl", "marts"))
+    for repo in (raw, etl, marts):
+        lake.backend.create_repo(repo)
+    lake.backend.upload(raw, "main", "events/day=1/part-0.parquet", parquet(events(1)))
+    ingest = lake.backend.commit(raw, "main", "ingest")
+    lake.register(spark)
+    Recorder(str(spark.sparkContext.applicationId)).metadata()  # what earlier tests read: not ours
+
+    source = spark.read.format("lakefs").load(f"lakefs://{raw}/main/events")
+    clean = source.where("score >= 1")
+    clean.write.format("lakefs").mode("overwrite").option("commit_message", "clean").save(
+        f"lakefs://{etl}/main/clean"
+    )
+    cleaned = head(lake, etl)
+    assert json.loads(cleaned.metadata[INPUTS]) == [
+        {"repository": raw, "commit": ingest.id, "path": "events"}
+    ]
+    assert json.loads(cleaned.metadata[CODE])["script"]
+
+    daily = spark.read.format("lakefs").load(f"lakefs://{etl}/main/clean").groupBy("name").count()
+    daily.write.format("lakefs").mode("overwrite").option("commit_message", "daily").save(
+        f"lakefs://{marts}/main/daily"
+    )
+    made = head(lake, marts)
+    assert json.loads(made.metadata[INPUTS]) == [{"repository": etl, "commit": cleaned.id, "path": "clean"}]
+
+    tree = lake.backend.provenance(marts, "main", "daily")
+    assert tree["commit"]["id"] == made.id
+    [from_etl] = tree["inputs"]
+    assert from_etl["commit"]["id"] == cleaned.id
+    [from_raw] = from_etl["inputs"]
+    assert from_raw["commit"]["id"] == ingest.id and from_raw["inputs"] == []
+    [downstream] = lake.backend.downstream(raw, ingest.id)
+    assert (downstream["repository"], downstream["commit"]["id"]) == (etl, cleaned.id)
