@@ -36,6 +36,7 @@ def register(
     import sys
 
     from lakectl.spark.lake import Connection
+    from lakectl.spark.lineage import configured_url
     from lakectl.spark.provenance import Recorder, code_identity
     from lakectl.spark.source import LakeFSDataSource
 
@@ -44,7 +45,8 @@ def register(
         check_workers_import_lakectl(str(context.pythonExec))
     connection = Connection.resolve(home, endpoint, access_key_id, secret_access_key)
     parallelism = int(spark.sparkContext.defaultParallelism)
-    recorder = Recorder(str(context.applicationId), code_identity(sys.argv[0] if sys.argv else ""))
+    script = sys.argv[0] if sys.argv else ""
+    recorder = Recorder(str(context.applicationId), code_identity(script), configured_url())
     # A subclass carries the lake: Spark pickles the registered class by value.
     attributes = {"connection": connection, "parallelism": parallelism, "provenance": recorder}
     bound = type("LakeFSDataSource", (LakeFSDataSource,), {**attributes, "__module__": __name__})

@@ -31,6 +31,8 @@ class Recorder:
 
     application: str
     code: dict[str, Any] | None = None
+    lineage: str | None = None
+    """Where OpenLineage events of its commits go (:mod:`lakectl.spark.lineage`), if anywhere."""
 
     @property
     def path(self) -> str:

@@ -48,7 +48,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lakectl.core.graph.inputs import Input
-from lakectl.core.model import RepositoryId
+from lakectl.core.model import Commit, RepositoryId
 from lakectl.errors import InvalidArgument, InvalidURI, NotFound
 from lakectl.spark.lake import BlockWriter, Connection, LakeFile, lake_files, segments_from, segments_of
 from lakectl.spark.provenance import Recorder
@@ -140,6 +140,14 @@ class LakeFSDataSource(DataSource):
         finally:
             backend.close()
         recorder.read(Input(RepositoryId(t.repo), commit.id, t.prefix.rstrip("/")))
+
+    def announce(self, commit: Commit) -> None:
+        """Send the OpenLineage event of a commit this source made, where events are configured."""
+        recorder = type(self).provenance
+        if recorder is not None and recorder.lineage:
+            from lakectl.spark.lineage import announce
+
+            announce(recorder.lineage, self.target.repo, self.target.prefix.rstrip("/"), commit)
 
     def recorded(self) -> dict[str, str]:
         """The provenance a commit this source makes records (none without a record)."""
@@ -583,7 +591,8 @@ class LakeFSWriter(DataSourceArrowWriter):
                 metadata = {"spark.rows": str(rows), "spark.files": str(len(files)), **self.source.recorded()}
                 # The job's own prefix only: what others staged on the branch stays staged.
                 prefixes = [t.prefix] if t.prefix else []
-                backend.commit(t.repo, t.ref, self.message, metadata, prefixes=prefixes)
+                made = backend.commit(t.repo, t.ref, self.message, metadata, prefixes=prefixes)
+                self.source.announce(made)
         finally:
             backend.close()
 

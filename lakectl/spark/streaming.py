@@ -84,7 +84,10 @@ class LakeFSStreamWriter(DataSourceStreamArrowWriter):
             metadata = {STREAM_ID: self.stream, BATCH_ID: str(batchId), "spark.rows": str(rows)}
             metadata.update(self.source.recorded())
             prefixes = [t.prefix] if t.prefix else []
-            backend.commit(t.repo, t.ref, f"{self.message} (batch {batchId})", metadata, prefixes=prefixes)
+            made = backend.commit(
+                t.repo, t.ref, f"{self.message} (batch {batchId})", metadata, prefixes=prefixes
+            )
+            self.source.announce(made)
         finally:
             backend.close()
 

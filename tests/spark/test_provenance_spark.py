@@ -5,8 +5,13 @@ chain from the last output back to the raw data."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from lakectl.core.graph.inputs import CODE, INPUTS
 from lakectl.spark.provenance import Recorder
@@ -55,3 +60,58 @@ def test_two_chained_jobs_record_their_inputs_and_code(lake: Lake, spark: Any) -
     assert from_raw["commit"]["id"] == ingest.id and from_raw["inputs"] == []
     [downstream] = lake.backend.downstream(raw, ingest.id)
     assert (downstream["repository"], downstream["commit"]["id"]) == (etl, cleaned.id)
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """An OpenLineage endpoint: keeps every event POSTed to it."""
+
+    events: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).events.append(json.loads(body))
+        self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def receiver() -> Iterator[str]:
+    Receiver.events = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_each_commit_is_an_openlineage_run_event_when_a_url_is_set(
+    lake: Lake, spark: Any, receiver: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw, out = unique("raw"), unique("out")
+    for repo in (raw, out):
+        lake.backend.create_repo(repo)
+    lake.backend.upload(raw, "main", "events/part-0.parquet", parquet(events(2)))
+    ingest = lake.backend.commit(raw, "main", "ingest")
+    monkeypatch.setenv("OPENLINEAGE_URL", receiver)
+    lake.register(spark)
+    Recorder(str(spark.sparkContext.applicationId)).metadata()
+    try:
+        spark.read.format("lakefs").load(f"lakefs://{raw}/main/events").write.format("lakefs").mode(
+            "overwrite"
+        ).option("commit_message", "copy").save(f"lakefs://{out}/main/copy")
+    finally:
+        monkeypatch.delenv("OPENLINEAGE_URL")
+        lake.register(spark)  # later tests announce nothing
+    made = head(lake, out)
+    [event] = Receiver.events
+    assert event["eventType"] == "COMPLETE" and event["job"]["namespace"] == "lakectl"
+    [output] = event["outputs"]
+    assert (output["namespace"], output["name"]) == (f"lakefs://{out}", "copy")
+    assert output["facets"]["version"]["datasetVersion"] == made.id
+    [source] = event["inputs"]
+    assert (source["namespace"], source["name"]) == (f"lakefs://{raw}", "events")
+    assert source["facets"]["version"]["datasetVersion"] == ingest.id
