@@ -38,7 +38,7 @@ def register(
     from lakectl.spark.lake import Connection
     from lakectl.spark.lineage import configured_url
     from lakectl.spark.provenance import Recorder, code_identity
-    from lakectl.spark.source import LakeFSDataSource
+    from lakectl.spark.streaming import LakeFSStreamingSource
 
     context = spark.sparkContext
     if str(context.master).startswith("local"):
@@ -49,7 +49,7 @@ def register(
     recorder = Recorder(str(context.applicationId), code_identity(script), configured_url())
     # A subclass carries the lake: Spark pickles the registered class by value.
     attributes = {"connection": connection, "parallelism": parallelism, "provenance": recorder}
-    bound = type("LakeFSDataSource", (LakeFSDataSource,), {**attributes, "__module__": __name__})
+    bound = type("LakeFSDataSource", (LakeFSStreamingSource,), {**attributes, "__module__": __name__})
     spark.dataSource.register(bound)
 
 

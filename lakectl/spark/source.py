@@ -157,15 +157,6 @@ class LakeFSDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> LakeFSWriter:
         return LakeFSWriter(self, schema, overwrite)
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
-        """``writeStream.format("lakefs")``: one commit per micro-batch, exactly once
-        (:mod:`lakectl.spark.streaming`); ``append`` output mode."""
-        from lakectl.spark.streaming import LakeFSStreamWriter
-
-        if overwrite:
-            raise InvalidArgument("a lakefs stream appends: use outputMode('append')")
-        return LakeFSStreamWriter(self, schema)
-
     # -- format options --------------------------------------------------------------------
 
     def header(self) -> bool:

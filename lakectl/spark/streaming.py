@@ -38,6 +38,17 @@ def stream_id(checkpoint: str) -> str:
     return hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
 
 
+class LakeFSStreamingSource(LakeFSDataSource):
+    """The ``lakefs`` source with streaming writes: what :func:`lakectl.spark.register` registers."""
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LakeFSStreamWriter:
+        """``writeStream.format("lakefs")``: one commit per micro-batch, exactly once;
+        ``append`` output mode."""
+        if overwrite:
+            raise InvalidArgument("a lakefs stream appends: use outputMode('append')")
+        return LakeFSStreamWriter(self, schema)
+
+
 class LakeFSStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("lakefs")``: see the module docstring. Options as a batch write's,
     ``commit_message`` the message of every batch's commit (the batch id appended)."""

@@ -141,6 +141,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         "lakectl gc delete-config": ["gc", "delete-config", d],
         "lakectl gc run": ["gc", "run", d, "--dry-run"],
         "lakectl fsck": ["fsck", d],
+        "lakectl provenance": ["provenance", f"{d}/main/a.csv", "--downstream"],
         "lakectl journal tail": ["journal", "tail", "--repo", d],
         # auth: the server's built-in group, policy and first user; refused on the embedded lake
         "lakectl auth users create": ["auth", "users", "create", "--id", "fuzz-user"],
