@@ -6,13 +6,14 @@ from itertools import islice
 
 from fastapi import Request, Response
 
-from lakectl.core import changes
+from lakectl.core import changes, provenance
 from lakectl.core import porcelain as p
+from lakectl.core.graph.inputs import inputs_of
 from server.api.deps import LakeDep
 from server.policies import Permission
 from server.ui.refs import branch_of, ref_names
 from server.ui.render import page, url
-from server.ui.session import can, ui_router
+from server.ui.session import SignedIn, can, ui_router
 
 router = ui_router()
 PAGE = 50
@@ -40,9 +41,15 @@ def log(request: Request, repo: str, ref: str, lake: LakeDep, after: str = "") -
 
 
 @router.get("/repos/{repo}/commits/{commit_id}", dependencies=[READ])
-def commit(request: Request, repo: str, commit_id: str, lake: LakeDep) -> Response:
+def commit(request: Request, repo: str, commit_id: str, lake: LakeDep, user: SignedIn) -> Response:
+    """A commit, with what it was made from and what was made from it (the inputs commits
+    record), linked where the user may read them."""
     r = p.get_repo(lake, repo)
     c = p.get_commit(lake, repo, commit_id)
+
+    def readable(name: str) -> bool:
+        return user.allows(Permission.READ_REPO, name)
+
     return page(
         request,
         "commit.html",
@@ -50,5 +57,7 @@ def commit(request: Request, repo: str, commit_id: str, lake: LakeDep) -> Respon
         commit=c,
         ref=c.id,
         branch_names=[b.name for b in p.list_branches(lake, repo)],
+        inputs=[(i, readable(i.repository)) for i in inputs_of(c)],
+        outputs=provenance.downstream(lake, repo, c.id, readable=readable),
         area="commits",
     )

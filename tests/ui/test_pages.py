@@ -3,12 +3,14 @@ role sees and may do, downloads and previews, and errors as pages with their sta
 
 from __future__ import annotations
 
+import json
 import re
 from html import unescape
 
 import httpx
 
 from tests.server.conftest import Live, commit, upload
+from tests.server.test_policy_surfaces import confined, user_with
 from tests.ui.conftest import csrf_of, make_user, new_repo, sign_in
 
 
@@ -196,3 +198,27 @@ def test_errors_are_pages_with_their_status(admin: httpx.Client, api: httpx.Clie
     nothing = admin.post(f"/ui/repos/{repo}/branches/main/commit", data={"message": "m", "csrf": token})
     assert nothing.status_code == 412  # nothing to commit
     assert admin.get(f"/ui/repos/{repo}/refs/no-such-ref/objects").status_code == 404
+
+
+def test_a_commit_page_links_what_it_was_made_from_and_what_was_made_from_it(live: Live) -> None:
+    """Three repositories: ``src`` (readable), ``hidden`` (not readable to the viewer) and ``out``
+    whose commit records inputs from both. The viewer's pages link the readable input and the
+    commit made from ``src``, and name the hidden input without a link or anything of its own."""
+    with live.client((live.key_id, live.secret)) as admin:
+        src, hidden, out = (new_repo(admin) for _ in range(3))
+        heads = {
+            r: admin.get(f"/repositories/{r}/refs/main/commits", params={"amount": 1}).json()
+            for r in (src, hidden)
+        }
+        ids = {r: page_["results"][0]["id"] for r, page_ in heads.items()}
+        inputs = json.dumps([{"repository": r, "commit": ids[r], "path": "data/"} for r in (src, hidden)])
+        upload(admin, out, "main", "report.csv", b"made\n")
+        made = commit(admin, out, "main", "a report", lakectl_inputs=inputs)["id"]
+        reader = user_with(admin, confined(src, "fs:ReadObject") + confined(out, "fs:ReadObject"))
+    with sign_in(live, *reader) as ui:
+        report = ui.get(f"/ui/repos/{out}/commits/{made}")
+        assert report.status_code == 200, report.text
+        assert f'href="/ui/repos/{src}/commits/{ids[src]}"' in report.text
+        assert f"/ui/repos/{hidden}/commits" not in report.text and "(not readable)" in report.text
+        source = ui.get(f"/ui/repos/{src}/commits/{ids[src]}")
+        assert f'href="/ui/repos/{out}/commits/{made}"' in source.text and "a report" in source.text
