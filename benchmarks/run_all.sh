@@ -54,6 +54,7 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_fsck.py --size-mib 256 --small-files 10000 --runs 1
     bench 300 bench_spark_read.py --rows 200000 --runs 2
     bench 300 bench_change_feed.py --objects 20000 --runs 2
+    bench 300 bench_streaming_sink.py --batches 10
     bench 300 bench_journal.py --files 5000 --seconds 3 --rounds 1
     bench 300 bench_journal_rebuild.py --writes 100000 --commits 100
     bench 300 bench_journal_reads.py --seconds 2 --bursts 2
@@ -79,6 +80,7 @@ else
     bench 600 bench_fsck.py
     bench 900 bench_spark_read.py
     bench 600 bench_change_feed.py
+    bench 600 bench_streaming_sink.py
     bench 1200 bench_journal.py
     bench 600 bench_journal_rebuild.py
     bench 600 bench_journal_reads.py
