@@ -99,18 +99,25 @@ def append(
         if isinstance(source, bytes | memoryview)
         else write_object(lake.blocks, source)
     )
-    return append_blocks(lake, repo, branch, path, written.locators)
+    return _append_stored(lake, rid, bid, path, written.locators)
 
 
 def append_blocks(lake: Lake, repo: str, branch: str, path: str, segments: Sequence[str]) -> ObjectInfo:
     """:func:`append` of bytes stored already, as the blocks (segment tokens) ``segments``: a
-    remote client's, sent first by the block API. They are made durable before the object names
-    them."""
+    remote client's, sent first by the block API."""
     path = check_new_path(path)
     rid, bid = write_target(lake, repo, branch, Move.STAGE)
+    return _append_stored(lake, rid, bid, path, segments)
+
+
+def _append_stored(
+    lake: Lake, rid: RepositoryId, bid: BranchId, path: str, segments: Sequence[str]
+) -> ObjectInfo:
+    """Add the stored blocks ``segments`` to the object, made durable before the object names
+    them, under the object's append lease."""
     lake.blocks.sync()
     lease = keys.append_lease_key(rid, bid, path)
-    with leases.held(lake.kv, keys.LEASES, lease, f"could not append to {path!r} on {branch!r}"):
+    with leases.held(lake.kv, keys.LEASES, lease, f"could not append to {path!r} on {bid!r}"):
         entry = _stage_append(lake, rid, bid, path, segments)
     return ObjectInfo(path, PathType.OBJECT, entry)
 

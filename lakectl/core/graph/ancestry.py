@@ -41,9 +41,7 @@ class Ancestry:
     def place(self, repo: RepositoryId, commit: Commit) -> Place:
         """Where ``commit`` sits; indexed now if it was stored without its place
         (``CommitNotFound`` if a commit of its first-parent chain is not stored)."""
-        found = self._stored(repo, commit.id)
-        if found is None:
-            found = self.record(repo, commit)
+        found = self.record(repo, commit)  # the stored place, if there is one
         if found is None:
             raise CommitNotFound(f"a first-parent ancestor of commit {commit.id!r} is not in {repo!r}")
         return found

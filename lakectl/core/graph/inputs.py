@@ -50,8 +50,10 @@ def encode_inputs(inputs: list[Input]) -> str:
 def inputs_of(commit: Commit) -> list[Input]:
     """The inputs ``commit`` records; what is not a well-formed input is left out (metadata is
     anyone's to set)."""
+    if INPUTS not in commit.metadata:
+        return []  # most commits: nothing to parse on every commit stored
     try:
-        found = json.loads(commit.metadata.get(INPUTS, "[]"))
+        found = json.loads(commit.metadata[INPUTS])
     except ValueError:
         return []
     if not isinstance(found, list):
