@@ -333,20 +333,29 @@ def change_feed(
     after: After = "",
     amount: Amount = None,
     signed: bool = Query(False),
+    by_commit: bool = Query(False),
 ) -> dict[str, Any]:
     """lakectl's change feed (:func:`lakectl.core.feed.change_feed`), paged by path: each object
     changed under ``prefix`` after ``since`` up to ``ref``, ``insert`` or ``delete``, with the
     commit that changed it and the entry to read from ``offset``; ``signed=true`` names its
-    blocks by locators signed for the caller, who may then fetch them (Spark executors do)."""
-    from lakectl.core.feed import change_feed as feed
+    blocks by locators signed for the caller, who may then fetch them (Spark executors do).
+    ``by_commit=true``: the feed commit by commit (:func:`lakectl.core.feed.commit_feed`), paged
+    by position (give ``ref`` and ``since`` as commit ids for pages of one range)."""
+    from lakectl.core import feed
 
-    changes = (c for c in feed(lake, repository, since, ref, prefix) if c.path > after)
     token = user.grant_token
 
     def render(c: FeedChange) -> dict[str, Any]:
         return shapes.feed_change(c, _signed(lake, c.entry.locators, token) if signed else None)
 
-    return page(changes, amount, lambda c: c.path, render)
+    if not by_commit:
+        changes = (c for c in feed.change_feed(lake, repository, since, ref, prefix) if c.path > after)
+        return page(changes, amount, lambda c: c.path, render)
+    if after and not after.isdigit():
+        raise InvalidArgument(f"after {after!r}: a feed by commit pages by position (a number)")
+    start = int(after) + 1 if after else 0
+    numbered = list(enumerate(feed.commit_feed(lake, repository, since, ref, prefix)))[start:]
+    return page(numbered, amount, lambda n: str(n[0]), lambda n: render(n[1]))
 
 
 @api.post(

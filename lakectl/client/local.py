@@ -294,11 +294,18 @@ class LocalBackend:
         return changes.diff_since(self.lake, repo, since, ref, prefix)
 
     def change_feed(
-        self, repo: str, since: str, ref: str, prefix: str = "", signed: bool = False
+        self,
+        repo: str,
+        since: str,
+        ref: str,
+        prefix: str = "",
+        signed: bool = False,
+        by_commit: bool = False,
     ) -> list[FeedChange]:
         from lakectl.core import feed
 
-        return feed.change_feed(self.lake, repo, since, ref, prefix)
+        read = feed.commit_feed if by_commit else feed.change_feed
+        return read(self.lake, repo, since, ref, prefix)
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------
 

@@ -240,9 +240,16 @@ class Backend(Protocol):
         ...
 
     def change_feed(
-        self, repo: str, since: str, ref: str, prefix: str = "", signed: bool = False
+        self,
+        repo: str,
+        since: str,
+        ref: str,
+        prefix: str = "",
+        signed: bool = False,
+        by_commit: bool = False,
     ) -> list[FeedChange]:
-        """:func:`lakectl.core.feed.change_feed`. ``signed``: the entries name their blocks by
+        """:func:`lakectl.core.feed.change_feed`, or with ``by_commit``
+        :func:`lakectl.core.feed.commit_feed`. ``signed``: the entries name their blocks by
         locators this client may fetch itself (a server signs them; the embedded lake reads any
         block)."""
         ...

@@ -422,9 +422,17 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         return list(self._json("GET", url, params={"path": path})["results"])
 
     def change_feed(
-        self, repo: str, since: str, ref: str, prefix: str = "", signed: bool = False
+        self,
+        repo: str,
+        since: str,
+        ref: str,
+        prefix: str = "",
+        signed: bool = False,
+        by_commit: bool = False,
     ) -> list[FeedChange]:
-        params = {"since": since, "prefix": prefix, **({"signed": "true"} if signed else {})}
+        params = {"since": since, "prefix": prefix}
+        params.update({"signed": "true"} if signed else {})
+        params.update({"by_commit": "true"} if by_commit else {})
         return [
             wire.feed_change(d) for d in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/changes", params)
         ]

@@ -13,6 +13,11 @@ never the objects under the prefix: a tree diff skips the ranges two trees share
 not on that line and a merge kept the line's version of an object over ``FROM``'s, no commit of
 the line changed the object: its change is the merge's that brought ``FROM`` into the line, and
 it is read whole.
+
+:func:`commit_feed` is the feed commit by commit, as Delta's change data feed reads versions:
+each commit of the range along ``REF``'s first parents, oldest first, with what it changed
+against its first parent, a changed object as the delete of its version before and the insert of
+its version after (a row-level feed compares the two by key).
 """
 
 from __future__ import annotations
@@ -50,6 +55,25 @@ def change_feed(lake: Lake, repo: str, since: str, ref: str, prefix: str = "") -
         commit_id = found[0][0] if found else joined
         assert commit_id is not None
         out.append(_feed_change(change, commit_id, [old for _, old in found or ()]))
+    return out
+
+
+def commit_feed(lake: Lake, repo: str, since: str, ref: str, prefix: str = "") -> list[FeedChange]:
+    """The changes under ``prefix`` of each commit after ``since`` up to ``ref`` along ``ref``'s
+    first parents, oldest commit first, each commit's in path order: an object removed or
+    changed is a delete of its version before the commit, one added or changed an insert of its
+    version after; every object is read whole. ``InvalidArgument`` as :func:`change_feed`."""
+    prefix = check_path(prefix, allow_empty=True)
+    hidden, start = check_since(lake, repo, since, ref, "a change feed")
+    rid = get_repo(lake, repo).name
+    line = list(walk_range(lake.refs, rid, start, hidden, first_parent=True))
+    out = []
+    for commit in reversed(line):
+        for c in lake.trees.diff(first_parent_tree(lake, rid, commit), commit.meta_range_id, prefix):
+            if c.old is not None:
+                out.append(FeedChange(c.path, FeedKind.DELETE, commit.id, _readable(c.path, c.old)))
+            if c.new is not None:
+                out.append(FeedChange(c.path, FeedKind.INSERT, commit.id, _readable(c.path, c.new)))
     return out
 
 

@@ -10,7 +10,13 @@ commits after ``since`` up to the ref changed under the prefix, from the range's
 of objects added or changed as ``insert``, of objects removed (read as they were at ``since``)
 as ``delete``, every row with ``_change_type``, ``_commit_id`` and ``_path``. An object the range
 only appended to gives its appended bytes alone in the line formats (text, JSON Lines, CSV
-without a header); Parquet and CSV with a header read every changed object whole.
+without a header); Parquet and CSV with a header read every changed object whole. With ``key``
+as well, the feed is of rows, commit by commit (:func:`lakectl.core.feed.commit_feed`): one task
+per commit reads the objects it changed, before and after, and matches their rows by the key
+(:func:`lakectl.core.tables.rows.match_keyed`, the table diff's): ``insert``, ``delete``, and
+``update_preimage`` with ``update_postimage`` for a row whose other columns changed, as Delta's
+change data feed names them. The key must be unique among the rows of each side's changed
+objects (rows of objects a commit did not touch did not change).
 
 What is read is chosen by path: the prefix itself (``.../events/day=2026-11-01`` with
 ``basePath`` ``.../events`` keeps ``day`` as a column) and ``pathGlobFilter``; columns by a
@@ -98,7 +104,8 @@ class LakeFSDataSource(DataSource):
     as Spark: no header by default), ``pathGlobFilter`` (file names to read), ``basePath``
     (where partition directories start, at or above the loaded prefix), ``maxPartitionBytes``,
     ``commit_message`` (write: also commit), ``since`` (read: a change feed, the module
-    docstring). ``home`` or ``endpoint`` + ``access_key_id`` +
+    docstring), ``key`` (with ``since``: a feed of rows matched by these comma-separated
+    columns). ``home`` or ``endpoint`` + ``access_key_id`` +
     ``secret_access_key`` name another lake than the one :func:`lakectl.spark.register` captured.
     """
 
@@ -119,12 +126,17 @@ class LakeFSDataSource(DataSource):
             raise InvalidArgument(f"unknown format {self.format!r}: expected one of {', '.join(FORMATS)}")
         self.lake = _connection(options, type(self).connection)
         self.since = str(options.get("since") or "")
+        self.key = tuple(k.strip() for k in str(options.get("key") or "").split(",") if k.strip())
+        if set(self.key) & set(FEED_COLUMNS):
+            raise InvalidArgument(f"a key column cannot be one of the feed's: {', '.join(FEED_COLUMNS)}")
 
     def schema(self) -> StructType:
         listing = Listing.take(self)
         return _spark_schema(listing.arrow_schema(self))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if self.key and not self.since:
+            raise InvalidArgument("key matches the rows of a change feed: give since as well")
         self._note_read()
         return LakeFSReader(self, schema)
 
@@ -222,8 +234,14 @@ class Listing:
         t = source.target
         backend = source.lake.backend()
         try:
+            end = backend.get_commit(t.repo, t.ref).id  # one range, however the ref moves meanwhile
             changes = backend.change_feed(
-                t.repo, source.since, t.ref, t.prefix[:-1], signed=source.lake.remote
+                t.repo,
+                source.since,
+                end,
+                t.prefix[:-1],
+                signed=source.lake.remote,
+                by_commit=bool(source.key),
             )
         finally:
             backend.close()
@@ -242,12 +260,18 @@ class Listing:
         schema_of, _ = FORMAT_READERS[source.format]
         blocks = source.lake.blocks()
         try:
-            data = schema_of(source, self.files[0].open(blocks))
+            data = schema_of(source, self._newest().open(blocks))
         finally:
             blocks.close()
         names = set(data.names)
         extra = [pa.field(k, t) for k, t in self.partition_columns if k not in names]
         return pa.schema([*data, *extra, *(pa.field(k, pa.string()) for k in self.labels)])
+
+    def _newest(self) -> LakeFile:
+        """The file whose columns the rows take: of a feed by commit, its newest version written
+        (the last insert), else the first file."""
+        inserts = [f for f in self.files if ("_change_type", "insert") in f.labels]
+        return inserts[-1] if inserts else self.files[0]
 
 
 def _names_target(path: str, prefix: str) -> bool:
@@ -263,7 +287,7 @@ def _feed_file(source: LakeFSDataSource, change: FeedChange, lead: str) -> LakeF
     prefix = source.target.prefix
     name = change.path[len(prefix) :] if change.path.startswith(prefix) else change.path.rpartition("/")[2]
     segments = segments_of(change.entry.locators)
-    if change.offset and source.reads_appends():
+    if change.offset and source.reads_appends() and not source.key:
         segments = list(segments_from(segments, change.offset))
     labels = (("_change_type", change.kind.value), ("_commit_id", change.commit_id), ("_path", change.path))
     return LakeFile(name, tuple(segments), _partition_of(lead + name), labels)
@@ -362,6 +386,11 @@ class LakeFSReader(DataSourceReader):
         self.files = listing.files
         self.partition_types = dict(listing.partition_columns)
         self.constants = {*self.partition_types, *listing.labels}
+        missing = [k for k in source.key if k not in self.arrow.names]
+        if missing:
+            raise InvalidArgument(
+                f"key column {missing[0]!r} is not a column of the rows read: {self.arrow.names}"
+            )
 
     def _constants(self, file: LakeFile) -> dict[str, Any]:
         """The columns of every row of ``file`` that are not in it: its partition's, its labels."""
@@ -370,7 +399,9 @@ class LakeFSReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         """Objects packed into tasks as Spark packs files: largest first, up to a split size
-        chosen so every core gets work."""
+        chosen so every core gets work. A feed of rows: one task per commit."""
+        if self.source.key:
+            return by_commit(self.files)
         total = sum(f.size + OPEN_COST for f in self.files)
         limit = int(self.source.options.get("maxPartitionBytes", MAX_PARTITION_BYTES))
         split = min(limit, max(OPEN_COST, total // max(1, self.source.parallelism)))
@@ -391,16 +422,72 @@ class LakeFSReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
+        if self.source.key:
+            yield from self._row_changes(partition.files)
+            return
         blocks = self.source.lake.blocks()
-        _, batches_of = FORMAT_READERS[self.source.format]
-        wanted = [f.name for f in self.arrow if f.name not in self.constants]
         try:
             for file in partition.files:
-                values = self._constants(file)
-                for batch in batches_of(self.source, file.open(blocks), wanted, self.arrow):
-                    yield _conform(batch, self.arrow, values)
+                yield from self._batches(file, blocks)
         finally:
             blocks.close()
+
+    def _batches(self, file: LakeFile, blocks: Any) -> Iterator[pa.RecordBatch]:
+        """The rows of one file in Spark's columns."""
+        _, batches_of = FORMAT_READERS[self.source.format]
+        wanted = [f.name for f in self.arrow if f.name not in self.constants]
+        values = self._constants(file)
+        for batch in batches_of(self.source, file.open(blocks), wanted, self.arrow):
+            yield _conform(batch, self.arrow, values)
+
+    def _row_changes(self, files: list[LakeFile]) -> Iterator[pa.RecordBatch]:
+        """One commit's row changes: the rows of the objects it removed or replaced (its deletes)
+        matched by key with those of the objects it wrote (its inserts), on every column but the
+        feed's (module docstring)."""
+        from lakectl.core.tables.rows import LEFT_INDEX, RIGHT_INDEX, match_keyed
+
+        blocks = self.source.lake.blocks()
+        try:
+            sides = [
+                pa.Table.from_batches(
+                    [
+                        b
+                        for f in files
+                        if ("_change_type", kind) in f.labels
+                        for b in self._batches(f, blocks)
+                    ],
+                    schema=self.arrow,
+                )
+                for kind in ("delete", "insert")
+            ]
+        finally:
+            blocks.close()
+        if not files:
+            return
+        before, after = sides
+        commit = dict(files[0].labels)["_commit_id"]
+        pairs = [(n, n) for n in self.arrow.names if n not in FEED_COLUMNS]
+        matched = match_keyed(before, after, self.source.key, pairs, (f"{commit}~1", commit))
+        changed = matched.changed
+        for table, index, kind in (
+            (before, matched.removed[LEFT_INDEX], "delete"),
+            (before, changed[LEFT_INDEX], "update_preimage"),
+            (after, changed[RIGHT_INDEX], "update_postimage"),
+            (after, matched.added[RIGHT_INDEX], "insert"),
+        ):
+            rows = table.take(index)
+            if rows.num_rows:
+                at = rows.schema.get_field_index("_change_type")
+                rows = rows.set_column(at, "_change_type", pa.repeat(pa.scalar(kind), rows.num_rows))
+                yield from rows.to_batches(max_chunksize=BATCH_ROWS)
+
+
+def by_commit(files: Sequence[LakeFile]) -> list[InputPartition]:
+    """A feed by commit's files, one partition per commit in the feed's (commit) order."""
+    groups: dict[str, list[LakeFile]] = {}
+    for f in files:
+        groups.setdefault(dict(f.labels)["_commit_id"], []).append(f)
+    return [FilePartition(i, g) for i, g in enumerate(groups.values())] or [FilePartition(0, [])]
 
 
 def _conform(batch: pa.RecordBatch, target: pa.Schema, constants: dict[str, Any]) -> pa.RecordBatch:

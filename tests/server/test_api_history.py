@@ -209,3 +209,31 @@ def test_revert_and_cherry_pick_of_a_merge_commit_take_parent_number(api: httpx.
         return [o["path"] for o in api.get(f"/repositories/{repo}/refs/{ref}/objects/ls").json()["results"]]
 
     assert paths("main") == ["own"] and paths("other") == ["feature"]
+
+
+def test_change_feed_by_commit_pages_by_position(api: httpx.Client, repo: str) -> None:
+    upload(api, repo, "main", "t/a", b"a0")
+    start = commit(api, repo, "main", "start")["id"]
+    upload(api, repo, "main", "t/a", b"a1")
+    upload(api, repo, "main", "t/b", b"b1")
+    first = commit(api, repo, "main", "first")["id"]
+    upload(api, repo, "main", "t/a", b"a2")
+    second = commit(api, repo, "main", "second")["id"]
+    url = f"/repositories/{repo}/refs/{second}/changes"
+    seen, after = [], ""
+    for _ in range(10):
+        params = {"since": start, "by_commit": "true", "amount": 2, **({"after": after} if after else {})}
+        body = api.get(url, params=params).json()
+        seen += [(r["commit_id"], r["type"], r["path"], r["size_bytes"]) for r in body["results"]]
+        after = body["pagination"]["next_offset"]
+        if not body["pagination"]["has_more"]:
+            break
+    assert seen == [
+        (first, "delete", "t/a", 2),
+        (first, "insert", "t/a", 2),
+        (first, "insert", "t/b", 2),
+        (second, "delete", "t/a", 2),
+        (second, "insert", "t/a", 2),
+    ]
+    bad = api.get(url, params={"since": start, "by_commit": "true", "after": "t/a"})
+    assert bad.status_code == 400 and "pages by position" in bad.text

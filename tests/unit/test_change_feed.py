@@ -11,7 +11,7 @@ import pytest
 
 from lakectl.core import merging, opening, writes
 from lakectl.core import porcelain as p
-from lakectl.core.feed import change_feed
+from lakectl.core.feed import change_feed, commit_feed
 from lakectl.core.lake import Lake
 from lakectl.core.model import FeedKind
 from lakectl.errors import InvalidArgument
@@ -142,3 +142,33 @@ def _counted(read: Callable[[str], object], opened: set[str]) -> Callable[[str],
         return read(range_id)
 
     return counted
+
+
+def test_by_commit_each_commit_against_its_first_parent_oldest_first(lake: Lake) -> None:
+    writes.upload(lake, REPO, "main", "t/a", b"a0")
+    writes.upload(lake, REPO, "main", "t/b", b"b0")
+    start = commit(lake, "start")
+    writes.upload(lake, REPO, "main", "t/a", b"a1")
+    first = commit(lake, "a changed")
+    p.create_branch(lake, REPO, "dev", "main")
+    writes.upload(lake, REPO, "dev", "t/c", b"c1")
+    writes.upload(lake, REPO, "dev", "t/a", b"a2")
+    commit(lake, "on dev", "dev")
+    writes.delete_objects(lake, REPO, "main", ["t/b"])
+    second = commit(lake, "b gone")
+    merge = merging.merge(lake, REPO, "dev", "main").commit
+    got = [
+        (c.path, c.kind, c.commit_id, b"".join(p.read_entry(lake, c.entry, c.offset)))
+        for c in commit_feed(lake, REPO, start, merge.id, "t/")
+    ]
+    assert got == [
+        ("t/a", FeedKind.DELETE, first, b"a0"),  # a change: the version before, then after
+        ("t/a", FeedKind.INSERT, first, b"a1"),
+        ("t/b", FeedKind.DELETE, second, b"b0"),
+        ("t/a", FeedKind.DELETE, merge.id, b"a1"),  # the merge: what it brought, as one commit
+        ("t/a", FeedKind.INSERT, merge.id, b"a2"),
+        ("t/c", FeedKind.INSERT, merge.id, b"c1"),
+    ]
+    assert commit_feed(lake, REPO, merge.id, merge.id) == []
+    with pytest.raises(InvalidArgument, match="is not an ancestor"):
+        commit_feed(lake, REPO, merge.id, start)

@@ -212,16 +212,28 @@ def _check_unique(keys: pa.Table, key: Sequence[str], index: str, ref: str) -> N
         )
 
 
-def compare_keyed(
+@dataclass
+class Matched:
+    """Two sides' rows matched by key: the keys (with each side's row index) only on the right,
+    only on the left, and on both with a compared column that differs; and how many matched
+    rows each compared column differs in."""
+
+    added: pa.Table
+    removed: pa.Table
+    changed: pa.Table
+    changed_columns: dict[str, int]
+
+
+def match_keyed(
     left: pa.Table,
     right: pa.Table,
     key: Sequence[str],
     pairs: Sequence[tuple[str, str]],
     refs: tuple[str, str],
-    amount: int,
-    after: str,
-) -> Compared:
-    """Rows matched by ``key`` (right names; ``pairs`` maps left names to right names)."""
+) -> Matched:
+    """Rows matched by ``key`` (right names; ``pairs`` maps left names to right names, and the
+    non-key ones are compared). ``InvalidArgument`` if the key is not unique on a side (``refs``
+    name the sides) or its columns do not join."""
     lmap = dict((rn, ln) for ln, rn in pairs)
     types = [right.schema.field(k).type for k in key]
     lkeys = _keys(left, [lmap[k] for k in key], key, types, LEFT_INDEX)
@@ -233,20 +245,37 @@ def compare_keyed(
     except ARROW_ERRORS as e:
         raise InvalidArgument(f"cannot join on key {', '.join(key)}: {e}") from e
     lidx, ridx = joined[LEFT_INDEX], joined[RIGHT_INDEX]
-    added = joined.filter(pc.is_null(lidx))
-    removed = joined.filter(pc.is_null(ridx))
     both = joined.filter(pc.and_(pc.is_valid(lidx), pc.is_valid(ridx)))
-    compared = [(ln, rn) for ln, rn in pairs if rn not in key]
     lb, rb = left.take(both[LEFT_INDEX]), right.take(both[RIGHT_INDEX])
-    out = Compared()
+    columns: dict[str, int] = {}
     any_diff = pa.repeat(pa.scalar(False), both.num_rows)
-    for ln, rn in compared:
+    for ln, rn in pairs:
+        if rn in key:
+            continue
         mask = differ(align(lb.column(ln), rb.column(rn).type), rb.column(rn))
         n = pc.sum(mask).as_py() or 0
         if n:
-            out.changed_columns[rn] = n
+            columns[rn] = n
             any_diff = pc.or_(any_diff, mask)
-    changed = both.filter(any_diff)
+    return Matched(
+        joined.filter(pc.is_null(lidx)), joined.filter(pc.is_null(ridx)), both.filter(any_diff), columns
+    )
+
+
+def compare_keyed(
+    left: pa.Table,
+    right: pa.Table,
+    key: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    refs: tuple[str, str],
+    amount: int,
+    after: str,
+) -> Compared:
+    """Rows matched by ``key`` (right names; ``pairs`` maps left names to right names)."""
+    matched = match_keyed(left, right, key, pairs, refs)
+    added, removed, changed = matched.added, matched.removed, matched.changed
+    compared = [(ln, rn) for ln, rn in pairs if rn not in key]
+    out = Compared(changed_columns=matched.changed_columns)
     out.added, out.removed, out.changed = added.num_rows, removed.num_rows, changed.num_rows
     diff = pa.concat_tables(
         [
