@@ -98,7 +98,9 @@ class LakeFSDataSource(DataSource):
     as Spark: no header by default), ``pathGlobFilter`` (file names to read), ``basePath``
     (where partition directories start, at or above the loaded prefix), ``maxPartitionBytes``,
     ``commit_message`` (write: also commit), ``since`` (read: a change feed, the module
-    docstring). ``home`` or ``endpoint`` + ``access_key_id`` +
+    docstring), ``readChangeFeed`` (the change feed's columns on every row: implied by ``since``,
+    which a batch read with it needs; a stream's choice, :mod:`lakectl.spark.streamsource`).
+    ``home`` or ``endpoint`` + ``access_key_id`` +
     ``secret_access_key`` name another lake than the one :func:`lakectl.spark.register` captured.
     """
 
@@ -119,12 +121,21 @@ class LakeFSDataSource(DataSource):
             raise InvalidArgument(f"unknown format {self.format!r}: expected one of {', '.join(FORMATS)}")
         self.lake = _connection(options, type(self).connection)
         self.since = str(options.get("since") or "")
+        self.read_change_feed = str(options.get("readChangeFeed", "false")).lower() == "true"
 
     def schema(self) -> StructType:
         listing = Listing.take(self)
-        return _spark_schema(listing.arrow_schema(self))
+        schema = listing.arrow_schema(self)
+        if self.read_change_feed and not listing.labels:  # a stream's rows: the snapshot's, labelled
+            schema = pa.schema([*schema, *(pa.field(k, pa.string()) for k in FEED_COLUMNS)])
+        return _spark_schema(schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if self.read_change_feed and not self.since:
+            raise InvalidArgument(
+                "readChangeFeed reads a range of commits: give since (the commit after which to "
+                "read), or read a stream (readStream)"
+            )
         self._note_read()
         return LakeFSReader(self, schema)
 
@@ -213,17 +224,22 @@ class Listing:
         lead = _below_base(source)
         files = _selected(source, lake_files(text, lambda path: _partition_of(lead + path)))
         if not files:
-            raise NotFound(f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix}")
+            raise NotFound(
+                f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix} (a stream that starts "
+                "before its data needs a schema: .schema(...))"
+            )
         return Listing(files, _partition_columns(files))
 
     @staticmethod
-    def changed(source: LakeFSDataSource) -> Listing:
-        """The change feed's objects: the target's prefix as a directory, or as one object."""
+    def changed(source: LakeFSDataSource, since: str = "", ref: str = "") -> Listing:
+        """The change feed's objects from ``since`` to ``ref`` (by default the source's ``since``
+        and ref; a stream's batch names both): the target's prefix as a directory, or as one
+        object."""
         t = source.target
         backend = source.lake.backend()
         try:
             changes = backend.change_feed(
-                t.repo, source.since, t.ref, t.prefix[:-1], signed=source.lake.remote
+                t.repo, since or source.since, ref or t.ref, t.prefix[:-1], signed=source.lake.remote
             )
         finally:
             backend.close()
@@ -352,13 +368,14 @@ class FilePartition(InputPartition):
 
 
 class LakeFSReader(DataSourceReader):
-    def __init__(self, source: LakeFSDataSource, schema: StructType) -> None:
+    def __init__(self, source: LakeFSDataSource, schema: StructType, listing: Listing | None = None) -> None:
+        """Reads ``listing`` (by default the source's: :meth:`Listing.take`)."""
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.source = source
         self.schema = schema
         self.arrow = to_arrow_schema(schema, timezone="UTC")
-        listing = Listing.take(source)
+        listing = listing if listing is not None else Listing.take(source)
         self.files = listing.files
         self.partition_types = dict(listing.partition_columns)
         self.constants = {*self.partition_types, *listing.labels}
