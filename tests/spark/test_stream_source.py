@@ -133,6 +133,8 @@ def test_deletes_with_read_change_feed_skipped_without_and_appended_lines_alone(
     ]
     plain = run(spark, uri, tmp_path / "plain", startingCommit=start)
     assert [r.asDict() for _, rows in plain for r in rows] == [{"n": 2}]
+    log = run(spark, f"{uri}/log.json", tmp_path / "log", startingCommit=start)  # one object
+    assert [r.asDict() for _, rows in log for r in rows] == [{"n": 2}]
     with pytest.raises(Exception, match="readChangeFeed reads a range of commits: give since"):
         spark.read.format("lakefs").options(format="json", readChangeFeed="true").load(uri).count()
 
