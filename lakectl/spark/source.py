@@ -104,8 +104,10 @@ class LakeFSDataSource(DataSource):
     as Spark: no header by default), ``pathGlobFilter`` (file names to read), ``basePath``
     (where partition directories start, at or above the loaded prefix), ``maxPartitionBytes``,
     ``commit_message`` (write: also commit), ``since`` (read: a change feed, the module
-    docstring), ``key`` (with ``since``: a feed of rows matched by these comma-separated
-    columns). ``home`` or ``endpoint`` + ``access_key_id`` +
+    docstring), ``key`` (with ``since``, or in a stream: a feed of rows matched by these
+    comma-separated columns), ``readChangeFeed`` (the change feed's columns on every row: implied
+    by ``since`` and ``key``; a batch read with it needs ``since``; a stream's choice,
+    :mod:`lakectl.spark.streamsource`). ``home`` or ``endpoint`` + ``access_key_id`` +
     ``secret_access_key`` name another lake than the one :func:`lakectl.spark.register` captured.
     """
 
@@ -129,14 +131,26 @@ class LakeFSDataSource(DataSource):
         self.key = tuple(k.strip() for k in str(options.get("key") or "").split(",") if k.strip())
         if set(self.key) & set(FEED_COLUMNS):
             raise InvalidArgument(f"a key column cannot be one of the feed's: {', '.join(FEED_COLUMNS)}")
+        flag = str(options.get("readChangeFeed", "false")).lower() == "true"
+        self.read_change_feed = flag or bool(self.key)
 
     def schema(self) -> StructType:
         listing = Listing.take(self)
-        return _spark_schema(listing.arrow_schema(self))
+        schema = listing.arrow_schema(self)
+        if self.read_change_feed and not listing.labels:  # a stream's rows: the snapshot's, labelled
+            schema = pa.schema([*schema, *(pa.field(k, pa.string()) for k in FEED_COLUMNS)])
+        return _spark_schema(schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if self.key and not self.since:
-            raise InvalidArgument("key matches the rows of a change feed: give since as well")
+        if self.read_change_feed and not self.since:
+            raise InvalidArgument(
+                (
+                    "key matches the rows of a change feed"
+                    if self.key
+                    else "readChangeFeed reads a range of commits"
+                )
+                + ": give since (the commit after which to read), or read a stream (readStream)"
+            )
         self._note_read()
         return LakeFSReader(self, schema)
 
@@ -225,19 +239,24 @@ class Listing:
         lead = _below_base(source)
         files = _selected(source, lake_files(text, lambda path: _partition_of(lead + path)))
         if not files:
-            raise NotFound(f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix}")
+            raise NotFound(
+                f"no objects to read under lakefs://{t.repo}/{t.ref}/{t.prefix} (a stream that starts "
+                "before its data needs a schema: .schema(...))"
+            )
         return Listing(files, _partition_columns(files))
 
     @staticmethod
-    def changed(source: LakeFSDataSource) -> Listing:
-        """The change feed's objects: the target's prefix as a directory, or as one object."""
+    def changed(source: LakeFSDataSource, since: str = "", ref: str = "") -> Listing:
+        """The change feed's objects from ``since`` to ``ref`` (by default the source's ``since``
+        and ref; a stream's batch names both): the target's prefix as a directory, or as one
+        object."""
         t = source.target
         backend = source.lake.backend()
         try:
-            end = backend.get_commit(t.repo, t.ref).id  # one range, however the ref moves meanwhile
+            end = ref or backend.get_commit(t.repo, t.ref).id  # one range, however the ref moves
             changes = backend.change_feed(
                 t.repo,
-                source.since,
+                since or source.since,
                 end,
                 t.prefix[:-1],
                 signed=source.lake.remote,
@@ -376,13 +395,14 @@ class FilePartition(InputPartition):
 
 
 class LakeFSReader(DataSourceReader):
-    def __init__(self, source: LakeFSDataSource, schema: StructType) -> None:
+    def __init__(self, source: LakeFSDataSource, schema: StructType, listing: Listing | None = None) -> None:
+        """Reads ``listing`` (by default the source's: :meth:`Listing.take`)."""
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.source = source
         self.schema = schema
         self.arrow = to_arrow_schema(schema, timezone="UTC")
-        listing = Listing.take(source)
+        listing = listing if listing is not None else Listing.take(source)
         self.files = listing.files
         self.partition_types = dict(listing.partition_columns)
         self.constants = {*self.partition_types, *listing.labels}

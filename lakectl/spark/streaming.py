@@ -28,6 +28,7 @@ from pyspark.sql.types import StructType
 from lakectl.client.protocol import Backend
 from lakectl.errors import InvalidArgument
 from lakectl.spark.source import LakeFSDataSource, LakeFSWriter, Written
+from lakectl.spark.streamsource import LakeFSStreamReader
 
 STREAM_ID = "lakectl_stream_id"
 BATCH_ID = "lakectl_batch_id"
@@ -39,7 +40,13 @@ def stream_id(checkpoint: str) -> str:
 
 
 class LakeFSStreamingSource(LakeFSDataSource):
-    """The ``lakefs`` source with streaming writes: what :func:`lakectl.spark.register` registers."""
+    """The ``lakefs`` source with streaming reads and writes: what :func:`lakectl.spark.register`
+    registers."""
+
+    def streamReader(self, schema: StructType) -> LakeFSStreamReader:
+        """``readStream.format("lakefs")``: each new commit of the branch that changes the path, in
+        commit order (:mod:`lakectl.spark.streamsource`)."""
+        return LakeFSStreamReader(self, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> LakeFSStreamWriter:
         """``writeStream.format("lakefs")``: one commit per micro-batch, exactly once;
