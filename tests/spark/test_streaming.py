@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +89,41 @@ def test_each_batch_is_one_commit_once_even_when_spark_replays_it(
     run(spark, source, checkpoint, uri)
     assert stream_commits(lake, repo)[0][BATCH_ID] == "3"
     assert landed(spark, repo) == list(range(90))
+
+
+def test_a_driver_killed_mid_stream_then_restarted_lands_every_row_exactly_once(
+    lake: Lake, spark: Any, tmp_path: Path
+) -> None:
+    """A real crash: the driver's process group killed with SIGKILL once three batches have landed
+    (wherever it is then: in a batch's tasks, in the sink's commit, or between a commit and
+    Spark's checkpoint), then a new driver on the same checkpoint runs the stream to its end."""
+    repo = unique("streamkill")
+    lake.backend.create_repo(repo)
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+    for n in range(10):
+        drop_in(source, f"{n:02d}.json", range(n * 40, n * 40 + 40))
+    uri = f"lakefs://{repo}/main/ingest/"
+    argv = [sys.executable, "-m", "tests.spark.stream_driver", json.dumps(lake.connect), str(source)]
+    argv += [str(checkpoint), uri]
+    root = Path(__file__).resolve().parents[2]
+    driver = subprocess.Popen(
+        argv, cwd=root, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while len(stream_commits(lake, repo)) < 3 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert driver.poll() is None, "the driver ended before it could be killed"
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(60)
+    assert 3 <= len(stream_commits(lake, repo)) < 10, "killed mid-stream"
+
+    again = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    made = stream_commits(lake, repo)
+    batches = [int(m[BATCH_ID]) for m in made]
+    assert sorted(batches) == list(range(10)), "each micro-batch committed once"
+    lake.register(spark)
+    assert landed(spark, repo) == list(range(400)), "every row exactly once"
