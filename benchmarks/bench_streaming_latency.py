@@ -110,8 +110,9 @@ def file_pipeline(spark: Any, work: str, commits: int, rows: int) -> list[float]
             f.write(lines(k * rows, rows))
         os.replace(tmp, os.path.join(source, f"part-{k:05d}.json"))
 
-    def arrived(k: int) -> bool:
-        return os.path.isdir(log) and len([n for n in os.listdir(log) if n.isdigit()]) > k
+    def arrived(k: int) -> bool:  # the sink's log: a file per batch ("9.compact" every tenth)
+        names = os.listdir(log) if os.path.isdir(log) else []
+        return len([n for n in names if n.split(".")[0].isdigit()]) > k
 
     try:
         wait_for(lambda: query.lastProgress is not None)

@@ -7,8 +7,8 @@ commit, exactly once. Printed beside it, on the same session and data: the same 
 Spark's own ``json`` file sink (no commit, no exactly-once across a branch's history), the floor
 of what Spark itself costs per micro-batch. The machine's load is printed first.
 
-Not measured here: the end-to-end latency from a commit on a source branch to its rows committed
-downstream, which needs a streaming source on a branch.
+The end-to-end latency from a commit on a source branch to its rows committed downstream is
+``bench_streaming_latency.py``'s.
 """
 
 from __future__ import annotations

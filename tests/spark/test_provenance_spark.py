@@ -9,6 +9,7 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +22,8 @@ from tests.spark.test_source import Lake, events, lake, parquet
 __all__ = ["lake"]
 
 
-def head(lake: Lake, repo: str) -> Any:
-    return lake.backend.get_commit(repo, "main")
+def head(lake: Lake, repo: str, branch: str = "main") -> Any:
+    return lake.backend.get_commit(repo, branch)
 
 
 def test_two_chained_jobs_record_their_inputs_and_code(lake: Lake, spark: Any) -> None:
@@ -115,3 +116,30 @@ def test_each_commit_is_an_openlineage_run_event_when_a_url_is_set(
     [source] = event["inputs"]
     assert (source["namespace"], source["name"]) == (f"lakefs://{raw}", "events")
     assert source["facets"]["version"]["datasetVersion"] == ingest.id
+
+
+def test_a_stream_from_a_branch_into_a_branch_records_each_batch_input(
+    lake: Lake, spark: Any, tmp_path: Path
+) -> None:
+    repo = unique("streamprov")
+    b = lake.backend
+    b.create_repo(repo)
+    b.create_branch(repo, "out", "main")
+    b.upload(repo, "main", "in/a.json", b'{"n": 1}\n')
+    first = b.commit(repo, "main", "a").id
+    lake.register(spark)
+    Recorder(str(spark.sparkContext.applicationId)).metadata()  # what earlier tests read: not ours
+    stream = spark.readStream.format("lakefs").option("format", "json").option("startingCommit", "earliest")
+    query = (
+        stream.load(f"lakefs://{repo}/main/in")
+        .writeStream.format("lakefs")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("format", "json")
+        .trigger(availableNow=True)
+        .start(f"lakefs://{repo}/out/copied")
+    )
+    assert query.awaitTermination(180) and query.exception() is None
+    made = head(lake, repo, "out")
+    assert json.loads(made.metadata[INPUTS]) == [{"repository": repo, "commit": first, "path": "in"}]
+    [downstream] = lake.backend.downstream(repo, first)
+    assert downstream["commit"]["id"] == made.id
