@@ -45,7 +45,7 @@ Table = Annotated[
     bool,
     typer.Option(
         "--table",
-        help="Compare the table at PATH row by row (LEFT's tree against RIGHT's): schema changes, "
+        help="Compare the table at PATH row by row (three-dot as the diff, or --two-way): schema changes, "
         "row counts, rows added, removed and changed, per partition.",
     ),
 ]
@@ -96,8 +96,9 @@ def diff(
     RIGHT's). A branch there is its last commit (main, or main@); main$ is its staging area,
     uncommitted changes included, as in lakeFS. Lines read "+ added", "- removed", "~ changed".
 
-    With --table LEFT RIGHT PATH: what changed inside the table at PATH, from LEFT's tree to
-    RIGHT's. Only objects whose data differs are read.
+    With --table LEFT RIGHT PATH: what changed inside the table at PATH, three-dot as well (on
+    RIGHT since its merge base with LEFT; --two-way: LEFT's tree to RIGHT's). Only objects whose
+    data differs are read.
 
     With --since FROM and one ref: the changes of the ref's commits after FROM's (FROM must be
     an ancestor of the ref).
@@ -115,7 +116,7 @@ def diff(
         return
     b = backend()
     if table or path is not None:
-        _table(lu, right, path, table, key, amount, after, spark, json_)
+        _table(lu, right, path, table, key, amount, after, spark, json_, two_way)
         return
     if spark is not None:
         from lakectl.errors import InvalidArgument
@@ -155,6 +156,7 @@ def _table(
     after: str,
     spark: str | None,
     json_: bool,
+    two_way: bool,
 ) -> None:
     from lakectl.errors import InvalidArgument
 
@@ -167,5 +169,6 @@ def _table(
     ru = ref_uri(right)
     assert lu.ref is not None and ru.ref is not None
     columns = [c.strip() for c in key.split(",") if c.strip()]
-    found = backend().diff_table(same_repo(lu, ru), lu.ref, ru.ref, path, columns, amount, after, spark)
+    repo = same_repo(lu, ru)
+    found = backend().diff_table(repo, lu.ref, ru.ref, path, columns, amount, after, spark, two_way)
     render.emit(found, json_, render.table_diff)

@@ -335,17 +335,19 @@ class LocalBackend:
         amount: int = 100,
         after: str = "",
         spark_master: str | None = None,
+        two_way: bool = False,
     ) -> dict[str, Any]:
         if spark_master is not None:
             from lakectl.sparkjobs import tablediff as spark_tablediff
 
             found = spark_tablediff.diff_table(
-                self.lake, repo, left, right, path, key, amount, after, master=spark_master
+                self.lake, repo, left, right, path, key, amount, after, master=spark_master, two_way=two_way
             )
             return found.to_dict()
         from lakectl.core import tablediff
 
-        return tablediff.diff_table(self.lake, repo, left, right, path, key, amount, after).to_dict()
+        found = tablediff.diff_table(self.lake, repo, left, right, path, key, amount, after, two_way=two_way)
+        return found.to_dict()
 
     def merge(
         self,

@@ -277,8 +277,10 @@ class Backend(Protocol):
         amount: int = 100,
         after: str = "",
         spark_master: str | None = None,
+        two_way: bool = False,
     ) -> dict[str, Any]:
-        """The data-aware diff of the table at ``path`` from ``left``'s tree to ``right``'s, as
+        """The data-aware diff of the table at ``path`` from ``left`` to ``right`` (three-dot,
+        since their merge base; ``two_way``: left's tree against right's), as
         :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes).
         With ``spark_master``, the same diff runs as a Spark job on that master
         (:func:`lakectl.sparkjobs.tablediff.diff_table`), against an embedded lake only."""

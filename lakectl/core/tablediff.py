@@ -13,6 +13,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from lakectl.core.changes import find_merge_base
 from lakectl.core.lake import Lake
 from lakectl.core.tables import parts
 from lakectl.core.tables.records import (
@@ -132,10 +133,13 @@ def diff_table(
     after: str = "",
     keyed: KeyedCompare = _in_process,
     multiset: MultisetCompare = _multiset_in_process,
+    two_way: bool = False,
 ) -> TableDiff:
-    """The diff of the table at ``path`` from ``left`` to ``right`` (refs, two-way: left's tree
-    against right's). With ``key``, rows are matched by it (unique on each side) and reported
-    added, removed or changed; without, whole rows are compared as multisets. ``rows`` holds at
+    """The diff of the table at ``path`` from ``left`` to ``right``: three-dot by default, as
+    :func:`lakectl.core.changes.diff_refs` diffs (from their merge base's tree to right's; left's
+    own when their histories never meet), or with ``two_way`` left's tree against right's.
+    With ``key``, rows are matched by it (unique on each side) and reported added, removed or
+    changed; without, whole rows are compared as multisets. ``rows`` holds at
     most ``amount`` row changes after ``after`` (a ``next_offset``); every count covers the
     whole diff. Raise ``NotFound`` when neither side has a table at ``path``, and
     ``InvalidArgument`` for a key column missing on a side, a key that is not unique, or an
@@ -143,6 +147,9 @@ def diff_table(
     ``multiset`` those of a diff without a key (another engine gives the same answer)."""
     key = tuple(key)
     _check(key, amount)
+    if not two_way:
+        base = find_merge_base(lake, repo, left, right)
+        left = base.id if base is not None else left
     located = parts.locate(lake, repo, left, right, path)
     lside = parts.open_side(lake, repo, left, located.left)
     try:

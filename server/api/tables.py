@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 
@@ -30,9 +30,21 @@ def diff_table(
     key: str = Query("", description="key columns, comma-separated (none: a multiset diff of whole rows)"),
     after: After = "",
     amount: Amount = None,
+    type: Literal["three_dot", "two_dot"] = Query(
+        "three_dot",
+        description="three_dot: since the refs' merge base (as lakeFS's diff); two_dot: tree to tree",
+    ),
 ) -> dict[str, Any]:
     columns = [c.strip() for c in key.split(",") if c.strip()]
     found = tablediff.diff_table(
-        lake, repository, left_ref, right_ref, path, columns, page_size(amount), after
+        lake,
+        repository,
+        left_ref,
+        right_ref,
+        path,
+        columns,
+        page_size(amount),
+        after,
+        two_way=type == "two_dot",
     )
     return found.to_dict()

@@ -90,6 +90,30 @@ def test_a_keyed_table_diff_between_two_branches(cli: Cli, tmp_path: Path) -> No
     assert len(rest["rows"]) == 1 and not rest["next_offset"]
 
 
+def test_one_baseline_the_merge_base_as_diff_and_two_way_on_request(cli: Cli) -> None:
+    """``diff`` and ``diff --table`` on the same refs see the same changes: what RIGHT changed
+    since its merge base with LEFT, not what LEFT changed since (``--two-way``: tree to tree)."""
+    cli("repo", "create", "lakefs://mig")
+    orders = pa.table({"order_id": [1, 2, 3], "status": ["new", "new", "new"]})
+    _put(cli, "lakefs://mig/main/orders.parquet", orders)
+    cli("commit", "lakefs://mig/main", "-m", "orders")
+    cli("branch", "create", "lakefs://mig/fix-a", "--source", "lakefs://mig/main")
+    fixed = pa.table({"order_id": [1, 2, 3], "status": ["new", "fixed", "new"]})
+    _put(cli, "lakefs://mig/fix-a/orders.parquet", fixed)
+    cli("commit", "lakefs://mig/fix-a", "-m", "fix order 2")
+    shipped = pa.table({"order_id": [1, 2, 3], "status": ["shipped", "new", "new"]})
+    _put(cli, "lakefs://mig/main/orders.parquet", shipped)  # main moves on after the split
+    cli("commit", "lakefs://mig/main", "-m", "ship order 1")
+
+    refs = ("lakefs://mig/main", "lakefs://mig/fix-a")
+    assert [c["path"] for c in cli("diff", *refs)] == ["orders.parquet"]
+    found = cli("diff", "--table", "--key", "order_id", *refs, "orders.parquet")
+    assert [(r["type"], r["key"]["order_id"]) for r in found["rows"]] == [("changed", 2)]
+    assert found["rows"][0]["old"]["status"] == "new" and found["rows"][0]["new"]["status"] == "fixed"
+    both = cli("diff", "--table", "--two-way", "--key", "order_id", *refs, "orders.parquet")
+    assert sorted(r["key"]["order_id"] for r in both["rows"]) == [1, 2]  # main's change shows too
+
+
 def test_refusals(cli: Cli) -> None:
     cli("repo", "create", "lakefs://R")
     _put(cli, "lakefs://R/main/t.parquet", pa.table({"id": [1]}))
