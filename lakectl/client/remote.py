@@ -432,7 +432,9 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
     ) -> list[FeedChange]:
         params = {"since": since, "prefix": prefix}
         params.update({"signed": "true"} if signed else {})
-        params.update({"by_commit": "true"} if by_commit else {})
+        if by_commit:  # paged by position: every page of one range, however the ref moves meanwhile
+            params["by_commit"] = "true"
+            ref = self.get_commit(repo, ref).id
         return [
             wire.feed_change(d) for d in self._pages(f"{self._repo(repo)}/refs/{_q(ref)}/changes", params)
         ]

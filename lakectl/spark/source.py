@@ -253,11 +253,10 @@ class Listing:
         t = source.target
         backend = source.lake.backend()
         try:
-            end = ref or backend.get_commit(t.repo, t.ref).id  # one range, however the ref moves
             changes = backend.change_feed(
                 t.repo,
                 since or source.since,
-                end,
+                ref or t.ref,
                 t.prefix[:-1],
                 signed=source.lake.remote,
                 by_commit=bool(source.key),
