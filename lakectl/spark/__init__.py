@@ -6,7 +6,7 @@
     df.write.format("lakefs").mode("overwrite").option("commit_message", "daily").save(
         "lakefs://repo/etl/events")
 
-Needs PySpark 4.1+ (the ``spark`` extra: :data:`lakectl.spark.session.INSTALL`) and Java 17+.
+Needs PySpark 4.2+ (the ``spark`` extra: :data:`lakectl.spark.session.INSTALL`) and Java 17+.
 
 This package is the floor above :mod:`lakectl.client`: its modules import the client. The Spark
 jobs the backends and the server run (garbage collection, fsck, table diff and merge) are in

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 APP_NAME = "lakectl-jobs"
 
-INSTALL = "pip install 'pyspark>=4.1' (the spark extra: pip install -e '.[spark]' in a clone of lakectl)"
+INSTALL = "pip install 'pyspark>=4.2' (the spark extra: pip install -e '.[spark]' in a clone of lakectl)"
 """How to get Spark support, as every message that needs it says: the first form works wherever
 lakectl came from; the second installs the extra from a checkout."""
 
