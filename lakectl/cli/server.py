@@ -74,18 +74,19 @@ def setup(
 
 @app.command("run")
 def run(config: ConfigOpt = None, data_dir: DataDirOpt = None, json_: JsonFlag = False) -> None:
-    """Serve the REST API (/api/v1) on listen_address and the S3 gateway on
+    """Serve the REST API (/api/v1) and the web UI (/ui/) on listen_address and the S3 gateway on
     gateways.s3.listen_address (default: the API's port + 1) until interrupted.
 
     Configuration errors exit 2 before anything listens. With --json the start-up record
-    {listen_address, s3_listen_address, data_dir, database} is printed as JSON before the server
-    logs anything.
+    {listen_address, s3_listen_address, ui_url, data_dir, database} is printed as JSON before the
+    server logs anything.
     """
 
     def announce(settings: Any) -> None:  # a server.config.Settings
         data = {
             "listen_address": settings.listen_address,
             "s3_listen_address": settings.s3.listen_address,
+            "ui_url": f"http://{settings.listen_address}/ui/",
             "data_dir": settings.data_dir,
             "database": settings.database.type.value,
         }
@@ -93,8 +94,8 @@ def run(config: ConfigOpt = None, data_dir: DataDirOpt = None, json_: JsonFlag =
             data,
             json_,
             lambda d: render.note(
-                f"lakectl server on http://{d['listen_address']}/api/v1, S3 gateway on "
-                f"http://{d['s3_listen_address']} (data in {d['data_dir']})"
+                f"lakectl server on http://{d['listen_address']}/api/v1, web UI on {d['ui_url']}, "
+                f"S3 gateway on http://{d['s3_listen_address']} (data in {d['data_dir']})"
             ),
         )
         sys.stdout.flush()

@@ -114,6 +114,7 @@ def test_run_serves_the_api(tmp_path: Path) -> None:
     assert start == {
         "listen_address": f"127.0.0.1:{port}",
         "s3_listen_address": f"127.0.0.1:{s3_port}",
+        "ui_url": f"http://127.0.0.1:{port}/ui/",
         "data_dir": str(tmp_path),
         "database": "sqlite",
     }
@@ -136,3 +137,37 @@ def test_accepted_connections_send_without_delay(tmp_path: Path, monkeypatch: py
         accepted, _ = server.accept()
         with accepted:
             assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_the_start_line_names_the_web_ui_it_serves(tmp_path: Path) -> None:
+    port, s3_port = free_port(), free_port()
+    conf = tmp_path / "server.yaml"
+    conf.write_text(
+        f"listen_address: 127.0.0.1:{port}\ngateways: {{s3: {{listen_address: '127.0.0.1:{s3_port}'}}}}\n"
+    )
+    env = _env(tmp_path)
+    _lakectl("server", "setup", "--config", str(conf), "--json", env=env)
+    proc = subprocess.Popen(
+        [str(LAKECTL), "server", "run", "--config", str(conf)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    ui = f"http://127.0.0.1:{port}/ui/"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert proc.poll() is None, proc.communicate(timeout=5)
+            assert time.monotonic() < deadline, "the server did not answer in time"
+            try:
+                page = httpx.get(ui, timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        assert page.status_code in (200, 303) and "/ui/" in str(page.headers.get("location", ui))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    line = f"lakectl server on http://127.0.0.1:{port}/api/v1, web UI on {ui}, S3 gateway on http://127.0.0.1:{s3_port}"
+    assert line in stdout + stderr

@@ -225,3 +225,24 @@ def test_close_reopen_and_the_status_filters(api: httpx.Client, admin: httpx.Cli
     assert _form_post(admin, page, f"{page}/reopen").status_code == 303
     assert api.get(f"/repositories/{repo}/pulls/{pid}").json()["status"] == "open"
     assert admin.get(f"/ui/repos/{repo}/pulls/99").status_code == 404
+
+
+def test_approvals_without_a_rule_read_as_approvals_not_as_a_quota(
+    live: Live, api: httpx.Client, admin: httpx.Client
+) -> None:
+    repo = new_repo(api)
+    api.post(f"/repositories/{repo}/branches", json={"name": "fix", "source": "main"})
+    pid = api.post(
+        f"/repositories/{repo}/pulls",
+        json={"title": "t", "source_branch": "fix", "destination_branch": "main"},
+    ).json()["id"]
+    page = admin.get(f"/ui/repos/{repo}/pulls/{pid}").text
+    assert "Approvals: none (none required)" in page and "of 0 required" not in page
+    bob = make_user(live, "Developers")
+    with live.client((bob.key_id, bob.secret)) as as_bob:
+        made = as_bob.post(
+            f"/repositories/{repo}/pulls/{pid}/reviews", json={"verdict": "approved", "body": ""}
+        )
+        assert made.status_code == 201, made.text
+    page = admin.get(f"/ui/repos/{repo}/pulls/{pid}").text
+    assert f"Approvals: approved by {bob.id} (none required)" in page and "of 0 required" not in page
