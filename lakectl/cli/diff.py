@@ -55,8 +55,16 @@ Key = Annotated[
         "--key", help="With --table: key columns, comma-separated (none: a multiset diff of whole rows)."
     ),
 ]
+ROW_PAGE = 1000
+"""Row changes one page of ``diff --table --amount 0`` asks for."""
 RowAmount = Annotated[
-    int, typer.Option("--amount", min=1, max=1000, help="With --table: row changes to show.")
+    int,
+    typer.Option(
+        "--amount",
+        min=0,
+        max=1000,
+        help="With --table: row changes to show (0: all of them, page after page).",
+    ),
 ]
 RowAfter = Annotated[
     str,
@@ -170,5 +178,12 @@ def _table(
     assert lu.ref is not None and ru.ref is not None
     columns = [c.strip() for c in key.split(",") if c.strip()]
     repo = same_repo(lu, ru)
-    found = backend().diff_table(repo, lu.ref, ru.ref, path, columns, amount, after, spark, two_way)
-    render.emit(found, json_, render.table_diff)
+    b = backend()
+    found = b.diff_table(repo, lu.ref, ru.ref, path, columns, amount or ROW_PAGE, after, spark, two_way)
+    rows = list(found["rows"])
+    while amount == 0 and found["next_offset"]:  # all of them: the pages that follow
+        found = b.diff_table(
+            repo, lu.ref, ru.ref, path, columns, ROW_PAGE, found["next_offset"], spark, two_way
+        )
+        rows += found["rows"]
+    render.emit({**found, "rows": rows}, json_, render.table_diff)

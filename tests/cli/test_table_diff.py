@@ -114,6 +114,19 @@ def test_one_baseline_the_merge_base_as_diff_and_two_way_on_request(cli: Cli) ->
     assert sorted(r["key"]["order_id"] for r in both["rows"]) == [1, 2]  # main's change shows too
 
 
+def test_amount_zero_is_every_row_change_as_on_lists(cli: Cli) -> None:
+    cli("repo", "create", "lakefs://many")
+    _put(cli, "lakefs://many/main/t.parquet", pa.table({"id": range(1500), "v": [0] * 1500}))
+    cli("commit", "lakefs://many/main", "-m", "v 0")
+    _put(cli, "lakefs://many/main/t.parquet", pa.table({"id": range(1500), "v": [1] * 1500}))
+    cli("commit", "lakefs://many/main", "-m", "v 1")
+    refs = ("lakefs://many/main~1", "lakefs://many/main", "t.parquet")
+    found = cli("diff", "--table", "--key", "id", "--amount", "0", *refs)
+    assert [r["key"]["id"] for r in found["rows"]] == list(range(1500)) and found["next_offset"] == ""
+    assert found["changed"] == 1500
+    assert len(cli("diff", "--table", "--key", "id", *refs)["rows"]) == 100  # the default page
+
+
 def test_refusals(cli: Cli) -> None:
     cli("repo", "create", "lakefs://R")
     _put(cli, "lakefs://R/main/t.parquet", pa.table({"id": [1]}))
