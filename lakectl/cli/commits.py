@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, more, noun, parse_metadata, ref_uri, split_list
+from lakectl.cli.common import JsonFlag, backend, more, noun, parse_metadata, ref_uri, since_time, split_list
 from lakectl.errors import InvalidArgument
 
 show_app = noun("Show a commit.")
@@ -80,7 +80,11 @@ Limit = Annotated[
 ]
 Since = Annotated[
     str,
-    typer.Option("--since", help="Only commits created at or after this RFC 3339 date-time."),
+    typer.Option(
+        "--since",
+        help="Only commits created at or after this time: an RFC 3339 date-time, or as git reads it "
+        "(yesterday, 2.weeks, '3 days ago').",
+    ),
 ]
 StopAt = Annotated[
     str, typer.Option("--stop-at", help="A ref whose commit is the last one shown (included).")
@@ -118,6 +122,9 @@ Dot = Annotated[
 ShowMetaRangeIds = Annotated[
     bool, typer.Option("--show-meta-range-id", help="Also show each commit's meta range id.")
 ]
+OneLine = Annotated[
+    bool, typer.Option("--oneline", help="One line a commit: its short id and the first line of its message.")
+]
 
 
 def log(
@@ -134,13 +141,15 @@ def log(
     prefixes: Prefixes = None,
     dot: Dot = False,
     show_meta_range_id: ShowMetaRangeIds = False,
+    oneline: OneLine = False,
     json_: JsonFlag = False,
 ) -> None:
     """Show the commits reachable from a ref, newest first."""
     uri = ref_uri(ref)
     assert uri.ref is not None
-    if dot and json_:
-        raise InvalidArgument("give --dot or --json, not both")
+    if sum((dot, json_, oneline)) > 1:
+        raise InvalidArgument("give one of --dot, --json and --oneline")
+    since = since_time(since)
     objs, prefs = split_list(objects, "objects"), split_list(prefixes, "prefixes")
     ask = amount + 1 if amount and not limit else amount or None
     found = iter(
@@ -165,7 +174,11 @@ def log(
             shown.append(c.id)
             yield c.to_dict()
 
-    _render_log(page(), json_, dot, show_meta_range_id)
+    if oneline:
+        for c in page():
+            render.commit_line(c)
+    else:
+        _render_log(page(), json_, dot, show_meta_range_id)
     if amount and not limit and shown and next(found, None) is not None:
         more(amount, shown[-1])
 

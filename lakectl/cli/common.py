@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable
 from itertools import islice
@@ -225,3 +226,47 @@ def split_list(values: list[str] | None, what: str) -> list[str]:
             raise InvalidArgument(f"the {what} list holds an empty item: {value!r}")
         out.extend(items)
     return out
+
+
+# -- times as git reads them ------------------------------------------------------------------
+
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+_UNITS.update({"month": 30 * 86400, "year": 365 * 86400})
+_RELATIVE = re.compile(
+    r"(\d+)[\s._]*(second|minute|hour|day|week|month|year)s?(?:[\s._]+ago)?", re.IGNORECASE
+)
+
+
+def since_time(text: str, now: float | None = None) -> str:
+    """A ``--since`` time as the API takes it (RFC 3339): an RFC 3339 date-time as it is, or one
+    of git's relative forms, counted back from ``now``: ``now``, ``today`` (midnight here),
+    ``yesterday`` (this time yesterday), ``2.weeks``, ``3 days ago`` (a month is 30 days, a year
+    365). ``""`` stays ``""``; anything else is ``InvalidArgument``."""
+    import datetime as dt
+    import time
+
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        dt.datetime.fromisoformat(text)
+        return text
+    except ValueError:
+        pass
+    clock = time.time() if now is None else now
+    word = text.lower()
+    found = _RELATIVE.fullmatch(word)
+    if word == "today":
+        local = dt.datetime.fromtimestamp(clock).astimezone()
+        when = local.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+    elif word in ("now", "yesterday") or found:
+        back = 0 if word == "now" else 86400 if word == "yesterday" else 0
+        if found:
+            back = int(found.group(1)) * _UNITS[found.group(2).lower()]
+        when = clock - back
+    else:
+        raise InvalidArgument(
+            f"invalid time {text[:64]!r}: an RFC 3339 date-time (2024-05-01T12:00:00Z) or as git "
+            "reads it (yesterday, 2.weeks, 3 days ago)"
+        )
+    return dt.datetime.fromtimestamp(when, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

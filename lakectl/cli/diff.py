@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from lakectl.cli import render
 from lakectl.cli.common import JsonFlag, backend, ref_uri, same_repo
+from lakectl.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from lakectl.core.uri import URI
@@ -41,6 +42,13 @@ TablePath = Annotated[
     typer.Argument(help="With --table: the table (a Parquet or CSV object, or a prefix)", show_default=False),
 ]
 Prefix = Annotated[str, typer.Option("--prefix", help="Only paths under this prefix.")]
+Stat = Annotated[
+    bool,
+    typer.Option(
+        "--stat",
+        help="Each changed path with its size, then how many were added, removed and changed (git's --stat).",
+    ),
+]
 Table = Annotated[
     bool,
     typer.Option(
@@ -95,6 +103,7 @@ def diff(
     after: RowAfter = "",
     spark: Spark = None,
     since: DiffSince = "",
+    stat: Stat = False,
     json_: JsonFlag = False,
 ) -> None:
     """Show uncommitted changes, or the changes between two refs.
@@ -120,38 +129,45 @@ def diff(
             prefix,
             json_,
             right is not None or two_way or table or path is not None or spark is not None,
+            stat,
         )
         return
     b = backend()
     if table or path is not None:
+        if stat:
+            raise InvalidArgument("--stat counts changed objects: not with --table")
         _table(lu, right, path, table, key, amount, after, spark, json_, two_way)
         return
     if spark is not None:
-        from lakectl.errors import InvalidArgument
-
         raise InvalidArgument("--spark computes a table diff: add --table")
     if right is None:
         if two_way:
-            from lakectl.errors import InvalidArgument
-
             raise InvalidArgument("--two-way compares two refs: give a right ref")
         changes = b.diff_uncommitted(lu.repo, lu.ref, prefix)
     else:
         ru = ref_uri(right)
         assert ru.ref is not None
         changes = list(b.diff_refs(same_repo(lu, ru), lu.ref, ru.ref, two_way, prefix))
-    render.emit([c.to_dict() for c in changes], json_, render.changes)
+    _emit(changes, json_, stat)
 
 
-def _since(lu: URI, since: str, prefix: str, json_: bool, more: bool) -> None:
+def _emit(changes: list[Any], json_: bool, stat: bool) -> None:
+    """The changes, one a line, or with ``stat`` each with its size and the counts."""
+    data = [c.to_dict() for c in changes]
+    if stat:
+        counts = {kind: sum(1 for c in data if c["type"] == kind) for kind in ("added", "removed", "changed")}
+        render.emit({"changes": data, **counts}, json_, render.diff_stat)
+    else:
+        render.emit(data, json_, render.changes)
+
+
+def _since(lu: URI, since: str, prefix: str, json_: bool, more: bool, stat: bool) -> None:
     """``diff --since FROM REF``: the changes in REF's history after FROM's commit."""
-    from lakectl.errors import InvalidArgument
-
     if more:
         raise InvalidArgument("--since FROM takes one ref, without --two-way, --table or --spark")
     assert lu.ref is not None
     changes = list(backend().diff_since(lu.repo, since, lu.ref, prefix))
-    render.emit([c.to_dict() for c in changes], json_, render.changes)
+    _emit(changes, json_, stat)
 
 
 def _table(
@@ -166,8 +182,6 @@ def _table(
     json_: bool,
     two_way: bool,
 ) -> None:
-    from lakectl.errors import InvalidArgument
-
     if not table:
         raise InvalidArgument("a third argument names a table: add --table")
     if right is None or path is None:

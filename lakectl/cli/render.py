@@ -230,6 +230,12 @@ def commit(data: Data, show_meta_range_id: bool = False) -> None:
             line(f"    {key} = {value}")
 
 
+def commit_line(data: Data) -> None:
+    """A commit as ``lakectl log --oneline`` shows it: short id, first line of the message."""
+    first = next(iter(data["message"].splitlines()), "")
+    line(f"{data['id'][:12]} {first}".rstrip())
+
+
 def dot(commits: Iterable[Data]) -> None:
     """The commit graph in Graphviz dot, as ``lakectl log --dot`` draws it: one note per commit
     (its short id and message; a merge in bold), an edge from each parent, oldest at the bottom."""
@@ -299,6 +305,18 @@ def changes(data: list[Data]) -> None:
         note("no changes")
     for c in data:
         line(f"{_DIFF_MARK[c['type']]} {c['path']}")
+
+
+def diff_stat(data: Data) -> None:
+    """``lakectl diff --stat``: each changed path with its size (as it is now; a removed one as
+    it was), then the counts, as git's --stat ends."""
+    rows = data["changes"]
+    width = max((len(c["path"]) for c in rows), default=0)
+    for c in rows:
+        line(f" {_DIFF_MARK[c['type']]} {c['path'].ljust(width)} | {size(c['size_bytes'])}")
+    total = len(rows)
+    counts = ", ".join(f"{data[k]} {k}" for k in ("added", "removed", "changed") if data[k])
+    line(f"{total} {'object' if total == 1 else 'objects'} changed" + (f": {counts}" if counts else ""))
 
 
 def table_diff(data: Data) -> None:
