@@ -8,6 +8,11 @@ Human output never prints a stored value raw: object paths, messages and metadat
 a lake written before lakectl refused control characters, or by another tool, and an ESC or a
 bidi override in them would drive the terminal. Every line goes through :func:`_safe`, which
 escapes them as Python does (``\x1b``, ``\u202e``). JSON output keeps the values as they are.
+
+Colour, as git and lakeFS's lakectl colour: diff lines green, red and yellow by their mark, commit
+ids yellow, ``error:`` red. Only on a terminal (each stream asked for itself), never with
+``--no-color``, a non-empty ``NO_COLOR`` or ``TERM=dumb``; the codes go around text already
+escaped, so a stored value never brings its own.
 """
 
 from __future__ import annotations
@@ -78,8 +83,34 @@ def _safe(text: str) -> str:
     return printable(text.replace("\r", "\\r"), multiline=True)
 
 
-def line(text: str = "") -> None:
-    sys.stdout.write(_safe(text) + "\n")
+GREEN, RED, YELLOW, BOLD_RED = "32", "31", "33", "1;31"
+"""SGR codes of the styles used."""
+
+
+def _colours(stream: Any) -> bool:
+    """Whether to colour what goes to ``stream``: a terminal, with colour allowed."""
+    import os
+
+    from lakectl.cli import options
+
+    if not options.color() or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _paint(text: str, style: str | None, stream: Any) -> str:
+    """``text`` (already escaped) in ``style`` where ``stream`` takes colour."""
+    return f"\x1b[{style}m{text}\x1b[0m" if style and text and _colours(stream) else text
+
+
+def line(text: str = "", style: str | None = None) -> None:
+    sys.stdout.write(_paint(_safe(text), style, sys.stdout) + "\n")
+
+
+def parts(*pieces: tuple[str, str | None]) -> None:
+    """One line of pieces, each ``(text, style)``: part of a line in colour."""
+    sys.stdout.write("".join(_paint(_safe(t), s, sys.stdout) for t, s in pieces) + "\n")
 
 
 def lines(texts: Iterable[str]) -> None:
@@ -107,7 +138,7 @@ def error(exc: LakectlError, as_json: bool) -> None:
         shown = ", ".join(conflicts[:10])
         more = f" (and {len(conflicts) - 10} more)" if len(conflicts) > 10 else ""
         message = f"{message}: {shown}{more}"
-    sys.stderr.write(f"error: {_safe(' '.join(message.splitlines()))}\n")
+    sys.stderr.write(f"{_paint('error:', BOLD_RED, sys.stderr)} {_safe(' '.join(message.splitlines()))}\n")
 
 
 # -- human renderings -----------------------------------------------------------------------
@@ -213,7 +244,7 @@ def ref(data: Data) -> None:
 
 def commit(data: Data, show_meta_range_id: bool = False) -> None:
     """A commit as ``lakectl log`` shows it."""
-    line(f"ID:            {data['id']}")
+    parts(("ID:            ", None), (data["id"], YELLOW))
     if data["committer"]:
         line(f"Author:        {data['committer']}")
     line(f"Date:          {when(data['creation_date'])}")
@@ -233,7 +264,7 @@ def commit(data: Data, show_meta_range_id: bool = False) -> None:
 def commit_line(data: Data) -> None:
     """A commit as ``lakectl log --oneline`` shows it: short id, first line of the message."""
     first = next(iter(data["message"].splitlines()), "")
-    line(f"{data['id'][:12]} {first}".rstrip())
+    parts((data["id"][:12], YELLOW), (f" {first}".rstrip(), None))
 
 
 def dot(commits: Iterable[Data]) -> None:
@@ -298,13 +329,14 @@ def objects(data: list[Data]) -> None:
 
 
 _DIFF_MARK = {"added": "+", "removed": "-", "changed": "~", "conflict": "!"}
+_DIFF_STYLE = {"added": GREEN, "removed": RED, "changed": YELLOW, "conflict": BOLD_RED}
 
 
 def changes(data: list[Data]) -> None:
     if not data:
         note("no changes")
     for c in data:
-        line(f"{_DIFF_MARK[c['type']]} {c['path']}")
+        line(f"{_DIFF_MARK[c['type']]} {c['path']}", _DIFF_STYLE.get(c["type"]))
 
 
 def diff_stat(data: Data) -> None:
@@ -313,7 +345,10 @@ def diff_stat(data: Data) -> None:
     rows = data["changes"]
     width = max((len(c["path"]) for c in rows), default=0)
     for c in rows:
-        line(f" {_DIFF_MARK[c['type']]} {c['path'].ljust(width)} | {size(c['size_bytes'])}")
+        line(
+            f" {_DIFF_MARK[c['type']]} {c['path'].ljust(width)} | {size(c['size_bytes'])}",
+            _DIFF_STYLE[c["type"]],
+        )
     total = len(rows)
     counts = ", ".join(f"{data[k]} {k}" for k in ("added", "removed", "changed") if data[k])
     line(f"{total} {'object' if total == 1 else 'objects'} changed" + (f": {counts}" if counts else ""))
@@ -339,7 +374,8 @@ def table_diff(data: Data) -> None:
         shown = r["key"] or (r["new"] if r["new"] is not None else r["old"])
         what = f" ({', '.join(r['columns'])})" if r["columns"] else ""
         copies = f" x{r['count']}" if r.get("count", 1) != 1 else ""
-        line(f"{marks[r['type']]} {json.dumps(shown, sort_keys=True, ensure_ascii=False)}{what}{copies}")
+        text = f"{marks[r['type']]} {json.dumps(shown, sort_keys=True, ensure_ascii=False)}{what}{copies}"
+        line(text, _DIFF_STYLE[r["type"]])
     if data["next_offset"]:
         note(f"more row changes: run again with --after '{data['next_offset']}'")
 

@@ -129,7 +129,7 @@ def test_log_since_stop_at_and_meta_range_id(history: Lake) -> None:
     # No offset: UTC; a date alone: its midnight (UTC), as lakeFS's API reads a date.
     assert history.js("log", "lakefs://R/main", "--since", "2000-01-01") == everything
     assert history.js("log", "lakefs://R/main", "--since", "2999-01-01T00:00:00") == []
-    for bad in ("yesterday", "2024-13-01", "1714000000"):
+    for bad in ("2024-13-01", "1714000000", "last tuesday"):  # yesterday is read as git reads it
         refused = history.js("log", "lakefs://R/main", "--since", bad, code=2)
         assert "RFC 3339" in refused["message"]
     assert messages(history.js("log", "lakefs://R/main", "--stop-at", "main~2")) == ["c3", "c2", "c1"]
