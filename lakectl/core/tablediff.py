@@ -14,7 +14,9 @@ from typing import Protocol
 import pyarrow as pa
 
 from lakectl.core.changes import find_merge_base
+from lakectl.core.graph.refs import parse_ref
 from lakectl.core.lake import Lake
+from lakectl.core.porcelain import resolve
 from lakectl.core.tables import parts
 from lakectl.core.tables.records import (
     ColumnChange,
@@ -122,6 +124,18 @@ def _multiset_in_process(
     return compare_multiset(ltable, rtable, pairs, amount, after)
 
 
+def _three_dot_left(lake: Lake, repo: str, left: str, right: str) -> str:
+    """The left side of a three-dot diff: the merge base's commit (left itself when their
+    histories never meet), named as the user named left when it is left's commit (errors then
+    say ``main``, not a commit id); a staging area (``main$``) is never a merge base."""
+    base = find_merge_base(lake, repo, left, right)
+    if base is None:
+        return left
+    if not parse_ref(left).staging and resolve(lake, repo, left).commit.id == base.id:
+        return left
+    return base.id
+
+
 def diff_table(
     lake: Lake,
     repo: str,
@@ -148,8 +162,7 @@ def diff_table(
     key = tuple(key)
     _check(key, amount)
     if not two_way:
-        base = find_merge_base(lake, repo, left, right)
-        left = base.id if base is not None else left
+        left = _three_dot_left(lake, repo, left, right)
     located = parts.locate(lake, repo, left, right, path)
     lside = parts.open_side(lake, repo, left, located.left)
     try:
