@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List entries under a path, each with the last commit that changed it.",
     ),
     "diff": ("lakectl.cli.diff:diff", "Show uncommitted changes, or the changes between two refs."),
+    "status": (
+        "lakectl.cli.status:status",
+        "Show what is uncommitted on a branch or a local working copy, and how far it is from its upstream.",
+    ),
     "merge": ("lakectl.cli.merge:merge", "Merge a ref into a branch (three-way), creating a merge commit."),
     "cherry-pick": ("lakectl.cli.merge:cherry_pick", "Apply the changes a commit made onto a branch."),
     "revert": ("lakectl.cli.merge:revert", "Undo the changes of commits on a branch, as new commits."),

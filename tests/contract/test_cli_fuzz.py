@@ -115,6 +115,7 @@ def valid_invocations(d: str, work: Path) -> dict[str, list[str]]:
         ],
         "lakectl show commit": ["show", "commit", f"{d}/main"],
         "lakectl diff": ["diff", f"{d}/main@", f"{d}/feat$", "--prefix", "a/"],
+        "lakectl status": ["status", f"{d}/feat", "--upstream", "main"],
         "lakectl merge": [
             "merge",
             f"{d}/feat",
