@@ -13,10 +13,10 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from lakectl.core.changes import find_merge_base
+from lakectl.core.graph.commits import merge_base
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.lake import Lake
-from lakectl.core.porcelain import resolve
+from lakectl.core.porcelain import get_repo, resolve
 from lakectl.core.tables import parts
 from lakectl.core.tables.records import (
     ColumnChange,
@@ -128,10 +128,9 @@ def _three_dot_left(lake: Lake, repo: str, left: str, right: str) -> str:
     """The left side of a three-dot diff: the merge base's commit (left itself when their
     histories never meet), named as the user named left when it is left's commit (errors then
     say ``main``, not a commit id); a staging area (``main$``) is never a merge base."""
-    base = find_merge_base(lake, repo, left, right)
-    if base is None:
-        return left
-    if not parse_ref(left).staging and resolve(lake, repo, left).commit.id == base.id:
+    lc = resolve(lake, repo, left).commit
+    base = merge_base(lake.refs, get_repo(lake, repo).name, lc, resolve(lake, repo, right).commit)
+    if base is None or (base.id == lc.id and not parse_ref(left).staging):
         return left
     return base.id
 

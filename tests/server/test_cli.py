@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -62,6 +63,23 @@ def test_a_taken_address_is_one_clear_error(tmp_path: Path) -> None:
     assert out.returncode == 9 and f"error: cannot listen on {address}" in out.stderr
 
 
+def _answer(
+    proc: subprocess.Popen[str], url: str, ready: Callable[[httpx.Response], bool] = lambda r: True
+) -> httpx.Response:
+    """The first answer from ``url`` that is ``ready``, while the server ``proc`` starts (it must
+    not exit, nor take longer than START_TIMEOUT_S)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        assert proc.poll() is None, proc.communicate(timeout=5)
+        assert time.monotonic() < deadline, "the server did not answer in time"
+        try:
+            answer = httpx.get(url, timeout=1)
+            if ready(answer):
+                return answer
+        except httpx.TransportError:
+            time.sleep(0.05)
+
+
 def test_run_serves_the_api(tmp_path: Path) -> None:
     port, s3_port = free_port(), free_port()
     conf = tmp_path / "server.yaml"
@@ -80,15 +98,7 @@ def test_run_serves_the_api(tmp_path: Path) -> None:
     )
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, proc.communicate(timeout=5)
-            assert time.monotonic() < deadline, "the server did not answer in time"
-            try:
-                if httpx.get(base + "/healthcheck", timeout=1).status_code == 204:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        _answer(proc, base + "/healthcheck", lambda r: r.status_code == 204)
         auth = (creds["access_key_id"], creds["secret_access_key"])
         with httpx.Client(base_url=base, auth=auth, timeout=10) as api:
             r = api.post("/repositories", json={"name": "served", "storage_namespace": "local://served"})
@@ -156,15 +166,7 @@ def test_the_start_line_names_the_web_ui_it_serves(tmp_path: Path) -> None:
     )
     ui = f"http://127.0.0.1:{port}/ui/"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, proc.communicate(timeout=5)
-            assert time.monotonic() < deadline, "the server did not answer in time"
-            try:
-                page = httpx.get(ui, timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        page = _answer(proc, ui)
         assert page.status_code in (200, 303) and "/ui/" in str(page.headers.get("location", ui))
     finally:
         proc.send_signal(signal.SIGINT)
