@@ -14,10 +14,10 @@ from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.ui import admin, diff, feed, history, objects, pulls, refs, repos, session, settings
+from server.ui import actions, admin, diff, feed, history, objects, pulls, refs, repos, session, settings
 from server.ui.render import PREFIX, STATIC
 
-MODULES = (session, repos, refs, history, objects, diff, pulls, settings, feed, admin)
+MODULES = (session, repos, refs, history, objects, diff, pulls, actions, settings, feed, admin)
 """The route modules, each with its ``router``."""
 
 fallback = session.ui_router()

@@ -1,16 +1,20 @@
-"""History: the log of any ref a page at a time, and a commit's page."""
+"""History: the log of any ref a page at a time, and a commit's page with the changes it made."""
 
 from __future__ import annotations
 
 from itertools import islice
+from typing import Any
 
 from fastapi import Request, Response
 
 from lakectl.core import changes, provenance
 from lakectl.core import porcelain as p
 from lakectl.core.graph.inputs import inputs_of
+from lakectl.core.lake import Lake
+from lakectl.core.model import Commit
 from server.api.deps import LakeDep
 from server.policies import Permission
+from server.ui.diff import _rows
 from server.ui.refs import branch_of, ref_names
 from server.ui.render import page, url
 from server.ui.session import SignedIn, can, ui_router
@@ -60,4 +64,22 @@ def commit(request: Request, repo: str, commit_id: str, lake: LakeDep, user: Sig
         inputs=[(i, readable(i.repository)) for i in inputs_of(c)],
         outputs=provenance.downstream(lake, repo, c.id, readable=readable),
         area="commits",
+        **commit_changes(lake, repo, c),
     )
+
+
+def commit_changes(lake: Lake, repo: str, c: Commit) -> dict[str, Any]:
+    """What commit ``c`` changed, for a page's change table: the first page of the two-dot diff
+    from its first parent (a merge commit's: what the merge brought), as the compare page lists
+    it; nothing for a first commit. ``changes_from`` is that parent."""
+    if not c.parents:
+        return {"changes": [], "more_changes": False, "table_sides": None, "changes_from": "", "after": ""}
+    parent = c.parents[0]
+    rows, more = _rows(changes.diff_refs(lake, repo, parent, c.id, two_way=True), "", parent, c.id)
+    return {
+        "changes": rows,
+        "more_changes": bool(more),
+        "table_sides": (parent, c.id),
+        "changes_from": parent,
+        "after": "",
+    }

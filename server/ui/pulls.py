@@ -20,6 +20,7 @@ from lakectl.errors import InvalidArgument, MergeConflict
 from server.api.deps import LakeDep
 from server.policies import Permission
 from server.ui.diff import _rows, strategies, table_sides, table_summaries
+from server.ui.history import commit_changes
 from server.ui.render import env, page, redirect, url
 from server.ui.session import SignedIn, can, ui_router
 
@@ -109,11 +110,17 @@ def _pull_page(
     more = ""
     sides: tuple[str, str] | None = None
     summaries: list[dict[str, str]] = []
+    merged: dict[str, Any] = {}
     if pull.status is PullStatus.OPEN and gate.source_commit_id:
         found = lake_changes.diff_refs(lake, repo, pull.destination_branch, gate.source_commit_id)
         changes, more = _rows(found, "", pull.destination_branch, pull.source_branch)
         sides = table_sides(lake, repo, pull.destination_branch, gate.source_commit_id)
         summaries = table_summaries(lake, repo, sides, changes)
+    elif pull.status is PullStatus.MERGED and pull.merged_commit_id:
+        merged = _merge_brought(lake, repo, pull)
+        changes, sides = merged.get("changes", []), merged.get("table_sides")
+        more = "more" if merged.get("more_changes") else ""
+        summaries = table_summaries(lake, repo, sides, changes) if sides else []
     return page(
         request,
         "pull.html",
@@ -128,10 +135,19 @@ def _pull_page(
         table_sides=sides,
         table_summaries=summaries,
         conflicts=conflicts or [],
+        changes_from=merged.get("changes_from", ""),
         is_author=getattr(request.state, "user", None) is not None and request.state.user.id == pull.author,
         after="",
         area="pulls",
     )
+
+
+def _merge_brought(lake: LakeDep, repo: str, pull: pulls.PullRequest) -> dict[str, Any]:
+    """What a merged pull request brought: its merge commit's changes (from the destination's
+    head it merged onto); nothing when the destination already had the source, and no merge
+    commit was made."""
+    made = p.get_commit(lake, repo, pull.merged_commit_id)
+    return commit_changes(lake, repo, made) if made.metadata.get("pull_request") == pull.id else {}
 
 
 @router.get("/repos/{repo}/pulls/{pull_id}", dependencies=[READ])

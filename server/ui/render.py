@@ -55,6 +55,7 @@ AREAS: list[Area] = [
     Area("changes", "Uncommitted changes", "branches/{branch}/changes"),
     Area("compare", "Compare", "compare"),
     Area("pulls", "Pull requests", "pulls"),
+    Area("actions", "Actions", "actions"),
     Area("activity", "Activity", "activity"),
     Area("settings", "Settings", "settings"),
 ]
@@ -94,6 +95,24 @@ def short(commit_id: str) -> str:
     return commit_id[:12]
 
 
+_COMMIT_ID = re.compile(r"([0-9a-f]{40,64})(?![0-9a-f])")
+
+
+def short_ref(ref: str) -> str:
+    """A ref as a heading or a title shows it: a commit id (alone, or opening an expression such
+    as ``<id>~1``) cut to :func:`short`, a name as it is."""
+    found = _COMMIT_ID.match(ref)
+    return short(found[1]) + ref[found.end() :] if found else ref
+
+
+def ref_label(ref: str) -> Markup:
+    """A ref in a heading: :func:`short_ref`, with the whole ref in its ``title`` when cut."""
+    shown = short_ref(ref)
+    if shown == ref:
+        return Markup("{}").format(ref)
+    return Markup('<span class="commit-id" title="{}">{}</span>').format(ref, shown)
+
+
 def first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
@@ -129,7 +148,15 @@ env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-env.filters.update(size=size, date=date, short=short, first_line=first_line, basename=basename)
+env.filters.update(
+    size=size,
+    date=date,
+    short=short,
+    short_ref=short_ref,
+    ref_label=ref_label,
+    first_line=first_line,
+    basename=basename,
+)
 env.globals.update(url=url, parents=parents, csrf_field=csrf_field, area_url=area_url, AREAS=AREAS)
 
 

@@ -2,7 +2,8 @@
 the pull-request fields, delete) and garbage-collection rules (show, set, delete). Every reader
 sees them; changing them needs ``DELETE_REPO``, as the REST API's ``server/api/protection.py``
 and ``server/api/settings.py`` require, and calls the same verbs of
-:mod:`lakectl.core.protection` and :mod:`lakectl.core.upkeep.gc`."""
+:mod:`lakectl.core.protection` and :mod:`lakectl.core.upkeep.gc`. The page ends with the form
+that deletes the repository (for those who may; it posts to :mod:`server.ui.repos`)."""
 
 from __future__ import annotations
 

@@ -82,6 +82,7 @@ def test_a_viewer_sees_no_write_controls_and_is_refused(live: Live, api: httpx.C
         f"/ui/repos/{repo}/commits/{head}",
         f"/ui/repos/{repo}/branches/main/changes",
         f"/ui/repos/{repo}/compare?left=main&right=main",
+        f"/ui/repos/{repo}/actions",
     ]
     with sign_in(live, viewer.key_id, viewer.secret) as ui:
         for path in pages:
@@ -122,8 +123,8 @@ def test_a_developer_writes_but_does_not_create_or_delete_repositories(live: Liv
     developer = make_user(live, "Developers")
     with sign_in(live, developer.key_id, developer.secret) as ui:
         assert "/ui/repos" not in _post_forms(ui.get("/ui/").text)
-        overview = ui.get(f"/ui/repos/{repo}")
-        assert f"/ui/repos/{repo}/delete" not in _post_forms(overview.text)
+        for where in (f"/ui/repos/{repo}", f"/ui/repos/{repo}/settings"):
+            assert f"/ui/repos/{repo}/delete" not in _post_forms(ui.get(where).text), where
         browser = ui.get(f"/ui/repos/{repo}/refs/main/objects")
         assert f"/ui/repos/{repo}/branches/main/upload" in _post_forms(browser.text)
         token = csrf_of(browser.text)

@@ -175,3 +175,53 @@ def test_a_hostile_pattern_shows_as_text(api: httpx.Client, admin: httpx.Client)
     assert _post(admin, repo, "protection/delete", {"pattern": hostile}).status_code == 303
     assert api.get(f"/repositories/{repo}/settings/branch_protection").json() == []
     assert admin.get("/ui/repos/no-such-repo/settings").status_code == 404
+
+
+def test_the_delete_box_is_on_settings_not_on_the_overview(live: Live, api: httpx.Client, page: Any) -> None:
+    """An admin finds "Delete this repository" on the Settings tab (as on GitHub), not on the
+    overview; a wrong name is refused and deletes nothing; the repository's name deletes it."""
+    from playwright.sync_api import expect
+
+    repo = new_repo(api)
+    page.goto(base_url(live) + "/ui/login")
+    page.get_by_label("Access key ID").fill(live.key_id)
+    page.get_by_label("Secret access key").fill(live.secret)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_url("**/ui/")
+    page.goto(base_url(live) + f"/ui/repos/{repo}")
+    expect(page.get_by_role("heading", name="Latest commits on main")).to_be_visible()
+    expect(page.get_by_role("heading", name="Delete this repository")).to_have_count(0)
+    expect(page.get_by_role("button", name="Delete repository")).to_have_count(0)
+
+    page.get_by_role("navigation", name="Repository").get_by_role("link", name="Settings").click()
+    box = page.locator("section.danger")
+    expect(box.get_by_role("heading", name="Delete this repository")).to_be_visible()
+    box.get_by_label("Repository name").fill("not-" + repo)
+    box.get_by_role("button", name="Delete repository").click()
+    expect(page.locator("h1")).to_have_text("Error 400")
+    refusal = f"type the repository's name ({repo}) to confirm its deletion"
+    expect(page.locator("main")).to_contain_text(refusal)
+    assert api.get(f"/repositories/{repo}").status_code == 200
+
+    page.go_back()
+    box.get_by_label("Repository name").fill(repo)
+    box.get_by_role("button", name="Delete repository").click()
+    page.wait_for_url("**/ui/")
+    expect(page.get_by_role("link", name=repo, exact=True)).to_have_count(0)
+    assert api.get(f"/repositories/{repo}").status_code == 404
+
+
+def test_only_who_may_delete_the_repository_sees_its_delete_box(live: Live, api: httpx.Client) -> None:
+    repo = new_repo(api)
+    developer = make_user(live, "Developers")
+    with sign_in(live, developer.key_id, developer.secret) as ui:
+        shown = ui.get(f"/ui/repos/{repo}/settings")
+        assert shown.status_code == 200
+        assert "Delete this repository" not in shown.text and f"/ui/repos/{repo}/delete" not in shown.text
+    with sign_in(live, live.key_id, live.secret) as ui:
+        shown = ui.get(f"/ui/repos/{repo}/settings")
+        assert "Delete this repository" in shown.text
+        assert f'<form method="post" action="/ui/repos/{repo}/delete" class="inline">' in shown.text
+        overview = ui.get(f"/ui/repos/{repo}")
+        assert "Delete this repository" not in overview.text
+        assert f"/ui/repos/{repo}/delete" not in overview.text
