@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import socket
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -22,9 +24,11 @@ import pyarrow.parquet as pq
 import uvicorn
 
 from lakectl.core import porcelain as p
-from lakectl.core import protection
-from lakectl.core.upkeep import gc
-from lakectl.core.workflow import pulls
+from lakectl.core import protection, writes
+from lakectl.core.lake import Lake
+from lakectl.core.upkeep import retention
+from lakectl.core.workflow import actionruns, pulls
+from lakectl.errors import HookFailed
 from server.app import create_app
 from server.auth.users import Role
 from server.config import load_settings
@@ -45,12 +49,12 @@ ARGS = [
 REPO = "sales"
 
 
-def demo(lake: p.Lake) -> str:
+def demo(lake: Lake) -> str:
     """A repository with history, a tag, a branch with uncommitted changes; the id of one commit."""
     p.create_repo(lake, REPO, "main", f"local://{REPO}")
     for month in ("01", "02", "03"):
         rows = "".join(f"2026-{month}-{d:02d},store-{d % 4},{d * 13.5:.2f}\n" for d in range(1, 29))
-        p.upload(
+        writes.upload(
             lake,
             REPO,
             "main",
@@ -59,7 +63,7 @@ def demo(lake: p.Lake) -> str:
             "text/csv",
         )
         p.commit(lake, REPO, "main", f"Orders of 2026-{month}", {"source": "pos-export"}, "ada")
-    p.upload(
+    writes.upload(
         lake,
         REPO,
         "main",
@@ -67,14 +71,14 @@ def demo(lake: p.Lake) -> str:
         b"# Sales\n\nMonthly order exports, one CSV a month.\n",
         "text/markdown",
     )
-    p.upload(
+    writes.upload(
         lake, REPO, "main", "stores.json", b'{"store-0": "Lyon", "store-1": "Porto"}\n', "application/json"
     )
     head = p.commit(lake, REPO, "main", "Describe the data set", {"ticket": "DATA-42"}, "grace")
     previewed(lake)
     p.create_tag(lake, REPO, "v2026.q1", "main")
     p.create_branch(lake, REPO, "cleanup", "main")
-    p.upload(
+    writes.upload(
         lake,
         REPO,
         "cleanup",
@@ -82,11 +86,11 @@ def demo(lake: p.Lake) -> str:
         b"date,store,amount\n2026-03-01,store-1,13.50\n",
         "text/csv",
     )
-    p.delete_objects(lake, REPO, "cleanup", ["stores.json"])
-    p.upload(lake, REPO, "cleanup", "orders/2026-04.csv", b"date,store,amount\n", "text/csv")
+    writes.delete_objects(lake, REPO, "cleanup", ["stores.json"])
+    writes.upload(lake, REPO, "cleanup", "orders/2026-04.csv", b"date,store,amount\n", "text/csv")
     p.create_branch(lake, REPO, "experiment", "main")
     p.create_branch(lake, REPO, "fix-march", "main")
-    p.upload(
+    writes.upload(
         lake,
         REPO,
         "fix-march",
@@ -94,9 +98,10 @@ def demo(lake: p.Lake) -> str:
         b"date,store,amount\n2026-03-01,store-1,13.50\n2026-03-02,store-2,27.00\n",
         "text/csv",
     )
+    writes.upload(lake, REPO, "fix-march", ACTION_FILE, json.dumps(ACTION).encode(), "application/yaml")
     p.commit(lake, REPO, "fix-march", "orders: re-export March without the test rows", {}, "ada")
     protection.add_rule(lake, REPO, protection.Rule("main", required_approvals=1))
-    gc.set_rules(lake, REPO, gc.GCRules(21, (gc.BranchRetention("main", 90),)))
+    retention.set_rules(lake, REPO, retention.GCRules(21, (retention.BranchRetention("main", 90),)))
     pulls.create_pull(
         lake,
         REPO,
@@ -109,11 +114,46 @@ def demo(lake: p.Lake) -> str:
     pulls.add_comment(lake, REPO, "1", "Totals match the *finance* report for March.", "grace")
     p.create_branch(lake, REPO, "q2-stores", "main")
     pulls.create_pull(lake, REPO, "Add the Q2 stores", "q2-stores", "main", "", "grace")
+    refused_run(lake)
     p.create_repo(lake, "marketing", "main", "local://marketing")
     return head.id
 
 
-def previewed(lake: p.Lake) -> None:
+ACTION_FILE = "_lakefs_actions/orders-quality.yaml"
+CHECK = """import json, sys
+event = json.load(sys.stdin)
+branch = event["branch_id"]
+print(f"{event['hook_id']} on {branch}:")
+if event["hook_id"] == "row_counts" and branch == "q2-stores":
+    print("orders/2026-04.csv: 1 row, expected at least 28 (one a day)")
+    sys.exit(1)
+print("orders/*.csv: columns date, store, amount; 28 rows a month: ok")
+"""
+ACTION = {
+    "name": "Orders quality",
+    "on": {"pre-commit": {"branches": ["fix-march", "q2-stores"]}},
+    "hooks": [
+        {"id": hook, "type": "command", "properties": {"command": [sys.executable, "-c", CHECK]}}
+        for hook in ("schema", "row_counts")
+    ],
+}
+"""A pre-commit action of two command hooks, for the Actions pages: on q2-stores, the second fails."""
+
+
+def refused_run(lake: Lake) -> None:
+    """A commit on q2-stores that the action refuses: a failed run."""
+    writes.upload(lake, REPO, "q2-stores", ACTION_FILE, json.dumps(ACTION).encode(), "application/yaml")
+    writes.upload(
+        lake, REPO, "q2-stores", "orders/2026-04.csv", b"date,store,amount\n2026-04-01,store-4,9.00\n"
+    )
+    try:
+        p.commit(lake, REPO, "q2-stores", "orders: April, first day", {}, "grace")
+    except HookFailed:
+        return
+    raise AssertionError("the action did not refuse the commit")
+
+
+def previewed(lake: Lake) -> None:
     """Uncommitted on main: a Parquet summary of the orders and a chart of it, for the previews."""
     days = [f"2026-{m:02d}-{d:02d}" for m in (1, 2, 3) for d in range(1, 29)]
     table = pa.table(
@@ -127,8 +167,8 @@ def previewed(lake: p.Lake) -> None:
     out = io.BytesIO()
     pq.write_table(table, out, row_group_size=28)
     parquet = "application/vnd.apache.parquet"
-    p.upload(lake, REPO, "main", "reports/orders-q1.parquet", out.getvalue(), parquet)
-    p.upload(lake, REPO, "main", "reports/orders-by-month.png", _bars([392, 414, 405]), "image/png")
+    writes.upload(lake, REPO, "main", "reports/orders-q1.parquet", out.getvalue(), parquet)
+    writes.upload(lake, REPO, "main", "reports/orders-by-month.png", _bars([392, 414, 405]), "image/png")
 
 
 def _bars(values: list[int], width: int = 360, height: int = 180) -> bytes:
@@ -167,10 +207,13 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as data_dir:
-        app = create_app(load_settings(None, data_dir, environ={}))
+        # Command hooks run on this server (the demo's action checks the orders with Python).
+        settings = load_settings(None, data_dir, environ={"LAKECTL_SERVER_ACTIONS_COMMAND_ENABLED": "true"})
+        app = create_app(settings)
         auth = app.state.auth
         auth.setup("admin")
         commit_id = demo(app.state.lake)
+        failed_run = actionruns.list_runs(app.state.lake, REPO, "q2-stores")[0].run_id
         for user, role in (("ada", Role.DEVELOPER), ("grace", Role.ANALYST)):  # the admin page's
             auth.create_user(user, role)
         port = free_port()
@@ -194,7 +237,10 @@ def main() -> None:
             "compare": f"/ui/repos/{REPO}/compare?left=main&right=cleanup%24&two_way=1",
             "pulls": f"/ui/repos/{REPO}/pulls",
             "pull": f"/ui/repos/{REPO}/pulls/1",
+            "actions": f"/ui/repos/{REPO}/actions",
+            "action-run": f"/ui/repos/{REPO}/actions/{failed_run}",
             "settings": f"/ui/repos/{REPO}/settings",
+            "delete": f"/ui/repos/{REPO}/settings#danger",
             "feed": "/ui/feed",
             "admin": "/ui/admin/users",
         }

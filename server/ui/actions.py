@@ -20,7 +20,7 @@ router = ui_router()
 PAGE = 50
 READ = can(Permission.READ_REPO)
 SHOWN_OUTPUT = 64 * 1024
-"""Characters of a hook's output its run's page shows (the rest: its whole output, linked)."""
+"""Bytes of a hook's output its run's page shows (the rest: its whole output, linked)."""
 
 
 @router.get("/repos/{repo}/actions", dependencies=[READ])
@@ -52,8 +52,9 @@ def run(request: Request, repo: str, run_id: str, lake: LakeDep) -> Response:
     found = actionruns.get_run(lake, repo, run_id)
     hooks = []
     for hook in actionruns.list_hooks(lake, repo, run_id):
-        text = actionruns.hook_output(lake, repo, run_id, hook.hook_run_id).decode("utf-8", "replace")
-        hooks.append({"hook": hook, "output": text[:SHOWN_OUTPUT], "cut": len(text) > SHOWN_OUTPUT})
+        data = actionruns.hook_output(lake, repo, run_id, hook.hook_run_id)
+        text = data[:SHOWN_OUTPUT].decode("utf-8", "replace")  # a character cut in two: one U+FFFD
+        hooks.append({"hook": hook, "output": text, "cut": len(data) > SHOWN_OUTPUT})
     return page(
         request,
         "action_run.html",

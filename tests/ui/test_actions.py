@@ -134,7 +134,9 @@ def test_who_may_not_read_the_repository_is_refused_its_runs(
             assert ui.get(path).status_code == 200, path
 
 
-def test_a_hooks_output_is_text(live: Live, admin: httpx.Client, api: httpx.Client, hookd: Hookd) -> None:
+def test_a_hooks_output_is_text(
+    admin: httpx.Client, api: httpx.Client, hookd: Hookd, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hookd.status, hookd.body = 400, b"<script>alert(1)</script> \xff"
     repo = new_repo(api)
     upload(api, repo, "main", "_lakefs_actions/a.yaml", _action("a", "h", hookd.url))
@@ -149,6 +151,11 @@ def test_a_hooks_output_is_text(live: Live, admin: httpx.Client, api: httpx.Clie
     assert whole.headers["content-type"] == "text/plain; charset=utf-8"
     assert whole.headers["x-content-type-options"] == "nosniff"
     assert whole.headers["content-security-policy"] == "sandbox"
+    assert "output-cut" not in shown.text
+    monkeypatch.setattr(ui_actions, "SHOWN_OUTPUT", len(whole.content) - 5)  # a long output: its start
+    cut = admin.get(f"/ui/repos/{repo}/actions/{run_id}")
+    assert "Only its start is shown" in cut.text
+    assert "&lt;script&gt;alert(1)&lt;/scr" in cut.text and "&lt;/script&gt;" not in cut.text
     assert admin.get(f"/ui/repos/{repo}/actions/{run_id}/hooks/0000_0009/output").status_code == 404
     assert admin.get(f"/ui/repos/{repo}/actions/ffff").status_code == 404
 
