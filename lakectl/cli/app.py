@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lakectl.cli.annotate:annotate",
         "List entries under a path, each with the last commit that changed it.",
     ),
+    "tables": ("lakectl.cli.tables:app", "Declare a table's key once, for diffs, pull requests and merges."),
     "diff": ("lakectl.cli.diff:diff", "Show uncommitted changes, or the changes between two refs."),
     "status": (
         "lakectl.cli.status:status",

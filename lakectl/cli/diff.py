@@ -60,7 +60,15 @@ Table = Annotated[
 Key = Annotated[
     str,
     typer.Option(
-        "--key", help="With --table: key columns, comma-separated (none: a multiset diff of whole rows)."
+        "--key",
+        help="With --table: key columns, comma-separated (default: the key the repository declares "
+        "for the table with `lakectl tables declare`; none declared: a multiset diff of whole rows).",
+    ),
+]
+NoKey = Annotated[
+    bool,
+    typer.Option(
+        "--no-key", help="With --table: compare whole rows as multisets, even when a key is declared."
     ),
 ]
 ROW_PAGE = 1000
@@ -99,6 +107,7 @@ def diff(
     prefix: Prefix = "",
     table: Table = False,
     key: Key = "",
+    no_key: NoKey = False,
     amount: RowAmount = 100,
     after: RowAfter = "",
     spark: Spark = None,
@@ -136,7 +145,9 @@ def diff(
     if table or path is not None:
         if stat:
             raise InvalidArgument("--stat counts changed objects: not with --table")
-        _table(lu, right, path, table, key, amount, after, spark, json_, two_way)
+        if no_key and key:
+            raise InvalidArgument("--key and --no-key: give one")
+        _table(lu, right, path, table, (key, no_key), amount, after, spark, json_, two_way)
         return
     if spark is not None:
         raise InvalidArgument("--spark computes a table diff: add --table")
@@ -175,7 +186,7 @@ def _table(
     right: str | None,
     path: str | None,
     table: bool,
-    key: str,
+    keying: tuple[str, bool],
     amount: int,
     after: str,
     spark: str | None,
@@ -190,14 +201,17 @@ def _table(
         )
     ru = ref_uri(right)
     assert lu.ref is not None and ru.ref is not None
+    key, no_key = keying
     columns = [c.strip() for c in key.split(",") if c.strip()]
     repo = same_repo(lu, ru)
     b = backend()
-    found = b.diff_table(repo, lu.ref, ru.ref, path, columns, amount or ROW_PAGE, after, spark, two_way)
+    found = b.diff_table(
+        repo, lu.ref, ru.ref, path, columns, amount or ROW_PAGE, after, spark, two_way, not no_key
+    )
     rows = list(found["rows"])
     while amount == 0 and found["next_offset"]:  # all of them: the pages that follow
         found = b.diff_table(
-            repo, lu.ref, ru.ref, path, columns, ROW_PAGE, found["next_offset"], spark, two_way
+            repo, lu.ref, ru.ref, path, columns, ROW_PAGE, found["next_offset"], spark, two_way, not no_key
         )
         rows += found["rows"]
     render.emit({**found, "rows": rows}, json_, render.table_diff)

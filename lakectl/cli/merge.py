@@ -70,7 +70,7 @@ def merge(
     src, dst = ref_uri(source), ref_uri(destination)
     repo = same_repo(src, dst)
     assert src.ref is not None and dst.ref is not None
-    if spark is not None and not any("=rows:" in s for s in strategy or []):
+    if spark is not None and not any(s == "rows" or "=rows" in s for s in strategy or []):
         raise InvalidArgument("--spark merges tables by rows: add a --strategy 'GLOB=rows:key=COL'")
     result = backend().merge(
         repo, src.ref, dst.ref, strategy or [], message, squash=squash, spark_master=spark

@@ -130,19 +130,35 @@ MAX_TABLES = 5
 
 
 def _tables(repo: str, dest: str, source: str, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The row summary (no key) of each table the pull request changes, at most
-    :data:`MAX_TABLES`: from the merge base to the source, as the diff above."""
+    """The row summary of each table the pull request changes, at most :data:`MAX_TABLES`:
+    from the merge base to the source, as the diff above; by the table's declared key (none:
+    whole rows). A table whose rows cannot be compared says why."""
+    from lakectl.cli.tables import read_declared
+    from lakectl.core.tables.declared import table_for
     from lakectl.core.tables.naming import table_of
+    from lakectl.errors import LakectlError
 
-    tables = list(dict.fromkeys(t for t in (table_of(c["path"]) for c in changes) if t))[:MAX_TABLES]
+    try:
+        known = read_declared(repo, source)
+    except LakectlError:  # a declaration file that does not parse: each table's diff says so
+        known = {}
+    named = (table_for(known, c["path"]) or table_of(c["path"]) for c in changes)
+    tables = list(dict.fromkeys(t for t in named if t))[:MAX_TABLES]
     if not tables:
         return []
     b = backend()
     base = b.find_merge_base(repo, source, dest) or dest
-    return [
-        {"table": table, "summary": b.diff_table(repo, base, source, table, (), 0)["summary"]}
-        for table in tables
-    ]
+    out = []
+    for table in tables:
+        try:
+            found = b.diff_table(repo, base, source, table, (), 0)
+        except LakectlError as e:
+            out.append(
+                {"table": table, "summary": f"{table}: cannot compare its rows: {e.message}", "key": []}
+            )
+            continue
+        out.append({"table": table, "summary": found["summary"], "key": found["key"]})
+    return out
 
 
 def _show(data: dict[str, Any]) -> None:
@@ -172,7 +188,8 @@ def _show(data: dict[str, Any]) -> None:
     if data.get("tables"):
         render.line()
         for t in data["tables"]:
-            render.line(f"table {t['summary']}")
+            keyed = f" (by key {', '.join(t['key'])})" if t.get("key") else ""
+            render.line(f"table {t['summary']}{keyed}")
     if "changes" in data:
         render.line()
         render.changes(data["changes"])

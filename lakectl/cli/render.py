@@ -357,6 +357,10 @@ def diff_stat(data: Data) -> None:
 def table_diff(data: Data) -> None:
     """``lakectl diff --table``: the summary line, schema changes, partitions, then the rows."""
     line(data["summary"])
+    if data.get("key_declared"):
+        from lakectl.core.tables.declared import PATH as DECLARATIONS
+
+        note(f"key {', '.join(data['key'])}: declared for the table in {DECLARATIONS}")
     for c in data["schema"]:
         was = f" (was {c['old_name']})" if c.get("old_name") else ""
         types = " → ".join(t for t in (c.get("old_type"), c.get("new_type")) if t)

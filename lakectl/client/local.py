@@ -336,17 +336,30 @@ class LocalBackend:
         after: str = "",
         spark_master: str | None = None,
         two_way: bool = False,
+        declared: bool = True,
     ) -> dict[str, Any]:
         if spark_master is not None:
             from lakectl.sparkjobs import tablediff as spark_tablediff
 
             found = spark_tablediff.diff_table(
-                self.lake, repo, left, right, path, key, amount, after, master=spark_master, two_way=two_way
+                self.lake,
+                repo,
+                left,
+                right,
+                path,
+                key,
+                amount,
+                after,
+                master=spark_master,
+                two_way=two_way,
+                declared=declared,
             )
             return found.to_dict()
         from lakectl.core import tablediff
 
-        found = tablediff.diff_table(self.lake, repo, left, right, path, key, amount, after, two_way=two_way)
+        found = tablediff.diff_table(
+            self.lake, repo, left, right, path, key, amount, after, two_way=two_way, use_declared=declared
+        )
         return found.to_dict()
 
     def merge(

@@ -278,9 +278,11 @@ class Backend(Protocol):
         after: str = "",
         spark_master: str | None = None,
         two_way: bool = False,
+        declared: bool = True,
     ) -> dict[str, Any]:
         """The data-aware diff of the table at ``path`` from ``left`` to ``right`` (three-dot,
-        since their merge base; ``two_way``: left's tree against right's), as
+        since their merge base; ``two_way``: left's tree against right's); without ``key``, by
+        the key the repository declares for the table unless ``declared`` is false; as
         :meth:`lakectl.core.tablediff.TableDiff.to_dict` shapes it (one page of row changes).
         With ``spark_master``, the same diff runs as a Spark job on that master
         (:func:`lakectl.sparkjobs.tablediff.diff_table`), against an embedded lake only."""

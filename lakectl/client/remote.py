@@ -459,12 +459,15 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         after: str = "",
         spark_master: str | None = None,
         two_way: bool = False,
+        declared: bool = True,
     ) -> dict[str, Any]:
         if spark_master is not None:
             raise InvalidArgument("--spark runs against an embedded lake: diff the table without --spark")
         url = f"{self._repo(repo)}/refs/{_q(left)}/diff/{_q(right)}/table"
         params = {"path": path, "key": ",".join(key), "amount": amount, "after": after}
         params["type"] = "two_dot" if two_way else "three_dot"
+        if not declared:
+            params["declared"] = "false"
         return dict(self._json("GET", url, params=params))
 
     # -- merge, revert, cherry-pick, reset -------------------------------------------------

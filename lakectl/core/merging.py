@@ -65,10 +65,17 @@ def merge(
     check_metadata(metadata or {}, "commit metadata")
     protection.guard(lake.kv, rid, bid, Move.MERGE, through_pull)
     row_rules: list[tablemerge.RowRule] = []
-    if any("=rows:" in s for s in strategies):
+    if any(s == "rows" or "=rows" in s for s in strategies):
         from lakectl.core import tablemerge
 
-        row_rules, strategies = tablemerge.split_strategies(strategies)
+        def declared() -> dict[str, tuple[str, ...]]:  # the source's declarations win
+            from lakectl.core.tables.declared import in_tree
+
+            at_dest = lake.refs.get_commit(rid, lake.refs.get_branch(rid, bid).commit_id).meta_range_id
+            at_source = resolve(lake, repo, source).commit.meta_range_id
+            return {**in_tree(lake, at_dest, dest), **in_tree(lake, at_source, source)}
+
+        row_rules, strategies = tablemerge.split_strategies(strategies, declared)
     rules = StrategyRules.parse(strategies)
     src = resolve(lake, repo, source).commit
     branch = lake.refs.get_branch(rid, bid)

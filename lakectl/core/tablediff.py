@@ -9,6 +9,7 @@ changes (``rows``) and the records returned (``records``, re-exported here).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ from lakectl.core.graph.commits import merge_base
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.lake import Lake
 from lakectl.core.porcelain import get_repo, resolve
-from lakectl.core.tables import parts
+from lakectl.core.tables import declared, parts
 from lakectl.core.tables.records import (
     ColumnChange,
     ColumnChangeType,
@@ -147,6 +148,7 @@ def diff_table(
     keyed: KeyedCompare = _in_process,
     multiset: MultisetCompare = _multiset_in_process,
     two_way: bool = False,
+    use_declared: bool = True,
 ) -> TableDiff:
     """The diff of the table at ``path`` from ``left`` to ``right``: three-dot by default, as
     :func:`lakectl.core.changes.diff_refs` diffs (from their merge base's tree to right's; left's
@@ -157,17 +159,23 @@ def diff_table(
     whole diff. Raise ``NotFound`` when neither side has a table at ``path``, and
     ``InvalidArgument`` for a key column missing on a side, a key that is not unique, or an
     object that is not readable as its format. ``keyed`` compares the rows of a keyed diff,
-    ``multiset`` those of a diff without a key (another engine gives the same answer)."""
+    ``multiset`` those of a diff without a key (another engine gives the same answer).
+    Without ``key``, the key the repository declares for the table
+    (:mod:`lakectl.core.tables.declared`) at ``right``, else at ``left``; ``use_declared=False``
+    compares whole rows instead."""
     key = tuple(key)
     _check(key, amount)
+    given = left
     if not two_way:
         left = _three_dot_left(lake, repo, left, right)
+    found_key = key or (declared.declared_key(lake, repo, (given, right), path) if use_declared else ())
     located = parts.locate(lake, repo, left, right, path)
     lside = parts.open_side(lake, repo, left, located.left)
     try:
         rside = parts.open_side(lake, repo, right, located.right)
         try:
-            return _diff(located, lside, rside, key, amount, after, keyed, multiset)
+            found = _diff(located, lside, rside, found_key, amount, after, keyed, multiset)
+            return replace(found, key_declared=bool(found_key) and not key)
         finally:
             rside.close()
     finally:

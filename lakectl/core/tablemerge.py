@@ -2,7 +2,10 @@
 under a glob the strategy names, are merged row by row by key instead of as whole objects.
 
 ``--strategy 'tables/orders/**=rows:key=order_id'`` (``key=a,b`` for a composite key, and
-``;winner=source`` or ``;winner=dest`` to resolve the row conflicts too). The unit of the merge
+``;winner=source`` or ``;winner=dest`` to resolve the row conflicts too). Without ``key=``
+(``'tables/**=rows'``), each table takes the key the repository declares for it
+(:mod:`lakectl.core.tables.declared`); the strategy ``rows`` alone merges every declared table
+by rows with its key. The unit of the merge
 is the partition directory (:func:`plan_units`): one both sides changed is read (base, source and
 destination versions of its objects, through the block layer) and merged by rows into one object
 (:func:`lakectl.core.tables.merge.merge_rows`), written with the destination version's content
@@ -16,7 +19,7 @@ in-process, or on Spark (:mod:`lakectl.sparkjobs.tablemerge`), with the same res
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,7 +33,9 @@ if TYPE_CHECKING:
     from lakectl.core.hostpaths import Confinement
     from lakectl.core.lake import Lake
 
-MARK = "=rows:"
+MARK = "=rows"
+ROWS = "rows"
+"""The strategy that merges every declared table by rows, with its declared key."""
 NOTE = "lakectl_merged_by_rows"
 """The merge commit's metadata key listing the objects merged by rows."""
 MAX_REPORTED = 100
@@ -45,35 +50,77 @@ class RowRule:
     key: tuple[str, ...]
     winner: str = "none"
     """``none``, ``source`` or ``dest`` (:class:`~lakectl.core.tables.merge.RowWinner`)."""
+    declared: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Without ``key``: the declared tables and their keys, one of which each path takes."""
+
+    def key_of(self, path: str) -> tuple[str, ...]:
+        """The key the rows of ``path`` (an object, or a directory as ``dir/``) merge by."""
+        from lakectl.core.tables.declared import PATH, key_for
+
+        key = self.key or key_for(dict(self.declared), path)
+        if not key:
+            raise InvalidArgument(
+                f"strategy {self.pattern}=rows names no key, and no table in {PATH} declares one for "
+                f"{path}: declare it (lakectl tables declare) or name it (rows:key=col[,col])",
+                path=path,
+            )
+        return key
 
 
-def split_strategies(values: Sequence[str]) -> tuple[list[RowRule], list[str]]:
+def is_rows(value: str) -> bool:
+    """Whether a merge strategy is a rows strategy (``GLOB=rows[:...]``, or ``rows``)."""
+    pattern, mark, spec = value.partition(MARK)
+    return value == ROWS or bool(mark and pattern and (not spec or spec.startswith(":")))
+
+
+Declarations = Callable[[], Mapping[str, tuple[str, ...]]]
+"""The tables the merge's sides declare, with their keys, read when a strategy needs them."""
+
+
+def split_strategies(values: Sequence[str], declared: Declarations = dict) -> tuple[list[RowRule], list[str]]:
     """The ``rows`` rules among merge strategies, and the other strategies as they were."""
     rules: list[RowRule] = []
     rest: list[str] = []
     for value in values:
-        pattern, mark, spec = value.partition(MARK)
-        if not mark:
+        if not is_rows(value):
             rest.append(value)
-            continue
-        if not pattern:
-            raise InvalidArgument(f"empty path glob in strategy {value!r}")
-        options: dict[str, str] = {}
-        for item in spec.split(";"):
-            name, eq, text = item.partition("=")
-            if not eq or name.strip() not in ("key", "winner") or name.strip() in options:
-                raise InvalidArgument(
-                    f"strategy {value!r}: expected GLOB=rows:key=col[,col][;winner=source|dest]"
-                )
-            options[name.strip()] = text.strip()
-        key = tuple(c.strip() for c in options.get("key", "").split(",") if c.strip())
-        if not key:
-            raise InvalidArgument(f"strategy {value!r} names no key column (rows:key=col[,col])")
-        winner = options.get("winner", "none")
-        if winner not in ("none", "source", "dest"):
-            raise InvalidArgument(f"strategy {value!r}: winner is source or dest, not {winner!r}")
-        rules.append(RowRule(pattern, key, winner))
+        elif value == ROWS:
+            rules += _every_declared(declared())
+        else:
+            rules.append(_rule(value, declared))
     return rules, rest
+
+
+def _every_declared(tables: Mapping[str, tuple[str, ...]]) -> list[RowRule]:
+    """The strategy ``rows``: each declared table (the longest first) merged by its key."""
+    from lakectl.core.tables.declared import PATH
+
+    if not tables:
+        raise InvalidArgument(
+            f"strategy 'rows' merges the declared tables by rows, and {PATH} declares none: "
+            "declare them (lakectl tables declare) or give GLOB=rows:key=col"
+        )
+    ordered = sorted(tables, key=lambda t: (-len(t), t))
+    return [RowRule(t if t.endswith(".parquet") else f"{t}/**", tables[t]) for t in ordered]
+
+
+def _rule(value: str, declared: Declarations) -> RowRule:
+    pattern, _, spec = value.partition(MARK)
+    options: dict[str, str] = {}
+    for item in spec[1:].split(";") if spec[1:] else ():
+        name, eq, text = item.partition("=")
+        if not eq or name.strip() not in ("key", "winner") or name.strip() in options:
+            raise InvalidArgument(
+                f"strategy {value!r}: expected GLOB=rows[:key=col[,col]][;winner=source|dest]"
+            )
+        options[name.strip()] = text.strip()
+    if "key" in options and not options["key"].strip(" ,"):
+        raise InvalidArgument(f"strategy {value!r} names no key column (rows:key=col[,col])")
+    key = tuple(c.strip() for c in options.get("key", "").split(",") if c.strip())
+    winner = options.get("winner", "none")
+    if winner not in ("none", "source", "dest"):
+        raise InvalidArgument(f"strategy {value!r}: winner is source or dest, not {winner!r}")
+    return RowRule(pattern, key, winner, () if key else tuple(declared().items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,11 +207,11 @@ def plan_units(
                 if _rule_for(rules, path) == index:
                     rows = [lake.trees.lookup(mid, path) for mid in (base, source, dest)]
                     one = tuple(((path, r),) if r is not None else () for r in rows)
-                    units.append(Unit(directory, rule.key, rule.winner, one, path, False))  # type: ignore[arg-type]
+                    units.append(Unit(directory, rule.key_of(path), rule.winner, one, path, False))  # type: ignore[arg-type]
             continue
         sides = tuple(tuple(_objects(lake, mid, directory, rules, index)) for mid in (base, source, dest))
         named = sides[2] or sides[1] or sides[0]
-        units.append(Unit(directory, rule.key, rule.winner, sides, named[0][0], True))  # type: ignore[arg-type]
+        units.append(Unit(directory, rule.key_of(f"{directory}/"), rule.winner, sides, named[0][0], True))  # type: ignore[arg-type]
     return units
 
 

@@ -68,6 +68,7 @@ def diff_table(
     after: str = "",
     master: str = "local[2]",
     two_way: bool = False,
+    declared: bool = True,
 ) -> TableDiff:
     """:func:`lakectl.core.tablediff.diff_table` as a Spark job on ``master``, with a key or
     without: the same answer. The session is shared as the garbage collection's
@@ -111,7 +112,18 @@ def diff_table(
 
     # The driver's part (which objects differ, their schemas, the report) is the core's own.
     return tablediff.diff_table(
-        lake, repo, left, right, path, key, amount, after, keyed=keyed, multiset=multiset, two_way=two_way
+        lake,
+        repo,
+        left,
+        right,
+        path,
+        key,
+        amount,
+        after,
+        keyed=keyed,
+        multiset=multiset,
+        two_way=two_way,
+        use_declared=declared,
     )
 
 

@@ -34,6 +34,10 @@ def diff_table(
         "three_dot",
         description="three_dot: since the refs' merge base (as lakeFS's diff); two_dot: tree to tree",
     ),
+    declared: bool = Query(
+        True,
+        description="without key: use the key the repository declares for the table (_lakectl/tables.yaml)",
+    ),
 ) -> dict[str, Any]:
     columns = [c.strip() for c in key.split(",") if c.strip()]
     found = tablediff.diff_table(
@@ -46,5 +50,6 @@ def diff_table(
         page_size(amount),
         after,
         two_way=type == "two_dot",
+        use_declared=declared,
     )
     return found.to_dict()

@@ -13,6 +13,7 @@ from lakectl.core import changes as lake_changes
 from lakectl.core import merging, tablediff
 from lakectl.core import porcelain as p
 from lakectl.core.model import Change, DiffType
+from lakectl.core.tables import declared
 from lakectl.core.tables.naming import table_of
 from lakectl.errors import InvalidArgument, LakectlError, MergeConflict, NotFound
 from server.api.deps import LakeDep
@@ -54,16 +55,24 @@ def table_summaries(
     lake: LakeDep, repo: str, sides: tuple[str, str], rows: Iterable[dict[str, Any]]
 ) -> list[dict[str, str]]:
     """The one-line row summary of each table among ``rows`` (changes from :func:`_rows`), at
-    most :data:`MAX_SUMMARIES`, as the table diff gives it without a key; a table that cannot
-    be read says why instead."""
-    tables = list(dict.fromkeys(r["table"] for r in rows if r.get("table")))[:MAX_SUMMARIES]
+    most :data:`MAX_SUMMARIES`, as the table diff gives it by the table's declared key (none:
+    whole rows); a table that cannot be read says why instead."""
+    try:
+        known = declared.at_ref(lake, repo, sides[1])
+    except LakectlError:  # a declaration file that does not parse: each table's diff says so
+        known = {}
+    named = (declared.table_for(known, r["path"]) or r.get("table") for r in rows)
+    tables = list(dict.fromkeys(t for t in named if t))[:MAX_SUMMARIES]
     out = []
     for table in tables:
         try:
-            text = tablediff.diff_table(lake, repo, sides[0], sides[1], table, (), 0).summary()
+            found = tablediff.diff_table(lake, repo, sides[0], sides[1], table, (), 0)
         except LakectlError as e:
-            text = f"{table}: cannot compare its rows: {e.message}"
-        out.append({"table": table, "summary": text})
+            out.append(
+                {"table": table, "summary": f"{table}: cannot compare its rows: {e.message}", "key": ""}
+            )
+            continue
+        out.append({"table": table, "summary": found.summary(), "key": ", ".join(found.key)})
     return out
 
 
@@ -158,14 +167,15 @@ def compare(
     return _compare(request, repo, lake, left, right, two_way, after)
 
 
-STRATEGIES = ("", "dest-wins", "source-wins")
-"""What a merge form offers on conflicts: stop and list them, or one side wins every path."""
+STRATEGIES = ("", "dest-wins", "source-wins", "rows")
+"""What a merge form offers on conflicts: stop and list them, one side wins every path, or
+the tables the repository declares merge row by row by their keys."""
 
 
 def strategies(chosen: str) -> list[str]:
     """The merge strategies of a form's choice (``InvalidArgument`` for any other value)."""
     if chosen not in STRATEGIES:
-        raise InvalidArgument(f"strategy {chosen!r} is not one of dest-wins, source-wins")
+        raise InvalidArgument(f"strategy {chosen!r} is not one of dest-wins, source-wins, rows")
     return [chosen] if chosen else []
 
 

@@ -113,7 +113,7 @@ def test_show_summarizes_the_tables_a_pull_request_changes(cli: Cli) -> None:
     cli("commit", "lakefs://R/main", "-m", "day 2")
     cli("pr", "create", "lakefs://R/fix", "lakefs://R/main", "--title", "t")
     shown = cli("pr", "show", "lakefs://R", "1")
-    assert shown["tables"] == [{"table": "t/", "summary": "t: +1 rows, \u22120"}]
+    assert shown["tables"] == [{"table": "t/", "summary": "t: +1 rows, \u22120", "key": []}]
     assert "table t: +1 rows" in cli("pr", "show", "lakefs://R", "1", human=True)
 
 

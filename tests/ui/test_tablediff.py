@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.server.conftest import commit, upload
-from tests.ui.conftest import new_repo
+from tests.ui.conftest import csrf_of, new_repo
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -84,3 +84,57 @@ def test_a_pull_request_summarizes_its_tables(api: httpx.Client, admin: httpx.Cl
     page = admin.get(f"/ui/repos/{repo}/pulls/{pid}")
     summaries = re.findall(r'<ul class="table-summaries">\s*<li><a href="[^"]+">([^<]+)</a>', page.text)
     assert summaries == ["t: +2 rows, \u22122"], page.text[page.text.find("table-summaries") - 50 :][:400]
+
+
+def test_a_declared_key_reaches_the_pull_request_and_its_row_diff(
+    api: httpx.Client, admin: httpx.Client
+) -> None:
+    """A table whose key the repository declares (_lakectl/tables.yaml) is summarized by it: an
+    edited row reads as changed, not as a removal and an addition; its row diff says so."""
+    repo = new_repo(api)
+    upload(api, repo, "main", "_lakectl/tables.yaml", b"tables:\n  tables/t:\n    key: [id]\n")
+    before = pa.table({"id": [1, 2, 3], "note": ["a", "b", "c"]})
+    upload(api, repo, "main", "tables/t/day=01/part-0.parquet", _parquet(before))
+    commit(api, repo, "main", "t, keyed by id")
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "fix", "source": "main"}).status_code == 201
+    )
+    after = pa.table({"id": [1, 2, 3], "note": ["a", "B", "C"]})
+    upload(api, repo, "fix", "tables/t/day=01/part-0.parquet", _parquet(after))
+    commit(api, repo, "fix", "edit two rows")
+    pid = api.post(
+        f"/repositories/{repo}/pulls",
+        json={"title": "t", "source_branch": "fix", "destination_branch": "main"},
+    ).json()["id"]
+    page = admin.get(f"/ui/repos/{repo}/pulls/{pid}")
+    summaries = re.findall(
+        r'<ul class="table-summaries">\s*<li><a href="([^"]+)">([^<]+)</a>([^\n]*)', page.text
+    )
+    assert [s[1] for s in summaries] == ["t: +0 rows, \u22120, 2 changed (note)"]
+    assert "by key <code>id</code>" in summaries[0][2]
+    shown = admin.get(html.unescape(summaries[0][0]))
+    assert "2 changed (note)" in shown.text
+    assert re.search(
+        r"By key <code>id</code>, declared for this table in <code>_lakectl/tables.yaml</code>", shown.text
+    )
+
+
+def test_the_merge_form_merges_declared_tables_by_rows(api: httpx.Client, admin: httpx.Client) -> None:
+    repo = new_repo(api)
+    upload(api, repo, "main", "_lakectl/tables.yaml", b"tables:\n  t:\n    key: [id]\n")
+    upload(api, repo, "main", "t/p.parquet", _parquet(pa.table({"id": [1, 2], "v": [0, 0]})))
+    commit(api, repo, "main", "t")
+    assert (
+        api.post(f"/repositories/{repo}/branches", json={"name": "fix", "source": "main"}).status_code == 201
+    )
+    upload(api, repo, "fix", "t/p.parquet", _parquet(pa.table({"id": [1, 2], "v": [1, 0]})))
+    commit(api, repo, "fix", "row 1")
+    upload(api, repo, "main", "t/p.parquet", _parquet(pa.table({"id": [1, 2], "v": [0, 2]})))
+    commit(api, repo, "main", "row 2")
+    compare = admin.get(f"/ui/repos/{repo}/compare", params={"left": "main", "right": "fix"})
+    assert '<option value="rows">' in compare.text
+    form = {"source": "fix", "destination": "main", "strategy": "rows", "csrf": csrf_of(compare.text)}
+    done = admin.post(f"/ui/repos/{repo}/merge", data=form, follow_redirects=False)
+    assert done.status_code == 303, done.text
+    merged = api.get(f"/repositories/{repo}/refs/main/objects", params={"path": "t/p.parquet"})
+    assert pq.read_table(io.BytesIO(merged.content)).to_pydict() == {"id": [1, 2], "v": [1, 2]}

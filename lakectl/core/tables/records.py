@@ -167,11 +167,14 @@ class TableDiff:
     """Objects opened, both sides."""
     files_unchanged: int
     """Objects of the table skipped because both sides have the same locators."""
+    key_declared: bool = False
+    """The key is the one the repository declares for the table (none was given)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "key": list(self.key),
+            "key_declared": self.key_declared,
             "schema": [c.to_dict() for c in self.schema],
             "rows_left": self.rows_left,
             "rows_right": self.rows_right,
