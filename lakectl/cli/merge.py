@@ -36,7 +36,9 @@ def merge(
             help="How to resolve conflicts: dest-wins or source-wins for every path, or "
             "GLOB=STRATEGY for the paths a glob matches (`**` spans directories). Repeatable; "
             "the first matching glob wins. GLOB=rows:key=COL[,COL][;winner=source|dest] merges "
-            "the Parquet tables both sides changed row by row by key, a partition directory at a time.",
+            "the Parquet tables both sides changed row by row by key, a partition directory at a time; "
+            "GLOB=rows takes each table's declared key (lakectl tables declare), and rows alone merges "
+            "every declared table so.",
         ),
     ] = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Merge commit message.")] = None,
@@ -53,7 +55,7 @@ def merge(
         typer.Option(
             "--spark",
             metavar="MASTER",
-            help="With a GLOB=rows:key=... strategy: merge the tables by rows in a Spark job on this "
+            help="With a GLOB=rows strategy: merge the tables by rows in a Spark job on this "
             "master (local[2], spark://host:7077), a partition per task: the same result, for tables "
             "one process cannot hold. Needs pyspark and Java, and an embedded lake with its blocks "
             "in one local block directory.",
@@ -71,7 +73,7 @@ def merge(
     repo = same_repo(src, dst)
     assert src.ref is not None and dst.ref is not None
     if spark is not None and not any(s == "rows" or "=rows" in s for s in strategy or []):
-        raise InvalidArgument("--spark merges tables by rows: add a --strategy 'GLOB=rows:key=COL'")
+        raise InvalidArgument("--spark merges tables by rows: add a --strategy 'GLOB=rows:key=COL' (or rows)")
     result = backend().merge(
         repo, src.ref, dst.ref, strategy or [], message, squash=squash, spark_master=spark
     )
