@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from lakectl.cli import render
 from lakectl.cli.common import JsonFlag, backend, more, noun, parse_metadata, ref_uri, since_time, split_list
 from lakectl.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from lakectl.cli.graph import Row
 
 show_app = noun("Show a commit.")
 
@@ -125,6 +128,14 @@ ShowMetaRangeIds = Annotated[
 OneLine = Annotated[
     bool, typer.Option("--oneline", help="One line a commit: its short id and the first line of its message.")
 ]
+GraphFlag = Annotated[
+    bool,
+    typer.Option(
+        "--graph",
+        help="Draw the commit graph beside the log, as git's --graph: merges open a line, lines that "
+        "meet join (with --oneline: one line a commit).",
+    ),
+]
 
 
 def log(
@@ -142,6 +153,7 @@ def log(
     dot: Dot = False,
     show_meta_range_id: ShowMetaRangeIds = False,
     oneline: OneLine = False,
+    graph: GraphFlag = False,
     json_: JsonFlag = False,
 ) -> None:
     """Show the commits reachable from a ref, newest first."""
@@ -149,6 +161,8 @@ def log(
     assert uri.ref is not None
     if sum((dot, json_, oneline)) > 1:
         raise InvalidArgument("give one of --dot, --json and --oneline")
+    if graph and (dot or json_):
+        raise InvalidArgument("--graph draws the log for people: not with --dot or --json")
     since = since_time(since)
     objs, prefs = split_list(objects, "objects"), split_list(prefixes, "prefixes")
     ask = amount + 1 if amount and not limit else amount or None
@@ -174,7 +188,9 @@ def log(
             shown.append(c.id)
             yield c.to_dict()
 
-    if oneline:
+    if graph:
+        _render_graph(page(), oneline, show_meta_range_id)
+    elif oneline:
         for c in page():
             render.commit_line(c)
     else:
@@ -195,6 +211,38 @@ def _render_log(page: Iterator[dict[str, Any]], json_: bool, dot: bool, show_met
             if i:
                 render.line("")
             render.commit(c, show_meta_range_id)
+
+
+def _render_graph(page: Iterator[dict[str, Any]], oneline: bool, show_meta_range_id: bool) -> None:
+    """One page of commits with the graph drawn at their left (:mod:`lakectl.cli.graph`)."""
+    from lakectl.cli.graph import Graph
+
+    drawing = Graph()
+    between = ""
+    for i, c in enumerate(page):
+        row = drawing.add(c["id"], c["parents"])
+        if i and not oneline:
+            render.line(between.rstrip())
+        for text in row.before:
+            render.line(text)
+        if oneline:
+            render.commit_line(c, row.prefix)
+            for text in row.after:
+                render.line(text)
+        else:
+            render.commit(c, show_meta_range_id, _margins(row))
+        between = row.continuation
+
+
+def _margins(row: Row) -> Iterator[str]:
+    """The graph beside each line of a commit's full form: its row, its forks, then its lines
+    passing by, all as wide."""
+    width = max(len(row.prefix), len(row.continuation), *(len(a) + 1 for a in row.after))
+    yield row.prefix.ljust(width)
+    for text in row.after:
+        yield text.ljust(width)
+    while True:
+        yield row.continuation.ljust(width)
 
 
 @show_app.command("commit")

@@ -242,29 +242,33 @@ def ref(data: Data) -> None:
     fields([("Name", data["id"]), ("Commit ID", data["commit_id"])])
 
 
-def commit(data: Data, show_meta_range_id: bool = False) -> None:
-    """A commit as ``lakectl log`` shows it."""
-    parts(("ID:            ", None), (data["id"], YELLOW))
-    if data["committer"]:
-        line(f"Author:        {data['committer']}")
-    line(f"Date:          {when(data['creation_date'])}")
+def commit(data: Data, show_meta_range_id: bool = False, margins: Iterator[str] | None = None) -> None:
+    """A commit as ``lakectl log`` shows it; each line after the next of ``margins``
+    (``log --graph``'s drawing)."""
+    import itertools
+
+    m = margins if margins is not None else itertools.repeat("")
+    parts((next(m) + "ID:            ", None), (data["id"], YELLOW))
+    texts = [f"Author:        {data['committer']}"] if data["committer"] else []
+    texts.append(f"Date:          {when(data['creation_date'])}")
     if show_meta_range_id:
-        line(f"Meta Range ID: {data['meta_range_id']}")
+        texts.append(f"Meta Range ID: {data['meta_range_id']}")
     if len(data["parents"]) > 1:
-        line(f"Merge:         {' '.join(p[:12] for p in data['parents'])}")
-    line("")
-    for text in data["message"].splitlines() or [""]:
-        line(f"    {text}")
+        texts.append(f"Merge:         {' '.join(p[:12] for p in data['parents'])}")
+    texts.append("")
+    texts += [f"    {text}" for text in data["message"].splitlines() or [""]]
     if data["metadata"]:
-        line("")
-        for key, value in sorted(data["metadata"].items()):
-            line(f"    {key} = {value}")
+        texts.append("")
+        texts += [f"    {key} = {value}" for key, value in sorted(data["metadata"].items())]
+    for text in texts:
+        line((next(m) + text).rstrip())
 
 
-def commit_line(data: Data) -> None:
-    """A commit as ``lakectl log --oneline`` shows it: short id, first line of the message."""
+def commit_line(data: Data, margin: str = "") -> None:
+    """A commit as ``lakectl log --oneline`` shows it: short id, first line of the message;
+    ``margin`` before it (``log --graph``'s drawing)."""
     first = next(iter(data["message"].splitlines()), "")
-    parts((data["id"][:12], YELLOW), (f" {first}".rstrip(), None))
+    parts((margin, None), (data["id"][:12], YELLOW), (f" {first}".rstrip(), None))
 
 
 def dot(commits: Iterable[Data]) -> None:

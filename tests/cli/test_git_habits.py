@@ -1,7 +1,10 @@
-"""git's habits at the terminal, embedded and through a live server: ``log --oneline``, relative
-times in ``log --since`` (``yesterday``, ``2.weeks``, ``3 days ago``), ``diff --stat``."""
+"""git's habits at the terminal, embedded and through a live server: ``log --oneline``,
+``log --graph``, relative times in ``log --since`` (``yesterday``, ``2.weeks``, ``3 days ago``),
+``diff --stat``."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -25,6 +28,42 @@ def test_log_oneline_is_the_short_id_and_the_first_line(cli: Cli) -> None:
         f"{ids[0][:12]} load a"
     ]
     cli("log", "--oneline", "--dot", "lakefs://R/main", human=True, code=2)
+
+
+def _commit(cli: Cli, branch: str, path: str, message: str) -> None:
+    cli("fs", "upload", f"lakefs://R/{branch}/{path}", "--source", "-", input=message.encode())
+    cli("commit", f"lakefs://R/{branch}", "-m", message)
+
+
+def test_log_graph_draws_merges_and_where_lines_meet(cli: Cli) -> None:
+    cli("repo", "create", "lakefs://R")
+    _commit(cli, "main", "a", "base")
+    for branch in ("f", "h"):
+        cli("branch", "create", f"lakefs://R/{branch}", "--source", "lakefs://R/main")
+    _commit(cli, "f", "b", "f one")
+    _commit(cli, "main", "c", "main one")
+    _commit(cli, "h", "d", "h one")
+    _commit(cli, "f", "b", "f two")
+    cli("merge", "lakefs://R/f", "lakefs://R/main")
+    _commit(cli, "main", "e", "after")
+    cli("merge", "lakefs://R/h", "lakefs://R/main")
+    plain = cli("log", "--oneline", "lakefs://R/main", human=True).splitlines()
+    drawn = cli("log", "--graph", "--oneline", "lakefs://R/main", human=True).splitlines()
+    rows = [line for line in drawn if "*" in line]
+    # the log's commits in the log's order, each after the drawing of its line of history
+    assert [re.sub(r"^[*| ]+", "", row) for row in rows] == plain
+    assert {row.index("*") for row in rows} == {0, 2, 4}  # three lines of history at the widest
+    for merge in (r for r in rows if "Merge '" in r):  # a merge opens a line for its second parent
+        assert drawn[drawn.index(merge) + 1].startswith(merge[: merge.index("*")] + "|\\")
+    assert drawn[-2].startswith("* ") and drawn[-3] == "|/"  # the lines meet again at the base
+    assert set("".join(line for line in drawn if "*" not in line)) <= set("|/\\_ ")
+    full = cli("log", "--graph", "lakefs://R/main", human=True).splitlines()
+    assert (
+        full[0].startswith("*   ID:")
+        and full[1].startswith("|\\  Author:")
+        and full[2].startswith("| | Date:")
+    )
+    cli("log", "--graph", "--dot", "lakefs://R/main", human=True, code=2)
 
 
 def test_log_since_takes_git_relative_times(cli: Cli) -> None:
