@@ -11,6 +11,7 @@ import pytest
 from lakectl.cli.common import since_time
 from lakectl.errors import InvalidArgument
 from tests.cli.both_json import Cli, cli, live
+from tests.cli.conftest import Run
 
 __all__ = ["cli", "live"]
 
@@ -117,3 +118,17 @@ def test_diff_stat_lists_each_path_with_its_size_then_the_counts(cli: Cli) -> No
     cli("commit", "lakefs://R/main", "-m", "edits")
     since = cli("diff", "--stat", "--since", "main~1", "lakefs://R/main", human=True)
     assert since.splitlines()[-1] == "3 objects changed: 1 added, 1 removed, 1 changed"
+
+
+@pytest.mark.parametrize(
+    ("argv", "nearest"),
+    [
+        (["log", "lakefs://R/main", "--onelin"], "--oneline"),
+        (["log", "lakefs://R/main", "--grph"], "--graph"),
+        (["diff", "lakefs://R/main", "--stats"], "--stat"),
+        (["fs", "ls", "lakefs://R/main/", "--recursiv"], "--recursive"),
+    ],
+)
+def test_an_unknown_option_suggests_the_nearest_real_one(run: Run, argv: list[str], nearest: str) -> None:
+    said = run(*argv, code=2).stderr
+    assert f"No such option: {argv[-1]} (Possible options: {nearest})" in said
