@@ -74,6 +74,8 @@ def demo(lake: Lake) -> str:
     writes.upload(
         lake, REPO, "main", "stores.json", b'{"store-0": "Lyon", "store-1": "Porto"}\n', "application/json"
     )
+    declaration = b"tables:\n  orders:\n    key: [date]\n"  # pull requests summarize the orders by it
+    writes.upload(lake, REPO, "main", "_lakectl/tables.yaml", declaration, "application/yaml")
     head = p.commit(lake, REPO, "main", "Describe the data set", {"ticket": "DATA-42"}, "grace")
     previewed(lake)
     p.create_tag(lake, REPO, "v2026.q1", "main")

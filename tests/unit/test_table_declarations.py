@@ -46,3 +46,5 @@ def test_a_path_belongs_to_the_longest_declared_table_it_is_in() -> None:
     assert declared.table_for(tables, "t/day=1/p.parquet") == "t/"
     assert declared.table_for(tables, "one.parquet") == "one.parquet"
     assert declared.table_for(tables, "other.parquet") == ""
+    assert declared.table_for(tables, "t/2026-03.csv") == ""  # a CSV object is a table of its own
+    assert declared.key_for(tables, "t/2026-03.csv") == ("id",)  # keyed as its prefix declares

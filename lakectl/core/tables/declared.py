@@ -113,12 +113,16 @@ def key_for(declared: Mapping[str, tuple[str, ...]], path: str) -> tuple[str, ..
 
 def table_for(declared: Mapping[str, tuple[str, ...]], path: str) -> str:
     """The declared table an object at ``path`` is part of, as a diff names it (a prefix with
-    its trailing ``/``, or the object itself), or "" when it is in none."""
+    its trailing ``/``, or the object itself), or "" when it is in none. A prefix is a table of
+    Parquet objects: a CSV object under a declared prefix is a table of its own (its key is
+    still the prefix's, by :func:`key_for`)."""
     best = ""
     for table in declared:
         if (path == table or path.startswith(table + "/")) and len(table) > len(best):
             best = table
-    return best if not best or best == path else best + "/"
+    if not best or best == path:
+        return best
+    return best + "/" if path.endswith(".parquet") else ""
 
 
 def at_ref(lake: Lake, repo: str, ref: str) -> Declared:
