@@ -38,6 +38,7 @@ test: lint
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-java.sh
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-shells.sh
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/pytest
 	$(MAKE) smoke
 
