@@ -38,24 +38,30 @@ MAX_PATHS = 500
 # "/" (a repository or ref, a directory) is not a whole word yet: no space is put after it.
 BASH = r"""
 %(func)s() {
-    local IFS=$'\n' words=() i word joined reply value
-    # bash splits lakefs://repo at ':' (COMP_WORDBREAKS): join those pieces back into one word,
-    # and give bash back only the part of each value after what it does not replace.
+    # bash splits the word at the cursor at each COMP_WORDBREAKS character (':' and '=' among
+    # them: lakefs://lake/main/data/day=01/): glue back the pieces no blank separates, ask lakectl
+    # about the whole word, and give bash back only what it replaces: the text after the last
+    # break before the cursor ($2, empty right after one).
+    local IFS=$'\n' line="${COMP_LINE:0:COMP_POINT}" words=() i piece rest prefix reply value
     for ((i = 0; i <= COMP_CWORD; i++)); do
-        word="${COMP_WORDS[i]}"
-        if ((${#words[@]} > 0)) && [[ $word == :* || ${words[${#words[@]}-1]} == *: ]]; then
-            words[${#words[@]}-1]+="$word"
+        rest="${line#"${line%%%%[![:blank:]]*}"}"
+        piece="${COMP_WORDS[i]}"
+        ((i == COMP_CWORD)) && piece="$rest"
+        if ((i > 0)) && [[ $rest == "$line" ]]; then
+            words[${#words[@]}-1]+="$piece"
         else
-            words+=("$word")
+            words+=("$piece")
         fi
+        line="${rest:${#piece}}"
     done
-    joined="${words[${#words[@]}-1]}"
-    joined="${joined%%"${COMP_WORDS[COMP_CWORD]}"}"
+    prefix="${words[${#words[@]}-1]#[\"\']}"  # in a quoted word, $2 starts after the quote
+    prefix="${prefix%%"$2"}"
     reply=$(env COMP_WORDS="${words[*]}" COMP_CWORD=$((${#words[@]} - 1)) \
         %(var)s=bash_complete "$1" 2>/dev/null)
     COMPREPLY=()
     for value in $reply; do
-        COMPREPLY+=("${value#"$joined"}")
+        [[ $value == "$prefix"* ]] || continue
+        COMPREPLY+=("${value#"$prefix"}")
         [[ $value == */ ]] && compopt -o nospace 2>/dev/null
     done
     return 0
@@ -82,7 +88,9 @@ ZSH = r"""
     (( ${#partial} )) && compadd -Q -S '' -- $partial
 }
 
-if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+# Loaded from $fpath, this file is the body of _%(prog)s, run at every Tab (loadautofunc the
+# first time, shfunc after); sourced, it registers the function.
+if [[ $zsh_eval_context[-1] == (loadautofunc|shfunc) ]]; then
     %(func)s "$@"
 else
     compdef %(func)s %(prog)s

@@ -1,19 +1,21 @@
 """``lakectl completion bash|zsh|fish``: the scripts, and the answers they get through click's
 completion environment (``_LAKECTL_COMPLETE=bash_complete``, ``COMP_WORDS``, ``COMP_CWORD``):
 commands, options, and the repositories, refs and paths of the configured lake, embedded and
-remote; nothing at all on any error. The bash script is also run in a real bash."""
+remote; nothing at all on any error. Each script is also run in its real shell (bash, zsh, fish) on a
+pseudo-terminal, Tab pressed as a user presses it, through hive partition directories (``day=01``)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.both import Lakectl, both, live
+from tests.cli.shells import Terminal, install, require, terminal
 from tests.server.conftest import Live, unique
 
 __all__ = ["both", "live"]
@@ -136,60 +138,109 @@ def test_scripts_for_each_shell(both: Lakectl) -> None:
     assert both.js("completion", "fish") == {"shell": "fish", "script": fish}
     bad = both("completion", "pwsh", code=2)
     assert bad.stderr == "error: unsupported shell 'pwsh': expected one of bash, zsh, fish\n"
-    # The scripts' own protocol, for the zsh and fish scripts that cannot run here.
+    # The scripts' own protocol (the shells themselves are driven below).
     for shell in ("zsh", "fish"):
         env = {"_LAKECTL_COMPLETE": f"{shell}_complete", "COMP_WORDS": "lakectl ta", "COMP_CWORD": "1"}
         assert both(code=None, env=env).stdout == "tag\n"
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
-def test_the_bash_script_in_a_real_bash(both: Lakectl, tmp_path: Path) -> None:
-    """Source the script in bash and call its function as readline would, with bash's own
-    splitting of lakefs://repo at the colon; COMPREPLY must hold what replaces the current word."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "lakectl"
-    wrapper.write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" -c "from lakectl.cli.app import main; main()" "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    script = tmp_path / "lakectl.bash"
-    script.write_text(both("completion", "bash").stdout)
-    repo = both.repo
-    probe = f"""
-source {script}
-probe() {{  # $1: the line up to the cursor; bash's own word splitting, COMP_WORDBREAKS included
-    COMP_LINE="$1"; COMP_POINT=${{#1}}
-    local split; split=$(printf '%s' "$1" | sed -e 's/:/ : /g' -e 's/  */ /g')
-    read -ra COMP_WORDS <<< "$split"
-    [[ $1 == *" " ]] && COMP_WORDS+=("")
-    COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))
-    COMPREPLY=()
-    _lakectl_completion lakectl "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
-    printf '%s|' "${{COMPREPLY[@]}}"; echo
-}}
-probe 'lakectl bra'
-probe 'lakectl branch show lakefs://{repo}/'
-probe 'lakectl branch show lakefs:'
-probe 'lakectl fs ls lakefs://{repo}/main/'
-probe 'lakectl fs ls '
-complete -p lakectl
-"""
+# -- in the real shells, against a lake with hive partitions -------------------------------
+
+PARTITIONED = [
+    "data/events/day=00/part.csv",
+    "data/events/day=01/k=v=w.csv",
+    "data/events/day=01/x=a:b/y.csv",
+    "data/events/day=10/part.csv",
+    "data/region=eu/z.csv",
+]
+URI = "lakectl fs ls lakefs://lake/main/data"
+LIST_KEYS = {"bash": "\t\t", "zsh": "\t"}
+"""The keys that list the choices when Tab can add nothing (fish shows them at once)."""
+
+
+@pytest.fixture
+def shell_env(tmp_path: Path) -> dict[str, str]:
+    """An embedded lake holding PARTITIONED on lake/main; the environment a shell runs lakectl in,
+    the lakectl on PATH importing this checkout."""
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "lakectl").exists(), f"no lakectl executable beside {sys.executable}"
     env = {
-        **os.environ,
-        **both.env,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(ROOT),
+        "LAKECTL_HOME": str(tmp_path / "lake"),
+        "LAKECTL_CONFIG": str(tmp_path / "none.yaml"),
+        "LAKECTL_SERVER_ENDPOINT_URL": "",
+        "LAKECTL_COMMITTER": "tester",
+        "LAKECTL_BASE_URI": "",
     }
-    out = subprocess.run(
-        ["bash", "--norc", "-c", probe], capture_output=True, text=True, env=env, timeout=120
+    cli = Lakectl("embedded", env, tmp_path)
+    cli("repo", "create", "lakefs://lake")
+    for path in PARTITIONED:
+        cli("fs", "upload", f"lakefs://lake/main/{path}", "-s", "-", input=b"1\n")
+    cli("commit", "lakefs://lake/main", "-m", "partitions")
+    return {
+        **env,
+        "PATH": f"{bin_dir}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "TERM": "xterm",
+        "LANG": "C.UTF-8",
+    }
+
+
+@pytest.fixture(params=["bash", "zsh", "fish"])
+def term(request: pytest.FixtureRequest, shell_env: dict[str, str], tmp_path: Path) -> Iterator[Terminal]:
+    """The shell, interactive, in a directory holding one local file (``notes.txt``): a Tab that
+    falls back to local file names shows it."""
+    here = tmp_path / "cwd"
+    here.mkdir()
+    (here / "notes.txt").write_text("a local file\n")
+    with terminal(request.param, tmp_path / "home", shell_env, here) as opened:
+        yield opened
+
+
+def test_tab_goes_step_by_step_through_partition_directories(term: Terminal) -> None:
+    """``…/ev`` Tab, Tab gives ``…/events/day=``; the choices there are the partitions (not the
+    local files), then the files inside. A directory gets no space after it, a whole path does."""
+    assert term.line(f"{URI}/ev\t") == f"{URI}/events/"
+    assert term.type("\t")[0] == f"{URI}/events/day="
+    if term.shell in LIST_KEYS:  # fish shows its choices at once; see the fish test below
+        line, screen = term.type(LIST_KEYS[term.shell])
+        assert line == f"{URI}/events/day="
+        # bash replaces, and so lists, only what follows the '='.
+        shown = "" if term.shell == "bash" else "lakefs://lake/main/data/events/day="
+        assert all(f"{shown}{day}/" in screen for day in ("00", "01", "10")), screen
+        assert "notes.txt" not in screen
+    assert term.type("1\t")[0] == f"{URI}/events/day=10/"
+    assert term.type("\t")[0] == f"{URI}/events/day=10/part.csv "
+
+
+def test_tab_right_after_an_equals_sign_or_a_colon(term: Terminal) -> None:
+    """The word ends with '=' or ':' (where bash's own word, the part it replaces, is empty)."""
+    assert term.line(f"{URI}/region=\t") == f"{URI}/region=eu/"
+    assert term.line(f"{URI}/events/day=01/x=a:\t") == f"{URI}/events/day=01/x=a:b/"
+    assert term.line("lakectl fs ls lakefs:\t") == "lakectl fs ls lakefs://lake/"
+
+
+def test_names_holding_equals_signs_and_colons_complete_whole(term: Terminal) -> None:
+    assert term.line(f"{URI}/events/day=01/k\t") == f"{URI}/events/day=01/k=v=w.csv "
+    assert term.line(f"{URI}/events/day=01/x\t") == f"{URI}/events/day=01/x=a:b/"
+    assert term.type("\t")[0] == f"{URI}/events/day=01/x=a:b/y.csv "
+    # Commands complete as before, a space after a whole word.
+    assert term.line("lakectl completion b\t") == "lakectl completion bash "
+
+
+def test_fish_lists_partition_directories(shell_env: dict[str, str], tmp_path: Path) -> None:
+    """fish's own completion entry point lists the choices after ``day=`` (its Tab shows them in
+    a pager, which a second Tab would step into)."""
+    fish = require("fish")
+    _, env = install("fish", tmp_path / "home", shell_env)
+    listed = subprocess.run(
+        [fish, "-c", f"complete -C'{URI}/events/day='"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
     )
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert lines[0] == "branch|branch-protect|"
-    # bash replaces only the word after the last colon: the answers start there.
-    assert lines[1] == f"//{repo}/feat|//{repo}/main|"
-    assert f"://{repo}/|" in lines[2]  # the current word is ":": the answer goes on from it
-    assert lines[3] == f"//{repo}/main/a/|"
-    assert f"lakefs://{repo}/|" in lines[4]
-    assert lines[5] == "complete -o default -F _lakectl_completion lakectl"
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        f"lakefs://lake/main/data/events/day={d}/" for d in ("00", "01", "10")
+    ]
