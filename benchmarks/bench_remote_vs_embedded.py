@@ -9,7 +9,10 @@ Issue 16's "Remote" targets: a 1 GiB upload through a server at >= 0.6 x the emb
   (the remote rate as a fraction of the embedded one), target >= 0.6;
 * small: ``lakectl fs upload -r --source TREE lakefs://bench/main/data/`` of N files of 4 KiB in
   100 directories (100k by default, generated once), judged by time: remote seconds / embedded
-  seconds, target <= 2.
+  seconds, target <= 2;
+* mixed: ``lakectl fs upload -r`` of a directory as a user has one: 2,000 files of 1 KiB to
+  10 MiB (sizes log-normal around 32 KiB, ~330 MiB in all, random bytes, in 20 directories),
+  judged by time: remote seconds / embedded seconds, target <= 1.5.
 
 Embedded: ``LAKECTL_HOME`` is a fresh lake each round, no endpoint, ``LAKECTL_CONFIG`` names a
 file that does not exist. Remote: a real ``lakectl server setup`` + ``lakectl server run``
@@ -48,10 +51,33 @@ TARGET_BIG_RATE = 0.6
 """Remote rate / embedded rate for the big file, at least."""
 TARGET_SMALL_TIME = 2.0
 """Remote time / embedded time for the small files, at most."""
+TARGET_MIXED_TIME = 1.5
+"""Remote time / embedded time for the directory of mixed sizes, at most."""
+FULL_MIXED = 2000
 FULL_SIZE_MIB = 1024
 FULL_FILES = 100_000
 BIG = "lakefs://bench/main/big.bin"
 DATA = "lakefs://bench/main/data/"
+MIXED = "lakefs://bench/main/mixed/"
+KiB = 1024
+
+
+def make_mixed(root: str, files: int) -> int:
+    """``files`` files of 1 KiB to 10 MiB of random bytes (log-normal sizes around 32 KiB, the
+    same every run), 100 a directory; their total size."""
+    import math
+    import random
+
+    rng, total = random.Random(33), 0
+    for i in range(files):
+        size = int(min(10 * MiB, max(KiB, math.exp(rng.gauss(math.log(32 * KiB), 2.0)))))
+        directory = os.path.join(root, f"part={i // 100:02d}")
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, f"f{i:05d}.bin"), "wb") as f:
+            f.write(os.urandom(size))
+        total += size
+    os.sync()
+    return total
 
 
 @dataclass
@@ -62,7 +88,8 @@ class Side:
     env: dict[str, str]
     big: list[Timing] = field(default_factory=list)
     small: list[Timing] = field(default_factory=list)
-    server_cpu: dict[str, list[float]] = field(default_factory=lambda: {"big": [], "small": []})
+    mixed: list[Timing] = field(default_factory=list)
+    server_cpu: dict[str, list[float]] = field(default_factory=lambda: {"big": [], "small": [], "mixed": []})
     error: str = ""
 
 
@@ -70,6 +97,7 @@ class Bench:
     def __init__(self, exe: str, work: str, timeout: float, src: str, tree: str, small: str) -> None:
         self.exe, self.work, self.timeout = exe, work, timeout
         self.src, self.tree, self.small = src, tree, small
+        self.mixed_tree = os.path.join(work, "mixed")
         base = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_")}
         base["LAKECTL_CONFIG"] = os.path.join(work, "no-config.yaml")
         base["LAKECTL_COMMITTER"] = "bench"
@@ -110,7 +138,7 @@ class Bench:
         except StepFailed as e:
             side.error = f"{case}: {e}"
             return
-        (side.big if case == "big" else side.small).append(t)
+        getattr(side, case).append(t)
         if side is self.remote and self.server:
             side.server_cpu[case].append(self.server.cpu_seconds() - cpu0)
 
@@ -124,6 +152,10 @@ class Bench:
     def small_files(self, side: Side) -> None:
         args = ["fs", "upload", "-r", "--no-progress", "--source", self.tree, DATA]
         self.timed(side, "small", args, os.sync)
+
+    def mixed_files(self, side: Side) -> None:
+        args = ["fs", "upload", "-r", "--no-progress", "--source", self.mixed_tree, MIXED]
+        self.timed(side, "mixed", args, os.sync)
 
 
 def paired_rate(embedded: list[Timing], remote: list[Timing]) -> float:
@@ -156,7 +188,8 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, default=FULL_SIZE_MIB, help="the big file (default 1 GiB)")
     parser.add_argument("--files", type=int, default=FULL_FILES, help="small files (default 100k)")
     parser.add_argument("--dirs", type=int, default=100, help="directories the small files are spread over")
-    parser.add_argument("--only", choices=("big", "small"), default=None, help="run one case only")
+    parser.add_argument("--mixed", type=int, default=FULL_MIXED, help="files of mixed sizes (default 2,000)")
+    parser.add_argument("--only", choices=("big", "small", "mixed"), default=None, help="run one case only")
     parser.add_argument("--timeout", type=float, default=900, help="limit per command, seconds")
     parser.add_argument("--dir", default=None, help="where to work (default: system temp dir)")
     args = parser.parse_args()
@@ -164,6 +197,7 @@ def main() -> None:
     if exe is None:
         raise SystemExit("lakectl is not installed (no lakectl next to this Python or on PATH)")
     do_big, do_small = args.only in (None, "big"), args.only in (None, "small")
+    do_mixed = args.only in (None, "mixed")
     print_context(f"remote vs embedded ({args.size_mib} MiB file, {args.files:,} small files)")
 
     with temp_dir("lakectl-bench-rve-", args.dir) as work:
@@ -183,6 +217,9 @@ def main() -> None:
         if do_small:
             t_make = make_tree(tree, args.files, args.dirs)
             print(f"small files: {args.files:,} x 4 KiB in {args.dirs} dirs ({fmt_time(t_make)})")
+        if do_mixed:
+            total = make_mixed(os.path.join(work, "mixed"), args.mixed)
+            print(f"mixed files: {args.mixed:,} of 1 KiB to 10 MiB, {total / MiB:,.0f} MiB in all")
 
         bench = Bench(exe, work, args.timeout, src, tree, small)
         emb, rem = bench.embedded, bench.remote
@@ -204,6 +241,8 @@ def main() -> None:
                     bench.big(side)
                 for side in sides if do_small else []:
                     bench.small_files(side)
+                for side in sides if do_mixed else []:
+                    bench.mixed_files(side)
                 if server.process.poll() is not None:
                     rem.error = rem.error or f"the server died:\n{server.log_tail()}"
             remove(round_dir)
@@ -212,6 +251,8 @@ def main() -> None:
                 line.append(f"big {emb.big[-1].wall:.2f} / {rem.big[-1].wall:.2f} s")
             if do_small and emb.small and rem.small:
                 line.append(f"small {emb.small[-1].wall:.2f} / {rem.small[-1].wall:.2f} s")
+            if do_mixed and emb.mixed and rem.mixed:
+                line.append(f"mixed {emb.mixed[-1].wall:.2f} / {rem.mixed[-1].wall:.2f} s")
             order = ", ".join(s.label for s in sides)
             print(
                 f"round {r + 1} ({order}): embedded / remote: {'; '.join(line) or '-'} "
@@ -223,11 +264,12 @@ def main() -> None:
     for case, label, on in (
         ("big", f"fs upload of {args.size_mib} MiB", do_big),
         ("small", f"fs upload -r of {args.files:,} files", do_small),
+        ("mixed", f"fs upload -r of {args.mixed:,} mixed files", do_mixed),
     ):
         if not on:
             continue
         for side in (emb, rem):
-            runs = side.big if case == "big" else side.small
+            runs = getattr(side, case)
             med = f"{statistics.median(t.wall for t in runs):.2f}" if runs else "-"
             scpu = side.server_cpu[case]
             srv = f"{statistics.median(scpu):.2f}" if side is rem and scpu else ""
@@ -259,7 +301,17 @@ def main() -> None:
             f"<= {TARGET_SMALL_TIME}",
             verdict(ratio <= TARGET_SMALL_TIME if judged else None),
         )
+    if do_mixed:
+        ratio = paired_time(emb.mixed, rem.mixed)
+        judged = args.mixed >= FULL_MIXED and ratio == ratio
+        judge.add(
+            f"{args.mixed:,} files of mixed sizes: remote time / embedded time",
+            f"{ratio:.2f}",
+            f"<= {TARGET_MIXED_TIME}",
+            verdict(ratio <= TARGET_MIXED_TIME if judged else None),
+        )
     full = (not do_big or args.size_mib >= FULL_SIZE_MIB) and (not do_small or args.files >= FULL_FILES)
+    full = full and (not do_mixed or args.mixed >= FULL_MIXED)
     judge.print("Judged" + ("" if full else " (scaled down: targets apply to 1 GiB and 100k files)"))
     print_context("at the end")
     for side in (emb, rem):

@@ -23,10 +23,16 @@ def read_block(stream: BinaryIO, block_size: int = BLOCK_SIZE) -> bytes:
     first = stream.read(block_size)
     if not first or len(first) == block_size:
         return first
-    buffer = bytearray(block_size)
-    buffer[: len(first)] = first
-    size = len(first) + read_into(stream, memoryview(buffer)[len(first) :])
-    return bytes(buffer[:size])
+    # Short: the end of a file (the next read says so), or a pipe's piece. No buffer of the
+    # block's size is made for it: zeroing 64 MiB per file cost more than reading a small one.
+    pieces, size = [first], len(first)
+    while size < block_size:
+        more = stream.read(block_size - size)
+        if not more:
+            break
+        pieces.append(more)
+        size += len(more)
+    return first if len(pieces) == 1 else b"".join(pieces)
 
 
 def read_into(stream: BinaryIO, buffer: bytearray | memoryview) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -164,12 +165,13 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
     backend.create_repo(repo)
     infos = backend.upload_files(repo, "main", list(reversed(files)))
     assert [i.path for i in infos] == sorted(p for p, _ in files)
-    assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/links")] == 6
-    assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/link")] == 1
-    # Each file with bytes carries its md5 and the server's receipt: linking reads no pack.
-    assert len(transport.links) == 40
+    # 40 small files linked 7 a request, and the file of a block of its own in one more
+    assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/links")] == 7
+    assert transport.calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/link")] == 0
+    # Each small file with bytes carries its md5 and the server's receipt: linking reads no pack.
+    assert len(transport.links) == 41
     for sent in transport.links:
-        assert ("receipt" in sent) == bool(sent["segments"]), sent
+        assert ("receipt" in sent) == (bool(sent["segments"]) and sent["path"] != "d/big"), sent
     for path, local in files:
         with open(local, "rb") as f:
             assert b"".join(backend.read(repo, "main", path)) == f.read()
@@ -185,6 +187,44 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
         assert (mine.size, mine.checksum) == (theirs.size, theirs.checksum)
     # The same blocks and segments: the manifests (bare locators) are the same text.
     assert backend.export_manifest(repo, "main") == manifests.export_manifest(lake, "same", "main")
+
+
+def test_files_of_a_block_each_are_asked_about_sent_and_linked_in_batches(
+    backend: RemoteBackend, transport: Recording, monkeypatch, tmp_path
+) -> None:
+    """Files larger than a pack takes and at most a block: one question and one link per batch
+    (not four requests a file), a block the server has proven instead of sent; a file of
+    several blocks goes its own way; every byte arrives."""
+    monkeypatch.setattr(remote_blocks, "BLOCK_SIZE", 1 << 18)
+    monkeypatch.setattr(remote_blocks, "WHOLE_BATCH_BYTES", 500_000)
+    repo = unique("whole")
+    backend.create_repo(repo)
+    twin = os.urandom(120_000)
+    backend.upload(repo, "main", "already/there.bin", twin)  # the server holds this block
+    files = []
+    for i in range(12):
+        path = tmp_path / f"m{i:02d}"
+        path.write_bytes(twin if i == 5 else os.urandom(100_000 + 10_000 * i))
+        files.append((f"m/{i:02d}.bin", str(path)))
+    several = tmp_path / "several"
+    several.write_bytes(os.urandom((1 << 18) * 2 + 5))
+    files.append(("m/several.bin", str(several)))
+    before = Counter(transport.calls)
+    done: list[int] = []
+    infos = backend.upload_files(repo, "main", files, progress=done.append)
+    calls = transport.calls - before
+    assert [i.path for i in infos] == sorted(p for p, _ in files) and sum(done) == len(files)
+    # 12 files of 100-210 kB in batches of at most 500 kB: 5 batches (4, 3, 2, 2 and 1 files)
+    assert calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/links")] == 5
+    assert calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/link")] == 1  # several.bin
+    assert calls[("POST", "/blocks/missing")] == 5 + 3  # a question a batch; several.bin's 3 blocks
+    assert calls[("PUT", "/blocks/*")] == 11 + 3 and calls[("POST", "/blocks/prove")] == 1
+    for (path, local), info in zip(sorted(files), infos, strict=True):
+        with open(local, "rb") as f:
+            data = f.read()
+        assert b"".join(backend.read(repo, "main", path)) == data
+        if path != "m/several.bin":
+            assert info.entry is not None and info.entry.checksum == hashlib.md5(data).hexdigest()
 
 
 def test_wrong_credentials_are_refused(live: Live) -> None:
