@@ -141,7 +141,7 @@ def test_scripts_for_each_shell(both: Lakectl) -> None:
     # The scripts' own protocol (the shells themselves are driven below).
     for shell in ("zsh", "fish"):
         env = {"_LAKECTL_COMPLETE": f"{shell}_complete", "COMP_WORDS": "lakectl ta", "COMP_CWORD": "1"}
-        assert both(code=None, env=env).stdout == "tag\n"
+        assert both(code=None, env=env).stdout == "tag\ntables\n"  # in the help's order
 
 
 # -- in the real shells, against a lake with hive partitions -------------------------------
