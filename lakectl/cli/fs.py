@@ -8,6 +8,7 @@ import io
 import itertools
 import os
 import stat as stat_
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from stat import S_ISREG
@@ -29,7 +30,9 @@ Recursive = Annotated[bool, typer.Option("--recursive", "-r", help="Every object
 Quiet = Annotated[
     bool,
     typer.Option(
-        "--quiet", "-q", help="No progress bar and no line per object (errors, warnings and --json stay)."
+        "--quiet",
+        "-q",
+        help="No progress bar, no summary and no line per object (errors, warnings and --json stay).",
     ),
 ]
 NoProgress = Annotated[bool, typer.Option("--no-progress", help="No progress bar (as lakeFS's lakectl).")]
@@ -162,6 +165,16 @@ def _raise(exc: OSError, path: str) -> NoReturn:
     raise local_error(exc, exc.filename or path, "read") from exc
 
 
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Also a line per object uploaded (with one file: its stat), before the summary.",
+    ),
+]
+
+
 @app.command("upload")
 def upload(
     dest: Annotated[
@@ -177,10 +190,17 @@ def upload(
     recursive: Recursive = False,
     content_type: Annotated[
         str | None,
-        typer.Option("--content-type", help="MIME type to record (default application/octet-stream)."),
+        typer.Option(
+            "--content-type",
+            help="MIME type to record for every object uploaded (default: each one's guessed from its "
+            "name: text/csv, application/vnd.apache.parquet, application/json...; "
+            "application/octet-stream when the name says nothing).",
+            show_default=False,
+        ),
     ] = None,
     append: Append = False,
     strict: Strict = False,
+    verbose: Verbose = False,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
     json_: JsonFlag = False,
@@ -189,41 +209,92 @@ def upload(
 
     A destination ending in / gets the file's name appended. With -r, every regular file under
     the directory is uploaded under the destination prefix, as one staged batch; FIFOs, sockets,
-    devices and dangling symbolic links are skipped with a warning (refused with --strict). A
-    progress bar shows on a terminal, for one large file too. With --append, the bytes go to
-    the end of one object: concurrent appends to it all land, each whole, in some order.
+    devices and dangling symbolic links are skipped with a warning (refused with --strict). Each
+    object's content type is guessed from its name unless --content-type says it. Prints one
+    line: the objects, their bytes, how many of those bytes were new (not stored already: the
+    rest deduplicated) and the time taken; -v adds a line per object. A progress bar shows on a
+    terminal: files done out of all and the rate (for one large file: its bytes). With --append,
+    the bytes go to the end of one object: concurrent appends to it all land, each whole, in
+    some order.
     """
     if append and (recursive or content_type is not None):
         raise InvalidArgument(
             "--append adds to one object and keeps its content type: not with -r or --content-type"
         )
     bar = not (json_ or quiet or no_progress)
-    say = _quietly if quiet else None
     uri = path_uri(dest, required=not recursive)
     assert uri.ref is not None
     b = backend()
+    sending = _Sending(b, uri.repo, uri.ref, content_type, append)
     if source == "-":
         if not uri.path or uri.path.endswith("/"):
             raise InvalidArgument("uploading stdin needs a full object path, not a prefix")
-        info = _send(b, uri.repo, uri.ref, uri.path, typer.get_binary_stream("stdin"), content_type, append)
-        render.emit(info.to_dict(), json_, say or render.stat)
-        return
-    if os.path.isdir(source):
+        info = sending.one(uri.path, typer.get_binary_stream("stdin"))
+    elif os.path.isdir(source):
         if not recursive:
             raise InvalidArgument(f"{source!r} is a directory: use --recursive to upload what is in it")
-        _upload_dir(
-            b,
-            uri.repo,
-            uri.ref,
-            _local_files(source, _as_dir(uri.path), strict),
-            source,
-            content_type,
-            bar,
-            quiet,
-            json_,
-        )
+        files = _local_files(source, _as_dir(uri.path), strict)
+        infos = sending.many(files, source, bar)
+        if json_:
+            render.print_json([i.to_dict() for i in infos])
+        elif not quiet:
+            if verbose:
+                _uploaded(infos)
+            render.line(sending.summary(infos, _as_dir(uri.path)))
         return
-    path = uri.path + os.path.basename(source) if not uri.path or uri.path.endswith("/") else uri.path
+    else:
+        path = uri.path + os.path.basename(source) if not uri.path or uri.path.endswith("/") else uri.path
+        info = _upload_file(sending, path, source, bar)
+    if json_ or append:  # an append says what the object now is, as before
+        render.emit(info.to_dict(), json_, _quietly if quiet else render.stat)
+    elif not quiet:
+        if verbose:
+            render.stat(info.to_dict())
+        render.line(sending.summary([info], info.path))
+
+
+class _Sending:
+    """One ``fs upload``: the backend calls, timed, with the blocks they stored that were new."""
+
+    def __init__(self, b: Backend, repo: str, branch: str, content_type: str | None, append: bool) -> None:
+        self.b, self.repo, self.branch = b, repo, branch
+        self.content_type, self.append = content_type, append
+        self.started = time.monotonic()
+        # Keyed by locator: a block told twice (two puts of it that raced) counts once. Told from
+        # several threads: one dict item set is atomic.
+        self.new_blocks: dict[str, int] = {}
+
+    def one(self, path: str, stream: BinaryIO) -> ObjectInfo:
+        """Upload the stream's bytes as the object at ``path``, or with ``append`` add them to it."""
+        if self.append:
+            return self.b.append(self.repo, self.branch, path, stream)
+        told = self.new_blocks.__setitem__
+        return self.b.upload(self.repo, self.branch, path, stream, self.content_type, new_blocks=told)
+
+    def many(self, files: list[tuple[str, str]], source: str, bar: bool) -> list[ObjectInfo]:
+        """Upload a directory's files ``(path in the lake, local path)`` as one staged batch."""
+        told = self.new_blocks.__setitem__
+        with render.progress(len(files), "uploading", bar) as advance:
+            try:
+                return self.b.upload_files(self.repo, self.branch, files, self.content_type, advance, told)
+            except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
+                raise local_error(exc, exc.filename or source, "read") from exc
+
+    def summary(self, infos: list[ObjectInfo], where: str) -> str:
+        """``uploaded 2,000 objects (327.1 MiB, 12.4 MiB new) to lakefs://r/b/p/ in 3.2s``: the
+        objects' bytes, and those of the blocks the lake did not hold before (the rest were
+        stored already: deduplicated)."""
+        n = len(infos)
+        size = sum(i.entry.size for i in infos if i.entry is not None)
+        new = sum(self.new_blocks.values())
+        objects = f"{n:,} object" + ("" if n == 1 else "s")
+        took = render.duration(time.monotonic() - self.started)
+        target = f"lakefs://{self.repo}/{self.branch}/{where}"
+        return f"uploaded {objects} ({render.size(size)}, {render.size(new)} new) to {target} in {took}"
+
+
+def _upload_file(sending: _Sending, path: str, source: str, bar: bool) -> ObjectInfo:
+    """Upload the local file ``source`` as ``path``, with a progress bar of its bytes."""
     try:
         f = open(source, "rb")  # noqa: SIM115 - closed below, after the upload
     except OSError as exc:
@@ -232,42 +303,9 @@ def upload(
         try:
             size = os.fstat(f.fileno()).st_size
             stream = _Counted(f, size, progress) if bar else f
-            info = _send(b, uri.repo, uri.ref, path, stream, content_type, append)  # type: ignore[arg-type]
+            return sending.one(path, stream)  # type: ignore[arg-type]
         except OSError as exc:
             raise local_error(exc, source, "read") from exc
-    render.emit(info.to_dict(), json_, say or render.stat)
-
-
-def _send(
-    b: Backend, repo: str, branch: str, path: str, stream: BinaryIO, content_type: str | None, append: bool
-) -> ObjectInfo:
-    """Upload the stream's bytes as the object at ``path``, or with ``append`` add them to it."""
-    if append:
-        return b.append(repo, branch, path, stream)
-    return b.upload(repo, branch, path, stream, content_type)
-
-
-def _upload_dir(
-    b: Backend,
-    repo: str,
-    branch: str,
-    files: list[tuple[str, str]],
-    source: str,
-    content_type: str | None,
-    bar: bool,
-    quiet: bool,
-    json_: bool,
-) -> None:
-    """Upload a directory's files as one staged batch, and say what was uploaded."""
-    with render.progress(len(files), "uploading", bar) as advance:
-        try:
-            infos = b.upload_files(repo, branch, files, content_type, advance)
-        except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
-            raise local_error(exc, exc.filename or source, "read") from exc
-    if json_:
-        render.print_json([i.to_dict() for i in infos])
-    elif not quiet:
-        _uploaded(infos)
 
 
 def _quietly(data: object) -> None:
@@ -275,11 +313,10 @@ def _quietly(data: object) -> None:
 
 
 def _uploaded(infos: list[ObjectInfo]) -> None:
-    """A line per object and a summary, from the records themselves: at 100k objects, building
-    each one's JSON dict to print two of its fields cost more than the printing."""
+    """A line per object (-v), from the records themselves: at 100k objects, building each
+    one's JSON dict to print two of its fields cost more than the printing."""
     sizes = [i.entry.size if i.entry is not None else 0 for i in infos]
     render.lines(f"uploaded {i.path} ({render.size(n)})" for i, n in zip(infos, sizes, strict=True))
-    render.note(f"{len(infos)} object(s), {render.size(sum(sizes))} staged")
 
 
 def _write_file(

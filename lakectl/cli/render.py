@@ -157,6 +157,11 @@ def size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
+def duration(seconds: float) -> str:
+    """``3.2s``; under a second ``120ms``, where a tenth of a second would say 0.0s."""
+    return f"{seconds:.1f}s" if seconds >= 1 else f"{seconds * 1000:.0f}ms"
+
+
 def fields(pairs: Iterable[tuple[str, Any]]) -> None:
     """Aligned ``Name: value`` lines."""
     items = list(pairs)
@@ -404,17 +409,42 @@ def deletion(kind: str, deleted: list[str], text: str) -> dict[str, Any]:
 
 @contextmanager
 def progress(total: int, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
-    """A callback advancing a progress bar of ``total`` files; a no-op unless ``enabled`` and
-    stdout is a terminal (pipes and JSON output never see a bar)."""
+    """A callback advancing a progress bar of ``total`` files: ``done/total``, the rate in files
+    a second and the time left; a no-op unless ``enabled`` and stdout is a terminal (pipes and
+    JSON output never see a bar)."""
     if not enabled or total < 2 or not sys.stdout.isatty():
         yield lambda n: None
         return
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(transient=True, console=Console(**_colors())) as bar:
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _files_per_second(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=True, console=Console(**_colors())) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
+
+
+def _files_per_second() -> Any:
+    """A progress column of the rate, ``1,234 files/s``: rich's estimate over the last seconds,
+    else (before two updates, as when a whole batch lands at once) the average since the start."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class FilesPerSecond(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            if speed is None and task.elapsed:
+                speed = task.completed / task.elapsed
+            shown = "" if speed is None else f"{speed:,.0f} files/s"
+            return Text(shown, style="progress.data.speed")
+
+    return FilesPerSecond()
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from lakectl.client.protocol import ByteProgress, Progress
+from lakectl.client.protocol import ByteProgress, NewBlocks, Progress
 
 # Every command opens the lake through this module, so it imports the lake and porcelain's reads
 # alone: the modules of other verbs (writes, listing, history and diffs, merges, gc, manifests,
@@ -173,10 +173,15 @@ class LocalBackend:
         source: BinaryIO | bytes,
         content_type: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        new_blocks: NewBlocks | None = None,
     ) -> ObjectInfo:
         from lakectl.core import writes
+        from lakectl.core.contenttypes import guess_content_type
 
-        return writes.upload(self.lake, repo, branch, path, source, content_type, metadata)
+        content_type = guess_content_type(path) if content_type is None else content_type
+        return writes.upload(
+            self.lake, repo, branch, path, source, content_type, metadata, new_blocks=new_blocks
+        )
 
     def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
         from lakectl.core import writes
@@ -190,10 +195,11 @@ class LocalBackend:
         files: Sequence[tuple[str, str]],
         content_type: str | None = None,
         progress: Progress | None = None,
+        new_blocks: NewBlocks | None = None,
     ) -> list[ObjectInfo]:
         from lakectl.core import writes
 
-        return writes.upload_files(self.lake, repo, branch, files, content_type, progress)
+        return writes.upload_files(self.lake, repo, branch, files, content_type, progress, new_blocks)
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
         from lakectl.core import writes

@@ -46,6 +46,11 @@ Progress = Callable[[int], None]
 """Called with a number of files just done."""
 ByteProgress = Callable[[int, int], None]
 """Called with the bytes done so far and the bytes to do in all."""
+NewBlocks = Callable[[str, int], None]
+"""Called with the bare locator and size of each block an upload stored that the lake did not
+hold before (a remote lake: that the server lacked, so that its bytes were sent): what
+deduplication did not save. Two puts of one block that race may both tell it, and the calls may
+come from several threads: a caller adding up sizes keys them by locator (``dict.__setitem__``)."""
 
 
 class Backend(Protocol):
@@ -157,8 +162,11 @@ class Backend(Protocol):
         source: BinaryIO | bytes,
         content_type: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        new_blocks: NewBlocks | None = None,
     ) -> ObjectInfo:
-        """Store the bytes read from ``source`` and stage them at ``path`` on the branch."""
+        """Store the bytes read from ``source`` and stage them at ``path`` on the branch, with
+        ``content_type``, or when None the type guessed from ``path``
+        (:func:`~lakectl.core.contenttypes.guess_content_type`: ``text/csv`` for ``a.csv``)."""
         ...
 
     def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
@@ -174,8 +182,10 @@ class Backend(Protocol):
         files: Sequence[tuple[str, str]],
         content_type: str | None = None,
         progress: Progress | None = None,
+        new_blocks: NewBlocks | None = None,
     ) -> list[ObjectInfo]:
-        """Upload local files ``(path in the lake, local path)`` as one staged batch."""
+        """Upload local files ``(path in the lake, local path)`` as one staged batch, each with
+        ``content_type``, or when None the type guessed from its own path."""
         ...
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None: ...

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 
 from lakectl.client import blockio, wire
-from lakectl.client.protocol import Progress
+from lakectl.client.protocol import NewBlocks, Progress
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, IntegrityError, InvalidArgument, MissingData, StorageError
 
@@ -128,11 +128,16 @@ class BlocksOverHttp:
         source: BinaryIO | bytes,
         content_type: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        new_blocks: NewBlocks | None = None,
     ) -> ObjectInfo:
+        """The type guessed here, when none is given: the server records what it is sent."""
+        from lakectl.core.contenttypes import guess_content_type
+
+        content_type = guess_content_type(path) if content_type is None else content_type
         _check_object(path, content_type, metadata)  # before any block is sent
         self._stage_allowed(repo, branch)
         stream = io.BytesIO(source) if isinstance(source, bytes) else source
-        segments = self._send_blocks(stream)
+        segments = self._send_blocks(stream, new_blocks)
         return self._link(repo, branch, path, segments, content_type, metadata)
 
     def append(self, repo: str, branch: str, path: str, source: BinaryIO | bytes) -> ObjectInfo:
@@ -156,14 +161,17 @@ class BlocksOverHttp:
         files: Sequence[tuple[str, str]],
         content_type: str | None = None,
         progress: Progress | None = None,
+        new_blocks: NewBlocks | None = None,
     ) -> list[ObjectInfo]:
         """Small files are packed here exactly as the embedded lake packs them (same blocks, so
         dedup works across both), each pack sent as soon as it is cut with its segments'
         lengths, for which the server returns receipts; the files of sent packs are linked
         ``LINK_BATCH`` per request (each batch one staged change) while the next files are read,
-        each with its md5 and receipt, so the server stages them without reading the packs
-        again. Large files are uploaded block by block."""
+        each with its md5, receipt and content type (guessed here from its path when
+        ``content_type`` is None), so the server stages them without reading the packs again.
+        Large files are uploaded block by block."""
         from lakectl.core.blocks.data import Unpacked, pack_files
+        from lakectl.core.contenttypes import guess_content_type
 
         ordered = sorted(files)
         for path, _ in ordered:
@@ -171,7 +179,7 @@ class BlocksOverHttp:
         self._stage_allowed(repo, branch)
         large: list[tuple[str, str]] = []
         infos: dict[str, ObjectInfo] = {}
-        with _PackSender(self) as packs, ThreadPoolExecutor(LINKS_IN_FLIGHT) as linker:
+        with _PackSender(self, new_blocks) as packs, ThreadPoolExecutor(LINKS_IN_FLIGHT) as linker:
             ready: list[tuple[str, WrittenObject]] = []
             linked: list[Future[list[ObjectInfo]]] = []
 
@@ -194,13 +202,14 @@ class BlocksOverHttp:
                     progress(len(batch_infos))
 
         whole = [item for item in large if os.path.getsize(item[1]) <= BLOCK_SIZE]
-        infos.update(self._upload_whole_blocks(repo, branch, whole, content_type, progress))
+        infos.update(self._upload_whole_blocks(repo, branch, whole, content_type, progress, new_blocks))
 
         def upload_large(item: tuple[str, str]) -> ObjectInfo:
             path, local = item
             with open(local, "rb") as f:
-                segments = self._send_blocks(f)
-            info = self._link(repo, branch, path, segments, content_type, None)
+                segments = self._send_blocks(f, new_blocks)
+            own = guess_content_type(path) if content_type is None else content_type
+            info = self._link(repo, branch, path, segments, own, None)
             if progress is not None:
                 progress(1)
             return info
@@ -216,6 +225,7 @@ class BlocksOverHttp:
         files: Sequence[tuple[str, str]],
         content_type: str | None,
         progress: Progress | None,
+        new_blocks: NewBlocks | None,
     ) -> dict[str, ObjectInfo]:
         """Files of one block each (larger than a pack takes, at most a block), in batches of
         at most ``WHOLE_BATCH_BYTES`` or ``LINK_BATCH`` files: a batch is read and hashed, one
@@ -235,17 +245,30 @@ class BlocksOverHttp:
             for batch in _whole_batches(files):
                 if pending is not None:
                     done(pending)
-                pending = sender.submit(self._send_whole, repo, branch, batch, content_type)
+                pending = sender.submit(self._send_whole, repo, branch, batch, content_type, new_blocks)
             if pending is not None:
                 done(pending)
         return infos
 
     def _send_whole(
-        self, repo: str, branch: str, batch: list[tuple[str, bytes]], content_type: str | None
+        self,
+        repo: str,
+        branch: str,
+        batch: list[tuple[str, bytes]],
+        content_type: str | None,
+        new_blocks: NewBlocks | None,
     ) -> list[ObjectInfo]:
-        signed = self._send([data for _, data in batch])
+        """One batch of :meth:`_upload_whole_blocks`, each file with ``content_type`` or, when
+        None, its own, guessed from its path."""
+        from lakectl.core.contenttypes import guess_content_type
+
+        signed = self._send([data for _, data in batch], new_blocks)
         objects = [
-            {"path": path, "segments": [locator], "content_type": content_type}
+            {
+                "path": path,
+                "segments": [locator],
+                "content_type": guess_content_type(path) if content_type is None else content_type,
+            }
             for (path, _), locator in zip(batch, signed, strict=True)
         ]
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/links"
@@ -261,12 +284,15 @@ class BlocksOverHttp:
         content_type: str | None,
     ) -> list[ObjectInfo]:
         """Link packed files in one request, each with its md5 and the server's receipt for it
-        when the server gave one (else the server reads the segment to hash it)."""
+        when the server gave one (else the server reads the segment to hash it), and its content
+        type: ``content_type``, or when None its own, guessed from its path."""
         from lakectl.core.blocks.data import parse_segment
+        from lakectl.core.contenttypes import guess_content_type
 
         objects = []
         for path, written in batch:
-            item: dict[str, Any] = {"path": path, "segments": [], "content_type": content_type}
+            own = guess_content_type(path) if content_type is None else content_type
+            item: dict[str, Any] = {"path": path, "segments": [], "content_type": own}
             bare, _, offset, length = parse_segment(written.locators[0])
             if length:
                 signed, receipts = packs.result(bare)
@@ -285,22 +311,22 @@ class BlocksOverHttp:
         block is sent: a refused upload stores nothing on the server."""
         self._call("GET", f"{self._repo(repo)}/branches/{_q(branch)}/objects/stage_allowed")
 
-    def _send_blocks(self, stream: BinaryIO) -> list[str]:
+    def _send_blocks(self, stream: BinaryIO, new_blocks: NewBlocks | None = None) -> list[str]:
         """Signed locators of the stream's blocks, as a pipeline: while this thread reads the
         next block, up to ``BLOCKS_IN_FLIGHT`` earlier ones are hashed, asked about and sent (or
         proven), so the network and the server are busy from the first block on. Blocks are
         read into ``BLOCKS_IN_FLIGHT + 1`` buffers used over and over: memory stays bounded and
-        no block pays for fresh pages."""
+        no block pays for fresh pages. ``new_blocks`` is told each block the server lacked."""
         first = blockio.read_block(stream, BLOCK_SIZE)
         if len(first) < BLOCK_SIZE:
-            return [self._send_one(first)]
+            return [self._send_one(first, new_blocks=new_blocks)]
         free: queue.Queue[bytearray] = queue.Queue()
         allocated = 0
         pending: list[Future[str]] = []
         block: bytes | memoryview = first
         with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
             while block:
-                future = pool.submit(self._send_one, block)
+                future = pool.submit(self._send_one, block, None, new_blocks)
                 if isinstance(block, memoryview):
                     future.add_done_callback(lambda _, b=block.obj: free.put(b))  # type: ignore[misc]
                 pending.append(future)
@@ -313,14 +339,17 @@ class BlocksOverHttp:
                 block = memoryview(buffer)[: blockio.read_into(stream, buffer)]
             return [f.result() for f in pending]
 
-    def _send_one(self, block: bytes | memoryview, bare: str | None = None) -> str:
+    def _send_one(
+        self, block: bytes | memoryview, bare: str | None = None, new_blocks: NewBlocks | None = None
+    ) -> str:
         """The signed locator of one block (see :meth:`_send`); ``bare`` is its locator when
         the caller hashed it already."""
         bare = bare or f"{hashlib.md5(block).hexdigest()}+{len(block)}"
         answer = self._json("POST", "/blocks/missing", json={"locators": [bare]}, idempotent=True)
-        return self._put_or_prove(bare, block, set(answer["missing"]), answer.get("challenges", {}))
+        missing = set(answer["missing"])
+        return self._put_or_prove(bare, block, missing, answer.get("challenges", {}), new_blocks)
 
-    def _send(self, blocks: list[bytes]) -> list[str]:
+    def _send(self, blocks: list[bytes], new_blocks: NewBlocks | None = None) -> list[str]:
         """Signed locators of these blocks: uploaded when the server lacks them, proven
         otherwise (nothing the server has crosses the network again); in parallel, after one
         question for all of them (for many small blocks, such as packs of small files)."""
@@ -332,16 +361,24 @@ class BlocksOverHttp:
         challenges: dict[str, str] = answer.get("challenges", {})
 
         def send(i: int) -> str:
-            return self._put_or_prove(bares[i], blocks[i], missing, challenges)
+            return self._put_or_prove(bares[i], blocks[i], missing, challenges, new_blocks)
 
         with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
             return list(pool.map(send, range(len(blocks))))
 
     def _put_or_prove(
-        self, bare: str, data: bytes | memoryview, missing: set[str], challenges: Mapping[str, str]
+        self,
+        bare: str,
+        data: bytes | memoryview,
+        missing: set[str],
+        challenges: Mapping[str, str],
+        new_blocks: NewBlocks | None = None,
     ) -> str:
         if bare in missing:
-            return self._put(bare, data)
+            signed = self._put(bare, data)
+            if new_blocks is not None:
+                new_blocks(bare, len(data))
+            return signed
         nonce = challenges[bare]
         body = {"locator": bare, "nonce": nonce, "answer": _answer(nonce, data)}
         try:
@@ -355,16 +392,24 @@ class BlocksOverHttp:
         md5 = bare.split("+")[0]
         return str(self._call("PUT", f"/blocks/{md5}", content=data).text.strip())
 
-    def _send_pack(self, data: bytes | memoryview, bare: str, lengths: list[int] | None) -> SentPack:
+    def _send_pack(
+        self,
+        data: bytes | memoryview,
+        bare: str,
+        lengths: list[int] | None,
+        new_blocks: NewBlocks | None = None,
+    ) -> SentPack:
         """A pack's signed locator and the server's receipts for its segments, by offset (none
         when its lengths are too many to send, or the server gives none)."""
         layout = ",".join(map(str, lengths or ()))
         if not layout or len(layout) > MAX_LAYOUT:
-            return self._send_one(data, bare), {}
+            return self._send_one(data, bare, new_blocks), {}
         answer = self._json("POST", "/blocks/missing", json={"locators": [bare]}, idempotent=True)
         if bare in answer["missing"]:
             md5 = bare.split("+")[0]
             r = self._call("PUT", f"/blocks/{md5}", content=data, headers={SEGMENTS_HEADER: layout})
+            if new_blocks is not None:
+                new_blocks(bare, len(data))
             if not r.headers.get("content-type", "").startswith("application/json"):
                 return r.text.strip(), {}  # a server that does not receipt
             got = r.json()
@@ -403,10 +448,11 @@ class _PackSender:
     to be receipted) by ``UPLOAD_THREADS`` threads as soon as it is cut, while the caller reads
     and packs the next files; at most ``PACKS_IN_FLIGHT`` wait. ``result(bare)`` waits for one
     pack and gives its signed locator and its receipts by offset. Leaving the ``with`` waits for
-    every pack and raises the first failure."""
+    every pack and raises the first failure. ``new_blocks`` is told each pack the server lacked."""
 
-    def __init__(self, backend: BlocksOverHttp) -> None:
+    def __init__(self, backend: BlocksOverHttp, new_blocks: NewBlocks | None = None) -> None:
         self._backend = backend
+        self._new_blocks = new_blocks
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
         self._pending: deque[Future[SentPack]] = deque()
         self._sent: dict[str, Future[SentPack]] = {}
@@ -417,7 +463,7 @@ class _PackSender:
     def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
         while len(self._pending) >= PACKS_IN_FLIGHT:
             self._pending.popleft().result()
-        future = self._pool.submit(self._backend._send_pack, data, locator, lengths)
+        future = self._pool.submit(self._backend._send_pack, data, locator, lengths, self._new_blocks)
         self._pending.append(future)
         self._sent[locator] = future
 

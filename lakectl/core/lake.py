@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 Progress = Callable[[int], None]
 """Called with a number of bytes (or files) just done."""
 
+NewBlocks = Callable[[str, int], None]
+"""Called with the bare locator and size of each block an upload stored that the store did not
+hold before: what deduplication did not save. Two puts of one block that race may both tell it;
+a caller that adds sizes keys them by locator."""
+
 PROGRESS_EVERY = 64
 """Small files are reported to a progress callback in groups of this many (a large one at
 once): a progress bar's update costs more than reading and hashing a 4 KiB file."""

@@ -4,7 +4,7 @@ staged without their data, deletes."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import BinaryIO
 
 from lakectl.core import keys, leases
@@ -20,10 +20,11 @@ from lakectl.core.blocks.data import (
     write_bytes,
     write_object,
 )
+from lakectl.core.contenttypes import guess_content_type
 from lakectl.core.events import Verb
 from lakectl.core.graph.tree import Update
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
-from lakectl.core.lake import PROGRESS_EVERY, Lake, Progress, now, write_target
+from lakectl.core.lake import PROGRESS_EVERY, Lake, NewBlocks, Progress, now, write_target
 from lakectl.core.limits import check_content_type, check_metadata
 from lakectl.core.listing import list_objects
 from lakectl.core.model import BranchId, Entry, ObjectInfo, PathType, RepositoryId, Row
@@ -60,19 +61,23 @@ def upload(
     content_type: str | None = None,
     metadata: Mapping[str, str] | None = None,
     etag: str | None = None,
+    new_blocks: NewBlocks | None = None,
 ) -> ObjectInfo:
     """Store the bytes as blocks (deduplicated), make them durable, then stage the object.
     ``etag`` is the md5 of the whole body, computed by the caller as it received it (the S3
     gateway): recorded as the object's checksum, and used as the block's hash when the body
-    is one block."""
+    is one block. ``content_type`` None records ``application/octet-stream``: a REST or S3
+    upload that says no type gets none guessed. ``new_blocks``: told each block the store did
+    not hold before (:class:`Telling`)."""
     path = check_new_path(path)
     rid, bid = write_target(lake, repo, branch, Move.STAGE)
     content_type = check_content_type(content_type)  # refused before any block is written
     metadata = check_metadata(metadata or {})
+    blocks = lake.blocks if new_blocks is None else Telling(lake.blocks, new_blocks)
     if isinstance(source, bytes | memoryview):
-        written = write_bytes(lake.blocks, source, md5=etag)
+        written = write_bytes(blocks, source, md5=etag)
     else:
-        written = write_object(lake.blocks, source)
+        written = write_object(blocks, source)
     entry = entry_for(written.size, etag or written.checksum, written.locators, content_type, metadata)
     lake.blocks.sync()
     stage_updates(lake, rid, bid, [(path, entry.to_row())])
@@ -183,9 +188,13 @@ def upload_files(
     files: Sequence[tuple[str, str]],
     content_type: str | None = None,
     progress: Progress | None = None,
+    new_blocks: NewBlocks | None = None,
 ) -> list[ObjectInfo]:
     """Upload many local files ``(path in the lake, local file)``: blocks first, one durability
     barrier, then one staging batch, so a crash never leaves staged objects without data.
+    ``content_type`` is every file's; None: each file's own, guessed from its path
+    (:func:`~lakectl.core.contenttypes.guess_content_type`). ``new_blocks``: told each block
+    the store did not hold before (:class:`Telling`).
 
     Small files are read and hashed in path order by this thread, one ``open``/``read``/
     ``close`` each; a second thread hashes and writes the packs they fill (see
@@ -195,17 +204,18 @@ def upload_files(
     from concurrent.futures import ThreadPoolExecutor
 
     rid, bid = write_target(lake, repo, branch, Move.STAGE)
-    content_type = check_content_type(content_type)
+    one_type = None if content_type is None else check_content_type(content_type)
     ordered = sorted(files)
     for path, _ in ordered:
         check_new_path(path)
     written: dict[str, WrittenObject] = {}
+    blocks = lake.blocks if new_blocks is None else Telling(lake.blocks, new_blocks)
     with ThreadPoolExecutor(1, thread_name_prefix="lakectl-packs") as pool:
-        packs = AdapterPacks(lake.blocks)
+        packs = AdapterPacks(blocks)
         for step in pack_files(ordered, packs, pool, progress=progress, every=PROGRESS_EVERY):
             if isinstance(step, Unpacked):
                 with open(step.local, "rb") as f:
-                    written[step.path] = write_object(lake.blocks, f)
+                    written[step.path] = write_object(blocks, f)
             else:
                 written.update(step)
         # The durability barrier waits on the disk, not the GIL: it runs on the pack thread
@@ -216,15 +226,56 @@ def upload_files(
         updates: list[Update] = []
         for path, _ in ordered:
             w = written[path]
-            # Built directly: the content type is checked above and there is no metadata.
+            # Built directly: a content type given is checked above, a guessed one is safe, and
+            # there is no metadata.
             entry = Entry(
-                size=w.size, checksum=w.checksum, locators=w.locators, mtime=mtime, content_type=content_type
+                size=w.size,
+                checksum=w.checksum,
+                locators=w.locators,
+                mtime=mtime,
+                content_type=guess_content_type(path) if one_type is None else one_type,
             )
             infos.append(ObjectInfo(path, PathType.OBJECT, entry))
             updates.append((path, entry.to_row()))
         synced.result()
     stage_updates(lake, rid, bid, updates)
     return infos
+
+
+class Telling:
+    """A block store whose puts tell ``new_blocks`` of each block it did not hold before, for an
+    upload to say how many of its bytes were new after deduplication. It costs an ``exists``
+    per block put (a ``stat`` on local disk, for a pack of up to a MiB or a block of 64 MiB)."""
+
+    def __init__(self, adapter: BlockAdapter, new_blocks: NewBlocks) -> None:
+        self._adapter, self._tell = adapter, new_blocks
+
+    def put(self, locator: str, data: bytes | memoryview) -> None:
+        new = not self._adapter.exists(locator)
+        self._adapter.put(locator, data)
+        if new:
+            self._tell(locator, len(data))
+
+    def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
+        return self._adapter.get(locator, offset, length)
+
+    def exists(self, locator: str) -> bool:
+        return self._adapter.exists(locator)
+
+    def touch(self, locator: str) -> bool:
+        return self._adapter.touch(locator)
+
+    def modified(self, locator: str) -> float:
+        return self._adapter.modified(locator)
+
+    def delete(self, locator: str) -> None:
+        self._adapter.delete(locator)
+
+    def list(self) -> Iterator[str]:
+        return self._adapter.list()
+
+    def sync(self) -> None:
+        self._adapter.sync()
 
 
 def touch_blocks(lake: Lake, entry: Entry) -> None:

@@ -81,7 +81,8 @@ def test_recursive_upload_and_download_round_trip(run: Run, js, repo: str, tmp_p
         (src / rel).write_bytes(data)
     uploaded = js("fs", "upload", "lakefs://demo/main/ds", "--source", str(src), "-r")
     assert sorted(o["path"] for o in uploaded) == sorted("ds/" + rel for rel in files)
-    assert "5 object(s)" in run("fs", "upload", "lakefs://demo/main/copy/", "-s", str(src), "-r").stderr
+    said = run("fs", "upload", "lakefs://demo/main/copy/", "-s", str(src), "-r").stdout
+    assert said.startswith("uploaded 5 objects (2.0 KiB, 0 B new) to lakefs://demo/main/copy/ in ")
 
     listed = js("fs", "ls", "lakefs://demo/main/ds/", "--recursive")
     assert [o["path"] for o in listed] == sorted("ds/" + rel for rel in files)
@@ -101,8 +102,8 @@ def test_recursive_upload_and_download_round_trip(run: Run, js, repo: str, tmp_p
 
 
 def test_recursive_upload_says_each_object_in_path_order(run: Run, js, repo: str, tmp_path: Path) -> None:
-    """The walk lists directories as they come and the lines are written at once: the output
-    is still one line per object in path order, then the total on stderr. A symbolic link to a
+    """The walk lists directories as they come and the lines are written at once: with -v the
+    output is still one line per object in path order, then the summary. A symbolic link to a
     directory is not followed (as ``os.walk``); one to a file is uploaded as the file."""
     src = tmp_path / "src"
     for rel, data in {"b/2.csv": b"22", "a/z.csv": b"1", "a/b/c.csv": b"333", "top": b""}.items():
@@ -110,19 +111,19 @@ def test_recursive_upload_says_each_object_in_path_order(run: Run, js, repo: str
         (src / rel).write_bytes(data)
     (src / "link-to-a").symlink_to(src / "a", target_is_directory=True)
     (src / "link-to-top").symlink_to(src / "top")
-    result = run("fs", "upload", "-r", "-s", str(src), "lakefs://demo/main/in/")
-    assert result.stdout.splitlines() == [
+    result = run("fs", "upload", "-r", "-v", "-s", str(src), "lakefs://demo/main/in/")
+    *each, summary = result.stdout.splitlines()
+    assert each == [
         "uploaded in/a/b/c.csv (3 B)",
         "uploaded in/a/z.csv (1 B)",
         "uploaded in/b/2.csv (2 B)",
         "uploaded in/link-to-top (0 B)",
         "uploaded in/top (0 B)",
     ]
-    assert "5 object(s), 6 B staged" in result.stderr
+    assert summary.startswith("uploaded 5 objects (6 B, 6 B new) to lakefs://demo/main/in/ in ")
+    assert result.stderr == ""
     listed = js("fs", "upload", "-r", "-s", str(src), "lakefs://demo/main/again/")
-    assert [o["path"] for o in listed] == [
-        line.split()[1].replace("in/", "again/", 1) for line in result.stdout.splitlines()
-    ]
+    assert [o["path"] for o in listed] == [line.split()[1].replace("in/", "again/", 1) for line in each]
 
 
 def test_directory_upload_needs_recursive(run: Run, repo: str, tmp_path: Path) -> None:
