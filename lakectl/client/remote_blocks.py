@@ -35,6 +35,9 @@ LINK_BATCH = 5000
 """Small files linked by one request (``objects/links``; the server takes at most 10,000)."""
 LINKS_IN_FLIGHT = 1
 """Link requests at once: the server checks one batch while the next is on its way."""
+PROGRESS_EVERY = 64
+"""Small files told to a progress callback in groups of this many, as the embedded lake's
+(``lakectl.core.lake.PROGRESS_EVERY``, not imported: it would load the lake into the client)."""
 LINK_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 """A batch of links reads its packs and stages thousands of rows: more than a small request."""
 MAX_LAYOUT = 8192
@@ -169,7 +172,9 @@ class BlocksOverHttp:
         ``LINK_BATCH`` per request (each batch one staged change) while the next files are read,
         each with its md5, receipt and content type (guessed here from its path when
         ``content_type`` is None), so the server stages them without reading the packs again.
-        Large files are uploaded block by block."""
+        Large files are uploaded block by block, once the small ones are linked. ``progress``
+        hears of small files as they are read and packed (as the embedded lake's), of a large
+        one once it is uploaded."""
         from lakectl.core.blocks.data import Unpacked, pack_files
         from lakectl.core.contenttypes import guess_content_type
 
@@ -182,24 +187,28 @@ class BlocksOverHttp:
         with _PackSender(self, new_blocks) as packs, ThreadPoolExecutor(LINKS_IN_FLIGHT) as linker:
             ready: list[tuple[str, WrittenObject]] = []
             linked: list[Future[list[ObjectInfo]]] = []
+            passed = [0]  # large files read past, not yet told: they are uploaded last
+
+            def read(n: int) -> None:
+                if progress is not None and n > passed[0]:
+                    progress(n - passed[0])
+                passed[0] = 0
 
             def link_ready(final: bool) -> None:
                 while len(ready) >= LINK_BATCH or (final and ready):
                     batch, ready[:] = ready[:LINK_BATCH], ready[LINK_BATCH:]
                     linked.append(linker.submit(self._link_packed, repo, branch, batch, packs, content_type))
 
-            for step in pack_files(ordered, packs, hand_out=LINK_BATCH):
+            for step in pack_files(ordered, packs, hand_out=LINK_BATCH, progress=read, every=PROGRESS_EVERY):
                 if isinstance(step, Unpacked):
                     large.append((step.path, step.local))  # uploaded once the small files are linked
+                    passed[0] += 1
                 else:
                     ready.extend(step.items())
                     link_ready(final=False)
             link_ready(final=True)
             for future in linked:
-                batch_infos = future.result()
-                infos.update((i.path, i) for i in batch_infos)
-                if progress is not None:
-                    progress(len(batch_infos))
+                infos.update((i.path, i) for i in future.result())
 
         whole = [item for item in large if os.path.getsize(item[1]) <= BLOCK_SIZE]
         infos.update(self._upload_whole_blocks(repo, branch, whole, content_type, progress, new_blocks))

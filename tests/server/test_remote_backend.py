@@ -227,6 +227,32 @@ def test_files_of_a_block_each_are_asked_about_sent_and_linked_in_batches(
             assert info.entry is not None and info.entry.checksum == hashlib.md5(data).hexdigest()
 
 
+def test_progress_hears_of_files_as_they_are_read_and_new_blocks_of_what_was_sent(
+    backend: RemoteBackend, transport: Recording, tmp_path
+) -> None:
+    """Small files are told in groups as they are read (not a whole link batch at once, which
+    for fewer than 5,000 files would leave the bar at 0 until the end), a large one once it is
+    uploaded; ``new_blocks`` hears of each block the server lacked, and of none the next time."""
+    files = []
+    for i in range(200):
+        path = tmp_path / f"f{i:03d}"
+        path.write_bytes(os.urandom(100))
+        files.append((f"p/f{i:03d}", str(path)))
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(70_000))
+    files.append(("p/zz-big", str(big)))
+    repo = unique("told")
+    backend.create_repo(repo)
+    told: list[int] = []
+    new: dict[str, int] = {}
+    backend.upload_files(repo, "main", files, progress=told.append, new_blocks=new.__setitem__)
+    assert told == [64, 64, 64, 8, 1]
+    assert sum(new.values()) == 200 * 100 + 70_000 and len(new) == 2  # one pack, one block
+    again: dict[str, int] = {}
+    backend.upload_files(repo, "main", files, new_blocks=again.__setitem__)
+    assert again == {}
+
+
 def test_wrong_credentials_are_refused(live: Live) -> None:
     b = RemoteBackend(live.url, live.key_id, "wrong")
     with pytest.raises(Unauthenticated):
