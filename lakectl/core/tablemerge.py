@@ -120,7 +120,15 @@ def _rule(value: str, declared: Declarations) -> RowRule:
     winner = options.get("winner", "none")
     if winner not in ("none", "source", "dest"):
         raise InvalidArgument(f"strategy {value!r}: winner is source or dest, not {winner!r}")
-    return RowRule(pattern, key, winner, () if key else tuple(declared().items()))
+    tables = {} if key else declared()
+    if not key and not tables:
+        from lakectl.core.tables.declared import PATH
+
+        raise InvalidArgument(
+            f"strategy {value!r} names no key, and {PATH} declares no table: declare the table's "
+            "key (lakectl tables declare) or name it (rows:key=col[,col])"
+        )
+    return RowRule(pattern, key, winner, tuple(tables.items()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,9 +87,13 @@ def test_the_rows_strategy_takes_the_declared_key(cli: Cli) -> None:
     head = cli("commit", "lakefs://R/main", "-m", "order 3")["id"]
 
     refused = cli("merge", "lakefs://R/fix", "lakefs://R/main", "--strategy", "t/**=rows", code=2)
-    assert "no table in _lakectl/tables.yaml declares one for t/" in refused["message"]
+    assert "names no key, and _lakectl/tables.yaml declares no table" in refused["message"]
     refused = cli("merge", "lakefs://R/fix", "lakefs://R/main", "--strategy", "rows", code=2)
     assert "declares none" in refused["message"]
+    cli("tables", "declare", "lakefs://R/fix/elsewhere", "--key", "id")
+    cli("commit", "lakefs://R/fix", "-m", "another table keyed")
+    refused = cli("merge", "lakefs://R/fix", "lakefs://R/main", "--strategy", "t/**=rows", code=2)
+    assert "no table in _lakectl/tables.yaml declares one for t/" in refused["message"]
     assert cli("branch", "show", "lakefs://R/main")["commit_id"] == head
 
     cli("tables", "declare", "lakefs://R/fix/t", "--key", "order_id")
