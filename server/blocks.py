@@ -1,6 +1,7 @@
 """The Keep-style block API, objects linked from blocks, and Keep manifests over HTTP.
 
-``PUT /blocks/<md5>`` stores a block and answers its signed locator; ``GET /blocks/<signed>``
+``PUT /blocks/<md5>`` stores a block and answers its signed locator (``POST /blocks/batch`` many
+small ones, made durable together); ``GET /blocks/<signed>``
 (with Range) serves it after checking the signature; ``POST /blocks/missing`` says which blocks
 the lake lacks and hands out challenges for the others, which ``POST /blocks/prove`` turns into
 signed locators for a client that proves it holds the bytes. Signatures are bound to the user's
@@ -165,6 +166,30 @@ async def put_block(md5: str, request: Request, lake: LakeDep, user: UserDep) ->
 
 
 SEGMENTS_HEADER = "x-lakectl-segments"
+BATCH_HEADER = "x-lakectl-blocks"
+"""``POST /blocks/batch``: the body's blocks, ``<md5>+<size>`` each, comma-separated, in order."""
+
+
+@blocks.post("/blocks/batch", dependencies=[require(Permission.WRITE_REPO)])
+async def put_blocks(request: Request, lake: LakeDep, user: UserDep) -> dict[str, list[str]]:
+    """Blocks sent one after another in one body (at most a block's size in all), named in
+    order by ``X-Lakectl-Blocks``: each checked and stored as ``PUT /blocks/<md5>`` stores one,
+    made durable together; ``{"locators": [signed, ...]}`` in the same order (lakectl's
+    extension, for the many files of one block each of a recursive upload)."""
+    named = request.headers.get(BATCH_HEADER)
+    if not named:
+        raise InvalidArgument(f"{BATCH_HEADER} must name the body's blocks, <md5>+<size> each")
+    bares = named.split(",")
+    declared = _declared_length(request, MAX_BLOCK)
+    if declared is None:
+        data = await _chunked_body(request, MAX_BLOCK)
+        signed = await run_in_threadpool(blockaccess.put_blocks, lake, bares, data, user.grant_token)
+    else:
+        buffers: BlockBuffers = request.app.state.block_buffers
+        async with buffers.lease(declared) as view:
+            await _receive_into(request, view)
+            signed = await run_in_threadpool(blockaccess.put_blocks, lake, bares, view, user.grant_token)
+    return {"locators": signed}
 
 
 def _segment_lengths(text: str | None) -> list[int] | None:

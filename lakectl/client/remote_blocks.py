@@ -49,6 +49,10 @@ SentPack = tuple[str, dict[int, str]]
 BLOCKS_IN_FLIGHT = 3
 WHOLE_BATCH_BYTES = 64 * 1024 * 1024
 """Bytes of files of one block each read, asked about and linked together."""
+PUT_BATCH_BYTES = 16 * 1024 * 1024
+PUT_BATCH_BLOCKS = 128
+"""Blocks sent by one ``POST /blocks/batch`` at most (its header names each in ~45 bytes)."""
+BATCH_HEADER = "X-Lakectl-Blocks"
 """Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
 hashing on both sides busy. More contend for the CPUs and hold more 64 MiB buffers: 1 GiB over
 loopback on 2 cores went from ~255 MB/s with 4 to ~285 MB/s with 2 or 3."""
@@ -271,7 +275,7 @@ class BlocksOverHttp:
         None, its own, guessed from its path."""
         from lakectl.core.contenttypes import guess_content_type
 
-        signed = self._send([data for _, data in batch], new_blocks)
+        signed = self._send_batched([data for _, data in batch], new_blocks)
         objects = [
             {
                 "path": path,
@@ -374,6 +378,45 @@ class BlocksOverHttp:
 
         with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
             return list(pool.map(send, range(len(blocks))))
+
+    def _send_batched(self, blocks: list[bytes], new_blocks: NewBlocks | None = None) -> list[str]:
+        """Signed locators of these blocks (files of one block each), as :meth:`_send` gives
+        them, after one question for all: the ones the server lacks sent a batch per request
+        (``POST /blocks/batch``, at most ``PUT_BATCH_BYTES`` or ``PUT_BATCH_BLOCKS`` each, made
+        durable together), the others proven, ``UPLOAD_THREADS`` requests at once."""
+        bares = [f"{hashlib.md5(b).hexdigest()}+{len(b)}" for b in blocks]
+        answer = self._json("POST", "/blocks/missing", json={"locators": bares}, idempotent=True)
+        missing = set(answer["missing"])
+        challenges: dict[str, str] = answer.get("challenges", {})
+        data = dict(zip(bares, blocks, strict=True))
+        groups: list[list[str]] = []
+        size = 0
+        for bare in (b for b in data if b in missing):  # each block once
+            if not groups or len(groups[-1]) >= PUT_BATCH_BLOCKS or size + len(data[bare]) > PUT_BATCH_BYTES:
+                groups.append([])
+                size = 0
+            groups[-1].append(bare)
+            size += len(data[bare])
+
+        def put(group: list[str]) -> list[str]:
+            body = b"".join(data[bare] for bare in group)
+            r = self._call("POST", "/blocks/batch", content=body, headers={BATCH_HEADER: ",".join(group)})
+            if new_blocks is not None:
+                for bare in group:
+                    new_blocks(bare, len(data[bare]))
+            return [str(locator) for locator in r.json()["locators"]]
+
+        def prove(bare: str) -> str:
+            return self._put_or_prove(bare, data[bare], set(), challenges, new_blocks)
+
+        signed: dict[str, str] = {}
+        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+            sent = [(group, pool.submit(put, group)) for group in groups]
+            proven = [(bare, pool.submit(prove, bare)) for bare in data if bare not in missing]
+            for group, future in sent:
+                signed.update(zip(group, future.result(), strict=True))
+            signed.update((bare, future.result()) for bare, future in proven)
+        return [signed[bare] for bare in bares]
 
     def _put_or_prove(
         self,

@@ -73,6 +73,41 @@ def sign_locator(lake: Lake, bare: str, token: str, ttl: int = SIGNATURE_TTL) ->
 
 def put_block(lake: Lake, md5: str, data: bytes | memoryview, token: str) -> str:
     """Store one block whose md5 the client claims; return its signed locator."""
+    bare = _put_checked(lake, md5, data)
+    lake.blocks.sync()  # a signed locator promises a durable block: objects link to it next
+    return sign_locator(lake, bare, token)
+
+
+MAX_BATCH = 1024
+"""Blocks one :func:`put_blocks` stores at most."""
+
+
+def put_blocks(lake: Lake, bares: Sequence[str], data: bytes | memoryview, token: str) -> list[str]:
+    """Store consecutive blocks of one body (``bares``: each one's md5 and size, in order; their
+    sizes add up to the body's), each checked as :func:`put_block` checks one, and make them
+    durable together (one sync: many small files of a client's upload cost one barrier, not
+    one each); their signed locators, in order. Nothing is signed unless every block is good."""
+    if not bares or len(bares) > MAX_BATCH:
+        raise InvalidArgument(f"a batch holds 1 to {MAX_BATCH} blocks, not {len(bares)}")
+    view = memoryview(data)
+    sizes = []
+    for bare in bares:
+        md5, plus, size = bare.partition("+")
+        if not plus or not size.isdigit() or not _MD5.match(md5):
+            raise InvalidLocator(f"invalid block locator {bare!r} in a batch: expected <md5>+<size>")
+        sizes.append(int(size))
+    if sum(sizes) != len(view):
+        raise InvalidArgument(f"the batch's blocks hold {sum(sizes)} bytes; its body has {len(view)}")
+    offset = 0
+    for bare, length in zip(bares, sizes, strict=True):
+        _put_checked(lake, bare.partition("+")[0], view[offset : offset + length])
+        offset += length
+    lake.blocks.sync()
+    return [sign_locator(lake, bare, token) for bare in bares]
+
+
+def _put_checked(lake: Lake, md5: str, data: bytes | memoryview) -> str:
+    """Store a block whose md5 the client claims, once its bytes are checked; its bare locator."""
     if not _MD5.match(md5):
         raise InvalidLocator(f"invalid block hash {md5!r}: expected 32 lowercase hex digits")
     actual = hashlib.md5(data).hexdigest()
@@ -82,8 +117,7 @@ def put_block(lake: Lake, md5: str, data: bytes | memoryview, token: str) -> str
     # A stored copy is compared with these bytes and rewritten if rotten (BlockAdapter.put);
     # clients send only blocks the lake lacks or could not prove, so the barrier is rarely idle.
     lake.blocks.put(bare, data)
-    lake.blocks.sync()  # a signed locator promises a durable block: objects link to it next
-    return sign_locator(lake, bare, token)
+    return bare
 
 
 MAX_RECEIPTS = 65_536

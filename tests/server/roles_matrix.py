@@ -45,6 +45,7 @@ class Call:
     params: dict[str, str] | None = None
     json: Any = None
     content: bytes | None = None
+    headers: dict[str, str] | None = None
 
 
 Builder = Callable[[World, Caller], Call]
@@ -82,6 +83,13 @@ def _links(w: World, c: Caller) -> Call:
 def _put_block(w: World, c: Caller) -> Call:
     data = os.urandom(64)
     return Call(f"/blocks/{hashlib.md5(data).hexdigest()}", content=data)
+
+
+def _put_blocks(w: World, c: Caller) -> Call:
+    data = os.urandom(64)
+    return Call(
+        "/blocks/batch", content=data, headers={"X-Lakectl-Blocks": f"{hashlib.md5(data).hexdigest()}+64"}
+    )
 
 
 def _prove(w: World, c: Caller) -> Call:
@@ -562,6 +570,7 @@ route(
     ),
 )
 route("PUT", "/blocks/{md5}", WRITE, _put_block)
+route("POST", "/blocks/batch", WRITE, _put_blocks)
 route("GET", "/blocks/{signed}", READ, lambda w, c: Call(f"/blocks/{w.block(c)[2]}"))
 route("POST", "/blocks/missing", WRITE, _missing)
 route("POST", "/blocks/prove", WRITE, _prove)

@@ -223,3 +223,38 @@ def test_a_pack_put_with_its_layout_gets_receipts_that_link_only_their_own_check
     assert ok.json()["results"][0]["checksum"] == hashlib.md5(parts[1]).hexdigest()
     read = dev.http.get(f"/repositories/{dev_repo}/refs/main/objects", params={"path": "b"})
     assert read.content == parts[1]
+
+
+def test_a_batch_of_blocks_signs_each_one_it_holds_and_nothing_when_one_lies(
+    live: Live, admin: httpx.Client, dev: Dev, dev_repo: str
+) -> None:
+    """``POST /blocks/batch`` stores the body's blocks as ``PUT /blocks/<md5>`` stores one: each
+    is checked against the md5 it is named by; a body that lies about one block, or whose sizes
+    do not add up, gets no signature at all; a signed one links and reads back."""
+    blocks_ = [os.urandom(1000), os.urandom(5), b""]
+    names = [f"{hashlib.md5(b).hexdigest()}+{len(b)}" for b in blocks_]
+    body = b"".join(blocks_)
+    with _blocks(live, dev.http) as blocks:
+        ok = blocks.post("/blocks/batch", content=body, headers={"X-Lakectl-Blocks": ",".join(names)})
+        assert ok.status_code == 200, ok.text
+        signed = ok.json()["locators"]
+        assert [s.split("+A")[0] for s in signed] == names
+        # a lie about the second block (another block's md5, same size): refused, nothing signed
+        other = os.urandom(5)
+        lie = [names[0], f"{hashlib.md5(other).hexdigest()}+5", names[2]]
+        bad = blocks.post("/blocks/batch", content=body, headers={"X-Lakectl-Blocks": ",".join(lie)})
+        assert bad.status_code == 400 and "does not match its hash" in bad.json()["message"], bad.text
+        short = blocks.post("/blocks/batch", content=body[:-1], headers={"X-Lakectl-Blocks": ",".join(names)})
+        assert short.status_code == 400 and "hold 1005 bytes" in short.json()["message"], short.text
+        junk = blocks.post("/blocks/batch", content=body, headers={"X-Lakectl-Blocks": "../../etc/passwd+1"})
+        assert junk.status_code == 400, junk.text
+        assert blocks.post("/blocks/batch", content=body).status_code == 400  # no names
+        many = ",".join([names[2]] * 1025)
+        assert (
+            blocks.post("/blocks/batch", content=b"", headers={"X-Lakectl-Blocks": many}).status_code == 400
+        )
+    url = f"/repositories/{dev_repo}/branches/main/objects/links"
+    linked = dev.http.post(url, json={"objects": [{"path": "a", "segments": [signed[0]]}]})
+    assert linked.status_code == 200, linked.text
+    read = dev.http.get(f"/repositories/{dev_repo}/refs/main/objects", params={"path": "a"})
+    assert read.content == blocks_[0]

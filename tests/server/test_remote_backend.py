@@ -192,9 +192,10 @@ def test_small_files_link_in_batches_into_the_packs_the_embedded_lake_makes(
 def test_files_of_a_block_each_are_asked_about_sent_and_linked_in_batches(
     backend: RemoteBackend, transport: Recording, monkeypatch, tmp_path
 ) -> None:
-    """Files larger than a pack takes and at most a block: one question and one link per batch
-    (not four requests a file), a block the server has proven instead of sent; a file of
-    several blocks goes its own way; every byte arrives."""
+    """Files larger than a pack takes and at most a block: one question, one request sending
+    the blocks the server lacks and one link per batch (not four requests a file), a block the
+    server has proven instead of sent; a file of several blocks goes its own way; every byte
+    arrives."""
     monkeypatch.setattr(remote_blocks, "BLOCK_SIZE", 1 << 18)
     monkeypatch.setattr(remote_blocks, "WHOLE_BATCH_BYTES", 500_000)
     repo = unique("whole")
@@ -218,7 +219,8 @@ def test_files_of_a_block_each_are_asked_about_sent_and_linked_in_batches(
     assert calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/links")] == 5
     assert calls[("POST", f"/api/v1/repositories/{repo}/branches/main/objects/link")] == 1  # several.bin
     assert calls[("POST", "/blocks/missing")] == 5 + 3  # a question a batch; several.bin's 3 blocks
-    assert calls[("PUT", "/blocks/*")] == 11 + 3 and calls[("POST", "/blocks/prove")] == 1
+    assert calls[("POST", "/blocks/*")] == 5  # POST /blocks/batch: each batch's 11 missing blocks
+    assert calls[("PUT", "/blocks/*")] == 3 and calls[("POST", "/blocks/prove")] == 1
     for (path, local), info in zip(sorted(files), infos, strict=True):
         with open(local, "rb") as f:
             data = f.read()

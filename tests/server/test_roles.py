@@ -75,7 +75,7 @@ def test_matrix(world: World, method: str, path: str) -> None:
                 params=call.params,
                 json=call.json,
                 content=call.content,
-                headers=caller.headers,
+                headers={**caller.headers, **(call.headers or {})},
             )
             where = f"{caller.name}: {method} {call.path} → {r.status_code} {r.text[:300]}"
             if outcome is Outcome.OK:
