@@ -14,6 +14,10 @@ real command line (subprocesses, output discarded, one bytecode cache for all in
   measurement);
 * dvc: ``dvc add data && git add data.dvc .gitignore && git commit`` in a fresh git + dvc
   project (dvc's defaults: cache in ``.dvc/cache``, link type reflink-else-copy);
+* oxen: its Python API, one process per step as a script would run it:
+  ``oxen.Repo(PROJ).add("data")`` then ``oxen.Repo(PROJ).commit(...)`` in a fresh Oxen
+  repository (``Repo(PROJ).init()`` and the committer's configuration not timed; Oxen's
+  defaults: every file hashed, new contents copied into ``.oxen/versions``);
 * the floor: ``find TREE -type f -print0 | xargs -0 md5sum`` (the walk and the md5 of every
   file, which any tool that records content must do).
 
@@ -22,14 +26,16 @@ for every tool), then committed:* lakectl as a user with a working copy does it,
 commit TREE`` (the tree linked to ``data/`` with ``lakectl local init`` after W1, and a first
 ``local commit`` with nothing to commit that records the files it verified: not timed, a user
 does it once);
-git ``add -A && commit``; dvc ``dvc add data && git add && git commit``.
+git ``add -A && commit``; dvc ``dvc add data && git add && git commit``; oxen ``add("data")``
+and ``commit``, two processes, as in W1.
 
 Judged, as ratios to git in the same run: W1 <= 0.2 x git, W2 <= 0.5 x git (absolute seconds
-are printed, never judged: the machine is shared).
+are printed, never judged: the machine is shared). DVC's and Oxen's ratios to git are shown
+beside, not judged.
 
-Peers are installed into this benchmark's own environment, ``benchmarks/.peers-venv``
-(``pip install dvc`` on first run). A peer that cannot be installed or run is reported and
-skipped. Every command has a time limit (``--timeout``).
+Peers are installed into the benchmarks' own environment, ``benchmarks/.peers-venv``
+(``pip install dvc`` and ``pip install oxenai`` on first use: ``_peers.py``). A peer that
+cannot be installed or run is reported and skipped. Every command has a time limit (``--timeout``).
 """
 
 from __future__ import annotations
@@ -39,15 +45,13 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from _benchutil import Table, fmt_time, lakectl_binary, print_context, temp_dir, verdict
+from _peers import ensure_dvc, ensure_oxen, oxen_cmd, oxen_env
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PEERS_VENV = os.path.join(HERE, ".peers-venv")
 TARGET_W1 = 0.2
 """W1: lakectl's total over git's, at most."""
 TARGET_W2 = 0.5
@@ -286,6 +290,49 @@ class Dvc(Peer):
         self.commit("W2", "changes")
 
 
+class Oxen(Peer):
+    """Oxen through its Python API, one process per call (``_peers.OXEN_STEPS``). Like dvc, it
+    gets the tree renamed into its repository for its steps and back."""
+
+    name = "oxen"
+
+    def __init__(self, tree: str, work: str, timeout: float) -> None:
+        super().__init__(tree, work, timeout)
+        self.proj = os.path.join(work, "oxen-peer")
+        self.env = oxen_env(os.path.join(work, "oxen-home"))
+        self.py, why = ensure_oxen(max(timeout, 900))
+        if self.py is None:
+            self.failed(why)
+
+    def w1(self) -> None:
+        if self.py is None:
+            return
+        try:  # not timed: the committer's configuration and the repository's creation
+            run(oxen_cmd(self.py, "config", "bench", "bench@example.invalid"), self.timeout, env=self.env)
+            os.makedirs(self.proj)
+            run(oxen_cmd(self.py, "init", self.proj), self.timeout, cwd=self.proj, env=self.env)
+        except StepFailed as e:
+            self.failed(str(e))
+        self.commit("W1", "small files")
+
+    def commit(self, workload: str, message: str) -> None:
+        if self.results[workload].error or self.py is None:
+            return
+        inside = os.path.join(self.proj, "data")
+        os.rename(self.tree, inside)
+        try:
+            os.sync()
+            add = oxen_cmd(self.py, "add", self.proj, "data")
+            self.step(workload, "add", add, cwd=self.proj, env=self.env)
+            commit = oxen_cmd(self.py, "commit", self.proj, message)
+            self.step(workload, "commit", commit, cwd=self.proj, env=self.env)
+        finally:
+            os.rename(inside, self.tree)
+
+    def w2(self) -> None:
+        self.commit("W2", "changes")
+
+
 def edit_tree(tree: str, dirs: int) -> float:
     """W2's edits: in every directory, its first file rewritten and one file added."""
     start = time.perf_counter()
@@ -310,24 +357,6 @@ def floor(tree: str, timeout: float, newer: str | None = None) -> Result:
     except StepFailed as e:
         res.error = str(e)
     return res
-
-
-def ensure_dvc(timeout: float) -> tuple[str | None, str]:
-    """The dvc executable of the peers venv (created and filled on first use), or why not."""
-    dvc = os.path.join(PEERS_VENV, "bin", "dvc")
-    if os.access(dvc, os.X_OK):
-        return dvc, ""
-    print(f"installing dvc into {PEERS_VENV} (first run only) ...", flush=True)
-    try:
-        if not os.path.exists(os.path.join(PEERS_VENV, "bin", "python")):
-            run([sys.executable, "-m", "venv", PEERS_VENV], timeout)
-        pip = os.path.join(PEERS_VENV, "bin", "pip")
-        run([pip, "install", "-q", "--disable-pip-version-check", "dvc>=3,<4"], timeout)
-    except StepFailed as e:
-        return None, f"could not install dvc into {PEERS_VENV}: {e}"
-    if not os.access(dvc, os.X_OK):
-        return None, f"pip install dvc did not provide {dvc}"
-    return dvc, ""
 
 
 def breakdown(tree: str, work: str) -> list[tuple[str, float]]:
@@ -411,6 +440,7 @@ def main() -> None:
     parser.add_argument("--dirs", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=600, help="limit per command, seconds")
     parser.add_argument("--no-dvc", action="store_true", help="skip dvc (and its installation)")
+    parser.add_argument("--no-oxen", action="store_true", help="skip oxen (and its installation)")
     parser.add_argument("--dir", default=None, help="where to put temp data (default: system temp)")
     parser.add_argument(
         "--breakdown", action="store_true", help="also time lakectl's W1 phases in-process (library)"
@@ -430,7 +460,8 @@ def main() -> None:
             f"generated {args.files:,} files of {FILE_SIZE} B ({mb:.0f} MB) in {args.dirs} dirs: "
             f"{fmt_time(t_make)}"
         )
-        kinds: list[type[Peer]] = [Lakectl, Git] + ([] if args.no_dvc else [Dvc])
+        kinds: list[type[Peer]] = [Lakectl, Git]
+        kinds += ([] if args.no_dvc else [Dvc]) + ([] if args.no_oxen else [Oxen])
         peers = [kind(tree, work, args.timeout) for kind in kinds]
         floors["W1"] = floor(tree, args.timeout)
         for peer in peers:
