@@ -1,4 +1,4 @@
-"""One big file through the real CLI, against its physical floor and DVC, in one run.
+"""One big file through the real CLI, against its physical floor, DVC and Oxen, in one run.
 
 Each figure is whole processes a user would time (output discarded, one bytecode cache for
 every Python program, in the temp dir):
@@ -7,10 +7,16 @@ every Python program, in the temp dir):
   fsyncs that file, as lakectl makes its blocks durable; a bare ``sync`` would also write
   whatever other processes on the machine left dirty), and ``md5sum SRC``;
 * lakectl: ``lakectl fs upload`` of the file onto a fresh embedded lake (``LAKECTL_HOME``), then
-  ``lakectl commit``. Target: upload + commit <= 1.3 x (cp + sync), and ahead of DVC;
+  ``lakectl commit``. Target: upload + commit <= 1.3 x (cp + sync), and ahead of DVC and Oxen;
 * DVC: ``dvc add`` + ``git add`` + ``git commit`` in a fresh git + DVC project (DVC's defaults,
   the file hard-linked into the project). DVC is installed into ``benchmarks/.peers-venv``
-  (``bench_small_files.ensure_dvc``); without it the row is reported and skipped;
+  (``_peers.ensure_dvc``); without it the row is reported and skipped;
+* Oxen: its Python API, one process per step as a script would run it,
+  ``oxen.Repo(PROJ).add("big.bin")`` then ``oxen.Repo(PROJ).commit(...)``, in a fresh Oxen
+  repository (``init`` and the committer's configuration not timed), the file hard-linked in
+  as for DVC. Oxen's add hashes the file and copies it into ``.oxen/versions`` (fsynced).
+  ``oxenai`` is installed into the same venv (``_peers.ensure_oxen``); without it, likewise
+  skipped. Target, as for DVC: upload + commit ahead of it;
 * out: ``lakectl fs download`` of the committed object against ``cp`` of the file out (neither
   syncs: a download is a working copy, as a copy is). Target: download <= 1.3 x cp, as the
   issue states it; see below for why it cannot pass here.
@@ -45,7 +51,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from _benchutil import Table, lakectl_binary, print_context, temp_dir, verdict
-from bench_small_files import GIT_CFG, PYCACHE, StepFailed, child_env, ensure_dvc
+from _peers import ensure_dvc, ensure_oxen, oxen_cmd, oxen_env
+from bench_small_files import GIT_CFG, PYCACHE, StepFailed, child_env
 from bench_upload_1gib import drop_from_cache, make_source
 
 TARGET_VS_FLOOR = 1.3
@@ -244,6 +251,70 @@ class Dvc:
             remove(os.path.join(self.work, "dvc-peer"))
 
 
+class Oxen:
+    """``Repo.add`` + ``Repo.commit`` of the file, hard-linked into a fresh Oxen repository, one
+    Python process each."""
+
+    def __init__(self, work: str, timeout: float, enabled: bool) -> None:
+        self.work, self.timeout = work, timeout
+        self.add = Row("oxen: add (Python API)")
+        self.commit = Row("oxen: commit (Python API)")
+        self.env = oxen_env(os.path.join(work, "oxen-home"))
+        self.py: str | None = None
+        if not enabled:
+            self.add.error = "skipped (--no-oxen)"
+            return
+        self.py, why = ensure_oxen(max(timeout, 900))
+        if self.py is None:
+            self.add.error = why
+            return
+        try:  # not timed: a user configures the committer once
+            run(oxen_cmd(self.py, "config", "bench", "bench@example.invalid"), timeout, env=self.env)
+        except StepFailed as e:
+            self.add.error = str(e)
+
+    def _project(self, src: str) -> str:
+        assert self.py is not None
+        proj = os.path.join(self.work, "oxen-peer")
+        remove(proj)
+        os.makedirs(proj)
+        run(oxen_cmd(self.py, "init", proj), self.timeout, cwd=proj, env=self.env)
+        os.link(src, os.path.join(proj, "big.bin"))
+        return proj
+
+    def _add_and_commit(self, proj: str) -> tuple[Timing, Timing]:
+        assert self.py is not None
+        add = run(oxen_cmd(self.py, "add", proj, "big.bin"), self.timeout, cwd=proj, env=self.env)
+        com = run(oxen_cmd(self.py, "commit", proj, "one big file"), self.timeout, cwd=proj, env=self.env)
+        return add, com
+
+    def warm_up(self, small: str) -> None:
+        """A small add and commit, untimed: the bytecode cache is filled."""
+        if self.py is None or self.add.error:
+            return
+        try:
+            self._add_and_commit(self._project(small))
+        except StepFailed as e:
+            self.add.error = f"warm-up: {e}"
+        remove(os.path.join(self.work, "oxen-peer"))
+
+    def round(self, src: str) -> None:
+        if self.py is None or self.add.error:
+            return
+        try:
+            proj = self._project(src)
+            os.sync()
+            drop_from_cache(src)
+            add, com = self._add_and_commit(proj)
+        except StepFailed as e:
+            self.add.error = str(e)
+            return
+        finally:
+            remove(os.path.join(self.work, "oxen-peer"))
+        self.add.runs.append(add)
+        self.commit.runs.append(com)
+
+
 def floor_step(row: Row, fn: Callable[[], Timing], cleanup: str | None = None) -> None:
     if row.error:
         return
@@ -289,6 +360,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300, help="limit per command, seconds")
     parser.add_argument("--dir", default=None, help="where to work (default: system temp dir)")
     parser.add_argument("--no-dvc", action="store_true", help="skip dvc (and its installation)")
+    parser.add_argument("--no-oxen", action="store_true", help="skip oxen (and its installation)")
     parser.add_argument(
         "--baseline", metavar="DIR", default=None,
         help="also time lakectl imported from DIR (PYTHONPATH): `git archive OLD lakectl | tar -x -C DIR`",
@@ -318,9 +390,11 @@ def main() -> None:
         if args.baseline:
             lakes.append(Lakectl("baseline", exe, work, args.timeout, os.path.abspath(args.baseline)))
         dvc = Dvc(work, args.timeout, not args.no_dvc)
+        oxen = Oxen(work, args.timeout, not args.no_oxen)
         for lake in lakes:
             lake.warm_up(small, out)
         dvc.warm_up(small)
+        oxen.warm_up(small)
 
         cp_sync, md5sum, cp_out = Row("cp + sync"), Row("md5sum"), Row("cp (out)")
         copy = os.path.join(work, "copy.bin")
@@ -345,6 +419,7 @@ def main() -> None:
             ("md5sum", lambda: floor_step(md5sum, do_md5sum)),
             *[(lake.label, lambda lake=lake: lake.round_up(src)) for lake in lakes],  # type: ignore[misc]
             ("dvc", lambda: dvc.round(src)),
+            ("oxen", lambda: oxen.round(src)),
         ]
         downloads: list[tuple[str, Callable[[], None]]] = [
             ("cp (out)", lambda: floor_step(cp_out, do_cp_out, out)),
@@ -371,6 +446,9 @@ def main() -> None:
             f"{lake.label}: upload + commit", *cell(summed(lake.upload, lake.commit), lake.upload.error)
         )
     table.add(dvc.row.name, *cell(dvc.row.runs, dvc.row.error))
+    table.add(oxen.add.name, *cell(oxen.add.runs, oxen.add.error))
+    table.add(oxen.commit.name, *cell(oxen.commit.runs, oxen.add.error))
+    table.add("oxen: add + commit", *cell(summed(oxen.add, oxen.commit), oxen.add.error))
     table.add(cp_out.name, *cell(cp_out.runs, cp_out.error))
     for lake in lakes:
         table.add(lake.download.name, *cell(lake.download.runs, lake.download.error or lake.upload.error))
@@ -386,6 +464,7 @@ def main() -> None:
         ratios = [
             ("(upload + commit) / (cp + sync)", paired(both, cp_sync.runs), TARGET_VS_FLOOR, True),
             ("(upload + commit) / dvc", paired(both, dvc.row.runs), 1.0, True),
+            ("(upload + commit) / oxen", paired(both, summed(oxen.add, oxen.commit)), 1.0, True),
             ("download / cp", paired(lake.download.runs, cp_out.runs), TARGET_VS_FLOOR, True),
             ("(upload + commit) / max(cp + sync, md5sum)", paired(both, up_floor), TARGET_VS_FLOOR, False),
             ("download / max(cp, md5sum)", paired(lake.download.runs, down_floor), TARGET_VS_FLOOR, False),
@@ -402,6 +481,7 @@ def main() -> None:
         md5sum,
         cp_out,
         dvc.row,
+        oxen.add,
         *[lk.upload for lk in lakes],
         *[lk.download for lk in lakes],
     ):
