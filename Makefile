@@ -52,6 +52,10 @@ bench: $(VENV)/.installed-test
 	$(BIN)/pip install -q -c constraints-test.txt -e '.[test,bench]'
 	# wrk drives the server load benchmark (it falls back to Python load generators without it)
 	command -v wrk >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get install -y -q wrk >/dev/null; } || true
+	# git is a peer of bench_small_files and bench_big_file (and DVC needs it); run_all.sh then installs DVC and
+	# Oxen (oxenai) into benchmarks/.peers-venv (benchmarks/_peers.py). A peer that cannot be installed is skipped.
+	command -v git >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get install -y -q git >/dev/null; } \
+		|| echo "git is not installed (apt-get install git): the benchmarks will skip git's and DVC's rows"
 	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/run_all.sh
 
 clean:

@@ -2,7 +2,8 @@
 # Run every benchmark in sequence (`make bench` calls this with the venv on PATH).
 #
 #   bash benchmarks/run_all.sh           full size (about 15-25 minutes on 2 cores; the first
-#                                        run also installs dvc into benchmarks/.peers-venv)
+#                                        run also installs dvc and oxenai into
+#                                        benchmarks/.peers-venv)
 #   bash benchmarks/run_all.sh --quick   scaled down, a couple of minutes (targets not judged
 #                                        where they only apply at full size)
 #
@@ -37,6 +38,14 @@ bench() {
 }
 
 echo "benchmarks on $(nproc) CPU(s), load average: $(cut -d' ' -f1-3 /proc/loadavg); $("$py" --version)"
+
+# The peers, before any timing: git from the system (make bench installs it), DVC and Oxen
+# pip-installed into benchmarks/.peers-venv on the first run (_peers.py). One that cannot be
+# installed is reported here and by the benchmarks, which skip its rows.
+echo
+echo "=== peers: git, dvc, oxen ==="
+timeout --kill-after=30 1800 "$py" "$here/_peers.py" ||
+    echo "peer installation did not finish cleanly (exit $?): each benchmark installs or skips its peers"
 
 if [[ $quick -eq 1 ]]; then
     bench 600 bench_cost_follows_changes.py --small 10000 --large 100000 --reps 3
