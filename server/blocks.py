@@ -171,25 +171,33 @@ BATCH_HEADER = "x-lakectl-blocks"
 
 
 @blocks.post("/blocks/batch", dependencies=[require(Permission.WRITE_REPO)])
-async def put_blocks(request: Request, lake: LakeDep, user: UserDep) -> dict[str, list[str]]:
+async def put_blocks(request: Request, lake: LakeDep, user: UserDep) -> dict[str, Any]:
     """Blocks sent one after another in one body (at most a block's size in all), named in
     order by ``X-Lakectl-Blocks``: each checked and stored as ``PUT /blocks/<md5>`` stores one,
     made durable together; ``{"locators": [signed, ...]}`` in the same order (lakectl's
-    extension, for the many files of one block each of a recursive upload)."""
+    extension, for the many files of a recursive upload). With ``X-Lakectl-Segments`` (each
+    block's segment lengths as ``PUT`` takes them, blocks apart by ``;``, empty for none), also
+    ``"receipts"``: a list per block, a receipt per segment."""
     named = request.headers.get(BATCH_HEADER)
     if not named:
         raise InvalidArgument(f"{BATCH_HEADER} must name the body's blocks, <md5>+<size> each")
     bares = named.split(",")
+    layout = request.headers.get(SEGMENTS_HEADER)
+    layouts = None if layout is None else [_segment_lengths(part or None) for part in layout.split(";")]
     declared = _declared_length(request, MAX_BLOCK)
+    token = user.grant_token
     if declared is None:
         data = await _chunked_body(request, MAX_BLOCK)
-        signed = await run_in_threadpool(blockaccess.put_blocks, lake, bares, data, user.grant_token)
+        stored = await run_in_threadpool(blockaccess.put_blocks, lake, bares, data, token, layouts)
     else:
         buffers: BlockBuffers = request.app.state.block_buffers
         async with buffers.lease(declared) as view:
             await _receive_into(request, view)
-            signed = await run_in_threadpool(blockaccess.put_blocks, lake, bares, view, user.grant_token)
-    return {"locators": signed}
+            stored = await run_in_threadpool(blockaccess.put_blocks, lake, bares, view, token, layouts)
+    answer: dict[str, Any] = {"locators": [s.locator for s in stored]}
+    if layouts is not None:
+        answer["receipts"] = [s.receipts for s in stored]
+    return answer
 
 
 def _segment_lengths(text: str | None) -> list[int] | None:

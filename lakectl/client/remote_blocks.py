@@ -10,6 +10,7 @@ import io
 import itertools
 import os
 import queue
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,8 +30,12 @@ if TYPE_CHECKING:
 
 UPLOAD_THREADS = 4
 """Small requests in flight at once (linking objects, packs of small files)."""
-PACKS_IN_FLIGHT = 8
-"""Packs of small files (up to 1 MiB each) cut and not yet sent, at most."""
+PACKS_PER_REQUEST = 8
+"""Packs of small files sent by one request at most (``POST /blocks/batch``), their segments'
+lengths in one header of at most ``MAX_LAYOUT`` bytes."""
+PACKS_IN_FLIGHT = 3 * PACKS_PER_REQUEST
+"""Packs of small files (up to 1 MiB each) cut and not yet sent, at most: the server takes in
+one group while the next are cut."""
 LINK_BATCH = 5000
 """Small files linked by one request (``objects/links``; the server takes at most 10,000)."""
 LINKS_IN_FLIGHT = 1
@@ -45,6 +50,8 @@ MAX_LAYOUT = 8192
 SEGMENTS_HEADER = "X-Lakectl-Segments"
 """The header of a pack's segment lengths, comma-separated (the server receipts each one)."""
 SentPack = tuple[str, dict[int, str]]
+Pack = tuple[str, bytes, list[int]]
+"""A pack to send: its locator, its bytes and its segments' lengths."""
 """A pack's signed locator and the server's receipts for its segments, by offset."""
 BLOCKS_IN_FLIGHT = 3
 WHOLE_BATCH_BYTES = 64 * 1024 * 1024
@@ -475,6 +482,31 @@ class BlocksOverHttp:
         offsets = itertools.accumulate([0, *(lengths or ())])
         return str(got["locator"]), dict(zip(offsets, got.get("receipts", []), strict=False))
 
+    def _send_packs(self, group: list[Pack], new_blocks: NewBlocks | None = None) -> dict[str, SentPack]:
+        """Packs sent together (see :class:`_PackSender`), by locator: one question for all,
+        the ones the server lacks in one ``POST /blocks/batch`` with their segments' lengths
+        (a receipt back for each segment, all made durable by one sync), the others proven."""
+        packs = {bare: (data, lengths) for bare, data, lengths in group}  # each pack once
+        answer = self._json("POST", "/blocks/missing", json={"locators": list(packs)}, idempotent=True)
+        lacking = [bare for bare in packs if bare in set(answer["missing"])]
+        out: dict[str, SentPack] = {}
+        if lacking:
+            headers = {
+                BATCH_HEADER: ",".join(lacking),
+                SEGMENTS_HEADER: ";".join(",".join(map(str, packs[bare][1])) for bare in lacking),
+            }
+            body = b"".join(packs[bare][0] for bare in lacking)
+            got = self._call("POST", "/blocks/batch", content=body, headers=headers).json()
+            for bare, signed, receipts in zip(lacking, got["locators"], got["receipts"], strict=True):
+                offsets = itertools.accumulate([0, *packs[bare][1]])
+                out[bare] = str(signed), dict(zip(offsets, receipts, strict=False))
+                if new_blocks is not None:
+                    new_blocks(bare, len(packs[bare][0]))
+        for bare in packs:
+            if bare not in out:
+                out[bare] = self._send_pack(packs[bare][0], bare, packs[bare][1], new_blocks)
+        return out
+
     def _link(
         self,
         repo: str,
@@ -496,35 +528,68 @@ class BlocksOverHttp:
 
 class _PackSender:
     """Where a client-side :class:`~lakectl.core.blocks.data.Packer` puts its packs (a
-    ``PackSink``): each is sent (asked about, then uploaded or proven, with its segments' lengths
-    to be receipted) by ``UPLOAD_THREADS`` threads as soon as it is cut, while the caller reads
-    and packs the next files; at most ``PACKS_IN_FLIGHT`` wait. ``result(bare)`` waits for one
-    pack and gives its signed locator and its receipts by offset. Leaving the ``with`` waits for
-    every pack and raises the first failure. ``new_blocks`` is told each pack the server lacked."""
+    ``PackSink``): they are sent in groups of up to ``PACKS_PER_REQUEST`` (asked about together,
+    the missing ones uploaded in one request with their segments' lengths to be receipted, the
+    others proven) by ``UPLOAD_THREADS`` threads while the caller reads and packs the next files;
+    at most ``PACKS_IN_FLIGHT`` packs wait. ``result(bare)`` waits for one pack (sending its group
+    now if it is still being gathered) and gives its signed locator and its receipts by offset.
+    Leaving the ``with`` sends the last group, waits for every pack and raises the first failure.
+    ``new_blocks`` is told each pack the server lacked."""
 
     def __init__(self, backend: BlocksOverHttp, new_blocks: NewBlocks | None = None) -> None:
         self._backend = backend
         self._new_blocks = new_blocks
         self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
-        self._pending: deque[Future[SentPack]] = deque()
-        self._sent: dict[str, Future[SentPack]] = {}
+        self._pending: deque[Future[dict[str, SentPack]]] = deque()
+        self._sent: dict[str, Future[dict[str, SentPack]]] = {}
+        self._group: list[Pack] = []
+        self._layout = 0
+        self._lock = threading.Lock()
 
     def __enter__(self) -> _PackSender:
         return self
 
     def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
-        while len(self._pending) >= PACKS_IN_FLIGHT:
+        layout = sum(len(str(n)) + 1 for n in lengths)
+        while len(self._pending) * PACKS_PER_REQUEST >= PACKS_IN_FLIGHT:
             self._pending.popleft().result()
-        future = self._pool.submit(self._backend._send_pack, data, locator, lengths, self._new_blocks)
+        with self._lock:
+            if self._group and (len(self._group) >= PACKS_PER_REQUEST or self._layout + layout > MAX_LAYOUT):
+                self._send_group()
+            self._group.append((locator, data, lengths))
+            self._layout += layout
+            if layout > MAX_LAYOUT:  # too many segments to receipt: alone, as a plain block
+                self._send_group()
+
+    def _send_group(self) -> None:
+        """Send the packs gathered so far (the caller holds the lock)."""
+        group, self._group, self._layout = self._group, [], 0
+        if not group:
+            return
+        if len(group) == 1 and sum(len(str(n)) + 1 for n in group[0][2]) > MAX_LAYOUT:
+            bare, data, lengths = group[0]
+            send, told = self._backend._send_pack, self._new_blocks
+            future: Future[dict[str, SentPack]] = self._pool.submit(
+                lambda: {bare: send(data, bare, lengths, told)}
+            )
+        else:
+            future = self._pool.submit(self._backend._send_packs, group, self._new_blocks)
+        for bare, _, _ in group:
+            self._sent[bare] = future
         self._pending.append(future)
-        self._sent[locator] = future
 
     def result(self, bare: str) -> SentPack:
-        return self._sent[bare].result()
+        with self._lock:
+            if bare not in self._sent:
+                self._send_group()
+            future = self._sent[bare]
+        return future.result()[bare]
 
     def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None:
+                with self._lock:
+                    self._send_group()
                 while self._pending:
                     self._pending.popleft().result()
         finally:

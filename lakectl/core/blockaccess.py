@@ -82,13 +82,23 @@ MAX_BATCH = 1024
 """Blocks one :func:`put_blocks` stores at most."""
 
 
-def put_blocks(lake: Lake, bares: Sequence[str], data: bytes | memoryview, token: str) -> list[str]:
+def put_blocks(
+    lake: Lake,
+    bares: Sequence[str],
+    data: bytes | memoryview,
+    token: str,
+    layouts: Sequence[Sequence[int] | None] | None = None,
+) -> list[Receipted]:
     """Store consecutive blocks of one body (``bares``: each one's md5 and size, in order; their
     sizes add up to the body's), each checked as :func:`put_block` checks one, and make them
     durable together (one sync: many small files of a client's upload cost one barrier, not
-    one each); their signed locators, in order. Nothing is signed unless every block is good."""
+    one each); their signed locators, in order, each with a receipt per segment when
+    ``layouts`` gives the block's segment lengths (a client's pack, as :func:`put_pack`).
+    Nothing is signed unless every block is good."""
     if not bares or len(bares) > MAX_BATCH:
         raise InvalidArgument(f"a batch holds 1 to {MAX_BATCH} blocks, not {len(bares)}")
+    if layouts is not None and len(layouts) != len(bares):
+        raise InvalidArgument(f"the batch names {len(bares)} blocks and {len(layouts)} layouts")
     view = memoryview(data)
     sizes = []
     for bare in bares:
@@ -98,12 +108,21 @@ def put_blocks(lake: Lake, bares: Sequence[str], data: bytes | memoryview, token
         sizes.append(int(size))
     if sum(sizes) != len(view):
         raise InvalidArgument(f"the batch's blocks hold {sum(sizes)} bytes; its body has {len(view)}")
+    for lengths, whole in zip(layouts or (), sizes, strict=False):
+        if lengths is not None:
+            _check_layout(lengths, whole)
     offset = 0
-    for bare, length in zip(bares, sizes, strict=True):
-        _put_checked(lake, bare.partition("+")[0], view[offset : offset + length])
+    receipts: list[list[str]] = []
+    for i, (bare, length) in enumerate(zip(bares, sizes, strict=True)):
+        piece = view[offset : offset + length]
+        _put_checked(lake, bare.partition("+")[0], piece)
+        lengths = layouts[i] if layouts is not None else None
+        receipts.append([] if lengths is None else _receipts(lake, bare, piece, lengths, token))
         offset += length
     lake.blocks.sync()
-    return [sign_locator(lake, bare, token) for bare in bares]
+    return [
+        Receipted(sign_locator(lake, bare, token), got) for bare, got in zip(bares, receipts, strict=True)
+    ]
 
 
 def _put_checked(lake: Lake, md5: str, data: bytes | memoryview) -> str:

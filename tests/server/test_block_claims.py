@@ -258,3 +258,30 @@ def test_a_batch_of_blocks_signs_each_one_it_holds_and_nothing_when_one_lies(
     assert linked.status_code == 200, linked.text
     read = dev.http.get(f"/repositories/{dev_repo}/refs/main/objects", params={"path": "a"})
     assert read.content == blocks_[0]
+
+
+def test_a_batch_of_packs_gets_a_receipt_per_segment_that_links_only_its_own_checksum(
+    live: Live, admin: httpx.Client, dev: Dev, dev_repo: str
+) -> None:
+    """``POST /blocks/batch`` with ``X-Lakectl-Segments`` (each block's segment lengths, blocks
+    apart by ``;``) receipts each segment's md5; a layout that does not add up is refused."""
+    files = [os.urandom(300), os.urandom(200), os.urandom(50)]
+    packs = [files[0] + files[1], files[2]]
+    names = ",".join(f"{hashlib.md5(p).hexdigest()}+{len(p)}" for p in packs)
+    with _blocks(live, dev.http) as blocks:
+        wrong = {"X-Lakectl-Blocks": names, "X-Lakectl-Segments": "300,201;50"}
+        bad = blocks.post("/blocks/batch", content=b"".join(packs), headers=wrong)
+        assert bad.status_code == 400 and "add up" in bad.json()["message"], bad.text
+        both = {"X-Lakectl-Blocks": names, "X-Lakectl-Segments": "300,200;50"}
+        r = blocks.post("/blocks/batch", content=b"".join(packs), headers=both)
+    assert r.status_code == 200, r.text
+    signed, receipts = r.json()["locators"], r.json()["receipts"]
+    assert [len(x) for x in receipts] == [2, 1]
+    url = f"/repositories/{dev_repo}/branches/main/objects/links"
+    second = {"path": "b", "segments": [f"{signed[0]}:300:200"], "receipt": receipts[0][1]}
+    lie = dev.http.post(url, json={"objects": [{**second, "checksum": hashlib.md5(files[0]).hexdigest()}]})
+    assert lie.status_code == 403 and lie.json()["code"] == "signature_error", lie.text
+    ok = dev.http.post(url, json={"objects": [{**second, "checksum": hashlib.md5(files[1]).hexdigest()}]})
+    assert ok.status_code == 200 and ok.json()["results"][0]["checksum"] == hashlib.md5(files[1]).hexdigest()
+    read = dev.http.get(f"/repositories/{dev_repo}/refs/main/objects", params={"path": "b"})
+    assert read.content == files[1]

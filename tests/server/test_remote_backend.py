@@ -260,3 +260,33 @@ def test_wrong_credentials_are_refused(live: Live) -> None:
     with pytest.raises(Unauthenticated):
         b.list_repos()
     b.close()
+
+
+def test_packs_of_small_files_go_several_to_a_request(
+    backend: RemoteBackend, transport: Recording, tmp_path
+) -> None:
+    """A recursive upload's packs are asked about and sent several at a time (one question and
+    one ``POST /blocks/batch`` per group, made durable together), each file still linked with
+    the server's receipt for its md5; a second upload sends no pack again."""
+    files = []
+    for i in range(3000):
+        path = tmp_path / f"s{i:04d}"
+        path.write_bytes(os.urandom(4096))
+        files.append((f"s/{i:04d}", str(path)))
+    repo = unique("packs")
+    backend.create_repo(repo)
+    before = Counter(transport.calls)
+    backend.upload_files(repo, "main", files)
+    calls = transport.calls - before
+    packs = {sent["segments"][0].split("+A")[0] for sent in transport.links}
+    groups = calls[("POST", "/blocks/*")]
+    assert len(packs) >= 10 and 0 < groups <= len(packs) // 3, (len(packs), groups)
+    assert calls[("POST", "/blocks/missing")] == groups and calls[("PUT", "/blocks/*")] == 0
+    assert all("receipt" in sent for sent in transport.links)
+    for path, local in files[::500]:
+        with open(local, "rb") as f:
+            assert b"".join(backend.read(repo, "main", path)) == f.read()
+    again = Counter(transport.calls)
+    backend.upload_files(repo, "main", [(f"t/{p}", lp) for p, lp in files])
+    resent = transport.calls - again
+    assert resent[("POST", "/blocks/*")] == 0 and resent[("PUT", "/blocks/*")] == 0  # all proven
