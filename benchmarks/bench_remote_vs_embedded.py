@@ -29,6 +29,12 @@ read warm by both. Embedded and remote take turns, the first alternating each ro
 the median of the rounds' ratios (same minutes), judged only at full size. The server's CPU
 seconds (user + system, from /proc) during each remote upload are printed beside its wall time;
 absolute seconds are printed, never judged.
+
+With ``--pinned``, each round also runs the remote uploads on a second fresh server pinned to
+one core (``taskset -c 1``) with the client pinned to the other (``taskset -c 0``): what a client
+on a machine of its own would see, beside the shared figure (the judged ratios stay the shared
+ones, as a user on one machine has them). The server CPU column says how each remote upload's
+time splits between client and server.
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ class Side:
 
     label: str
     env: dict[str, str]
+    prefix: list[str] = field(default_factory=list)
+    """Before the command (``taskset -c 0`` for a pinned client)."""
+    server: LiveServer | None = None
     big: list[Timing] = field(default_factory=list)
     small: list[Timing] = field(default_factory=list)
     mixed: list[Timing] = field(default_factory=list)
@@ -104,10 +113,10 @@ class Bench:
         self.home = os.path.join(work, "lake-embedded")
         self.embedded = Side("embedded", dict(base, LAKECTL_HOME=self.home))
         self.remote = Side("remote", dict(base))
-        self.server: LiveServer | None = None
+        self.pinned = Side("remote, a core each", dict(base), prefix=["taskset", "-c", "0"])
 
     def cli(self, side: Side, *args: str) -> Timing:
-        return run([self.exe, *args], self.timeout, env=side.env)
+        return run([*side.prefix, self.exe, *args], self.timeout, env=side.env)
 
     def fresh_embedded(self) -> None:
         remove(self.home)
@@ -116,31 +125,29 @@ class Bench:
             self.embedded, "fs", "upload", "--no-progress", "-s", self.small, "lakefs://bench/main/warm.bin"
         )
 
-    def attach(self, server: LiveServer) -> None:
-        self.server = server
-        self.remote.env.update(
+    def attach(self, server: LiveServer, side: Side) -> None:
+        side.server = server
+        side.env.update(
             LAKECTL_SERVER_ENDPOINT_URL=server.url,
             LAKECTL_CREDENTIALS_ACCESS_KEY_ID=server.key_id,
             LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY=server.secret,
         )
-        self.cli(self.remote, "repo", "create", "lakefs://bench")
-        self.cli(
-            self.remote, "fs", "upload", "--no-progress", "-s", self.small, "lakefs://bench/main/warm.bin"
-        )
+        self.cli(side, "repo", "create", "lakefs://bench")
+        self.cli(side, "fs", "upload", "--no-progress", "-s", self.small, "lakefs://bench/main/warm.bin")
 
     def timed(self, side: Side, case: str, args: list[str], before: Callable[[], None]) -> None:
         if side.error:
             return
         before()
-        cpu0 = self.server.cpu_seconds() if side is self.remote and self.server else 0.0
+        cpu0 = side.server.cpu_seconds() if side.server else 0.0
         try:
             t = self.cli(side, *args)
         except StepFailed as e:
             side.error = f"{case}: {e}"
             return
         getattr(side, case).append(t)
-        if side is self.remote and self.server:
-            side.server_cpu[case].append(self.server.cpu_seconds() - cpu0)
+        if side.server:
+            side.server_cpu[case].append(side.server.cpu_seconds() - cpu0)
 
     def big(self, side: Side) -> None:
         def before() -> None:
@@ -156,6 +163,35 @@ class Bench:
     def mixed_files(self, side: Side) -> None:
         args = ["fs", "upload", "-r", "--no-progress", "--source", self.mixed_tree, MIXED]
         self.timed(side, "mixed", args, os.sync)
+
+
+def run_cases(bench: Bench, sides: list[Side], cases: tuple[bool, bool, bool]) -> None:
+    do_big, do_small, do_mixed = cases
+    for side in sides if do_big else []:
+        bench.big(side)
+    for side in sides if do_small else []:
+        bench.small_files(side)
+    for side in sides if do_mixed else []:
+        bench.mixed_files(side)
+
+
+def pinned_round(
+    bench: Bench, where: str, server_env: dict[str, str], cases: tuple[bool, bool, bool]
+) -> None:
+    """The remote uploads again, on a fresh server pinned to core 1, the client to core 0."""
+    side = bench.pinned
+    exe = bench.exe
+    os.makedirs(where)
+    with live_server(where, env_extra=server_env, command=["taskset", "-c", "1", exe]) as server:
+        try:
+            bench.attach(server, side)
+        except StepFailed as e:
+            side.error = side.error or f"set-up: {e}"
+        run_cases(bench, [side], cases)
+        if server.process.poll() is not None:
+            side.error = side.error or f"the server died:\n{server.log_tail()}"
+    side.server = None
+    remove(where)
 
 
 def paired_rate(embedded: list[Timing], remote: list[Timing]) -> float:
@@ -191,6 +227,11 @@ def main() -> None:
     parser.add_argument("--mixed", type=int, default=FULL_MIXED, help="files of mixed sizes (default 2,000)")
     parser.add_argument("--only", choices=("big", "small", "mixed"), default=None, help="run one case only")
     parser.add_argument("--timeout", type=float, default=900, help="limit per command, seconds")
+    parser.add_argument(
+        "--pinned",
+        action="store_true",
+        help="also run remote with server and client on a core each (taskset)",
+    )
     parser.add_argument("--dir", default=None, help="where to work (default: system temp dir)")
     args = parser.parse_args()
     exe = lakectl_binary()
@@ -233,19 +274,18 @@ def main() -> None:
                 emb.error = emb.error or f"set-up: {e}"
             with live_server(round_dir, env_extra=server_env) as server:
                 try:
-                    bench.attach(server)
+                    bench.attach(server, rem)
                 except StepFailed as e:
                     rem.error = rem.error or f"set-up: {e}"
                 sides = [emb, rem] if r % 2 == 0 else [rem, emb]
-                for side in sides if do_big else []:
-                    bench.big(side)
-                for side in sides if do_small else []:
-                    bench.small_files(side)
-                for side in sides if do_mixed else []:
-                    bench.mixed_files(side)
+                run_cases(bench, sides, (do_big, do_small, do_mixed))
                 if server.process.poll() is not None:
                     rem.error = rem.error or f"the server died:\n{server.log_tail()}"
             remove(round_dir)
+            if args.pinned:
+                pinned_round(
+                    bench, os.path.join(work, f"pinned-{r}"), server_env, (do_big, do_small, do_mixed)
+                )
             line = []
             if do_big and emb.big and rem.big:
                 line.append(f"big {emb.big[-1].wall:.2f} / {rem.big[-1].wall:.2f} s")
@@ -268,11 +308,11 @@ def main() -> None:
     ):
         if not on:
             continue
-        for side in (emb, rem):
+        for side in (emb, rem, bench.pinned) if args.pinned else (emb, rem):
             runs = getattr(side, case)
             med = f"{statistics.median(t.wall for t in runs):.2f}" if runs else "-"
             scpu = side.server_cpu[case]
-            srv = f"{statistics.median(scpu):.2f}" if side is rem and scpu else ""
+            srv = f"{statistics.median(scpu):.2f}" if scpu else ""
             table.add(f"{side.label}: {label}", walls(runs), med, cpu(runs), srv)
     table.print(f"{args.runs} rounds: seconds (absolute figures are not judged)")
 
@@ -314,7 +354,7 @@ def main() -> None:
     full = full and (not do_mixed or args.mixed >= FULL_MIXED)
     judge.print("Judged" + ("" if full else " (scaled down: targets apply to 1 GiB and 100k files)"))
     print_context("at the end")
-    for side in (emb, rem):
+    for side in (emb, rem, bench.pinned):
         if side.error:
             print(f"{side.label}: {side.error}")
 
