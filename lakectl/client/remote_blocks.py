@@ -36,10 +36,11 @@ lengths in one header of at most ``MAX_LAYOUT`` bytes."""
 PACKS_IN_FLIGHT = 3 * PACKS_PER_REQUEST
 """Packs of small files (up to 1 MiB each) cut and not yet sent, at most: the server takes in
 one group while the next are cut."""
-LINK_BATCH = 5000
+LINK_BATCH = 2000
 """Small files linked by one request (``objects/links``; the server takes at most 10,000)."""
-LINKS_IN_FLIGHT = 1
-"""Link requests at once: the server checks one batch while the next is on its way."""
+LINKS_IN_FLIGHT = 2
+"""Link requests at once: the server stages one batch while the next is on its way, and the
+last batches of an upload do not wait for each other."""
 PROGRESS_EVERY = 64
 """Small files told to a progress callback in groups of this many, as the embedded lake's
 (``lakectl.core.lake.PROGRESS_EVERY``, not imported: it would load the lake into the client)."""

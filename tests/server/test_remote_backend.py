@@ -233,7 +233,7 @@ def test_progress_hears_of_files_as_they_are_read_and_new_blocks_of_what_was_sen
     backend: RemoteBackend, transport: Recording, tmp_path
 ) -> None:
     """Small files are told in groups as they are read (not a whole link batch at once, which
-    for fewer than 5,000 files would leave the bar at 0 until the end), a large one once it is
+    for fewer than a batch of files would leave the bar at 0 until the end), a large one once it is
     uploaded; ``new_blocks`` hears of each block the server lacked, and of none the next time."""
     files = []
     for i in range(200):
