@@ -5,19 +5,16 @@ code may appear; ``NO_COLOR``, ``--no-color`` and ``TERM=dumb`` turn it off on a
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli import terminal
+from tests.cli.terminal import lakectl
+
 ROOT = Path(__file__).resolve().parents[2]
 ESC = "\x1b["
-
-
-def lakectl(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from lakectl.cli.app import main; main()", *args]
 
 
 @pytest.fixture
@@ -36,24 +33,8 @@ def piped(env: dict[str, str], *args: str, code: int = 0) -> str:
 
 
 def on_a_terminal(env: dict[str, str], *args: str) -> str:
-    """What the command writes to a pseudo-terminal (stdout and stderr both on it)."""
-    controller, terminal = pty.openpty()
-    proc = subprocess.Popen(lakectl(*args), stdin=terminal, stdout=terminal, stderr=terminal, env=env)
-    os.close(terminal)
-    out = b""
-    try:
-        while True:
-            try:
-                chunk = os.read(controller, 65536)
-            except OSError:  # the child closed the terminal: all read
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(controller)
-        proc.wait(timeout=120)
-    return out.decode().replace("\r\n", "\n")
+    """What the command writes to a pseudo-terminal, whatever its exit status, lines as text."""
+    return terminal.on_a_terminal(env, *args, code=None).replace("\r\n", "\n")
 
 
 def test_diff_log_and_errors_in_colour_on_a_terminal_only(env: dict[str, str]) -> None:

@@ -6,17 +6,14 @@ a progress bar of files done out of all and their rate on a terminal, none in a 
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli.both_json import Cli, cli, live
+from tests.cli.terminal import lakectl, on_a_terminal
 from tests.server.conftest import Live, unique
 
 __all__ = ["cli", "live"]
@@ -165,10 +162,6 @@ def test_each_object_gets_a_content_type_from_its_name_unless_one_is_given(cli: 
 # -- the progress bar, on a pseudo-terminal --------------------------------------------------------
 
 
-def _lakectl(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from lakectl.cli.app import main; main()", *args]
-
-
 def _env(tmp_path: Path, remote: Live | None) -> dict[str, str]:
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     out = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_") and k != "NO_COLOR"}
@@ -180,32 +173,6 @@ def _env(tmp_path: Path, remote: Live | None) -> dict[str, str]:
     return out
 
 
-def _on_a_terminal(env: dict[str, str], *args: str, timeout: float = 120) -> str:
-    """What the command draws on a pseudo-terminal (stdout and stderr both on it), read until it
-    closes it; the command is killed, and the test fails, past ``timeout`` seconds."""
-    controller, terminal = pty.openpty()
-    proc = subprocess.Popen(_lakectl(*args), stdin=terminal, stdout=terminal, stderr=terminal, env=env)
-    os.close(terminal)
-    out, deadline = b"", time.monotonic() + timeout
-    try:
-        while True:
-            ready, _, _ = select.select([controller], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                proc.kill()
-                pytest.fail(f"lakectl {' '.join(args)} drew for more than {timeout}s: {out[-500:]!r}")
-            try:
-                chunk = os.read(controller, 65536)
-            except OSError:  # the child closed the terminal: all read
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(controller)
-        assert proc.wait(timeout=timeout) == 0, out[-2000:]
-    return out.decode(errors="replace")
-
-
 @pytest.mark.parametrize("mode", ["embedded", "remote"])
 def test_the_progress_bar_shows_files_done_of_all_and_the_rate_on_a_terminal_only(
     mode: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -214,16 +181,16 @@ def test_the_progress_bar_shows_files_done_of_all_and_the_rate_on_a_terminal_onl
     env = _env(tmp_path, remote)
     repo = unique("bar")
     subprocess.run(
-        _lakectl("repo", "create", f"lakefs://{repo}"), env=env, check=True, timeout=120, capture_output=True
+        lakectl("repo", "create", f"lakefs://{repo}"), env=env, check=True, timeout=120, capture_output=True
     )
     _files(tmp_path / "src")
     args = ("fs", "upload", "-r", "-s", str(tmp_path / "src"), f"lakefs://{repo}/main/in/")
-    drawn = _on_a_terminal(env, *args)
+    drawn = on_a_terminal(env, *args)
     assert "5/5" in drawn and re.search(r"\d[\d,]* files/s", drawn), drawn[-2000:]
     assert "uploaded 5 objects" in drawn
 
     piped = subprocess.run(
-        _lakectl(*args[:-1], f"lakefs://{repo}/main/again/"),
+        lakectl(*args[:-1], f"lakefs://{repo}/main/again/"),
         env=env,
         capture_output=True,
         text=True,
@@ -231,5 +198,5 @@ def test_the_progress_bar_shows_files_done_of_all_and_the_rate_on_a_terminal_onl
     )
     assert piped.returncode == 0, piped.stderr
     assert piped.stderr == "" and _summary(piped.stdout)["new"] == "0 B"
-    quiet = _on_a_terminal(env, *args[:-1], f"lakefs://{repo}/main/quiet/", "--no-progress")
+    quiet = on_a_terminal(env, *args[:-1], f"lakefs://{repo}/main/quiet/", "--no-progress")
     assert "files/s" not in quiet and "5/5" not in quiet and "uploaded 5 objects" in quiet
