@@ -64,12 +64,12 @@ Since = Annotated[
 Parallel = Annotated[
     int,
     typer.Option(
-        "--parallel",
         "--parallelism",
+        "--parallel",
         "-p",
         min=1,
         max=256,
-        help="With -r: objects transferred at once.",
+        help="With -r: transfers at once, at most (as lakeFS's lakectl).",
     ),
 ]
 
@@ -200,6 +200,7 @@ def upload(
     ] = None,
     append: Append = False,
     strict: Strict = False,
+    parallel: Parallel = 25,
     verbose: Verbose = False,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
@@ -234,7 +235,7 @@ def upload(
         if not recursive:
             raise InvalidArgument(f"{source!r} is a directory: use --recursive to upload what is in it")
         files = _local_files(source, _as_dir(uri.path), strict)
-        infos = sending.many(files, source, bar)
+        infos = sending.many(files, source, bar, parallel)
         if json_:
             render.print_json([i.to_dict() for i in infos])
         elif not quiet:
@@ -271,12 +272,15 @@ class _Sending:
         told = self.new_blocks.__setitem__
         return self.b.upload(self.repo, self.branch, path, stream, self.content_type, new_blocks=told)
 
-    def many(self, files: list[tuple[str, str]], source: str, bar: bool) -> list[ObjectInfo]:
-        """Upload a directory's files ``(path in the lake, local path)`` as one staged batch."""
+    def many(self, files: list[tuple[str, str]], source: str, bar: bool, parallel: int) -> list[ObjectInfo]:
+        """Upload a directory's files ``(path in the lake, local path)`` as one staged batch,
+        ``parallel`` requests at once at most (a server's)."""
         told = self.new_blocks.__setitem__
         with render.progress(len(files), "uploading", bar) as advance:
             try:
-                return self.b.upload_files(self.repo, self.branch, files, self.content_type, advance, told)
+                return self.b.upload_files(
+                    self.repo, self.branch, files, self.content_type, advance, told, parallel
+                )
             except OSError as exc:  # a local file vanished or is unreadable (the lake raises ours)
                 raise local_error(exc, exc.filename or source, "read") from exc
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from lakectl.client.protocol import ByteProgress, NewBlocks, Progress
+from lakectl.client.protocol import PARALLELISM, ByteProgress, NewBlocks, Progress
 
 # Every command opens the lake through this module, so it imports the lake and porcelain's reads
 # alone: the modules of other verbs (writes, listing, history and diffs, merges, gc, manifests,
@@ -196,6 +196,7 @@ class LocalBackend:
         content_type: str | None = None,
         progress: Progress | None = None,
         new_blocks: NewBlocks | None = None,
+        parallelism: int = PARALLELISM,
     ) -> list[ObjectInfo]:
         from lakectl.core import writes
 

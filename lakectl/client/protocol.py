@@ -51,6 +51,8 @@ NewBlocks = Callable[[str, int], None]
 hold before (a remote lake: that the server lacked, so that its bytes were sent): what
 deduplication did not save. Two puts of one block that race may both tell it, and the calls may
 come from several threads: a caller adding up sizes keys them by locator (``dict.__setitem__``)."""
+PARALLELISM = 25
+"""Transfers of one command at once, at most, unless told (``-p``): lakeFS's lakectl's default."""
 
 
 class Backend(Protocol):
@@ -183,9 +185,12 @@ class Backend(Protocol):
         content_type: str | None = None,
         progress: Progress | None = None,
         new_blocks: NewBlocks | None = None,
+        parallelism: int = PARALLELISM,
     ) -> list[ObjectInfo]:
         """Upload local files ``(path in the lake, local path)`` as one staged batch, each with
-        ``content_type``, or when None the type guessed from its own path."""
+        ``content_type``, or when None the type guessed from its own path. ``parallelism``: a
+        server's requests in flight at once, at most (an embedded lake writes its blocks on
+        two threads, whatever it says)."""
         ...
 
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None: ...

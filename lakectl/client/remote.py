@@ -19,7 +19,7 @@ import httpx
 
 from lakectl.client import blockio, wire
 from lakectl.client.protocol import ByteProgress
-from lakectl.client.remote_blocks import BlocksOverHttp, _q
+from lakectl.client.remote_blocks import BlocksOverHttp, _q, turn
 from lakectl.client.remote_pulls import PullsOverHttp
 from lakectl.errors import (
     Conflict,
@@ -147,15 +147,16 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         for attempt in range(ATTEMPTS):
             try:
                 body = whole if sliced is None else blockio.slices(sliced)  # a fresh iterator per attempt
-                response = self._http.request(
-                    method,
-                    path,
-                    params=params,
-                    json=json,
-                    content=body,
-                    headers=headers,
-                    timeout=self._http.timeout if timeout is None else timeout,
-                )
+                with turn():  # a transfer's requests at most its -p at once
+                    response = self._http.request(
+                        method,
+                        path,
+                        params=params,
+                        json=json,
+                        content=body,
+                        headers=headers,
+                        timeout=self._http.timeout if timeout is None else timeout,
+                    )
             except UnicodeEncodeError as e:  # a lone surrogate: non-UTF-8 bytes from the command line
                 bad = e.object[e.start : e.end]
                 raise InvalidArgument(f"a value for the server is not UTF-8 text (it holds {bad!r})") from e

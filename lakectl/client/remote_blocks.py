@@ -5,6 +5,7 @@ fetched block by block, each md5-checked before any of its bytes is handed out."
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import itertools
@@ -20,7 +21,7 @@ from urllib.parse import quote
 import httpx
 
 from lakectl.client import blockio, wire
-from lakectl.client.protocol import NewBlocks, Progress
+from lakectl.client.protocol import PARALLELISM, NewBlocks, Progress
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, IntegrityError, InvalidArgument, MissingData, StorageError
 
@@ -64,6 +65,57 @@ BATCH_HEADER = "X-Lakectl-Blocks"
 """Large blocks being hashed and sent, or fetched, at once. Three keep the network and the
 hashing on both sides busy. More contend for the CPUs and hold more 64 MiB buffers: 1 GiB over
 loopback on 2 cores went from ~255 MB/s with 4 to ~285 MB/s with 2 or 3."""
+
+
+_LIMIT = threading.local()
+"""The gate of the transfer a thread works for (:func:`limited`), None outside one."""
+
+
+class _Gate:
+    """At most ``size`` requests at once, from every thread of one transfer."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._turns = threading.BoundedSemaphore(size)
+
+    def __enter__(self) -> None:
+        self._turns.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._turns.release()
+
+
+@contextlib.contextmanager
+def limited(parallelism: int) -> Iterator[None]:
+    """Within: the requests of this thread and of the pools it makes (:func:`_pool`), at most
+    ``parallelism`` at once (each waits for its turn in :func:`turn`)."""
+    if parallelism < 1:
+        raise InvalidArgument(f"parallelism must be at least 1, got {parallelism}")
+    before = getattr(_LIMIT, "gate", None)
+    _LIMIT.gate = _Gate(parallelism)
+    try:
+        yield
+    finally:
+        _LIMIT.gate = before
+
+
+def turn() -> contextlib.AbstractContextManager[None]:
+    """Held around one request: the turn of the transfer this thread works for, if any."""
+    gate: _Gate | None = getattr(_LIMIT, "gate", None)
+    return gate if gate is not None else contextlib.nullcontext()
+
+
+def _join(gate: _Gate | None) -> None:
+    _LIMIT.gate = gate
+
+
+def _pool(workers: int, name: str = "lakectl-client") -> ThreadPoolExecutor:
+    """Threads working for the caller's transfer: no more of them than its gate lets send at
+    once, and their requests wait on the same gate."""
+    gate: _Gate | None = getattr(_LIMIT, "gate", None)
+    if gate is not None:
+        workers = max(1, min(workers, gate.size))
+    return ThreadPoolExecutor(workers, thread_name_prefix=name, initializer=_join, initargs=(gate,))
 
 
 def _q(part: str) -> str:
@@ -118,7 +170,7 @@ class BlocksOverHttp:
                 runs[-1][1].append(part)
             else:
                 runs.append((signed, [part]))
-        with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
+        with _pool(BLOCKS_IN_FLIGHT) as pool:
             pending = deque(pool.submit(self._object_block, signed) for signed, _ in runs[:BLOCKS_IN_FLIGHT])
             for i, (_, parts) in enumerate(runs):
                 block = pending.popleft().result()
@@ -177,6 +229,7 @@ class BlocksOverHttp:
         content_type: str | None = None,
         progress: Progress | None = None,
         new_blocks: NewBlocks | None = None,
+        parallelism: int = PARALLELISM,
     ) -> list[ObjectInfo]:
         """Small files are packed here exactly as the embedded lake packs them (same blocks, so
         dedup works across both), each pack sent as soon as it is cut with its segments'
@@ -186,17 +239,29 @@ class BlocksOverHttp:
         ``content_type`` is None), so the server stages them without reading the packs again.
         Large files are uploaded block by block, once the small ones are linked. ``progress``
         hears of small files as they are read and packed (as the embedded lake's), of a large
-        one once it is uploaded."""
+        one once it is uploaded. At most ``parallelism`` requests are in flight at once
+        (:func:`limited`); the pipeline keeps fewer than the default on its own."""
+        with limited(parallelism):
+            return self._upload_files(repo, branch, sorted(files), content_type, progress, new_blocks)
+
+    def _upload_files(
+        self,
+        repo: str,
+        branch: str,
+        ordered: list[tuple[str, str]],
+        content_type: str | None,
+        progress: Progress | None,
+        new_blocks: NewBlocks | None,
+    ) -> list[ObjectInfo]:
         from lakectl.core.blocks.data import Unpacked, pack_files
         from lakectl.core.contenttypes import guess_content_type
 
-        ordered = sorted(files)
         for path, _ in ordered:
             _check_object(path, content_type, None)
         self._stage_allowed(repo, branch)
         large: list[tuple[str, str]] = []
         infos: dict[str, ObjectInfo] = {}
-        with _PackSender(self, new_blocks) as packs, ThreadPoolExecutor(LINKS_IN_FLIGHT) as linker:
+        with _PackSender(self, new_blocks) as packs, _pool(LINKS_IN_FLIGHT) as linker:
             ready: list[tuple[str, WrittenObject]] = []
             linked: list[Future[list[ObjectInfo]]] = []
             passed = [0]  # large files read past, not yet told: they are uploaded last
@@ -261,7 +326,7 @@ class BlocksOverHttp:
             if progress is not None:
                 progress(len(got))
 
-        with ThreadPoolExecutor(1) as sender:
+        with _pool(1) as sender:
             pending: Future[list[ObjectInfo]] | None = None
             for batch in _whole_batches(files):
                 if pending is not None:
@@ -345,7 +410,7 @@ class BlocksOverHttp:
         allocated = 0
         pending: list[Future[str]] = []
         block: bytes | memoryview = first
-        with ThreadPoolExecutor(BLOCKS_IN_FLIGHT) as pool:
+        with _pool(BLOCKS_IN_FLIGHT) as pool:
             while block:
                 future = pool.submit(self._send_one, block, None, new_blocks)
                 if isinstance(block, memoryview):
@@ -384,7 +449,7 @@ class BlocksOverHttp:
         def send(i: int) -> str:
             return self._put_or_prove(bares[i], blocks[i], missing, challenges, new_blocks)
 
-        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+        with _pool(UPLOAD_THREADS) as pool:
             return list(pool.map(send, range(len(blocks))))
 
     def _send_batched(self, blocks: list[bytes], new_blocks: NewBlocks | None = None) -> list[str]:
@@ -418,7 +483,7 @@ class BlocksOverHttp:
             return self._put_or_prove(bare, data[bare], set(), challenges, new_blocks)
 
         signed: dict[str, str] = {}
-        with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
+        with _pool(UPLOAD_THREADS) as pool:
             sent = [(group, pool.submit(put, group)) for group in groups]
             proven = [(bare, pool.submit(prove, bare)) for bare in data if bare not in missing]
             for group, future in sent:
@@ -540,7 +605,7 @@ class _PackSender:
     def __init__(self, backend: BlocksOverHttp, new_blocks: NewBlocks | None = None) -> None:
         self._backend = backend
         self._new_blocks = new_blocks
-        self._pool = ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="lakectl-packs")
+        self._pool = _pool(UPLOAD_THREADS, "lakectl-packs")
         self._pending: deque[Future[dict[str, SentPack]]] = deque()
         self._sent: dict[str, Future[dict[str, SentPack]]] = {}
         self._group: list[Pack] = []

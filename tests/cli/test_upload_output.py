@@ -5,6 +5,7 @@ a progress bar of files done out of all and their rate on a terminal, none in a 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -200,3 +201,19 @@ def test_the_progress_bar_shows_files_done_of_all_and_the_rate_on_a_terminal_onl
     assert piped.stderr == "" and _summary(piped.stdout)["new"] == "0 B"
     quiet = on_a_terminal(env, *args[:-1], f"lakefs://{repo}/main/quiet/", "--no-progress")
     assert "files/s" not in quiet and "5/5" not in quiet and "uploaded 5 objects" in quiet
+
+
+def test_parallelism_as_lakefs_lakectl_takes_it(cli: Cli, tmp_path: Path) -> None:
+    """``fs upload -r -p N`` (and ``--parallelism``, lakeFS's spelling) uploads every file, one
+    request at a time at ``-p 1``; a parallelism below 1 is refused before anything is sent."""
+    cli("repo", "create", "lakefs://R")
+    files = _files(tmp_path / "src")
+    for flag, where in (("-p", "one/"), ("--parallelism", "many/")):
+        n = "1" if flag == "-p" else "25"
+        infos = cli("fs", "upload", "-r", flag, n, "-s", str(tmp_path / "src"), f"lakefs://R/main/{where}")
+        assert sorted(i["path"] for i in infos) == sorted(where + rel for rel in files)
+        for rel, data in files.items():
+            stat = cli("fs", "stat", f"lakefs://R/main/{where}{rel}")
+            assert (stat["size_bytes"], stat["checksum"]) == (len(data), hashlib.md5(data).hexdigest())
+    cli("fs", "upload", "-r", "-p", "0", "-s", str(tmp_path / "src"), "lakefs://R/main/none/", code=2)
+    assert cli("fs", "ls", "lakefs://R/main/none/") == []

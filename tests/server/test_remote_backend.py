@@ -6,6 +6,8 @@ import hashlib
 import io
 import json
 import os
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -253,6 +255,68 @@ def test_progress_hears_of_files_as_they_are_read_and_new_blocks_of_what_was_sen
     again: dict[str, int] = {}
     backend.upload_files(repo, "main", files, new_blocks=again.__setitem__)
     assert again == {}
+
+
+class Overlaps(Recording):
+    """A real transport that records the most requests it carried at once (each held a moment
+    on its way, so that requests sent together are seen together)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = self.most = 0
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            time.sleep(0.01)
+            return super().handle_request(request)
+        finally:
+            with self._lock:
+                self.now -= 1
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, None])
+def test_parallelism_bounds_the_requests_in_flight(
+    live: Live, tmp_path, monkeypatch, parallelism: int | None
+) -> None:
+    """``fs upload -r -p N``: at most N requests of the upload at once, however its pipeline
+    (packs, blocks of their own, links, a file of several blocks) would overlap them; by default
+    they do overlap. Every byte arrives either way."""
+    monkeypatch.setattr(remote_blocks, "LINK_BATCH", 10)
+    monkeypatch.setattr(remote_blocks, "BLOCK_SIZE", 1 << 18)
+    monkeypatch.setattr(remote_blocks, "WHOLE_BATCH_BYTES", 300_000)
+    files = []
+    for i in range(60):  # small files: packs, a group of them, links of 10
+        path = tmp_path / f"s{i:02d}"
+        path.write_bytes(os.urandom(40_000))
+        files.append((f"s/{i:02d}", str(path)))
+    for i in range(8):  # a block each: asked about, sent and linked in batches
+        path = tmp_path / f"m{i}"
+        path.write_bytes(os.urandom(150_000))
+        files.append((f"m/{i}.bin", str(path)))
+    several = tmp_path / "several"
+    several.write_bytes(os.urandom((1 << 18) * 3 + 1))
+    files.append(("m/several.bin", str(several)))
+    transport = Overlaps()
+    backend = RemoteBackend(live.url, live.key_id, live.secret, transport=transport)
+    try:
+        repo = unique("par")
+        backend.create_repo(repo)
+        transport.most = 0
+        if parallelism is None:
+            backend.upload_files(repo, "main", files)
+            assert transport.most >= 3, transport.most
+        else:
+            backend.upload_files(repo, "main", files, parallelism=parallelism)
+            assert transport.most == parallelism, transport.most
+        for path, local in files:
+            with open(local, "rb") as f:
+                assert b"".join(backend.read(repo, "main", path)) == f.read(), path
+    finally:
+        backend.close()
 
 
 def test_wrong_credentials_are_refused(live: Live) -> None:
