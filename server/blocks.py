@@ -217,6 +217,11 @@ def _put(
     return blockaccess.put_pack(lake, md5, data, token, lengths)
 
 
+PART_MD5_HEADER = "X-Lakectl-Part-MD5"
+"""A ranged block GET's expected md5 of the range (a packed object's own checksum): the server
+reads and checks the range alone instead of hashing the whole block (a lakectl extension)."""
+
+
 @blocks.get("/blocks/{signed}", dependencies=[require(Permission.READ_REPO)])
 def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Response:
     bare = parse_locator(signed).bare
@@ -232,7 +237,8 @@ def get_block(signed: str, request: Request, lake: LakeDep, user: UserDep) -> Re
         response = error_response(416, "invalid_range", str(e))
         response.headers["Content-Range"] = f"bytes */{size}"
         return response
-    data = blockaccess.get_block(lake, signed, user.grant_token, start, end - start)
+    md5 = request.headers.get(PART_MD5_HEADER, "")
+    data = blockaccess.get_block(lake, signed, user.grant_token, start, end - start, md5)
     return Response(
         data,
         status_code=206,

@@ -267,7 +267,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         if body.get("external"):  # an imported object: no blocks, the server reads its source
             return self._stream_object(repo, ref, path)
         segments: list[str] = body.get("signed_locators") or []
-        return self._fetch(segments)
+        return self._fetch(segments, str(body.get("checksum") or ""))
 
     def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:
         """Streamed through the server, which reads only the blocks of the appended bytes."""

@@ -11,6 +11,7 @@ import io
 import itertools
 import os
 import queue
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -118,6 +119,11 @@ def _pool(workers: int, name: str = "lakectl-client") -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix=name, initializer=_join, initargs=(gate,))
 
 
+_MD5 = re.compile(r"[0-9a-f]{32}")
+PART_MD5_HEADER = "X-Lakectl-Part-MD5"
+"""A ranged block GET's expected md5 of the range: the server checks the range alone."""
+
+
 def _q(part: str) -> str:
     try:
         return quote(part, safe="")
@@ -144,23 +150,32 @@ class BlocksOverHttp:
         """The signed locator of one block: sent if the server lacks it, else proven."""
         return self._send_one(block)
 
-    def get_block(self, signed: str, offset: int = 0, length: int | None = None) -> bytes:
+    def get_block(self, signed: str, offset: int = 0, length: int | None = None, md5: str = "") -> bytes:
         """Bytes of a block by signed locator (``GET /blocks``, with Range for part of it); a
-        whole block is checked against its md5."""
+        whole block is checked against its md5, a part against ``md5`` when given (its own:
+        the server then reads and checks the part alone, ``X-Lakectl-Part-MD5``)."""
         size = int(signed.split("+")[1])
         end = size if length is None else offset + length
         whole = offset == 0 and end == size
         headers = None if whole else {"Range": f"bytes={offset}-{end - 1}"}
+        if md5 and headers is not None:
+            headers[PART_MD5_HEADER] = md5
         data = self._call("GET", f"/blocks/{signed}", headers=headers).content
-        if whole and hashlib.md5(data).hexdigest() != signed.split("+")[0]:
+        expected = signed.split("+")[0] if whole else md5
+        if expected and hashlib.md5(data).hexdigest() != expected:
             raise StorageError(f"block {signed.split('+A')[0]} arrived corrupted")
         return data
 
-    def _fetch(self, segments: list[str]) -> Iterator[bytes]:
-        """The bytes of these signed segments, in order. Each block is fetched whole, even for a
-        part of it (a packed small object), so that its md5 is checked before any of its bytes
-        are handed out, and once for consecutive segments of the same block. A few blocks are
-        fetched at once; only those in flight are held in memory."""
+    def _fetch(self, segments: list[str], checksum: str = "") -> Iterator[bytes]:
+        """The bytes of these signed segments, in order. An object that is one part of a block
+        (a packed small object) whose ``checksum`` is an md5 is fetched alone and checked
+        against it (:meth:`_fetch_part`). Otherwise each block is fetched whole, even for a
+        part of it, so that its md5 is checked before any of its bytes are handed out, and once
+        for consecutive segments of the same block. A few blocks are fetched at once; only
+        those in flight are held in memory."""
+        if len(segments) == 1 and segments[0].count(":") == 2 and _MD5.fullmatch(checksum):
+            yield self._fetch_part(segments[0], checksum)
+            return
         runs: list[tuple[str, list[tuple[int, int] | None]]] = []  # a block, and its parts read
         for segment in segments:
             signed, _, rng = segment.partition(":")
@@ -178,6 +193,20 @@ class BlocksOverHttp:
                     pending.append(pool.submit(self._object_block, runs[i + BLOCKS_IN_FLIGHT][0]))
                 for part in parts:
                     yield block if part is None else block[part[0] : part[0] + part[1]]
+
+    def _fetch_part(self, segment: str, md5: str) -> bytes:
+        """A packed object's bytes alone, checked against its own md5 (the server reads and
+        checks them alone too); bytes that do not match are fetched again with their whole
+        block, whose md5 decides (as :meth:`_fetch` reads every other object)."""
+        signed, offset, length = segment.split(":")
+        try:
+            return self.get_block(signed, int(offset), int(length), md5)
+        except BlockNotFound as exc:
+            bare = blockio.bare(signed)
+            raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
+        except (StorageError, IntegrityError):
+            block = self._object_block(signed)
+            return block[int(offset) : int(offset) + int(length)]
 
     def _object_block(self, signed: str) -> bytes:
         """A whole block an object refers to, md5-checked; gone is lost data, not "not found"."""

@@ -188,9 +188,18 @@ def _receipt(key: bytes, bare: str, offset: int, length: int, md5: str, token: s
     return hmac.digest(key, message, "sha1").hex()
 
 
-def get_block(lake: Lake, signed: str, token: str, offset: int = 0, length: int | None = None) -> bytes:
-    """The block's bytes (or a range), after checking the signature and its expiry."""
+def get_block(
+    lake: Lake, signed: str, token: str, offset: int = 0, length: int | None = None, md5: str = ""
+) -> bytes:
+    """The block's bytes (or a range), after checking the signature and its expiry. ``md5``: a
+    range's own md5, which the client knows (a packed object's checksum): the range is read alone
+    and checked against it, not the whole block (:func:`~lakectl.core.blocks.data.get_checked`;
+    a range that does not match is served only once its whole block is verified)."""
     locator = verify(signed, signing_key(lake), token)
+    if md5 and length is not None:
+        from lakectl.core.blocks.data import get_checked
+
+        return get_checked(lake.blocks, locator.bare, offset, length, md5.lower())
     return lake.blocks.get(locator.bare, offset, length)
 
 

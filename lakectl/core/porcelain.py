@@ -417,7 +417,7 @@ def read_entry(
         from lakectl.core.importing.sources import read_external
 
         return read_external(entry, offset, length, lake.blocks, lake.confinement)
-    return read_object(lake.blocks, entry.locators, offset, length, ahead)
+    return read_object(lake.blocks, entry.locators, offset, length, ahead, entry.checksum)
 
 
 # -- commits ----------------------------------------------------------------------------------

@@ -345,7 +345,7 @@ def _read(
         chunks = (
             read_external(entry, 0, None, blocks, confinement)
             if entry.external is not None
-            else read_object(blocks, entry.locators)
+            else read_object(blocks, entry.locators, checksum=entry.checksum)
         )
         try:
             f = pq.ParquetFile(io.BytesIO(b"".join(chunks)))

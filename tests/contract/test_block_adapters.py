@@ -24,7 +24,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
-from lakectl.core.blocks import BlockAdapter, HasStorageClass
+from lakectl.core.blocks import BlockAdapter, HasParts, HasStorageClass
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.blocks.s3 import S3Adapter
 from lakectl.core.blocks.volumes import local_volumes
@@ -168,6 +168,36 @@ def test_larger_block_and_a_range_inside_it(subject: Subject) -> None:
     assert subject.adapter.get(locator) == data
     assert subject.adapter.get(locator, 500_000, 4096) == data[500_000:504_096]
     assert subject.adapter.get(locator, len(data) - 3) == data[-3:]
+
+
+def test_a_part_is_read_alone_unverified_and_a_checked_read_falls_back_to_the_block(subject: Subject) -> None:
+    """``get_part`` (every adapter here has it) reads a range without the rest of the block:
+    it does not notice rot elsewhere, so :func:`get_checked` checks the part against its own md5
+    and reads the whole block, verified, when they differ."""
+    from lakectl.core.blocks.data import get_checked
+
+    adapter = subject.adapter
+    assert isinstance(adapter, HasParts)
+    data = os.urandom(300_000)
+    locator = loc(data)
+    adapter.put(locator, data)
+    part = data[100_000:104_096]
+    assert adapter.get_part(locator, 100_000, 4096) == part
+    assert adapter.get_part(locator, len(data) - 10, 100) == data[-10:]  # short at the end
+    md5 = hashlib.md5(part).hexdigest()
+    rotten = bytearray(data)
+    rotten[0] ^= 1  # outside the part
+    subject.damage(locator, bytes(rotten))
+    assert adapter.get_part(locator, 100_000, 4096) == part
+    assert get_checked(adapter, locator, 100_000, 4096, md5) == part
+    with pytest.raises(CorruptBlock):
+        get_checked(adapter, locator, 100_000, 4096, "0" * 32)  # not the part's: the block decides
+    rotten[100_001] ^= 1  # inside it
+    subject.damage(locator, bytes(rotten))
+    with pytest.raises(CorruptBlock):
+        get_checked(adapter, locator, 100_000, 4096, md5)
+    with pytest.raises(BlockNotFound):
+        adapter.get_part(loc(b"never stored"), 0, 5)
 
 
 def test_empty_block(subject: Subject) -> None:

@@ -246,3 +246,73 @@ def test_remote_read_of_part_of_a_block_checks_the_whole_block(
     finally:
         good.close()
     assert counting.block_reads == 1, "consecutive segments of one block: one fetch"
+
+
+# --- a packed object is read alone, checked against its own md5 ---------------------------
+
+
+def _packed_remotely(live: Live, repo: str, tmp_path: Path) -> tuple[RemoteBackend, dict, dict]:
+    """Three small files uploaded through a server, packed into one block; each file's bytes
+    and (pack md5, offset, length)."""
+    data = {name: os.urandom(3000 + i) for i, name in enumerate(("a.bin", "b.bin", "c.bin"))}
+    for name, content in data.items():
+        (tmp_path / name).write_bytes(content)
+    backend = RemoteBackend(live.url, live.key_id, live.secret)
+    backend.upload_files(repo, "main", [(name, str(tmp_path / name)) for name in data])
+    where = {}
+    with httpx.Client(base_url=live.url, auth=(live.key_id, live.secret)) as api:
+        for name in data:
+            body = api.get(f"/repositories/{repo}/refs/main/objects/signed", params={"path": name}).json()
+            (signed,) = body["signed_locators"]
+            signed, offset, length = signed.rsplit(":", 2)
+            where[name] = (signed.split("+")[0], int(offset), int(length))
+    assert len({md5 for md5, _, _ in where.values()}) == 1, "the three files share one pack"
+    return backend, data, where
+
+
+def test_a_remote_read_of_a_packed_object_fetches_it_alone(live: Live, repo: str, tmp_path: Path) -> None:
+    """The client asks for the object's range with its md5, and the server reads and checks the
+    range alone: a rotten byte elsewhere in the pack does not keep the object from being read,
+    one in the object itself is still a ``CorruptBlock``."""
+    backend, data, where = _packed_remotely(live, repo, tmp_path)
+    try:
+        md5, offset, _ = where["b.bin"]
+        flip_byte(blocks_of(live), md5, offset + 7)
+        for name in ("a.bin", "c.bin"):
+            assert b"".join(backend.read(repo, "main", name)) == data[name]
+        with pytest.raises(CorruptBlock):
+            b"".join(backend.read(repo, "main", "b.bin"))
+    finally:
+        backend.close()
+
+
+def test_a_ranged_block_get_serves_only_bytes_checked_against_an_md5(
+    live: Live, repo: str, tmp_path: Path
+) -> None:
+    """``X-Lakectl-Part-MD5`` only changes what the server checks: the range against the md5
+    given when it matches, else the whole block. A wrong md5 never gets rotten bytes served, and
+    gets intact ones only once their block is verified."""
+    backend, data, where = _packed_remotely(live, repo, tmp_path)
+    backend.close()
+    api = httpx.Client(base_url=live.url, auth=(live.key_id, live.secret))
+    blocks = httpx.Client(base_url=live.url.removesuffix("/api/v1"), auth=(live.key_id, live.secret))
+    with api, blocks:
+        body = api.get(f"/repositories/{repo}/refs/main/objects/signed", params={"path": "a.bin"}).json()
+        signed, start, length = body["signed_locators"][0].rsplit(":", 2)
+        start_, end = int(start), int(start) + int(length) - 1
+
+        def get(md5: str) -> httpx.Response:
+            headers = {"Range": f"bytes={start_}-{end}", "X-Lakectl-Part-MD5": md5}
+            return blocks.get(f"/blocks/{signed}", headers=headers)
+
+        right, wrong = hashlib.md5(data["a.bin"]).hexdigest(), "0" * 32
+        assert get(right).status_code == 206 and get(right).content == data["a.bin"]
+        assert get(wrong).status_code == 206 and get(wrong).content == data["a.bin"]  # the block verified
+        pack, b_offset, _ = where["b.bin"]
+        flip_byte(blocks_of(live), pack, b_offset)  # rotten outside a.bin's range
+        assert get(right).content == data["a.bin"]
+        assert get(wrong).status_code == 503  # not verified by the md5 given: the whole block is
+        flip_byte(blocks_of(live), pack, b_offset)  # mended
+        flip_byte(blocks_of(live), pack, start_ + 1)  # rotten inside a.bin's range
+        assert get(right).status_code == 503
+        assert get(hashlib.md5(b"x").hexdigest()).status_code == 503

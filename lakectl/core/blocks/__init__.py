@@ -89,3 +89,17 @@ class HasStorageClass(Protocol):
     def storage_class(self, locator: str) -> str | None:
         """The block's storage class; ``BlockNotFound`` when it is not stored."""
         ...
+
+
+@runtime_checkable
+class HasParts(Protocol):
+    """An optional capability of block stores that read part of a block without the rest (a
+    local directory, a volume set, S3's ranged GET): a packed small object is read alone and
+    checked against its own md5, not by reading and hashing its whole pack
+    (:func:`lakectl.core.blocks.data.get_checked`)."""
+
+    def get_part(self, locator: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of the block at ``offset``, **not verified**: the caller checks them
+        against an md5 it knows. Fewer bytes when the stored block is shorter;
+        ``BlockNotFound`` when it is not stored."""
+        ...

@@ -14,7 +14,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO, Final, Protocol
 
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, HasParts
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData
 
@@ -27,6 +27,7 @@ _IN_FLIGHT: Final = 2
 _LOCATOR: Final = re.compile(r"[0-9a-f]{32}\+([0-9]{1,20})")
 # An object's data is a list of segment tokens: a whole block (``<md5>+<size>``) or a part of
 # one (``<md5>+<size>:<offset>:<length>``), as Keep manifests address files inside blocks.
+_MD5: Final = re.compile(r"[0-9a-f]{32}")
 _SEGMENT: Final = re.compile(r"([0-9a-f]{32}\+([0-9]{1,20}))(?::([0-9]{1,20}):([0-9]{1,20}))?")
 
 PACK_MIN: Final = 512 * 1024
@@ -34,7 +35,9 @@ PACK_MAX: Final = 1024 * 1024
 """Packs of small objects are cut after an object whose md5 starts with a byte that is 0 mod 8
 once they hold PACK_MIN bytes, and always by PACK_MAX: cuts depend on the objects alone, so
 uploading the same files again makes the same packs (deduplicated), and a changed file changes
-only its own pack. Small packs keep reads cheap: a read verifies the whole block's md5."""
+only its own pack. A packed object read whole is read alone and checked against its own md5
+(:func:`get_checked`); a range of it reads and verifies its whole pack, which small packs keep
+cheap."""
 SMALL_OBJECT: Final = 64 * 1024
 """Objects up to this size are packed by :class:`Packer`; larger ones get blocks of their own."""
 
@@ -132,6 +135,7 @@ def read_object(
     offset: int = 0,
     length: int | None = None,
     ahead: int = 0,
+    checksum: str = "",
 ) -> Iterator[bytes]:
     """Yield the object's bytes, or those of ``[offset, offset + length)``, one segment at a time.
 
@@ -141,6 +145,8 @@ def read_object(
     while the caller consumes one (md5 releases the GIL: the cores verify blocks side by side
     while the caller writes); for a whole-object consumer such as a download. Each yielded
     segment is still verified before it is yielded, and the first failure is raised in order.
+    ``checksum``: the object's (its md5 when it is one part of a block: a packed small object),
+    with which such an object read whole is read alone and checked (:func:`get_checked`).
     """
     if offset < 0 or (length is not None and length < 0):
         raise InvalidArgument(f"bad range offset={offset} length={length}")
@@ -148,6 +154,8 @@ def read_object(
     total = sum(seg[3] for seg in segments)
     end = total if length is None else min(total, offset + length)
     reads = list(_reads(segments, offset, end))
+    if len(reads) == 1 and reads[0][2] == total and _MD5.fullmatch(checksum):
+        return (_get(adapter, *reads[0], checksum) for _ in (1,))  # one part, read whole
     if ahead > 0 and len(reads) > 1:
         return _read_ahead(adapter, reads, ahead)
     return (_get(adapter, *read) for read in reads)
@@ -197,14 +205,31 @@ def _read_ahead(
                 future.cancel()
 
 
-def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -> bytes:
+def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None, md5: str = "") -> bytes:
     """A block an object refers to: its absence is lost data (``MissingData``, a storage
-    failure), not the ``BlockNotFound`` of a block a caller named that was never stored."""
+    failure), not the ``BlockNotFound`` of a block a caller named that was never stored.
+    ``md5``: the part's own (:func:`get_checked`)."""
     try:
+        if md5:
+            return get_checked(adapter, locator, offset, length, md5)
         return adapter.get(locator, offset, length)
     except BlockNotFound as exc:
         message = f"block {locator} of the object is missing from storage: its data is lost"
         raise MissingData(message, locator=locator) from exc
+
+
+def get_checked(adapter: BlockAdapter, locator: str, offset: int, length: int | None, md5: str) -> bytes:
+    """A part of a block whose own md5 the caller knows (a packed object's checksum): read
+    alone where the store can (:class:`~lakectl.core.blocks.HasParts`) and checked against
+    ``md5``, instead of reading and hashing the whole block. Bytes that do not match are read
+    again with the whole block, verified as every read is: a rotten block is ``CorruptBlock``;
+    an intact one gives its part (a checksum that is no md5 of the part's bytes costs the read
+    of the block, as before)."""
+    if length is not None and isinstance(adapter, HasParts):
+        data = adapter.get_part(locator, offset, length)
+        if len(data) == length and hashlib.md5(data).hexdigest() == md5:
+            return data
+    return adapter.get(locator, offset, length)
 
 
 class PackSink(Protocol):

@@ -199,6 +199,17 @@ class LocalAdapter:
         end = size if length is None else offset + length
         return data[offset:end]
 
+    def get_part(self, locator: str, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``, unverified (:class:`~lakectl.core.blocks.HasParts`)."""
+        md5, _ = _split(locator)
+        try:
+            with open(self._path(md5), "rb", buffering=0) as f:
+                return os.pread(f.fileno(), length, offset)
+        except FileNotFoundError as exc:
+            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+
     def exists(self, locator: str) -> bool:
         """True when a file of the locator's size is stored (content is checked on read)."""
         md5, size = _split(locator)

@@ -176,6 +176,30 @@ class S3Adapter:
         end = size if length is None else offset + length
         return data[offset:end]
 
+    def get_part(self, locator: str, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` by a ranged GetObject, unverified
+        (:class:`~lakectl.core.blocks.HasParts`)."""
+        md5, _ = _split(locator)
+        if length <= 0:
+            return b""
+        try:
+            response = self._client.get_object(
+                Bucket=self.bucket, Key=self._key(md5), Range=f"bytes={offset}-{offset + length - 1}"
+            )
+            body = response["Body"]
+            try:
+                return cast(bytes, body.read())
+            finally:
+                body.close()
+        except ClientError as exc:
+            if _code(exc) in _NOT_FOUND_CODES:
+                raise BlockNotFound(f"no block {locator}", locator=locator) from exc
+            if _code(exc) == "InvalidRange":  # a stored object shorter than the range: rotten
+                return b""
+            raise self._storage_error("cannot read", locator, exc) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise self._storage_error("cannot read", locator, exc) from exc
+
     def exists(self, locator: str) -> bool:
         """True when an object of the locator's size is stored (HeadObject; content is checked on read)."""
         _, size = _split(locator)

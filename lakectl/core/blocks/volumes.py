@@ -33,7 +33,7 @@ import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 
-from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
+from lakectl.core.blocks import BlockAdapter, HasParts, HasTemporaries, Temporary
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.blocks.locator import parse_locator
 from lakectl.errors import (
@@ -154,6 +154,27 @@ class VolumeSet:
             if causes:
                 message = f"no intact copy of block {locator} ({_reasons(failures)})"
                 raise kind(message, locator=locator) from _first(causes)
+        raise BlockNotFound(f"no block {locator}", locator=locator) from _first(failures)
+
+    def get_part(self, locator: str, offset: int, length: int) -> bytes:
+        """The part from the first volume in probe order that holds the block, unverified
+        (:class:`~lakectl.core.blocks.HasParts`; a caller whose check fails reads the block
+        with :meth:`get`, which finds an intact copy)."""
+        md5, _ = _split(locator)
+        failures: dict[str, LakectlError] = {}
+        for volume_id in self._order(md5):
+            volume = self._volumes[volume_id]
+            if not isinstance(volume, HasParts):
+                return self.get(locator, offset, length)
+            try:
+                return volume.get_part(locator, offset, length)
+            except (BlockNotFound, StorageError) as exc:
+                failures[volume_id] = exc
+        causes = {vid: exc for vid, exc in failures.items() if isinstance(exc, StorageError)}
+        if causes:
+            raise StorageError(
+                f"no volume could read block {locator} ({_reasons(failures)})", locator=locator
+            )
         raise BlockNotFound(f"no block {locator}", locator=locator) from _first(failures)
 
     def exists(self, locator: str) -> bool:
