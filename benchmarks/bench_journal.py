@@ -31,7 +31,7 @@ import tempfile
 from _benchutil import Table, fmt_time, lakectl_binary, median, print_context, temp_dir, verdict
 from _liveserver import live_server
 from bench_server_load import operations, prepare, run_python
-from bench_small_files import make_tree, run
+from bench_small_files import PYCACHE, make_tree, run
 
 BUDGET = 1.15
 """Journal on / journal off: at most 15 % slower (the log's sync before each answer included)."""
@@ -81,6 +81,10 @@ def main() -> None:
     if args.only in (None, "upload"):
         times: dict[bool, list[float]] = {False: [], True: []}
         with temp_dir("lakectl-bench-journal-") as work:
+            # Every command with a bytecode cache, as a user's install has one: an environment
+            # with PYTHONDONTWRITEBYTECODE would compile lakectl in every process, a constant
+            # that dilutes the journal's share of each run.
+            PYCACHE["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
             tree = os.path.join(work, "tree")
             os.makedirs(tree)
             make_tree(tree, args.files, 100)
