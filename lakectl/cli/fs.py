@@ -411,7 +411,9 @@ def download(
 
         def fetch(o: ObjectInfo) -> dict[str, object]:
             target = os.path.join(root, *o.path[len(prefix) :].split("/"))
-            _write_file(b.read(uri.repo, ref, o.path), target, size=o.entry.size if o.entry else 0)
+            _write_file(
+                b.read(uri.repo, ref, o.path, mapped=True), target, size=o.entry.size if o.entry else 0
+            )
             advance(1)
             return {"path": o.path, "local_path": target, "size_bytes": o.entry.size if o.entry else 0}
 
@@ -437,7 +439,7 @@ def _download_one(
     info = b.stat(repo, ref, path)
     size = info.entry.size if info.entry else 0
     with render.progress_bytes(f"downloading {name}", bar) as progress:
-        _write_file(b.read(repo, ref, path), target, progress, size)
+        _write_file(b.read(repo, ref, path, mapped=True), target, progress, size)
     return {"path": info.path, "local_path": target, "size_bytes": size}
 
 

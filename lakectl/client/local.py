@@ -136,8 +136,8 @@ class LocalBackend:
     def stat(self, repo: str, ref: str, path: str) -> ObjectInfo:
         return p.stat(self.lake, repo, ref, path)
 
-    def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
-        return p.read(self.lake, repo, ref, path)
+    def read(self, repo: str, ref: str, path: str, mapped: bool = False) -> Iterator[bytes]:
+        return p.read(self.lake, repo, ref, path, mapped=mapped)
 
     def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:
         from lakectl.core import appended

@@ -127,8 +127,10 @@ class Backend(Protocol):
 
     def stat(self, repo: str, ref: str, path: str) -> ObjectInfo: ...
 
-    def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
-        """The object's bytes, chunk by chunk (verified against their locators)."""
+    def read(self, repo: str, ref: str, path: str, mapped: bool = False) -> Iterator[bytes]:
+        """The object's bytes, chunk by chunk (verified against their locators). ``mapped``:
+        the caller writes each chunk out before it takes the next (a download), so an embedded
+        lake may hand out its block files' checked mappings (bytes-like) instead of copies."""
         ...
 
     def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:

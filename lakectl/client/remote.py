@@ -261,8 +261,9 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params={"path": path})
         return wire.object_info(body)
 
-    def read(self, repo: str, ref: str, path: str) -> Iterator[bytes]:
-        """Blocks fetched in parallel by signed locator (a few in flight), yielded in order."""
+    def read(self, repo: str, ref: str, path: str, mapped: bool = False) -> Iterator[bytes]:
+        """Blocks fetched in parallel by signed locator (a few in flight), yielded in order
+        (``bytes`` whether ``mapped`` or not: they arrive by the network)."""
         body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/signed", params={"path": path})
         if body.get("external"):  # an imported object: no blocks, the server reads its source
             return self._stream_object(repo, ref, path)

@@ -354,14 +354,22 @@ def _stat_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[ObjectInfo, Re
 
 
 def read(
-    lake: Lake, repo: str, ref: str, path: str, offset: int = 0, length: int | None = None
+    lake: Lake,
+    repo: str,
+    ref: str,
+    path: str,
+    offset: int = 0,
+    length: int | None = None,
+    mapped: bool = False,
 ) -> Iterator[bytes]:
     """The object's bytes (or a range of them), block by block, md5-verified. A block gone
     from under a commit past its retention is ``Gone``, from anywhere else ``MissingData``.
     For a reader of whole files (a download): the next blocks are read and verified on two
-    threads while the caller writes one (:func:`read_object`'s ``ahead``)."""
+    threads while the caller writes one (:func:`read_object`'s ``ahead``); with ``mapped``,
+    whole blocks come as checked mappings of their files (:func:`read_object`'s)."""
     found, res = _open_at(lake, repo, ref, path)
-    return _explained(lake, found.repo, res, read_opened(lake, found, offset, length, ahead=READ_AHEAD))
+    chunks = read_opened(lake, found, offset, length, ahead=READ_AHEAD, mapped=mapped)
+    return _explained(lake, found.repo, res, chunks)
 
 
 def open_object(lake: Lake, repo: str, ref: str, path: str) -> reads.ObjectRead:
@@ -379,12 +387,17 @@ def _open_at(lake: Lake, repo: str, ref: str, path: str) -> tuple[reads.ObjectRe
 
 
 def read_opened(
-    lake: Lake, found: reads.ObjectRead, offset: int = 0, length: int | None = None, ahead: int = 0
+    lake: Lake,
+    found: reads.ObjectRead,
+    offset: int = 0,
+    length: int | None = None,
+    ahead: int = 0,
+    mapped: bool = False,
 ) -> Iterator[bytes]:
     """The bytes of an object :func:`open_object` found: every read of an object's bytes comes
     here, once per request, and is announced to the journal when the lake audits reads."""
     reads.announce(lake, found, offset, length)
-    return read_entry(lake, found.entry, offset, length, ahead)
+    return read_entry(lake, found.entry, offset, length, ahead, mapped)
 
 
 def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
@@ -408,7 +421,7 @@ def _explained(lake: Lake, rid: RepositoryId, res: Resolved, chunks: Iterator[by
 
 
 def read_entry(
-    lake: Lake, entry: Entry, offset: int = 0, length: int | None = None, ahead: int = 0
+    lake: Lake, entry: Entry, offset: int = 0, length: int | None = None, ahead: int = 0, mapped: bool = False
 ) -> Iterator[bytes]:
     """The bytes of an entry :func:`stat` returned: a reader that sends the stat (size, ETag)
     before the bytes gets the same version of an object that is being overwritten meanwhile.
@@ -417,7 +430,7 @@ def read_entry(
         from lakectl.core.importing.sources import read_external
 
         return read_external(entry, offset, length, lake.blocks, lake.confinement)
-    return read_object(lake.blocks, entry.locators, offset, length, ahead, entry.checksum)
+    return read_object(lake.blocks, entry.locators, offset, length, ahead, entry.checksum, mapped)
 
 
 # -- commits ----------------------------------------------------------------------------------

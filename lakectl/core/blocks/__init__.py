@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -102,4 +103,17 @@ class HasParts(Protocol):
         """``length`` bytes of the block at ``offset``, **not verified**: the caller checks them
         against an md5 it knows. Fewer bytes when the stored block is shorter;
         ``BlockNotFound`` when it is not stored."""
+        ...
+
+
+@runtime_checkable
+class HasMaps(Protocol):
+    """An optional capability of block stores whose blocks are files (a local directory): a whole
+    block mapped from its file rather than copied into memory, for a reader that writes it out
+    (a download: no copy out of the page cache, no fresh pages to fault in; docs/decisions/0015)."""
+
+    def get_mapped(self, locator: str) -> mmap.mmap | None:
+        """The whole block, mapped copy-on-write from its file (writable memory, so that a
+        direct write can take it; nothing writes it), once its size and md5 are checked; None
+        for an empty block. ``BlockNotFound``, ``CorruptBlock`` as :meth:`BlockAdapter.get`."""
         ...

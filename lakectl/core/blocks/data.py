@@ -12,9 +12,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO, Final, Protocol
+from typing import BinaryIO, Final, Protocol, cast
 
-from lakectl.core.blocks import BlockAdapter, HasParts
+from lakectl.core.blocks import BlockAdapter, HasMaps, HasParts
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData
 
@@ -136,6 +136,7 @@ def read_object(
     length: int | None = None,
     ahead: int = 0,
     checksum: str = "",
+    mapped: bool = False,
 ) -> Iterator[bytes]:
     """Yield the object's bytes, or those of ``[offset, offset + length)``, one segment at a time.
 
@@ -147,6 +148,9 @@ def read_object(
     segment is still verified before it is yielded, and the first failure is raised in order.
     ``checksum``: the object's (its md5 when it is one part of a block: a packed small object),
     with which such an object read whole is read alone and checked (:func:`get_checked`).
+    ``mapped``: for a consumer that writes each segment out (a download): whole blocks of a
+    store of files come as checked mappings of them (:class:`~lakectl.core.blocks.HasMaps`),
+    bytes-like but not ``bytes``, valid as long as the consumer holds them.
     """
     if offset < 0 or (length is not None and length < 0):
         raise InvalidArgument(f"bad range offset={offset} length={length}")
@@ -156,9 +160,10 @@ def read_object(
     reads = list(_reads(segments, offset, end))
     if len(reads) == 1 and reads[0][2] == total and _MD5.fullmatch(checksum):
         return (_get(adapter, *reads[0], checksum) for _ in (1,))  # one part, read whole
+    get = _get_mapped if mapped and isinstance(adapter, HasMaps) else _get
     if ahead > 0 and len(reads) > 1:
-        return _read_ahead(adapter, reads, ahead)
-    return (_get(adapter, *read) for read in reads)
+        return _read_ahead(adapter, reads, ahead, get)
+    return (get(adapter, *read) for read in reads)
 
 
 def _reads(
@@ -181,7 +186,10 @@ def _reads(
 
 
 def _read_ahead(
-    adapter: BlockAdapter, reads: list[tuple[str, int, int | None]], ahead: int
+    adapter: BlockAdapter,
+    reads: list[tuple[str, int, int | None]],
+    ahead: int,
+    get: Callable[[BlockAdapter, str, int, int | None], bytes],
 ) -> Iterator[bytes]:
     """The reads' bytes in order, ``ahead`` of them in flight on a pool of their own: at most
     ``ahead`` + 1 segments in memory, the one the caller holds included."""
@@ -190,12 +198,12 @@ def _read_ahead(
         following = iter(reads)
         try:
             for read in itertools.islice(following, ahead):
-                pending.append(pool.submit(_get, adapter, *read))
+                pending.append(pool.submit(get, adapter, *read))
             while pending:
                 data = pending.popleft().result()
                 after = next(following, None)
                 if after is not None:
-                    pending.append(pool.submit(_get, adapter, *after))
+                    pending.append(pool.submit(get, adapter, *after))
                 yield data
                 del data
         finally:
@@ -230,6 +238,19 @@ def get_checked(adapter: BlockAdapter, locator: str, offset: int, length: int | 
         if len(data) == length and hashlib.md5(data).hexdigest() == md5:
             return data
     return adapter.get(locator, offset, length)
+
+
+def _get_mapped(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -> bytes:
+    """:func:`_get`, a whole block as a checked mapping of its file (``HasMaps``): bytes-like,
+    typed as the ``bytes`` it stands for (only a ``mapped`` reader gets one)."""
+    if length is not None:
+        return _get(adapter, locator, offset, length)
+    try:
+        mapping = cast(HasMaps, adapter).get_mapped(locator)
+    except BlockNotFound as exc:
+        message = f"block {locator} of the object is missing from storage: its data is lost"
+        raise MissingData(message, locator=locator) from exc
+    return _get(adapter, locator, offset, length) if mapping is None else cast(bytes, mapping)
 
 
 class PackSink(Protocol):

@@ -7,6 +7,7 @@ import ctypes
 import errno
 import functools
 import hashlib
+import mmap
 import os
 import re
 import threading
@@ -198,6 +199,29 @@ class LocalAdapter:
             return data
         end = size if length is None else offset + length
         return data[offset:end]
+
+    def get_mapped(self, locator: str) -> mmap.mmap | None:
+        """The whole block mapped from its file, checked (:class:`~lakectl.core.blocks.HasMaps`).
+        Block files are never written in place (a put renames a new file over the old), so a
+        mapping keeps the bytes that were checked."""
+        md5, size = _split(locator)
+        if size == 0:
+            return None
+        try:
+            with open(self._path(md5), "rb", buffering=0) as f:
+                actual = os.fstat(f.fileno()).st_size
+                if actual != size:
+                    raise CorruptBlock(f"block {locator} has {actual} bytes on disk", locator=locator)
+                private, writable = mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE
+                mapping = mmap.mmap(f.fileno(), size, flags=private, prot=writable)
+        except FileNotFoundError as exc:
+            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+        if hashlib.md5(mapping).hexdigest() != md5:
+            mapping.close()
+            raise CorruptBlock(f"block {locator} does not match its locator", locator=locator)
+        return mapping
 
     def get_part(self, locator: str, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset``, unverified (:class:`~lakectl.core.blocks.HasParts`)."""
