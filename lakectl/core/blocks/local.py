@@ -214,6 +214,7 @@ class LocalAdapter:
                     raise CorruptBlock(f"block {locator} has {actual} bytes on disk", locator=locator)
                 private, writable = mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE
                 mapping = mmap.mmap(f.fileno(), size, flags=private, prot=writable)
+                mapping.madvise(mmap.MADV_WILLNEED)  # the whole block read ahead, not page by page
         except FileNotFoundError as exc:
             raise BlockNotFound(f"no block {locator}", locator=locator) from exc
         except OSError as exc:
