@@ -19,7 +19,7 @@ import httpx
 
 from lakectl.client import blockio, wire
 from lakectl.client.protocol import ByteProgress
-from lakectl.client.remote_blocks import BlocksOverHttp, _q, turn
+from lakectl.client.remote_blocks import BlocksOverHttp, Packs, _q, turn
 from lakectl.client.remote_pulls import PullsOverHttp
 from lakectl.errors import (
     Conflict,
@@ -96,6 +96,7 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
             transport=transport,
             follow_redirects=False,
         )
+        self._packs = Packs()
 
     def init(self) -> dict[str, Any]:
         self._call("GET", "/api/v1/healthcheck")

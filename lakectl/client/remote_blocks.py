@@ -13,7 +13,7 @@ import os
 import queue
 import re
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -56,6 +56,8 @@ SentPack = tuple[str, dict[int, str]]
 Pack = tuple[str, bytes, list[int]]
 """A pack to send: its locator, its bytes and its segments' lengths."""
 """A pack's signed locator and the server's receipts for its segments, by offset."""
+PACK_BYTES = 1024 * 1024
+"""The largest pack of small objects (the core's ``PACK_MAX``, not imported into the client)."""
 BLOCKS_IN_FLIGHT = 3
 WHOLE_BATCH_BYTES = 64 * 1024 * 1024
 """Bytes of files of one block each read, asked about and linked together."""
@@ -137,6 +139,7 @@ class BlocksOverHttp:
     if TYPE_CHECKING:
         endpoint: str
         _http: httpx.Client
+        _packs: Packs
 
         # An attribute, not a method: the backend's _call takes keyword options of its own, which
         # a ``**kw`` method here would make an incompatible override.
@@ -174,7 +177,7 @@ class BlocksOverHttp:
         for consecutive segments of the same block. A few blocks are fetched at once; only
         those in flight are held in memory."""
         if len(segments) == 1 and segments[0].count(":") == 2 and _MD5.fullmatch(checksum):
-            yield self._fetch_part(segments[0], checksum)
+            yield self._fetch_packed(segments[0], checksum)
             return
         runs: list[tuple[str, list[tuple[int, int] | None]]] = []  # a block, and its parts read
         for segment in segments:
@@ -193,6 +196,24 @@ class BlocksOverHttp:
                     pending.append(pool.submit(self._object_block, runs[i + BLOCKS_IN_FLIGHT][0]))
                 for part in parts:
                     yield block if part is None else block[part[0] : part[0] + part[1]]
+
+    def _fetch_packed(self, segment: str, md5: str) -> bytes:
+        """A packed object's bytes: alone (:meth:`_fetch_part`), unless it is the second object
+        of its pack read lately (a download of a directory reads a pack's objects one after the
+        other): then the whole pack, verified, is fetched once and kept for the next ones (a pack
+        that fails its check is not kept: each object of it is then checked on its own)."""
+        signed, offset, length = segment.split(":")
+        bare = blockio.bare(signed)
+        pack = self._packs.held(bare)
+        if pack is None and int(bare.split("+")[1]) <= PACK_BYTES and self._packs.again(bare):
+            try:
+                pack = self._object_block(signed)
+                self._packs.keep(bare, pack)
+            except IntegrityError:  # rotten elsewhere, perhaps: this object's bytes decide
+                pack = None
+        if pack is None:
+            return self._fetch_part(segment, md5)
+        return pack[int(offset) : int(offset) + int(length)]
 
     def _fetch_part(self, segment: str, md5: str) -> bytes:
         """A packed object's bytes alone, checked against its own md5 (the server reads and
@@ -619,6 +640,41 @@ class BlocksOverHttp:
         }
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/link"
         return wire.object_info(self._json("POST", url, json=body, idempotent=True))
+
+
+class Packs:
+    """Packs of small objects a client read lately (:meth:`BlocksOverHttp._fetch_packed`): which
+    it has seen an object of, and the last few it fetched whole (verified), by bare locator."""
+
+    KEPT = 8
+    """Packs kept (1 MiB each at most)."""
+    SEEN = 64
+    """Packs remembered as seen."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._kept: OrderedDict[str, bytes] = OrderedDict()
+
+    def held(self, bare: str) -> bytes | None:
+        with self._lock:
+            return self._kept.get(bare)
+
+    def again(self, bare: str) -> bool:
+        """Whether an object of this pack was read lately (and now one more is)."""
+        with self._lock:
+            seen = bare in self._seen
+            self._seen[bare] = None
+            self._seen.move_to_end(bare)
+            while len(self._seen) > self.SEEN:
+                self._seen.popitem(last=False)
+            return seen
+
+    def keep(self, bare: str, pack: bytes) -> None:
+        with self._lock:
+            self._kept[bare] = pack
+            while len(self._kept) > self.KEPT:
+                self._kept.popitem(last=False)
 
 
 class _PackSender:

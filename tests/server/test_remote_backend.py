@@ -29,6 +29,8 @@ class Recording(httpx.HTTPTransport):
         self.fail: dict[str, list[int]] = {}
         self.links: list[dict] = []
         """The objects of every ``objects/links`` request, as sent."""
+        self.ranged = 0
+        """Block GETs of a part of a block (a ``Range``)."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -36,6 +38,8 @@ class Recording(httpx.HTTPTransport):
             path = "/blocks/*"
         key = (request.method, path)
         self.calls[key] += 1
+        if path == "/blocks/*" and "range" in request.headers:
+            self.ranged += 1
         if path.endswith("/objects/links"):
             self.links += json.loads(request.read())["objects"]
         for needle, statuses in self.fail.items():
@@ -354,3 +358,32 @@ def test_packs_of_small_files_go_several_to_a_request(
     backend.upload_files(repo, "main", [(f"t/{p}", lp) for p, lp in files])
     resent = transport.calls - again
     assert resent[("POST", "/blocks/*")] == 0 and resent[("PUT", "/blocks/*")] == 0  # all proven
+
+
+def test_a_pack_read_object_after_object_is_fetched_once(
+    live: Live, backend: RemoteBackend, transport: Recording, tmp_path
+) -> None:
+    """A download of a directory reads its packed files one after the other: the first alone
+    (a range), the second fetches the whole pack, verified, and the rest are cut from it, no
+    block request each. A client that reads one file fetches only its own bytes."""
+    files = []
+    for i in range(40):
+        path = tmp_path / f"f{i:02d}"
+        path.write_bytes(os.urandom(2000 + i))
+        files.append((f"d/f{i:02d}", str(path)))
+    repo = unique("packread")
+    backend.create_repo(repo)
+    backend.upload_files(repo, "main", files)
+    before = Counter(transport.calls)
+    for path, local in files:
+        with open(local, "rb") as f:
+            assert b"".join(backend.read(repo, "main", path)) == f.read()
+    assert (transport.calls - before)[("GET", "/blocks/*")] == 2
+    alone = Recording()
+    single = RemoteBackend(live.url, live.key_id, live.secret, transport=alone)
+    try:
+        with open(files[7][1], "rb") as f:
+            assert b"".join(single.read(repo, "main", files[7][0])) == f.read()
+    finally:
+        single.close()
+    assert alone.calls[("GET", "/blocks/*")] == 1 and alone.ranged == 1
