@@ -12,7 +12,9 @@ Issue 16's "Remote" targets: a 1 GiB upload through a server at >= 0.6 x the emb
   seconds, target <= 2;
 * mixed: ``lakectl fs upload -r`` of a directory as a user has one: 2,000 files of 1 KiB to
   10 MiB (sizes log-normal around 32 KiB, ~330 MiB in all, random bytes, in 20 directories),
-  judged by time: remote seconds / embedded seconds, target <= 1.5.
+  judged by time: remote seconds / embedded seconds, target <= 1.5;
+* down (with small, not judged: no target names it): ``lakectl fs download -r`` of the small
+  files just uploaded into a new local directory, remote seconds / embedded seconds.
 
 Embedded: ``LAKECTL_HOME`` is a fresh lake each round, no endpoint, ``LAKECTL_CONFIG`` names a
 file that does not exist. Remote: a real ``lakectl server setup`` + ``lakectl server run``
@@ -98,7 +100,10 @@ class Side:
     big: list[Timing] = field(default_factory=list)
     small: list[Timing] = field(default_factory=list)
     mixed: list[Timing] = field(default_factory=list)
-    server_cpu: dict[str, list[float]] = field(default_factory=lambda: {"big": [], "small": [], "mixed": []})
+    down: list[Timing] = field(default_factory=list)
+    server_cpu: dict[str, list[float]] = field(
+        default_factory=lambda: {"big": [], "small": [], "mixed": [], "down": []}
+    )
     error: str = ""
 
 
@@ -160,6 +165,12 @@ class Bench:
         args = ["fs", "upload", "-r", "--no-progress", "--source", self.tree, DATA]
         self.timed(side, "small", args, os.sync)
 
+    def download_files(self, side: Side) -> None:
+        """The small files back into a new directory (deleted after: the next round's is new too)."""
+        target = os.path.join(self.work, f"down-{len(side.down)}-{side.label.split(',')[0]}")
+        self.timed(side, "down", ["fs", "download", "-r", "--no-progress", DATA, target], os.sync)
+        remove(target)
+
     def mixed_files(self, side: Side) -> None:
         args = ["fs", "upload", "-r", "--no-progress", "--source", self.mixed_tree, MIXED]
         self.timed(side, "mixed", args, os.sync)
@@ -171,6 +182,8 @@ def run_cases(bench: Bench, sides: list[Side], cases: tuple[bool, bool, bool]) -
         bench.big(side)
     for side in sides if do_small else []:
         bench.small_files(side)
+    for side in sides if do_small else []:
+        bench.download_files(side)
     for side in sides if do_mixed else []:
         bench.mixed_files(side)
 
@@ -305,6 +318,7 @@ def main() -> None:
         ("big", f"fs upload of {args.size_mib} MiB", do_big),
         ("small", f"fs upload -r of {args.files:,} files", do_small),
         ("mixed", f"fs upload -r of {args.mixed:,} mixed files", do_mixed),
+        ("down", f"fs download -r of {args.files:,} files", do_small),
     ):
         if not on:
             continue
@@ -340,6 +354,13 @@ def main() -> None:
             f"{ratio:.2f}",
             f"<= {TARGET_SMALL_TIME}",
             verdict(ratio <= TARGET_SMALL_TIME if judged else None),
+        )
+    if do_small:
+        judge.add(
+            f"{args.files:,} small files downloaded: remote time / embedded time",
+            f"{paired_time(emb.down, rem.down):.2f}",
+            "(none)",
+            verdict(None),
         )
     if do_mixed:
         ratio = paired_time(emb.mixed, rem.mixed)
