@@ -53,9 +53,9 @@ MAX_LAYOUT = 8192
 SEGMENTS_HEADER = "X-Lakectl-Segments"
 """The header of a pack's segment lengths, comma-separated (the server receipts each one)."""
 SentPack = tuple[str, dict[int, str]]
+"""A pack's signed locator and the server's receipts for its segments, by offset."""
 Pack = tuple[str, bytes, list[int]]
 """A pack to send: its locator, its bytes and its segments' lengths."""
-"""A pack's signed locator and the server's receipts for its segments, by offset."""
 PACK_BYTES = 1024 * 1024
 """The largest pack of small objects (the core's ``PACK_MAX``, not imported into the client)."""
 BLOCKS_IN_FLIGHT = 3
@@ -221,18 +221,18 @@ class BlocksOverHttp:
         block, whose md5 decides (as :meth:`_fetch` reads every other object)."""
         signed, offset, length = segment.split(":")
         try:
-            return self.get_block(signed, int(offset), int(length), md5)
-        except BlockNotFound as exc:
-            bare = blockio.bare(signed)
-            raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
+            return self._object_block(signed, int(offset), int(length), md5)
+        except MissingData:
+            raise
         except (StorageError, IntegrityError):
             block = self._object_block(signed)
             return block[int(offset) : int(offset) + int(length)]
 
-    def _object_block(self, signed: str) -> bytes:
-        """A whole block an object refers to, md5-checked; gone is lost data, not "not found"."""
+    def _object_block(self, signed: str, offset: int = 0, length: int | None = None, md5: str = "") -> bytes:
+        """A block an object refers to (or a part with its own ``md5``: :meth:`get_block`),
+        md5-checked; gone is lost data, not "not found"."""
         try:
-            return self.get_block(signed)
+            return self.get_block(signed, offset, length, md5)
         except BlockNotFound as exc:
             bare = blockio.bare(signed)
             raise MissingData(f"block {bare} of the object is missing from storage", locator=bare) from exc
@@ -677,6 +677,11 @@ class Packs:
                 self._kept.popitem(last=False)
 
 
+def _layout(lengths: list[int]) -> int:
+    """Characters a pack's segment lengths take in ``SEGMENTS_HEADER``."""
+    return sum(len(str(n)) + 1 for n in lengths)
+
+
 class _PackSender:
     """Where a client-side :class:`~lakectl.core.blocks.data.Packer` puts its packs (a
     ``PackSink``): they are sent in groups of up to ``PACKS_PER_REQUEST`` (asked about together,
@@ -701,7 +706,7 @@ class _PackSender:
         return self
 
     def put_pack(self, locator: str, data: bytes, lengths: list[int]) -> None:
-        layout = sum(len(str(n)) + 1 for n in lengths)
+        layout = _layout(lengths)
         while len(self._pending) * PACKS_PER_REQUEST >= PACKS_IN_FLIGHT:
             self._pending.popleft().result()
         with self._lock:
@@ -717,7 +722,7 @@ class _PackSender:
         group, self._group, self._layout = self._group, [], 0
         if not group:
             return
-        if len(group) == 1 and sum(len(str(n)) + 1 for n in group[0][2]) > MAX_LAYOUT:
+        if len(group) == 1 and _layout(group[0][2]) > MAX_LAYOUT:
             bare, data, lengths = group[0]
             send, told = self._backend._send_pack, self._new_blocks
             future: Future[dict[str, SentPack]] = self._pool.submit(

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from lakectl.core import keys, writes
-from lakectl.core.blocks.data import EMPTY_LOCATOR, parse_segment, read_object, segment_token
+from lakectl.core.blocks.data import EMPTY_LOCATOR, get_checked, parse_segment, read_object, segment_token
 from lakectl.core.blocks.signing import new_secret, sign, verify
 from lakectl.core.graph.tree import Update
 from lakectl.core.lake import Lake
@@ -197,8 +197,6 @@ def get_block(
     a range that does not match is served only once its whole block is verified)."""
     locator = verify(signed, signing_key(lake), token)
     if md5 and length is not None:
-        from lakectl.core.blocks.data import get_checked
-
         return get_checked(lake.blocks, locator.bare, offset, length, md5.lower())
     return lake.blocks.get(locator.bare, offset, length)
 

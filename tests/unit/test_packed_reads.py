@@ -12,11 +12,12 @@ import pytest
 from lakectl.core import listing, opening, porcelain, writes
 from lakectl.core.blocks.data import parse_segment
 from lakectl.core.blocks.local import LocalAdapter
+from lakectl.core.lake import Lake
 from lakectl.errors import CorruptBlock
 from tests.rot import flip_byte
 
 
-def _packed(tmp_path: Path) -> tuple[object, dict[str, bytes], dict[str, tuple[str, int, int]]]:
+def _packed(tmp_path: Path) -> tuple[Lake, dict[str, bytes], dict[str, tuple[str, int, int]]]:
     """A lake with three small files packed into one block; each file's (pack md5, offset, length)."""
     lake = opening.open_lake(str(tmp_path / "lake"))
     porcelain.create_repo(lake, "repo")
@@ -36,20 +37,21 @@ def _packed(tmp_path: Path) -> tuple[object, dict[str, bytes], dict[str, tuple[s
 def test_a_rotten_byte_elsewhere_in_the_pack_does_not_keep_an_object_from_being_read(tmp_path: Path) -> None:
     lake, data, where = _packed(tmp_path)
     md5, offset, _ = where["b.bin"]
-    assert isinstance(lake.blocks, LocalAdapter)  # type: ignore[attr-defined]
-    flip_byte(Path(lake.blocks.root), md5, offset + 10)  # type: ignore[attr-defined]
+    assert isinstance(lake.blocks, LocalAdapter)
+    flip_byte(Path(lake.blocks.root), md5, offset + 10)
     for name in ("a.bin", "c.bin"):
-        assert b"".join(porcelain.read(lake, "repo", "main", name)) == data[name]  # type: ignore[arg-type]
+        assert b"".join(porcelain.read(lake, "repo", "main", name)) == data[name]
     with pytest.raises(CorruptBlock):
-        b"".join(porcelain.read(lake, "repo", "main", "b.bin"))  # type: ignore[arg-type]
+        b"".join(porcelain.read(lake, "repo", "main", "b.bin"))
     # A range of an object reads and verifies its whole pack, as before: rotten is rotten.
     with pytest.raises(CorruptBlock):
-        b"".join(porcelain.read(lake, "repo", "main", "a.bin", 0, 10))  # type: ignore[arg-type]
+        b"".join(porcelain.read(lake, "repo", "main", "a.bin", 0, 10))
 
 
 def test_a_rotten_byte_in_the_object_itself_is_caught(tmp_path: Path) -> None:
     lake, _, where = _packed(tmp_path)
     md5, offset, length = where["c.bin"]
-    flip_byte(Path(lake.blocks.root), md5, offset + length - 1)  # type: ignore[attr-defined]
+    assert isinstance(lake.blocks, LocalAdapter)
+    flip_byte(Path(lake.blocks.root), md5, offset + length - 1)
     with pytest.raises(CorruptBlock):
-        b"".join(porcelain.read(lake, "repo", "main", "c.bin"))  # type: ignore[arg-type]
+        b"".join(porcelain.read(lake, "repo", "main", "c.bin"))

@@ -160,10 +160,9 @@ def read_object(
     reads = list(_reads(segments, offset, end))
     if len(reads) == 1 and reads[0][2] == total and _MD5.fullmatch(checksum):
         return (_get(adapter, *reads[0], checksum) for _ in (1,))  # one part, read whole
-    get = _get_mapped if mapped and isinstance(adapter, HasMaps) else _get
     if ahead > 0 and len(reads) > 1:
-        return _read_ahead(adapter, reads, ahead, get)
-    return (get(adapter, *read) for read in reads)
+        return _read_ahead(adapter, reads, ahead, mapped)
+    return (_get(adapter, *read, mapped=mapped) for read in reads)
 
 
 def _reads(
@@ -189,7 +188,7 @@ def _read_ahead(
     adapter: BlockAdapter,
     reads: list[tuple[str, int, int | None]],
     ahead: int,
-    get: Callable[[BlockAdapter, str, int, int | None], bytes],
+    mapped: bool,
 ) -> Iterator[bytes]:
     """The reads' bytes in order, ``ahead`` of them in flight on a pool of their own: at most
     ``ahead`` + 1 segments in memory, the one the caller holds included."""
@@ -198,12 +197,12 @@ def _read_ahead(
         following = iter(reads)
         try:
             for read in itertools.islice(following, ahead):
-                pending.append(pool.submit(get, adapter, *read))
+                pending.append(pool.submit(_get, adapter, *read, mapped=mapped))
             while pending:
                 data = pending.popleft().result()
                 after = next(following, None)
                 if after is not None:
-                    pending.append(pool.submit(get, adapter, *after))
+                    pending.append(pool.submit(_get, adapter, *after, mapped=mapped))
                 yield data
                 del data
         finally:
@@ -213,13 +212,21 @@ def _read_ahead(
                 future.cancel()
 
 
-def _get(adapter: BlockAdapter, locator: str, offset: int, length: int | None, md5: str = "") -> bytes:
+def _get(
+    adapter: BlockAdapter, locator: str, offset: int, length: int | None, md5: str = "", mapped: bool = False
+) -> bytes:
     """A block an object refers to: its absence is lost data (``MissingData``, a storage
     failure), not the ``BlockNotFound`` of a block a caller named that was never stored.
-    ``md5``: the part's own (:func:`get_checked`)."""
+    ``md5``: the part's own (:func:`get_checked`). ``mapped``: a whole block of a store of
+    files as a checked mapping of it (``HasMaps``): bytes-like, typed as the ``bytes`` it stands
+    for (only a ``mapped`` reader of :func:`read_object` gets one)."""
     try:
         if md5:
             return get_checked(adapter, locator, offset, length, md5)
+        if mapped and length is None and isinstance(adapter, HasMaps):
+            mapping = adapter.get_mapped(locator)
+            if mapping is not None:
+                return cast(bytes, mapping)
         return adapter.get(locator, offset, length)
     except BlockNotFound as exc:
         message = f"block {locator} of the object is missing from storage: its data is lost"
@@ -238,19 +245,6 @@ def get_checked(adapter: BlockAdapter, locator: str, offset: int, length: int | 
         if len(data) == length and hashlib.md5(data).hexdigest() == md5:
             return data
     return adapter.get(locator, offset, length)
-
-
-def _get_mapped(adapter: BlockAdapter, locator: str, offset: int, length: int | None) -> bytes:
-    """:func:`_get`, a whole block as a checked mapping of its file (``HasMaps``): bytes-like,
-    typed as the ``bytes`` it stands for (only a ``mapped`` reader gets one)."""
-    if length is not None:
-        return _get(adapter, locator, offset, length)
-    try:
-        mapping = cast(HasMaps, adapter).get_mapped(locator)
-    except BlockNotFound as exc:
-        message = f"block {locator} of the object is missing from storage: its data is lost"
-        raise MissingData(message, locator=locator) from exc
-    return _get(adapter, locator, offset, length) if mapping is None else cast(bytes, mapping)
 
 
 class PackSink(Protocol):

@@ -7,6 +7,7 @@ import ctypes
 import errno
 import functools
 import hashlib
+import io
 import mmap
 import os
 import re
@@ -178,21 +179,29 @@ class LocalAdapter:
             if len(unsynced) > 2 * FSYNC_EACH_UP_TO:  # files and their directories
                 self._unsynced = None
 
+    @contextlib.contextmanager
+    def _reading(self, locator: str, sized: bool = True) -> Iterator[io.FileIO]:
+        """The block's file open for reading (unbuffered), its size checked against the
+        locator's when ``sized``; ``BlockNotFound``, ``CorruptBlock`` or ``StorageError``."""
+        md5, size = _split(locator)
+        try:
+            with open(self._path(md5), "rb", buffering=0) as f:
+                actual = os.fstat(f.fileno()).st_size if sized else size
+                if actual != size:
+                    raise CorruptBlock(f"block {locator} has {actual} bytes on disk", locator=locator)
+                yield f
+        except FileNotFoundError as exc:
+            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+
     def get(self, locator: str, offset: int = 0, length: int | None = None) -> bytes:
         """Return the block (or a slice) after checking the whole block's size and md5."""
         md5, size = _split(locator)
         if offset < 0 or (length is not None and length < 0):
             raise InvalidArgument(f"bad range offset={offset} length={length}", locator=locator)
-        try:
-            with open(self._path(md5), "rb", buffering=0) as f:
-                actual = os.fstat(f.fileno()).st_size
-                if actual != size:
-                    raise CorruptBlock(f"block {locator} has {actual} bytes on disk", locator=locator)
-                data = f.readall()
-        except FileNotFoundError as exc:
-            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
-        except OSError as exc:
-            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+        with self._reading(locator) as f:
+            data = f.readall()
         if len(data) != size or hashlib.md5(data).hexdigest() != md5:
             raise CorruptBlock(f"block {locator} does not match its locator", locator=locator)
         if offset == 0 and (length is None or length >= size):
@@ -207,18 +216,10 @@ class LocalAdapter:
         md5, size = _split(locator)
         if size == 0:
             return None
-        try:
-            with open(self._path(md5), "rb", buffering=0) as f:
-                actual = os.fstat(f.fileno()).st_size
-                if actual != size:
-                    raise CorruptBlock(f"block {locator} has {actual} bytes on disk", locator=locator)
-                private, writable = mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE
-                mapping = mmap.mmap(f.fileno(), size, flags=private, prot=writable)
-                mapping.madvise(mmap.MADV_WILLNEED)  # the whole block read ahead, not page by page
-        except FileNotFoundError as exc:
-            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
-        except OSError as exc:
-            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+        with self._reading(locator) as f:
+            private, writable = mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE
+            mapping = mmap.mmap(f.fileno(), size, flags=private, prot=writable)
+            mapping.madvise(mmap.MADV_WILLNEED)  # the whole block read ahead, not page by page
         if hashlib.md5(mapping).hexdigest() != md5:
             mapping.close()
             raise CorruptBlock(f"block {locator} does not match its locator", locator=locator)
@@ -226,14 +227,8 @@ class LocalAdapter:
 
     def get_part(self, locator: str, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset``, unverified (:class:`~lakectl.core.blocks.HasParts`)."""
-        md5, _ = _split(locator)
-        try:
-            with open(self._path(md5), "rb", buffering=0) as f:
-                return os.pread(f.fileno(), length, offset)
-        except FileNotFoundError as exc:
-            raise BlockNotFound(f"no block {locator}", locator=locator) from exc
-        except OSError as exc:
-            raise StorageError(f"cannot read block {locator}: {exc}", locator=locator) from exc
+        with self._reading(locator, sized=False) as f:
+            return os.pread(f.fileno(), length, offset)
 
     def exists(self, locator: str) -> bool:
         """True when a file of the locator's size is stored (content is checked on read)."""
