@@ -77,20 +77,20 @@ Parallel = Annotated[
 class _Counted(io.RawIOBase):
     """A file read through, reporting ``(bytes read so far, size)`` to a progress callback."""
 
-    def __init__(self, f: BinaryIO, size: int, progress: Callable[[int, int], None]) -> None:
+    def __init__(self, f: io.RawIOBase, size: int, progress: Callable[[int, int], None]) -> None:
         self._f, self._size, self._progress, self._done = f, size, progress, 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        n = self._f.readinto(buffer)  # type: ignore[attr-defined]
-        self._done += n or 0
+        n = self._f.readinto(buffer) or 0
+        self._done += n
         self._progress(self._done, self._size)
-        return n  # type: ignore[no-any-return]
+        return n
 
     def read(self, size: int = -1) -> bytes:
-        data = self._f.read(size)
+        data = self._f.read(size) or b""
         self._done += len(data)
         self._progress(self._done, self._size)
         return data
@@ -299,8 +299,10 @@ class _Sending:
 
 def _upload_file(sending: _Sending, path: str, source: str, bar: bool) -> ObjectInfo:
     """Upload the local file ``source`` as ``path``, with a progress bar of its bytes."""
+    from lakectl.core.blocks import directio
+
     try:
-        f = open(source, "rb")  # noqa: SIM115 - closed below, after the upload
+        f = directio.SourceFile(source)  # large reads around the page cache, where it allows
     except OSError as exc:
         raise local_error(exc, source, "read") from exc
     with f, render.progress_bytes(f"uploading {os.path.basename(source)}", bar) as progress:

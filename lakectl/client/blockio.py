@@ -3,6 +3,7 @@ block, and sending large bodies without copies."""
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterator
 from typing import BinaryIO, cast
 
@@ -35,7 +36,7 @@ def read_block(stream: BinaryIO, block_size: int = BLOCK_SIZE) -> bytes:
     return first if len(pieces) == 1 else b"".join(pieces)
 
 
-def read_into(stream: BinaryIO, buffer: bytearray | memoryview) -> int:
+def read_into(stream: BinaryIO, buffer: bytearray | memoryview | mmap.mmap) -> int:
     """Fill ``buffer`` from the stream; fewer bytes only at its end."""
     view = memoryview(buffer)
     size = 0

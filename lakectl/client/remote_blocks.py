@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import io
 import itertools
+import mmap
 import os
 import queue
 import re
@@ -16,13 +17,14 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from urllib.parse import quote
 
 import httpx
 
 from lakectl.client import blockio, wire
 from lakectl.client.protocol import PARALLELISM, NewBlocks, Progress
+from lakectl.core.blocks import directio
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, IntegrityError, InvalidArgument, MissingData, StorageError
 
@@ -342,8 +344,8 @@ class BlocksOverHttp:
 
         def upload_large(item: tuple[str, str]) -> ObjectInfo:
             path, local = item
-            with open(local, "rb") as f:
-                segments = self._send_blocks(f, new_blocks)
+            with directio.SourceFile(local) as f:
+                segments = self._send_blocks(cast(BinaryIO, f), new_blocks)
             own = guess_content_type(path) if content_type is None else content_type
             info = self._link(repo, branch, path, segments, own, None)
             if progress is not None:
@@ -390,7 +392,7 @@ class BlocksOverHttp:
         self,
         repo: str,
         branch: str,
-        batch: list[tuple[str, bytes]],
+        batch: list[tuple[str, memoryview]],
         content_type: str | None,
         new_blocks: NewBlocks | None,
     ) -> list[ObjectInfo]:
@@ -452,24 +454,25 @@ class BlocksOverHttp:
         next block, up to ``BLOCKS_IN_FLIGHT`` earlier ones are hashed, asked about and sent (or
         proven), so the network and the server are busy from the first block on. Blocks are
         read into ``BLOCKS_IN_FLIGHT + 1`` buffers used over and over: memory stays bounded and
-        no block pays for fresh pages. ``new_blocks`` is told each block the server lacked."""
-        first = blockio.read_block(stream, BLOCK_SIZE)
-        if len(first) < BLOCK_SIZE:
-            return [self._send_one(first, new_blocks=new_blocks)]
-        free: queue.Queue[bytearray] = queue.Queue()
-        allocated = 0
+        no block pays for fresh pages. The buffers are page-aligned (anonymous mappings), so a
+        :class:`~lakectl.core.blocks.directio.SourceFile` reads into them around the page cache.
+        ``new_blocks`` is told each block the server lacked."""
+        buffer = mmap.mmap(-1, BLOCK_SIZE)
+        block = memoryview(buffer)[: blockio.read_into(stream, buffer)]
+        if len(block) < BLOCK_SIZE:
+            return [self._send_one(block, new_blocks=new_blocks)]
+        free: queue.Queue[mmap.mmap] = queue.Queue()
+        allocated = 1
         pending: list[Future[str]] = []
-        block: bytes | memoryview = first
         with _pool(BLOCKS_IN_FLIGHT) as pool:
             while block:
                 future = pool.submit(self._send_one, block, None, new_blocks)
-                if isinstance(block, memoryview):
-                    future.add_done_callback(lambda _, b=block.obj: free.put(b))  # type: ignore[misc]
+                future.add_done_callback(lambda _, b=buffer: free.put(b))  # type: ignore[misc]
                 pending.append(future)
                 if len(block) < BLOCK_SIZE or any(f.done() and f.exception() for f in pending):
                     break  # the end, or a block failed (its error is raised below)
                 if free.empty() and allocated <= BLOCKS_IN_FLIGHT:
-                    buffer, allocated = bytearray(BLOCK_SIZE), allocated + 1
+                    buffer, allocated = mmap.mmap(-1, BLOCK_SIZE), allocated + 1
                 else:
                     buffer = free.get()
                 block = memoryview(buffer)[: blockio.read_into(stream, buffer)]
@@ -502,7 +505,9 @@ class BlocksOverHttp:
         with _pool(UPLOAD_THREADS) as pool:
             return list(pool.map(send, range(len(blocks))))
 
-    def _send_batched(self, blocks: list[bytes], new_blocks: NewBlocks | None = None) -> list[str]:
+    def _send_batched(
+        self, blocks: Sequence[bytes | memoryview], new_blocks: NewBlocks | None = None
+    ) -> list[str]:
         """Signed locators of these blocks (files of one block each), as :meth:`_send` gives
         them, after one question for all: the ones the server lacks sent a batch per request
         (``POST /blocks/batch``, at most ``PUT_BATCH_BYTES`` or ``PUT_BATCH_BLOCKS`` each, made
@@ -754,14 +759,17 @@ class _PackSender:
             self._pool.shutdown(wait=True)
 
 
-def _whole_batches(files: Sequence[tuple[str, str]]) -> Iterator[list[tuple[str, bytes]]]:
+def _whole_batches(files: Sequence[tuple[str, str]]) -> Iterator[list[tuple[str, memoryview]]]:
     """The files read, in batches of at most ``WHOLE_BATCH_BYTES`` (one file at least) or
-    ``LINK_BATCH`` files."""
-    batch: list[tuple[str, bytes]] = []
+    ``LINK_BATCH`` files. Each is read into page-aligned memory of its own (a mapping of a
+    block's size, of which only what the file fills is ever touched), so that what the page
+    cache lacks of it is read around the cache (:class:`~lakectl.core.blocks.directio.SourceFile`)."""
+    batch: list[tuple[str, memoryview]] = []
     size = 0
     for path, local in files:
-        with open(local, "rb") as f:
-            data = blockio.read_block(f, BLOCK_SIZE)
+        with directio.SourceFile(local) as f:
+            memory = mmap.mmap(-1, BLOCK_SIZE)
+            data = memoryview(memory)[: blockio.read_into(cast(BinaryIO, f), memory)]
             if f.read(1):  # more than the block it had when it was listed: read it again
                 raise StorageError(f"{local} grew past {BLOCK_SIZE} bytes while it was uploaded")
         if batch and (size + len(data) > WHOLE_BATCH_BYTES or len(batch) >= LINK_BATCH):

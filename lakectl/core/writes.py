@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from lakectl.core import keys, leases
-from lakectl.core.blocks import BlockAdapter
+from lakectl.core.blocks import BlockAdapter, directio
 from lakectl.core.blocks.data import (
     EMPTY_LOCATOR,
     AdapterPacks,
@@ -214,8 +214,8 @@ def upload_files(
         packs = AdapterPacks(blocks)
         for step in pack_files(ordered, packs, pool, progress=progress, every=PROGRESS_EVERY):
             if isinstance(step, Unpacked):
-                with open(step.local, "rb") as f:
-                    written[step.path] = write_object(blocks, f)
+                with directio.SourceFile(step.local) as f:
+                    written[step.path] = write_object(blocks, cast(BinaryIO, f))
             else:
                 written.update(step)
         # The durability barrier waits on the disk, not the GIL: it runs on the pack thread

@@ -1,4 +1,5 @@
-"""Large writes to new files around the page cache (``O_DIRECT``), buffered where refused.
+"""Large writes to new files around the page cache (``O_DIRECT``), buffered where refused; and
+large reads of a source file from what the page cache holds of it, the rest around the cache.
 
 A buffered write of new data makes the kernel find, charge and fill fresh page-cache pages: on
 the machines measured here that is ~1.7 ms of system CPU per MiB (~110 ms of a core for a 64 MiB
@@ -12,6 +13,12 @@ logical block size. :class:`Writer` writes aligned runs directly, from the calle
 it is aligned, else through a reusable aligned bounce buffer, and the unaligned tail of the file
 buffered. Where the filesystem refuses direct I/O (tmpfs, some network and FUSE filesystems) it
 writes buffered throughout.
+
+:class:`SourceFile` reads a file being uploaded. What the page cache holds of it (a file just
+written, or read moments ago) is read from there (``mincore`` says which pages it holds); the
+rest, read into the caller's aligned buffer, goes around the cache, as the block writes do. A
+buffered read of 1 GiB the cache lacked cost 0.4-2.8 s of system CPU here, a direct one 0.2 s
+(fresh page-cache pages filled, then copied out): CPU that the hashing of the blocks needs.
 """
 
 from __future__ import annotations
@@ -19,10 +26,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import io
 import mmap
 import os
+import stat
 import threading
-from typing import Final
+from typing import Any, Final
 
 ALIGN: Final = 4096
 """Alignment of direct writes: a multiple of every logical block size in use (512 or 4096)."""
@@ -189,3 +198,142 @@ def _give_back(bounce: mmap.mmap) -> None:
             _spare.append(bounce)
             return
     bounce.close()
+
+
+class SourceFile(io.RawIOBase):
+    """A local file read once from start to end as the source of an upload (see the module's
+    docstring): a raw binary stream whose ``readinto`` of :data:`DIRECT_MIN` bytes or more,
+    into page-aligned memory, reads what the page cache holds of the file from it and the rest
+    directly. Smaller or unaligned reads, and files the kernel cannot read directly or say the
+    cached pages of (tmpfs, some network filesystems), are read buffered, as any file. The
+    bytes are the same either way: a direct read first writes back what is dirty in its range."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.name = path
+        self._fd = -1
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):  # as open() says it
+            os.close(fd)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        self._fd = fd
+        self._pos = 0
+        self._around = bool(_O_DIRECT)
+        if self._around:  # no read-ahead into the cache of what will be read around it
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence == os.SEEK_END:
+            offset += os.fstat(self._fd).st_size
+        elif whence == os.SEEK_CUR:
+            offset += self._pos
+        elif whence != os.SEEK_SET:
+            raise ValueError(f"invalid whence ({whence})")
+        if offset < 0:
+            raise OSError(errno.EINVAL, f"negative seek position {offset}")
+        self._pos = offset
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        with memoryview(buffer) as whole:
+            view = whole.cast("B")
+            n = self._read(view)
+            del view
+        self._pos += n
+        return n
+
+    def _read(self, view: memoryview) -> int:
+        if self._around and len(view) >= DIRECT_MIN and self._pos % ALIGN == 0 and _aligned(view):
+            run = self._run(len(view))
+            if run is not None:
+                held, length = run
+                if held:
+                    return os.preadv(self._fd, [view[:length]], self._pos)
+                direct = self._read_direct(view[: length - length % ALIGN])
+                if direct is not None:
+                    return direct
+        return os.preadv(self._fd, [view], self._pos)
+
+    def _run(self, length: int) -> tuple[bool, int] | None:
+        """Whether the page cache holds the file's page at the position, and the length of the
+        run of pages from there that it holds too (or lacks too), up to ``length`` bytes and the
+        end of the file; None where the kernel cannot say (reads are buffered from then on)."""
+        length = min(length, os.fstat(self._fd).st_size - self._pos)
+        if length <= 0:
+            return None
+        pages = _pages_held(self._fd, self._pos, length)
+        if pages is None:
+            self._buffered()
+            return None
+        held = pages[0] == 1
+        other = pages.find(b"\x00" if held else b"\x01")
+        return held, length if other < 0 else other * mmap.PAGESIZE
+
+    def _read_direct(self, view: memoryview) -> int | None:
+        """Bytes read around the page cache; None where the filesystem refuses (nothing read)."""
+        if not len(view):
+            return None  # less than a page left, at the end of the file
+        if not enable(self._fd):
+            self._buffered()
+            return None
+        try:
+            return os.preadv(self._fd, [view], self._pos)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            self._buffered()  # accepted by fcntl, refused by the read
+            return None
+        finally:
+            _disable(self._fd)
+
+    def _buffered(self) -> None:
+        """Read as any file from now on, read-ahead included."""
+        self._around = False
+        os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+        super().close()
+
+
+_RESIDENT: Final = bytes(i & 1 for i in range(256))
+"""``mincore``'s answer per page to 1 (in the page cache) or 0: its other bits are reserved."""
+_libc: ctypes.CDLL | None = None
+
+
+def _pages_held(fd: int, offset: int, length: int) -> bytes | None:
+    """One byte per page of the file's ``[offset, offset + length)`` (``offset`` page-aligned):
+    1 where the page cache holds it, else 0; asked with ``mincore`` of an untouched mapping,
+    which reads nothing (a read that does not wait, ``RWF_NOWAIT``, would start a read-ahead of
+    what it misses). None where the system cannot say."""
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        private, writable = mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE  # never written
+        mapping = mmap.mmap(fd, length, flags=private, prot=writable, offset=offset)
+    except (OSError, ValueError):
+        return None
+    pages = bytearray(-(-length // mmap.PAGESIZE))
+    try:
+        start = ctypes.c_char.from_buffer(mapping)
+        answers = (ctypes.c_char * len(pages)).from_buffer(pages)
+        failed = _libc.mincore(ctypes.c_void_p(ctypes.addressof(start)), ctypes.c_size_t(length), answers)
+        del start, answers
+    finally:
+        mapping.close()
+    return None if failed else bytes(pages).translate(_RESIDENT)

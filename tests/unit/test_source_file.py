@@ -1,0 +1,156 @@
+"""Sources of uploads read around the page cache (lakectl.core.blocks.directio.SourceFile): the
+bytes read are the file's, whether the page cache holds all of it, part of it, none of it, or
+pages not yet written back; large aligned reads of what the cache lacks leave the cache as it
+was; and a filesystem that cannot read directly gets the same bytes read buffered."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lakectl.core.blocks import directio
+
+MIB = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def small_direct_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads of 1 MiB or more go around the cache, so that small files exercise it."""
+    monkeypatch.setattr(directio, "DIRECT_MIN", MIB)
+
+
+def written(path: Path, data: bytes) -> Path:
+    """``data`` in a new file at ``path``, durable and dropped from the page cache."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    drop(path)
+    return path
+
+
+def drop(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def resident(path: Path) -> int:
+    """Bytes of the file in the page cache, as util-linux's ``fincore`` counts them."""
+    answer = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return int(answer.stdout.split()[0])
+
+
+def can_read_around_the_cache(directory: Path) -> bool:
+    """Whether this filesystem lets a file be read directly (tmpfs does not)."""
+    probe = directory / "probe.bin"
+    probe.write_bytes(b"")
+    fd = os.open(probe, os.O_RDONLY)
+    try:
+        return directio.enable(fd)
+    finally:
+        os.close(fd)
+        probe.unlink()
+
+
+def read_in(source: directio.SourceFile, size: int) -> Iterator[bytes]:
+    """The source's bytes, read into one reused page-aligned buffer of ``size`` bytes."""
+    buffer = mmap.mmap(-1, size)
+    with memoryview(buffer) as view:
+        while n := source.readinto(view):
+            yield bytes(view[:n])
+
+
+def test_a_file_the_cache_lacks_is_read_whole_and_left_out_of_the_cache(tmp_path: Path) -> None:
+    data = os.urandom(6 * MIB + 1234)  # an unaligned tail: read to the end all the same
+    path = written(tmp_path / "big.bin", data)
+    assert resident(path) == 0
+    with directio.SourceFile(str(path)) as source:
+        assert b"".join(read_in(source, 2 * MIB)) == data
+    if can_read_around_the_cache(tmp_path):
+        # Read around the page cache: no cache pages taken, but for the tail's page.
+        assert resident(path) <= directio.ALIGN
+    else:
+        assert resident(path) > 0  # read as any file is
+
+
+def test_what_the_cache_holds_is_read_from_it_and_the_rest_around_it(tmp_path: Path) -> None:
+    data = os.urandom(8 * MIB)
+    path = written(tmp_path / "big.bin", data)
+    fd = os.open(path, os.O_RDONLY)
+    try:  # the middle of the file read moments ago (no read-ahead): in the cache
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        os.preadv(fd, [bytearray(2 * MIB)], 3 * MIB)
+    finally:
+        os.close(fd)
+    assert resident(path) == 2 * MIB
+    with directio.SourceFile(str(path)) as source:
+        assert b"".join(read_in(source, 2 * MIB)) == data
+    if can_read_around_the_cache(tmp_path):
+        assert resident(path) == 2 * MIB  # what it lacked it still lacks
+
+
+def test_bytes_not_yet_written_back_are_read_as_written(tmp_path: Path) -> None:
+    data = bytearray(os.urandom(4 * MIB))
+    path = written(tmp_path / "big.bin", bytes(data))
+    change = os.urandom(100)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, change, MIB + 10)  # dirty in the cache, amid bytes the cache lacks
+    finally:
+        os.close(fd)
+    data[MIB + 10 : MIB + 110] = change
+    with directio.SourceFile(str(path)) as source:
+        assert b"".join(read_in(source, 4 * MIB)) == bytes(data)
+
+
+def test_small_and_unaligned_reads_are_read_buffered(tmp_path: Path) -> None:
+    data = os.urandom(3 * MIB + 5)
+    path = written(tmp_path / "big.bin", data)
+    with directio.SourceFile(str(path)) as source:
+        head = source.read(1000)
+        unaligned = bytearray(2 * MIB)  # not page-aligned memory
+        n = source.readinto(memoryview(unaligned)[1:])
+        rest = source.read()
+    assert head + bytes(unaligned[1 : 1 + n]) + rest == data
+
+
+def test_a_filesystem_that_cannot_read_directly_gets_buffered_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = os.urandom(4 * MIB + 7)
+    path = written(tmp_path / "big.bin", data)
+    monkeypatch.setattr(directio, "enable", lambda fd: False)  # as tmpfs answers
+    with directio.SourceFile(str(path)) as source:
+        assert b"".join(read_in(source, 2 * MIB)) == data
+
+
+def test_seek_and_tell_follow_the_reads(tmp_path: Path) -> None:
+    data = os.urandom(3 * MIB)
+    path = written(tmp_path / "big.bin", data)
+    with directio.SourceFile(str(path)) as source:
+        assert source.seek(MIB) == MIB
+        assert b"".join(read_in(source, MIB)) == data[MIB:]
+        assert source.tell() == len(data)
+        assert source.seek(-10, os.SEEK_END) == len(data) - 10
+        assert source.read() == data[-10:]
+        with pytest.raises(OSError):
+            source.seek(-1)
+
+
+def test_a_directory_or_a_missing_file_is_refused_as_open_refuses_it(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError) as exc:
+        directio.SourceFile(str(tmp_path))
+    assert exc.value.filename == str(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        directio.SourceFile(str(tmp_path / "nothing"))
