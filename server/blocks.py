@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import mmap
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -80,13 +81,15 @@ class BlockBuffers:
     """As keepstore's buffer pool: block bodies are received into at most ``count`` buffers of
     ``MAX_BLOCK`` bytes, reused by every upload. Memory stays bounded whatever the number of
     uploads in flight (the next one waits for a buffer), and a block never pays for fresh pages,
-    which cost more here than the copy into them. Bodies of at most ``POOLED_MIN`` bytes get a
-    buffer of their own."""
+    which cost more here than the copy into them. The buffers are page-aligned (anonymous
+    mappings), so that a local block store writes a block from them around the page cache
+    without copying it first (:mod:`lakectl.core.blocks.directio`). Bodies of at most
+    ``POOLED_MIN`` bytes get a buffer of their own."""
 
     POOLED_MIN = 1024 * 1024
 
     def __init__(self, count: int) -> None:
-        self._free: list[bytearray] = []
+        self._free: list[mmap.mmap] = []
         self._slots = asyncio.Semaphore(count)
 
     @contextlib.asynccontextmanager
@@ -95,7 +98,7 @@ class BlockBuffers:
             yield memoryview(bytearray(size))
             return
         async with self._slots:
-            buffer = self._free.pop() if self._free else bytearray(MAX_BLOCK)
+            buffer = self._free.pop() if self._free else mmap.mmap(-1, MAX_BLOCK)
             try:
                 yield memoryview(buffer)[:size]
             finally:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 
+from lakectl.core.blocks import directio
 from server.blocks import MAX_BLOCK, BlockBuffers
 
 
@@ -45,3 +47,17 @@ def test_small_bodies_take_no_pooled_buffer() -> None:
             assert len(small) == 1000 and len(small.obj) == 1000  # type: ignore[arg-type]
 
     asyncio.run(asyncio.wait_for(scenario(), 5))
+
+
+def test_pooled_buffers_are_page_aligned_for_writes_around_the_page_cache() -> None:
+    """A block received into a pooled buffer is written by a local store directly from it
+    (``O_DIRECT`` wants aligned memory), not copied into an aligned buffer first."""
+
+    async def scenario() -> None:
+        pool = BlockBuffers(2)
+        async with pool.lease(MAX_BLOCK) as whole, pool.lease(BlockBuffers.POOLED_MIN + 4096) as part:
+            for view in (whole, part):
+                address = ctypes.addressof(ctypes.c_char.from_buffer(view))
+                assert address % directio.ALIGN == 0
+
+    asyncio.run(scenario())
