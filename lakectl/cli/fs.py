@@ -8,6 +8,7 @@ import io
 import itertools
 import os
 import stat as stat_
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from lakectl.errors import InvalidArgument, ObjectNotFound
 
 if TYPE_CHECKING:
     from lakectl.client import Backend
+    from lakectl.core.blocks.directio import SourceFile
     from lakectl.core.model import ObjectInfo
 
 app = noun("Upload, download, list, inspect and remove objects.")
@@ -75,25 +77,38 @@ Parallel = Annotated[
 
 
 class _Counted(io.RawIOBase):
-    """A file read through, reporting ``(bytes read so far, size)`` to a progress callback."""
+    """A file read through, reporting ``(bytes read so far, size)`` to a progress callback; its
+    blocks read side by side as the file's own are (``read_at``)."""
 
-    def __init__(self, f: io.RawIOBase, size: int, progress: Callable[[int, int], None]) -> None:
+    def __init__(self, f: SourceFile, size: int, progress: Callable[[int, int], None]) -> None:
         self._f, self._size, self._progress, self._done = f, size, progress, 0
+        self._lock = threading.Lock()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        n = self._f.readinto(buffer) or 0
-        self._done += n
-        self._progress(self._done, self._size)
-        return n
+        return self._count(self._f.readinto(buffer) or 0)
 
     def read(self, size: int = -1) -> bytes:
         data = self._f.read(size) or b""
-        self._done += len(data)
-        self._progress(self._done, self._size)
+        self._count(len(data))
         return data
+
+    def read_at(self, buffer: Any, offset: int) -> int:
+        return self._count(self._f.read_at(buffer, offset))
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._f.seek(offset, whence)
+
+    def _count(self, n: int) -> int:
+        with self._lock:  # reads of several workers at once
+            self._done += n
+            self._progress(self._done, self._size)
+        return n
 
 
 def _as_dir(prefix: str) -> str:

@@ -25,6 +25,7 @@ from lakectl.core.blocks.data import (
     write_bytes,
     write_object,
 )
+from lakectl.core.blocks.directio import SourceFile
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.errors import (
     BlockNotFound,
@@ -494,3 +495,62 @@ def test_write_object_hands_the_block_store_page_aligned_memory(
         written = write_object(adapter, f, block_size=block)
     assert copies == []  # no bounce buffer was needed: no block was copied
     assert b"".join(read_object(adapter, written.locators)) == data
+
+
+@pytest.mark.parametrize("size", [0, 1, KIB - 1, KIB, KIB + 1, 3 * KIB, 7 * KIB + 5])
+def test_a_local_file_read_side_by_side_makes_the_blocks_a_stream_makes(
+    adapter: BlockAdapter, tmp_path: Path, size: int
+) -> None:
+    data = os.urandom(size)
+    path = tmp_path / "source.bin"
+    path.write_bytes(data)
+    with SourceFile(str(path)) as f:
+        f.seek(0)
+        written = write_object(adapter, f, block_size=KIB)  # type: ignore[arg-type]
+        assert f.tell() == size  # read to its end, as a stream is
+    assert written == write_bytes(MemoryAdapter(), data, block_size=KIB)
+    assert read_all(adapter, written) == data
+
+
+class CountingFile(SourceFile):
+    """A local file that counts the block reads under way at once."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+
+    def read_at(self, buffer: Any, offset: int) -> int:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(0.02)  # a device read: the other workers get theirs under way meanwhile
+        try:
+            return super().read_at(buffer, offset)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_blocks_of_a_local_file_are_read_side_by_side_three_at_most(tmp_path: Path) -> None:
+    data = os.urandom(20 * KIB + 3)
+    path = tmp_path / "source.bin"
+    path.write_bytes(data)
+    with CountingFile(str(path)) as f:
+        written = write_object(MemoryAdapter(), f, block_size=KIB)  # type: ignore[arg-type]
+    assert f.most == 3  # reads waited on the device side by side, and memory stayed bounded
+    assert written.checksum == etag(data, KIB)
+
+
+def test_a_failing_read_of_a_local_file_fails_the_write(tmp_path: Path) -> None:
+    path = tmp_path / "source.bin"
+    path.write_bytes(os.urandom(10 * KIB))
+
+    class Failing(SourceFile):
+        def read_at(self, buffer: Any, offset: int) -> int:
+            if offset >= 4 * KIB:
+                raise OSError(5, "Input/output error")
+            return super().read_at(buffer, offset)
+
+    with Failing(str(path)) as f, pytest.raises(OSError, match="Input/output"):
+        write_object(MemoryAdapter(), f, block_size=KIB)  # type: ignore[arg-type]

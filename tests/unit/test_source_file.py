@@ -5,10 +5,12 @@ was; and a filesystem that cannot read directly gets the same bytes read buffere
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -90,14 +92,30 @@ def test_what_the_cache_holds_is_read_from_it_and_the_rest_around_it(tmp_path: P
     fd = os.open(path, os.O_RDONLY)
     try:  # the middle of the file read moments ago (no read-ahead): in the cache
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        os.preadv(fd, [bytearray(2 * MIB)], 3 * MIB)
+        os.preadv(fd, [bytearray(3 * MIB)], 3 * MIB)
     finally:
         os.close(fd)
-    assert resident(path) == 2 * MIB
+    assert resident(path) == 3 * MIB
     with directio.SourceFile(str(path)) as source:
         assert b"".join(read_in(source, 2 * MIB)) == data
     if can_read_around_the_cache(tmp_path):
-        assert resident(path) == 2 * MIB  # what it lacked it still lacks
+        assert resident(path) == 3 * MIB  # what it lacked it still lacks
+
+
+def test_a_head_read_moments_ago_starts_no_read_ahead_of_the_rest(tmp_path: Path) -> None:
+    """A directory's upload reads each file's head first (is it small?): the kernel caches a
+    little more than that head, marked to read ahead further when it is read again. Read
+    around the cache, that head starts no read-ahead: the rest stays out of the cache."""
+    data = os.urandom(24 * MIB)
+    path = written(tmp_path / "big.bin", data)
+    with open(path, "rb", buffering=0) as f:
+        f.read(64 * 1024 + 1)
+    head = resident(path)
+    assert 0 < head < directio._HELD_MIN
+    with directio.SourceFile(str(path)) as source:
+        assert b"".join(read_in(source, 8 * MIB)) == data
+    if can_read_around_the_cache(tmp_path):
+        assert resident(path) <= head
 
 
 def test_bytes_not_yet_written_back_are_read_as_written(tmp_path: Path) -> None:
@@ -130,9 +148,32 @@ def test_a_filesystem_that_cannot_read_directly_gets_buffered_reads(
 ) -> None:
     data = os.urandom(4 * MIB + 7)
     path = written(tmp_path / "big.bin", data)
-    monkeypatch.setattr(directio, "enable", lambda fd: False)  # as tmpfs answers
+    real_open = os.open
+
+    def refusing(name: str, flags: int, *args: int, **kwargs: int) -> int:
+        if flags & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")  # as tmpfs answered before Linux 6.6
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(directio.os, "open", refusing)
     with directio.SourceFile(str(path)) as source:
         assert b"".join(read_in(source, 2 * MIB)) == data
+    assert resident(path) >= len(data)  # read as any file is: all of it went through the cache
+
+
+def test_blocks_read_at_their_offsets_from_several_threads_are_the_files(tmp_path: Path) -> None:
+    data = os.urandom(12 * MIB + 99)
+    path = written(tmp_path / "big.bin", data)
+    with open(path, "rb") as f:  # some of it cached, some not
+        f.seek(5 * MIB)
+        f.read(MIB)
+    size = 2 * MIB
+    buffers = [mmap.mmap(-1, size) for _ in range(7)]
+    with directio.SourceFile(str(path)) as source, ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda k: source.read_at(buffers[k], k * size), range(7)))
+        assert source.tell() == 0
+    assert counts == [size] * 6 + [len(data) - 6 * size]
+    assert b"".join(bytes(b[:n]) for b, n in zip(buffers, counts, strict=True)) == data
 
 
 def test_seek_and_tell_follow_the_reads(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO, Final, Protocol, cast
+from typing import BinaryIO, Final, Protocol, cast, runtime_checkable
 
 from lakectl.core.blocks import BlockAdapter, HasMaps, HasParts
 from lakectl.core.model import BLOCK_SIZE
@@ -97,6 +97,8 @@ def write_object(
     these blocks.
     """
     _check_block_size(block_size)
+    if isinstance(source, ReadsAt) and pool is None:
+        return _write_at(adapter, source, block_size)
     fill = _filler(source)
     buffers = _Buffers(block_size)
     first = buffers.take()
@@ -107,6 +109,73 @@ def write_object(
         return _pipeline(adapter, fill, buffers, pool, first)
     with ThreadPoolExecutor(_IN_FLIGHT, thread_name_prefix="lakectl-blocks") as own:
         return _pipeline(adapter, fill, buffers, own, first)
+
+
+@runtime_checkable
+class ReadsAt(Protocol):
+    """A source whose bytes can be read at any offset, from several threads at once (a local
+    file: :class:`~lakectl.core.blocks.directio.SourceFile`)."""
+
+    def tell(self) -> int: ...
+
+    def seek(self, offset: int, whence: int = 0) -> int: ...
+
+    def read_at(self, buffer: memoryview, offset: int) -> int: ...
+
+
+_READERS: Final = 3
+"""Blocks of a :class:`ReadsAt` source in flight at once, each read, hashed and written by a
+worker of its own: three reads can wait on the device side by side while two blocks hash."""
+
+
+def _write_at(adapter: BlockAdapter, source: ReadsAt, block_size: int) -> WrittenObject:
+    """:func:`write_object` of a source read at offsets: each worker reads its block (at most
+    ``_READERS`` blocks, and buffers, at once), hashes it and stores it, so that reads wait on
+    the device side by side rather than one after another in the caller's thread. The blocks
+    are the ones a stream read in order makes: the object ends at the first short block (a
+    file that grew while it was read is stored as it was then)."""
+    start = source.tell()
+    buffers = _Buffers(block_size)
+    stored: list[_Stored] = []
+    pending: deque[tuple[Future[_Stored | None], memoryview]] = deque()
+    with ThreadPoolExecutor(_READERS, thread_name_prefix="lakectl-blocks") as pool:
+        try:
+            number, end = 0, start
+            while True:
+                while len(pending) < _READERS:
+                    buffer = buffers.take()
+                    at = start + number * block_size
+                    pending.append(
+                        (pool.submit(_read_store, adapter, source, buffer, at, number == 0), buffer)
+                    )
+                    number += 1
+                future, buffer = pending.popleft()
+                block = future.result()
+                buffers.give_back(buffer)
+                if block is not None:
+                    stored.append(block)
+                    end += block.size
+                if block is None or block.size < block_size:
+                    break
+        finally:
+            # The end, or a failure: blocks past the end are read for nothing (and stored only
+            # if the file grew meanwhile); let them finish before the buffers go.
+            for future, _ in pending:
+                future.cancel()
+            for future, _ in pending:
+                if not future.cancelled():
+                    future.exception()
+    source.seek(end)
+    return _written(stored)
+
+
+def _read_store(
+    adapter: BlockAdapter, source: ReadsAt, buffer: memoryview, offset: int, first: bool
+) -> _Stored | None:
+    """The block at ``offset`` read into ``buffer`` and stored; None past the end (an empty
+    first block is the empty object's, stored as such)."""
+    n = source.read_at(buffer, offset)
+    return _store(adapter, buffer[:n]) if n or first else None
 
 
 def parse_segment(token: str) -> tuple[str, int, int, int]:

@@ -200,27 +200,56 @@ def _give_back(bounce: mmap.mmap) -> None:
     bounce.close()
 
 
+_HELD_MIN: Final = 2 << 20
+"""Cached runs shorter than this are read directly too: such a run is most often the head that
+an earlier small read (and its read-ahead) left in the cache, and a buffered read of it would
+start the kernel's read-ahead of what follows (a read-ahead mark in its last pages), window
+after window through the file. Read directly, the cached pages are read again from the device
+(those not yet written back are written first)."""
+
+
 class SourceFile(io.RawIOBase):
-    """A local file read once from start to end as the source of an upload (see the module's
-    docstring): a raw binary stream whose ``readinto`` of :data:`DIRECT_MIN` bytes or more,
-    into page-aligned memory, reads what the page cache holds of the file from it and the rest
-    directly. Smaller or unaligned reads, and files the kernel cannot read directly or say the
-    cached pages of (tmpfs, some network filesystems), are read buffered, as any file. The
-    bytes are the same either way: a direct read first writes back what is dirty in its range."""
+    """A local file read as the source of an upload (see the module's docstring): a raw binary
+    stream whose reads of :data:`DIRECT_MIN` bytes or more, into page-aligned memory, take what
+    the page cache holds of the file from it and the rest directly. Smaller or unaligned reads,
+    and files the kernel cannot read directly or say the cached pages of (tmpfs, some network
+    filesystems), are read buffered, as any file. The bytes are the same either way: a direct
+    read first writes back what is dirty in its range.
+
+    :meth:`read_at` reads at an offset of its own and may be called from several threads at
+    once (an upload reads its blocks side by side): the direct reads go through a second
+    descriptor of the same file, opened ``O_DIRECT``, never switched back and forth."""
 
     def __init__(self, path: str) -> None:
         super().__init__()
         self.name = path
-        self._fd = -1
+        self._fd = self._direct = -1
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        if stat.S_ISDIR(os.fstat(fd).st_mode):  # as open() says it
+        opened = os.fstat(fd)
+        if stat.S_ISDIR(opened.st_mode):  # as open() says it
             os.close(fd)
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         self._fd = fd
         self._pos = 0
-        self._around = bool(_O_DIRECT)
+        self._around = stat.S_ISREG(opened.st_mode) and self._open_direct(path, opened)
         if self._around:  # no read-ahead into the cache of what will be read around it
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+
+    def _open_direct(self, path: str, opened: os.stat_result) -> bool:
+        """Open the second, direct descriptor: False where the filesystem refuses it, or where
+        the name now names another file (replaced since the first open)."""
+        if not _O_DIRECT:
+            return False
+        try:
+            direct = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _O_DIRECT)
+        except OSError:
+            return False
+        now = os.fstat(direct)
+        if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+            os.close(direct)
+            return False
+        self._direct = direct
+        return True
 
     def readable(self) -> bool:
         return True
@@ -249,31 +278,46 @@ class SourceFile(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         with memoryview(buffer) as whole:
             view = whole.cast("B")
-            n = self._read(view)
+            n = self._read(view, self._pos)
             del view
         self._pos += n
         return n
 
-    def _read(self, view: memoryview) -> int:
-        if self._around and len(view) >= DIRECT_MIN and self._pos % ALIGN == 0 and _aligned(view):
-            run = self._run(len(view))
+    def read_at(self, buffer: Any, offset: int) -> int:
+        """Fill ``buffer`` with the file's bytes from ``offset``: all of it, fewer only at the
+        end of the file. The stream's position does not move."""
+        got = 0
+        with memoryview(buffer) as whole:
+            view = whole.cast("B")
+            while got < len(view):
+                n = self._read(view[got:], offset + got)
+                if not n:
+                    break
+                got += n
+            del view
+        return got
+
+    def _read(self, view: memoryview, pos: int) -> int:
+        if self._around and len(view) >= DIRECT_MIN and pos % ALIGN == 0 and _aligned(view):
+            run = self._run(len(view), pos)
             if run is not None:
                 held, length = run
-                if held:
-                    return os.preadv(self._fd, [view[:length]], self._pos)
-                direct = self._read_direct(view[: length - length % ALIGN])
-                if direct is not None:
-                    return direct
-        return os.preadv(self._fd, [view], self._pos)
+                if held and length >= _HELD_MIN:
+                    return os.preadv(self._fd, [view[:length]], pos)
+                if length >= ALIGN:
+                    direct = self._read_direct(view[: length - length % ALIGN], pos)
+                    if direct is not None:
+                        return direct
+        return os.preadv(self._fd, [view], pos)
 
-    def _run(self, length: int) -> tuple[bool, int] | None:
-        """Whether the page cache holds the file's page at the position, and the length of the
-        run of pages from there that it holds too (or lacks too), up to ``length`` bytes and the
-        end of the file; None where the kernel cannot say (reads are buffered from then on)."""
-        length = min(length, os.fstat(self._fd).st_size - self._pos)
+    def _run(self, length: int, pos: int) -> tuple[bool, int] | None:
+        """Whether the page cache holds the file's page at ``pos``, and the length of the run of
+        pages from there that it holds too (or lacks too), up to ``length`` bytes and the end of
+        the file; None where the kernel cannot say (reads are buffered from then on)."""
+        length = min(length, os.fstat(self._fd).st_size - pos)
         if length <= 0:
             return None
-        pages = _pages_held(self._fd, self._pos, length)
+        pages = _pages_held(self._fd, pos, length)
         if pages is None:
             self._buffered()
             return None
@@ -281,22 +325,15 @@ class SourceFile(io.RawIOBase):
         other = pages.find(b"\x00" if held else b"\x01")
         return held, length if other < 0 else other * mmap.PAGESIZE
 
-    def _read_direct(self, view: memoryview) -> int | None:
+    def _read_direct(self, view: memoryview, pos: int) -> int | None:
         """Bytes read around the page cache; None where the filesystem refuses (nothing read)."""
-        if not len(view):
-            return None  # less than a page left, at the end of the file
-        if not enable(self._fd):
-            self._buffered()
-            return None
         try:
-            return os.preadv(self._fd, [view], self._pos)
+            return os.preadv(self._direct, [view], pos)
         except OSError as exc:
             if exc.errno != errno.EINVAL:
                 raise
-            self._buffered()  # accepted by fcntl, refused by the read
+            self._buffered()  # opened direct, refused at the read
             return None
-        finally:
-            _disable(self._fd)
 
     def _buffered(self) -> None:
         """Read as any file from now on, read-ahead included."""
@@ -304,9 +341,10 @@ class SourceFile(io.RawIOBase):
         os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
 
     def close(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
+        fd, direct, self._fd, self._direct = self._fd, self._direct, -1, -1
+        for each in (fd, direct):
+            if each >= 0:
+                os.close(each)
         super().close()
 
 
