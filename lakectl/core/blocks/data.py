@@ -133,21 +133,25 @@ def _write_at(adapter: BlockAdapter, source: ReadsAt, block_size: int) -> Writte
     ``_READERS`` blocks, and buffers, at once), hashes it and stores it, so that reads wait on
     the device side by side rather than one after another in the caller's thread. The blocks
     are the ones a stream read in order makes: the object ends at the first short block (a
-    file that grew while it was read is stored as it was then)."""
+    file that grew while it was read is stored as it was then). A source of one block is read
+    and stored by the caller's thread alone, as :func:`write_object` stores any."""
     start = source.tell()
     buffers = _Buffers(block_size)
+    first = buffers.take()
+    n = source.read_at(first, start)
+    if n < block_size:
+        source.seek(start + n)
+        return _written([_store(adapter, first[:n])])
     stored: list[_Stored] = []
-    pending: deque[tuple[Future[_Stored | None], memoryview]] = deque()
     with ThreadPoolExecutor(_READERS, thread_name_prefix="lakectl-blocks") as pool:
+        pending: deque[tuple[Future[_Stored | None], memoryview]] = deque()
+        pending.append((pool.submit(_store, adapter, first), first))
         try:
-            number, end = 0, start
+            number, end = 1, start
             while True:
                 while len(pending) < _READERS:
-                    buffer = buffers.take()
-                    at = start + number * block_size
-                    pending.append(
-                        (pool.submit(_read_store, adapter, source, buffer, at, number == 0), buffer)
-                    )
+                    buffer, at = buffers.take(), start + number * block_size
+                    pending.append((pool.submit(_read_store, adapter, source, buffer, at), buffer))
                     number += 1
                 future, buffer = pending.popleft()
                 block = future.result()
@@ -169,13 +173,10 @@ def _write_at(adapter: BlockAdapter, source: ReadsAt, block_size: int) -> Writte
     return _written(stored)
 
 
-def _read_store(
-    adapter: BlockAdapter, source: ReadsAt, buffer: memoryview, offset: int, first: bool
-) -> _Stored | None:
-    """The block at ``offset`` read into ``buffer`` and stored; None past the end (an empty
-    first block is the empty object's, stored as such)."""
+def _read_store(adapter: BlockAdapter, source: ReadsAt, buffer: memoryview, offset: int) -> _Stored | None:
+    """The block at ``offset`` read into ``buffer`` and stored; None past the end."""
     n = source.read_at(buffer, offset)
-    return _store(adapter, buffer[:n]) if n or first else None
+    return _store(adapter, buffer[:n]) if n else None
 
 
 def parse_segment(token: str) -> tuple[str, int, int, int]:
