@@ -7,46 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
 
 from lakectl.core.blocks import directio
 from tests.cli.both_json import Cli, cli, live
+from tests.pagecache import cold, direct_reads_allowed, resident
 
 __all__ = ["cli", "live"]
 
 MIB = 1 << 20
-
-
-def resident(path: Path) -> int:
-    """Bytes of the file in the page cache, as util-linux's ``fincore`` counts them."""
-    answer = subprocess.run(
-        ["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return int(answer.stdout.split()[0])
-
-
-def cold(path: Path, data: bytes) -> Path:
-    """``data`` written to ``path``, made durable and dropped from the page cache."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-    assert resident(path) == 0
-    return path
-
-
-def direct_reads_allowed(directory: Path) -> bool:
-    probe = directory / "probe"
-    probe.write_bytes(b"")
-    fd = os.open(probe, os.O_RDONLY)
-    try:
-        return directio.enable(fd)
-    finally:
-        os.close(fd)
 
 
 def test_a_large_file_the_cache_lacks_is_uploaded_around_it(cli: Cli, tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from lakectl.core.blocks import directio
+from tests.pagecache import cold, direct_reads_allowed, resident
 
 MIB = 1 << 20
 
@@ -24,45 +24,6 @@ MIB = 1 << 20
 def small_direct_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reads of 1 MiB or more go around the cache, so that small files exercise it."""
     monkeypatch.setattr(directio, "DIRECT_MIN", MIB)
-
-
-def written(path: Path, data: bytes) -> Path:
-    """``data`` in a new file at ``path``, durable and dropped from the page cache."""
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    drop(path)
-    return path
-
-
-def drop(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
-def resident(path: Path) -> int:
-    """Bytes of the file in the page cache, as util-linux's ``fincore`` counts them."""
-    answer = subprocess.run(
-        ["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return int(answer.stdout.split()[0])
-
-
-def can_read_around_the_cache(directory: Path) -> bool:
-    """Whether this filesystem lets a file be read directly (tmpfs does not)."""
-    probe = directory / "probe.bin"
-    probe.write_bytes(b"")
-    fd = os.open(probe, os.O_RDONLY)
-    try:
-        return directio.enable(fd)
-    finally:
-        os.close(fd)
-        probe.unlink()
 
 
 def read_in(source: directio.SourceFile, size: int) -> Iterator[bytes]:
@@ -75,11 +36,11 @@ def read_in(source: directio.SourceFile, size: int) -> Iterator[bytes]:
 
 def test_a_file_the_cache_lacks_is_read_whole_and_left_out_of_the_cache(tmp_path: Path) -> None:
     data = os.urandom(6 * MIB + 1234)  # an unaligned tail: read to the end all the same
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     assert resident(path) == 0
     with directio.SourceFile(str(path)) as source:
         assert b"".join(read_in(source, 2 * MIB)) == data
-    if can_read_around_the_cache(tmp_path):
+    if direct_reads_allowed(tmp_path):
         # Read around the page cache: no cache pages taken, but for the tail's page.
         assert resident(path) <= directio.ALIGN
     else:
@@ -88,7 +49,7 @@ def test_a_file_the_cache_lacks_is_read_whole_and_left_out_of_the_cache(tmp_path
 
 def test_what_the_cache_holds_is_read_from_it_and_the_rest_around_it(tmp_path: Path) -> None:
     data = os.urandom(8 * MIB)
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     fd = os.open(path, os.O_RDONLY)
     try:  # the middle of the file read moments ago (no read-ahead): in the cache
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
@@ -98,7 +59,7 @@ def test_what_the_cache_holds_is_read_from_it_and_the_rest_around_it(tmp_path: P
     assert resident(path) == 3 * MIB
     with directio.SourceFile(str(path)) as source:
         assert b"".join(read_in(source, 2 * MIB)) == data
-    if can_read_around_the_cache(tmp_path):
+    if direct_reads_allowed(tmp_path):
         assert resident(path) == 3 * MIB  # what it lacked it still lacks
 
 
@@ -107,20 +68,20 @@ def test_a_head_read_moments_ago_starts_no_read_ahead_of_the_rest(tmp_path: Path
     little more than that head, marked to read ahead further when it is read again. Read
     around the cache, that head starts no read-ahead: the rest stays out of the cache."""
     data = os.urandom(24 * MIB)
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     with open(path, "rb", buffering=0) as f:
         f.read(64 * 1024 + 1)
     head = resident(path)
     assert 0 < head < directio._HELD_MIN
     with directio.SourceFile(str(path)) as source:
         assert b"".join(read_in(source, 8 * MIB)) == data
-    if can_read_around_the_cache(tmp_path):
+    if direct_reads_allowed(tmp_path):
         assert resident(path) <= head
 
 
 def test_bytes_not_yet_written_back_are_read_as_written(tmp_path: Path) -> None:
     data = bytearray(os.urandom(4 * MIB))
-    path = written(tmp_path / "big.bin", bytes(data))
+    path = cold(tmp_path / "big.bin", bytes(data))
     change = os.urandom(100)
     fd = os.open(path, os.O_WRONLY)
     try:
@@ -134,7 +95,7 @@ def test_bytes_not_yet_written_back_are_read_as_written(tmp_path: Path) -> None:
 
 def test_small_and_unaligned_reads_are_read_buffered(tmp_path: Path) -> None:
     data = os.urandom(3 * MIB + 5)
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     with directio.SourceFile(str(path)) as source:
         head = source.read(1000)
         unaligned = bytearray(2 * MIB)  # not page-aligned memory
@@ -147,7 +108,7 @@ def test_a_filesystem_that_cannot_read_directly_gets_buffered_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = os.urandom(4 * MIB + 7)
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     real_open = os.open
 
     def refusing(name: str, flags: int, *args: int, **kwargs: int) -> int:
@@ -163,7 +124,7 @@ def test_a_filesystem_that_cannot_read_directly_gets_buffered_reads(
 
 def test_blocks_read_at_their_offsets_from_several_threads_are_the_files(tmp_path: Path) -> None:
     data = os.urandom(12 * MIB + 99)
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     with open(path, "rb") as f:  # some of it cached, some not
         f.seek(5 * MIB)
         f.read(MIB)
@@ -178,7 +139,7 @@ def test_blocks_read_at_their_offsets_from_several_threads_are_the_files(tmp_pat
 
 def test_seek_and_tell_follow_the_reads(tmp_path: Path) -> None:
     data = os.urandom(3 * MIB)
-    path = written(tmp_path / "big.bin", data)
+    path = cold(tmp_path / "big.bin", data)
     with directio.SourceFile(str(path)) as source:
         assert source.seek(MIB) == MIB
         assert b"".join(read_in(source, MIB)) == data[MIB:]

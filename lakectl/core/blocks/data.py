@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO, Final, Protocol, cast, runtime_checkable
+from typing import Any, BinaryIO, Final, Protocol, cast, runtime_checkable
 
 from lakectl.core.blocks import BlockAdapter, HasMaps, HasParts
 from lakectl.core.model import BLOCK_SIZE
@@ -163,12 +163,8 @@ def _write_at(adapter: BlockAdapter, source: ReadsAt, block_size: int) -> Writte
                     break
         finally:
             # The end, or a failure: blocks past the end are read for nothing (and stored only
-            # if the file grew meanwhile); let them finish before the buffers go.
-            for future, _ in pending:
-                future.cancel()
-            for future, _ in pending:
-                if not future.cancelled():
-                    future.exception()
+            # if the file grew meanwhile).
+            _settle(pending)
     source.seek(end)
     return _written(stored)
 
@@ -526,14 +522,19 @@ def _pipeline(
         while pending:
             stored.append(pending.popleft()[0].result())
     finally:
-        # On failure, let the workers finish (or skip) before returning: nothing keeps
-        # writing into the adapter (or reading a buffer) behind the caller's back.
-        for future, _ in pending:
-            future.cancel()
-        for future, _ in pending:
-            if not future.cancelled():
-                future.exception()
+        _settle(pending)
     return _written(stored)
+
+
+def _settle(pending: Iterable[tuple[Future[Any], memoryview]]) -> None:
+    """Workers' puts not yet started are dropped, those running are waited for (a failure, or
+    blocks past the end): nothing keeps writing into the adapter, or reading a buffer, behind
+    the caller's back once it returns."""
+    for future, _ in pending:
+        future.cancel()
+    for future, _ in pending:
+        if not future.cancelled():
+            future.exception()
 
 
 class _Buffers:
