@@ -2,8 +2,8 @@
 
 typer (0.29) coerces every value that is not a flag through a pydantic ``TypeAdapter`` built
 on first use; importing pydantic and building the adapters costs over 100 ms per run, about
-half of the start-up budget of ``lakectl log``. lakectl's parameters are only ``str``,
-``int`` (with a minimum), ``bool`` and lists of ``str``, so :func:`install` gives each such
+half of the start-up budget of ``lakectl log``. lakectl's parameters are ``str``, ``int``
+(with bounds), ``bool`` and lists of ``str``, but for one ``float``; :func:`install` gives each such
 parameter a plain coercer before it is used. Any other parameter, or a typer without this
 hook, keeps typer's own coercion: the effect is speed, never behaviour (the CLI tests run both).
 """
@@ -23,9 +23,10 @@ _FALSE = {"0", "false", "f", "no", "n", "off"}
 class _Plain:
     """A typer ``RuntimeParam`` look-alike: ``coerce(value, param, ctx)``."""
 
-    def __init__(self, kind: type, minimum: int | None) -> None:
+    def __init__(self, kind: type, minimum: int | None, maximum: int | None) -> None:
         self.kind = kind
         self.minimum = minimum
+        self.maximum = maximum
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         many = param.multiple or param.nargs == -1
@@ -59,6 +60,8 @@ class _Plain:
             raise BadParameter(
                 f"Input should be greater than or equal to {self.minimum}", ctx=ctx, param=param
             )
+        if self.maximum is not None and number > self.maximum:
+            raise BadParameter(f"Input should be less than or equal to {self.maximum}", ctx=ctx, param=param)
         return number
 
 
@@ -76,12 +79,12 @@ def _plain_for(param: Any) -> _Plain | None:
         return None
     if annotation not in (str, int, bool):
         return None
-    if getattr(info, "max", None) is not None or getattr(info, "clamp", False):
+    if getattr(info, "clamp", False):
         return None
-    minimum = getattr(info, "min", None)
-    if minimum is not None and annotation is not int:
+    minimum, maximum = getattr(info, "min", None), getattr(info, "max", None)
+    if (minimum is not None or maximum is not None) and annotation is not int:
         return None
-    return _Plain(annotation, minimum)
+    return _Plain(annotation, minimum, maximum)
 
 
 def install(command: Any, help_names: list[str]) -> None:
