@@ -148,7 +148,7 @@ def stage_updates(
     """Stage rows on the branch as one announced change (one journal entry for a whole batch);
     ``expect``: what the writer read of the one row's path, which the write must still find
     (:meth:`~lakectl.core.graph.staging.Staging.write_values`; an append's)."""
-    rows = [[path, list(row) if row is not None else None] for path, row in updates]
+    rows = [[path, row] for path, row in updates]  # a row's tuple is a JSON array, as a list is
     carried: list[Carry] = []
     event = Event(verb, rid, bid, payload={"rows": rows}, notes={CARRIED: carried})
 

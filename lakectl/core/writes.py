@@ -30,7 +30,7 @@ from lakectl.core.listing import list_objects
 from lakectl.core.model import BranchId, Entry, ObjectInfo, PathType, RepositoryId, Row
 from lakectl.core.porcelain import lookup, stage_updates
 from lakectl.core.protection import Move
-from lakectl.core.uri import check_new_path, check_path
+from lakectl.core.uri import check_new_path, check_new_paths, check_path
 from lakectl.errors import BlockNotFound, InvalidArgument, ObjectNotFound, PredicateFailed
 
 
@@ -206,8 +206,7 @@ def upload_files(
     rid, bid = write_target(lake, repo, branch, Move.STAGE)
     one_type = None if content_type is None else check_content_type(content_type)
     ordered = sorted(files)
-    for path, _ in ordered:
-        check_new_path(path)
+    check_new_paths([path for path, _ in ordered])
     written: dict[str, WrittenObject] = {}
     blocks = lake.blocks if new_blocks is None else Telling(lake.blocks, new_blocks)
     with ThreadPoolExecutor(1, thread_name_prefix="lakectl-packs") as pool:
