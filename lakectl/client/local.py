@@ -107,14 +107,16 @@ class LocalBackend:
 
     # -- branches and tags -----------------------------------------------------------------
 
-    def create_branch(self, repo: str, name: str, source: str) -> Branch:
-        return p.create_branch(self.lake, repo, name, source)
+    def create_branch(self, repo: str, name: str, source: str, hidden: bool = False) -> Branch:
+        return p.create_branch(self.lake, repo, name, source, hidden)
 
     def get_branch(self, repo: str, name: str) -> Branch:
         return p.get_branch(self.lake, repo, name)
 
-    def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
-        return p.list_branches(self.lake, repo, after, amount)
+    def list_branches(
+        self, repo: str, after: str = "", amount: int | None = None, show_hidden: bool = False
+    ) -> list[Branch]:
+        return p.list_branches(self.lake, repo, after, amount, show_hidden)
 
     def delete_branch(self, repo: str, name: str) -> None:
         p.delete_branch(self.lake, repo, name)
@@ -136,8 +138,10 @@ class LocalBackend:
     def stat(self, repo: str, ref: str, path: str) -> ObjectInfo:
         return p.stat(self.lake, repo, ref, path)
 
-    def read(self, repo: str, ref: str, path: str, mapped: bool = False) -> Iterator[bytes]:
-        return p.read(self.lake, repo, ref, path, mapped=mapped)
+    def read(
+        self, repo: str, ref: str, path: str, mapped: bool = False, offset: int = 0, length: int | None = None
+    ) -> Iterator[bytes]:
+        return p.read(self.lake, repo, ref, path, offset, length, mapped=mapped)
 
     def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:
         from lakectl.core import appended

@@ -97,14 +97,18 @@ class Backend(Protocol):
 
     # -- branches and tags -----------------------------------------------------------------
 
-    def create_branch(self, repo: str, name: str, source: str) -> Branch:
-        """A new branch at the commit ``source`` (any ref) resolves to."""
+    def create_branch(self, repo: str, name: str, source: str, hidden: bool = False) -> Branch:
+        """A new branch at the commit ``source`` (any ref) resolves to; ``hidden``: listed only
+        when a list asks for hidden branches (lakeFS's)."""
         ...
 
     def get_branch(self, repo: str, name: str) -> Branch: ...
 
-    def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
-        """Branches by name, those named after ``after``; at most ``amount`` (None: all)."""
+    def list_branches(
+        self, repo: str, after: str = "", amount: int | None = None, show_hidden: bool = False
+    ) -> list[Branch]:
+        """Branches by name, those named after ``after``; at most ``amount`` (None: all); hidden
+        ones only with ``show_hidden``."""
         ...
 
     def delete_branch(self, repo: str, name: str) -> None:
@@ -127,10 +131,14 @@ class Backend(Protocol):
 
     def stat(self, repo: str, ref: str, path: str) -> ObjectInfo: ...
 
-    def read(self, repo: str, ref: str, path: str, mapped: bool = False) -> Iterator[bytes]:
-        """The object's bytes, chunk by chunk (verified against their locators). ``mapped``:
-        the caller writes each chunk out before it takes the next (a download), so an embedded
-        lake may hand out its block files' checked mappings (bytes-like) instead of copies."""
+    def read(
+        self, repo: str, ref: str, path: str, mapped: bool = False, offset: int = 0, length: int | None = None
+    ) -> Iterator[bytes]:
+        """The object's bytes, chunk by chunk (verified against their locators); from
+        ``offset``, and at most ``length`` of them when given (only the blocks that hold them
+        are read; a range past the end is cut at the end). ``mapped``: the caller writes each
+        chunk out before it takes the next (a download), so an embedded lake may hand out its
+        block files' checked mappings (bytes-like) instead of copies."""
         ...
 
     def read_since(self, repo: str, since: str, ref: str, path: str) -> Iterator[bytes]:

@@ -226,19 +226,20 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
 
     # -- branches and tags -----------------------------------------------------------------
 
-    def create_branch(self, repo: str, name: str, source: str) -> Branch:
-        self._call(
-            "POST", f"{self._repo(repo)}/branches", json={"name": name, "source": source}, idempotent=False
-        )
+    def create_branch(self, repo: str, name: str, source: str, hidden: bool = False) -> Branch:
+        body = {"name": name, "source": source, **({"hidden": True} if hidden else {})}
+        self._call("POST", f"{self._repo(repo)}/branches", json=body, idempotent=False)
         return self.get_branch(repo, name)
 
     def get_branch(self, repo: str, name: str) -> Branch:
         return wire.branch(self._json("GET", f"{self._repo(repo)}/branches/{_q(name)}"))
 
-    def list_branches(self, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
-        return [
-            wire.branch(r) for r in self._pages(f"{self._repo(repo)}/branches", after=after, amount=amount)
-        ]
+    def list_branches(
+        self, repo: str, after: str = "", amount: int | None = None, show_hidden: bool = False
+    ) -> list[Branch]:
+        params = {"show_hidden": True} if show_hidden else None
+        url = f"{self._repo(repo)}/branches"
+        return [wire.branch(r) for r in self._pages(url, params, after=after, amount=amount)]
 
     def delete_branch(self, repo: str, name: str) -> None:
         self._call("DELETE", f"{self._repo(repo)}/branches/{_q(name)}")
@@ -262,9 +263,16 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/stat", params={"path": path})
         return wire.object_info(body)
 
-    def read(self, repo: str, ref: str, path: str, mapped: bool = False) -> Iterator[bytes]:
+    def read(
+        self, repo: str, ref: str, path: str, mapped: bool = False, offset: int = 0, length: int | None = None
+    ) -> Iterator[bytes]:
         """Blocks fetched in parallel by signed locator (a few in flight), yielded in order
-        (``bytes`` whether ``mapped`` or not: they arrive by the network)."""
+        (``bytes`` whether ``mapped`` or not: they arrive by the network); a range streamed
+        through the server (``Range: bytes=a-b``), which reads only its blocks."""
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidArgument(f"bad range offset={offset} length={length}")
+        if offset or length is not None:
+            return self._read_range(repo, ref, path, offset, length)
         body = self._json("GET", f"{self._repo(repo)}/refs/{_q(ref)}/objects/signed", params={"path": path})
         if body.get("external"):  # an imported object: no blocks, the server reads its source
             return self._stream_object(repo, ref, path)
@@ -275,15 +283,27 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         """Streamed through the server, which reads only the blocks of the appended bytes."""
         return self._stream_object(repo, ref, path, since)
 
-    def _stream_object(self, repo: str, ref: str, path: str, since: str = "") -> Iterator[bytes]:
+    def _read_range(self, repo: str, ref: str, path: str, offset: int, length: int | None) -> Iterator[bytes]:
+        """``[offset, offset + length)`` of the object, cut at its end (nothing when it starts
+        there or past it, or is empty)."""
+        size = self.stat(repo, ref, path).entry.size  # type: ignore[union-attr]
+        end = size if length is None else min(size, offset + length)
+        if offset >= end:
+            return iter(())
+        return self._stream_object(repo, ref, path, byte_range=(offset, end - 1))
+
+    def _stream_object(
+        self, repo: str, ref: str, path: str, since: str = "", byte_range: tuple[int, int] | None = None
+    ) -> Iterator[bytes]:
         """The object's bytes streamed through the server (lakeFS's ``GET .../objects``; with
         ``since``, lakectl's extension: those appended after it); an error before the first byte
         (a changed source, a ``since`` that is no ancestor) is the server's error."""
         url = f"{self._repo(repo)}/refs/{_q(ref)}/objects"
         timeout = httpx.Timeout(None, connect=10.0)
         params = {"path": path, **({"since": since} if since else {})}
+        headers = {"Range": f"bytes={byte_range[0]}-{byte_range[1]}"} if byte_range else None
         try:
-            stream = self._http.stream("GET", url, params=params, timeout=timeout)
+            stream = self._http.stream("GET", url, params=params, timeout=timeout, headers=headers)
             response = stream.__enter__()
         except httpx.TransportError as e:
             raise StorageError(f"request to {self.endpoint} failed: {e}") from e

@@ -232,17 +232,20 @@ class Branch:
     commit_id: CommitId
     staging_token: StagingToken
     sealed_tokens: tuple[StagingToken, ...] = ()
+    hidden: bool = False
+    """Kept out of branch lists unless they ask for hidden ones (lakeFS's hidden branches, such
+    as its Python wrapper's transaction branches); otherwise an ordinary branch."""
 
     def encode(self) -> bytes:
-        return json.dumps(
-            {
-                "name": self.name,
-                "commit_id": self.commit_id,
-                "staging_token": self.staging_token,
-                "sealed_tokens": list(self.sealed_tokens),
-            },
-            separators=(",", ":"),
-        ).encode()
+        record: dict[str, Any] = {
+            "name": self.name,
+            "commit_id": self.commit_id,
+            "staging_token": self.staging_token,
+            "sealed_tokens": list(self.sealed_tokens),
+        }
+        if self.hidden:  # only then: every other record keeps its bytes
+            record["hidden"] = True
+        return json.dumps(record, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(raw: bytes) -> Branch:
@@ -252,6 +255,7 @@ class Branch:
             commit_id=CommitId(d["commit_id"]),
             staging_token=StagingToken(d["staging_token"]),
             sealed_tokens=tuple(StagingToken(t) for t in d["sealed_tokens"]),
+            hidden=bool(d.get("hidden", False)),
         )
 
     @property

@@ -193,7 +193,9 @@ def delete_repo(lake: Lake, name: str) -> None:
 # -- branches and tags ----------------------------------------------------------------------
 
 
-def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
+def create_branch(lake: Lake, repo: str, name: str, source: str, hidden: bool = False) -> Branch:
+    """A new branch at the commit ``source`` resolves to; ``hidden``: kept out of branch lists
+    that do not ask for hidden ones."""
     r = get_repo(lake, repo)
     bid = check_branch_name(name)
     commit = lake.refs.resolve(r.name, source).commit
@@ -205,7 +207,7 @@ def create_branch(lake: Lake, repo: str, name: str, source: str) -> Branch:
     if _branch_exists(lake, r.name, bid):
         # Refused before its intent is logged (the compare-and-swap below still decides a race).
         raise AlreadyExists(f"branch {bid!r} already exists")
-    branch = Branch(bid, commit.id, new_staging_token())
+    branch = Branch(bid, commit.id, new_staging_token(), hidden=hidden)
     # The intent names the record it is about to create: a rebuild that finds the intent logged
     # but no outcome (its writer died) and later changes on the branch creates it from there.
     made = replayorder.moved(branch)
@@ -237,11 +239,14 @@ def get_branch(lake: Lake, repo: str, name: str) -> Branch:
     return lake.refs.get_branch(r.name, check_branch_name(name))
 
 
-def list_branches(lake: Lake, repo: str, after: str = "", amount: int | None = None) -> list[Branch]:
-    """Branches by name after ``after``; at most ``amount`` (None: all)."""
+def list_branches(
+    lake: Lake, repo: str, after: str = "", amount: int | None = None, show_hidden: bool = False
+) -> list[Branch]:
+    """Branches by name after ``after``; at most ``amount`` (None: all); hidden ones only with
+    ``show_hidden``."""
     check_after(after)
     found = lake.refs.list_branches(get_repo(lake, repo).name)
-    return list(islice((b for b in found if b.name > after), amount))
+    return list(islice((b for b in found if b.name > after and (show_hidden or not b.hidden)), amount))
 
 
 def delete_branch(lake: Lake, repo: str, name: str) -> None:

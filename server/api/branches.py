@@ -29,7 +29,9 @@ async def list_branches(
     amount: Amount = None,
     show_hidden: bool = Query(False),
 ) -> dict[str, Any]:
-    branches = by_name(p.list_branches(lake, repository), lambda b: b.name, prefix, after)
+    branches = by_name(
+        p.list_branches(lake, repository, show_hidden=show_hidden), lambda b: b.name, prefix, after
+    )
     return page(branches, amount, lambda b: b.name, shapes.ref)
 
 
@@ -40,9 +42,7 @@ async def list_branches(
 )
 def create_branch(repository: str, body: BranchCreation, lake: LakeDep) -> Response:
     """lakeFS answers with the new branch's commit id as text."""
-    if body.hidden:
-        raise unsupported("hidden branches")
-    branch = p.create_branch(lake, repository, body.name, body.source)
+    branch = p.create_branch(lake, repository, body.name, body.source, body.hidden)
     return Response(branch.commit_id, status_code=201, media_type="text/html")
 
 

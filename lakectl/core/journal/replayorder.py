@@ -46,6 +46,7 @@ def moved(branch: Branch | None, dropped: Iterable[StagingToken] = ()) -> dict[s
             "commit_id": branch.commit_id,
             "staging_token": branch.staging_token,
             "sealed_tokens": list(branch.sealed_tokens),
+            **({"hidden": True} if branch.hidden else {}),
         }
     return out
 
@@ -60,6 +61,7 @@ def record_of(name: str, payload: Mapping[str, Any]) -> Branch | None:
         CommitId(found["commit_id"]),
         StagingToken(found["staging_token"]),
         tuple(StagingToken(t) for t in found["sealed_tokens"]),
+        hidden=bool(found.get("hidden", False)),
     )
 
 
