@@ -20,6 +20,7 @@ from lakectl.api.exceptions import (
     ObjectNotFoundException,
     UnsupportedOperationException,
 )
+from tests.api.spy import Recording
 from tests.server.conftest import unique
 
 
@@ -100,22 +101,6 @@ def test_modes_and_errors_are_lakefs_s(client: lakectl.Client) -> None:
     with pytest.raises(ConflictException):
         repo.branch("dev").create("main").create("main")
     assert repo.branch("dev").create("main", exist_ok=True).id == "dev"
-
-
-class Recording:
-    """A backend that counts the bytes its reads hand out, and passes everything on."""
-
-    def __init__(self, backend: object) -> None:
-        self._backend = backend
-        self.handed = 0
-
-    def read(self, *args: object, **kwargs: object) -> object:
-        for chunk in self._backend.read(*args, **kwargs):  # type: ignore[attr-defined]
-            self.handed += len(chunk)
-            yield chunk
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._backend, name)
 
 
 def test_a_reader_fetches_from_where_it_seeks_not_the_whole_object(client: lakectl.Client) -> None:
