@@ -7,8 +7,8 @@ Raw orders live on ``main`` under ``raw/orders/day=<n>/``. The step builds ``mar
 (one row per day) on a branch of its own. If the output passes validation (row count, schema,
 no negative revenue), the branch is committed and merged into ``main``; if not, the branch is
 deleted and ``main`` never saw a byte of it. Works on the embedded lake ($LAKECTL_HOME) or a
-lakectl server (``server.endpoint_url`` configured), like the CLI. Needs PySpark
-(``pip install -e '.[spark]'``).
+lakectl server (``server.endpoint_url`` configured), like the CLI, through lakectl's public
+Python API (docs/python.md). Needs PySpark (``pip install -e '.[spark]'``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import lakectl
 import lakectl.spark
-from lakectl.client import Backend, get_backend
-from lakectl.errors import LakectlError, NotFound
+from lakectl.exceptions import NotFoundException
 
 REPO = "analytics"
 DAYS = 7
@@ -36,13 +36,15 @@ class ValidationFailed(Exception):
     pass
 
 
-def seed(backend: Backend, repo: str = REPO) -> None:
+def seed(client: lakectl.Client, repo: str = REPO) -> None:
     """The raw data on main, once: a week of orders, one Parquet file a day."""
+    repository = lakectl.Repository(repo, client=client)
     try:
-        backend.get_repo(repo)
+        repository.properties  # noqa: B018 - there already
         return
-    except NotFound:
-        backend.create_repo(repo)
+    except NotFoundException:
+        repository.create(default_branch="main")
+    main = repository.branch("main")
     for day in range(1, DAYS + 1):
         table = pa.table(
             {
@@ -52,8 +54,8 @@ def seed(backend: Backend, repo: str = REPO) -> None:
         )
         out = io.BytesIO()
         pq.write_table(table, out)
-        backend.upload(repo, "main", f"raw/orders/day={day}/part-0.parquet", out.getvalue())
-    backend.commit(repo, "main", "raw orders: one week")
+        main.object(f"raw/orders/day={day}/part-0.parquet").upload(out.getvalue())
+    main.commit("raw orders: one week")
 
 
 def transform(spark: Any, repo: str, branch: str, break_it: bool = False) -> None:
@@ -81,26 +83,27 @@ def validate(spark: Any, repo: str, branch: str) -> int:
     return rows
 
 
-def run(spark: Any, backend: Backend, repo: str = REPO, break_it: bool = False) -> bool:
+def run(spark: Any, client: lakectl.Client, repo: str = REPO, break_it: bool = False) -> bool:
     """One pipeline step; True when it was merged into main."""
-    seed(backend, repo)
-    branch = f"etl-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 1000:03d}"
-    backend.create_branch(repo, branch, "main")
-    print(f"branch {branch} created from main")
-    transform(spark, repo, branch, break_it)
+    seed(client, repo)
+    repository = lakectl.Repository(repo, client=client)
+    name = f"etl-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 1000:03d}"
+    branch = repository.branch(name).create(source_reference="main")
+    print(f"branch {name} created from main")
+    transform(spark, repo, name, break_it)
     try:
-        rows = validate(spark, repo, branch)
+        rows = validate(spark, repo, name)
     except ValidationFailed as e:
-        backend.delete_branch(repo, branch)
-        print(f"validation failed: {e}; branch {branch} deleted, main untouched")
+        branch.delete()
+        print(f"validation failed: {e}; branch {name} deleted, main untouched")
         return False
-    commit = backend.commit(repo, branch, "daily revenue mart", {"rows": str(rows)})
-    print(f"validated {rows} rows; committed {commit.id[:12]} on {branch}")
-    for change in backend.diff_refs(repo, "main", branch):
-        print(f"  {change.type.value:8} {change.path}")
-    merged = backend.merge(repo, branch, "main", message=f"Merge {branch}: daily revenue mart")
-    backend.delete_branch(repo, branch)
-    print(f"merged into main as {merged.commit.id[:12]}")
+    commit = branch.commit("daily revenue mart", metadata={"rows": str(rows)}).get_commit()
+    print(f"validated {rows} rows; committed {commit.id[:12]} on {name}")
+    for change in repository.branch("main").diff(branch):
+        print(f"  {change.type:8} {change.path}")
+    merged = branch.merge_into("main", message=f"Merge {name}: daily revenue mart")
+    branch.delete()
+    print(f"merged into main as {merged[:12]}")
     return True
 
 
@@ -113,15 +116,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         spark = session(args.master, "lakectl-pipeline")
-    except LakectlError as e:  # no pyspark, or no Java: one line, not a traceback
+    except Exception as e:  # no pyspark, or no Java: one line, not a traceback
         print(f"error: {e}", file=sys.stderr)
-        return e.exit_code
+        return int(getattr(e, "exit_code", 1))
     lakectl.spark.register(spark)
-    backend = get_backend()
+    client = lakectl.Client()
     try:
-        return 0 if run(spark, backend, break_it=args.break_it) else 1
+        return 0 if run(spark, client, break_it=args.break_it) else 1
     finally:
-        backend.close()
+        client.close()
         spark.stop()
 
 

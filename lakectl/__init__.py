@@ -6,8 +6,8 @@ Its modules import nothing of the lake until a call needs it, so that the CLI, t
 Spark executors, which import this package too, pay a few milliseconds for them.
 """
 
+from lakectl import exceptions
 from lakectl._version import __version__
-from lakectl.api import exceptions
 from lakectl.api.client import Client
 from lakectl.api.objects import StoredObject, WriteableObject
 from lakectl.api.references import Branch, Reference, Tag

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakectl.api.exceptions import NoAuthenticationFound, api_errors
+from lakectl.exceptions import NoAuthenticationFound, api_errors
 
 if TYPE_CHECKING:
     from lakectl.client import Backend

@@ -15,8 +15,8 @@ from fsspec.registry import register_implementation
 from fsspec.spec import AbstractBufferedFile
 
 from lakectl.api.client import Client
-from lakectl.api.exceptions import ObjectNotFoundException, translated
 from lakectl.errors import LakectlError, NotFound
+from lakectl.exceptions import ObjectNotFoundException, translated
 
 SPOOL_BYTES = 8 << 20
 """What a file being written keeps in memory before it spools to a temporary file."""

@@ -7,13 +7,13 @@ import io
 from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Literal, cast
 
-from lakectl.api.exceptions import (
+from lakectl.api.models import ObjectInfo
+from lakectl.exceptions import (
     ObjectExistsException,
     ObjectNotFoundException,
     UnsupportedOperationException,
     api_errors,
 )
-from lakectl.api.models import ObjectInfo
 
 if TYPE_CHECKING:
     from lakectl.api.client import Client

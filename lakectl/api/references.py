@@ -7,9 +7,9 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lakectl.api.exceptions import api_errors
 from lakectl.api.models import Change, Commit, CommonPrefix, ObjectInfo
 from lakectl.api.objects import StoredObject, WriteableObject
+from lakectl.exceptions import api_errors
 
 if TYPE_CHECKING:
     from lakectl.api.client import Client
@@ -99,7 +99,7 @@ class Branch(Reference):
     ) -> Branch:
         """Create the branch at ``source_reference``; ``hidden``: listed only by lists that ask
         for hidden branches."""
-        from lakectl.api.exceptions import ConflictException
+        from lakectl.exceptions import ConflictException
 
         source = source_reference.id if isinstance(source_reference, Reference) else source_reference
         try:
@@ -166,7 +166,7 @@ class Branch(Reference):
         ephemeral branch, whose name it gives, for inspection."""
         import uuid
 
-        from lakectl.api.exceptions import LakeFSException, TransactionException
+        from lakectl.exceptions import LakeFSException, TransactionException
 
         tx = Branch(self._repo, f"tx-{uuid.uuid4().hex[:16]}", self._client)
         tx.create(self.get_commit().id, hidden=True)
@@ -217,7 +217,7 @@ class Tag(Reference):
     """A tag: a name for one commit."""
 
     def create(self, source_ref: str | Reference, exist_ok: bool = False) -> Tag:
-        from lakectl.api.exceptions import ConflictException
+        from lakectl.exceptions import ConflictException
 
         source = source_ref.id if isinstance(source_ref, Reference) else source_ref
         try:

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from lakectl.api.client import Client, default_client
-from lakectl.api.exceptions import ConflictException, api_errors
 from lakectl.api.models import RepositoryProperties
 from lakectl.api.references import Branch, Reference, Tag
+from lakectl.exceptions import ConflictException, api_errors
 
 if TYPE_CHECKING:
     from lakectl.core.model import Repository as CoreRepository

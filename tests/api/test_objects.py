@@ -12,7 +12,7 @@ import pytest
 import lakectl
 from lakectl import errors
 from lakectl.api import objects
-from lakectl.api.exceptions import (
+from lakectl.exceptions import (
     BadRequestException,
     ConflictException,
     NotFoundException,

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+import lakectl
 import lakectl.spark
-from lakectl.client.local import LocalBackend
+from lakectl.client import Backend
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline.py"
 
@@ -24,16 +25,17 @@ def pipeline() -> ModuleType:
     return module
 
 
-def tree(backend: LocalBackend, ref: str) -> dict[str, str]:
+def tree(backend: Backend, ref: str) -> dict[str, str]:
     return {o.path: o.entry.checksum for o in backend.list_objects("analytics", ref) if o.entry}
 
 
 def test_a_good_run_is_validated_committed_and_merged(
     spark: Any, pipeline: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    backend = LocalBackend(str(tmp_path / "lake"))
+    client = lakectl.Client(home=str(tmp_path / "lake"))
+    backend = client.backend
     lakectl.spark.register(spark, home=str(tmp_path / "lake"))
-    assert pipeline.run(spark, backend) is True
+    assert pipeline.run(spark, client) is True
     out = capsys.readouterr().out
     assert "validated 7 rows" in out and "added    marts/daily_revenue/part-00000-" in out
     mart = spark.read.format("lakefs").load("lakefs://analytics/main/marts/daily_revenue")
@@ -50,11 +52,12 @@ def test_a_good_run_is_validated_committed_and_merged(
 def test_a_failing_validation_deletes_the_branch_and_leaves_main_untouched(
     spark: Any, pipeline: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    backend = LocalBackend(str(tmp_path / "lake"))
+    client = lakectl.Client(home=str(tmp_path / "lake"))
+    backend = client.backend
     lakectl.spark.register(spark, home=str(tmp_path / "lake"))
-    pipeline.seed(backend)
+    pipeline.seed(client)
     before, head = tree(backend, "main"), backend.get_commit("analytics", "main").id
-    assert pipeline.run(spark, backend, break_it=True) is False
+    assert pipeline.run(spark, client, break_it=True) is False
     assert "validation failed: 7 day(s) with negative revenue" in capsys.readouterr().out
     assert tree(backend, "main") == before
     assert backend.get_commit("analytics", "main").id == head
