@@ -90,6 +90,24 @@ class Reference:
                 n += 1
                 yield Change.of(change)
 
+    def diff_table(
+        self,
+        other_ref: str | Reference,
+        path: str,
+        key: Sequence[str] = (),
+        max_amount: int = 100,
+        type: str = "three_dot",
+    ) -> dict[str, Any]:
+        """lakectl's data-aware diff of the table (Parquet files) at ``path`` from this reference
+        to ``other_ref``: rows added, removed and changed by ``key`` (else by the key the
+        repository declares for the table), and schema changes; one page of ``max_amount`` row
+        changes (docs/tables.md). Not in lakeFS's wrapper."""
+        other = other_ref.id if isinstance(other_ref, Reference) else other_ref
+        with api_errors():
+            return self._client.backend.diff_table(
+                self._repo, self._id, other, path, key, max_amount, two_way=type == "two_dot"
+            )
+
 
 class Branch(Reference):
     """A branch: objects written, changes committed, merged, reset and reverted."""
