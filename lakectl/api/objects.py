@@ -69,6 +69,16 @@ class StoredObject:
         buffered = io.BufferedReader(raw, buffer_size=1 << 20)
         return buffered if mode == "rb" else io.TextIOWrapper(buffered, encoding="utf-8")
 
+    def copy(self, destination_branch_id: str, destination_path: str) -> WriteableObject:
+        """Stage a copy of this object at ``destination_path`` on the branch
+        ``destination_branch_id`` of the same repository: it shares this object's blocks, no
+        byte is written."""
+        with api_errors():
+            self._client.backend.copy_object(
+                self._repo, destination_branch_id, destination_path, self._ref, self._path
+            )
+        return WriteableObject(self._repo, destination_branch_id, destination_path, self._client)
+
     def _chunks(self, offset: int) -> Iterator[bytes]:
         with api_errors():
             yield from self._client.backend.read(self._repo, self._ref, self._path, offset=offset)

@@ -206,6 +206,13 @@ class LocalBackend:
 
         return writes.upload_files(self.lake, repo, branch, files, content_type, progress, new_blocks)
 
+    def copy_object(self, repo: str, branch: str, path: str, source_ref: str, source_path: str) -> ObjectInfo:
+        from lakectl.core import writes
+        from lakectl.core.model import ObjectInfo, PathType
+
+        entry = writes.copy_from(self.lake, repo, branch, path, source_ref, source_path)
+        return ObjectInfo(path, PathType.OBJECT, entry)
+
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
         from lakectl.core import writes
 

@@ -203,6 +203,11 @@ class Backend(Protocol):
         two threads, whatever it says)."""
         ...
 
+    def copy_object(self, repo: str, branch: str, path: str, source_ref: str, source_path: str) -> ObjectInfo:
+        """Stage at ``path`` on the branch a copy of the object at ``source_path`` of
+        ``source_ref`` (any ref of the repository): it shares the source's blocks."""
+        ...
+
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None: ...
 
     def delete_prefix(self, repo: str, branch: str, prefix: str) -> list[str]:

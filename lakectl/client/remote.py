@@ -339,6 +339,11 @@ class RemoteBackend(BlocksOverHttp, PullsOverHttp):
         url = f"{self._repo(repo)}/refs/{_q(ref)}/objects/ls"
         return (wire.object_info(item) for item in self._pages(url, params, after, amount))
 
+    def copy_object(self, repo: str, branch: str, path: str, source_ref: str, source_path: str) -> ObjectInfo:
+        url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/copy"
+        body = {"src_path": source_path, "src_ref": source_ref}
+        return wire.object_info(self._json("POST", url, params={"dest_path": path}, json=body))
+
     def delete_objects(self, repo: str, branch: str, paths: Sequence[str]) -> None:
         url = f"{self._repo(repo)}/branches/{_q(branch)}/objects/delete"
         self._call("POST", url, json={"paths": list(paths)}, idempotent=True)

@@ -28,7 +28,7 @@ from lakectl.core.lake import PROGRESS_EVERY, Lake, NewBlocks, Progress, now, wr
 from lakectl.core.limits import check_content_type, check_metadata
 from lakectl.core.listing import list_objects
 from lakectl.core.model import BranchId, Entry, ObjectInfo, PathType, RepositoryId, Row
-from lakectl.core.porcelain import lookup, stage_updates
+from lakectl.core.porcelain import lookup, stage_updates, stat
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_new_path, check_new_paths, check_path
 from lakectl.errors import BlockNotFound, InvalidArgument, ObjectNotFound, PredicateFailed
@@ -297,6 +297,14 @@ def copy_object(lake: Lake, repo: str, branch: str, path: str, source: Entry) ->
     touch_blocks(lake, entry)
     stage_updates(lake, rid, bid, [(path, entry.to_row())])
     return entry
+
+
+def copy_from(lake: Lake, repo: str, branch: str, path: str, source_ref: str, source_path: str) -> Entry:
+    """lakeFS's copyObject: stage a copy of the object at ``source_path`` of ``source_ref`` (any
+    ref of the repository) at ``path`` on the branch (:func:`copy_object`: no byte written)."""
+    source = stat(lake, repo, source_ref, source_path)
+    assert source.entry is not None
+    return copy_object(lake, repo, branch, path, source.entry)
 
 
 def stage_rows(lake: Lake, repo: str, branch: str, updates: Sequence[Update]) -> None:

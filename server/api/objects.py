@@ -335,9 +335,7 @@ async def copy_object(
 ) -> dict[str, Any]:
     """Copy an object (from any ref of the repository) onto the branch: the copy shares the
     source's blocks, no data is written."""
-    source = p.stat(lake, repository, body.src_ref or branch, body.src_path)
-    assert source.entry is not None
-    entry = writes.copy_object(lake, repository, branch, dest_path, source.entry)
+    entry = writes.copy_from(lake, repository, branch, dest_path, body.src_ref or branch, body.src_path)
     return shapes.object_stats(ObjectInfo(dest_path, PathType.OBJECT, entry))
 
 

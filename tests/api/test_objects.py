@@ -115,3 +115,23 @@ def test_a_reader_fetches_from_where_it_seeks_not_the_whole_object(client: lakec
         assert recording.handed <= 256 << 10  # the last 256 KiB at most, not 3 MiB
         f.seek(1000)
         assert f.read(4) == data[1000:1004]
+
+
+def test_a_copy_shares_the_source_s_bytes_on_another_branch(client: lakectl.Client) -> None:
+    repo = fresh(client)
+    dev = repo.branch("dev").create("main")
+    dev.object("raw/a.csv").upload("id\n1\n", content_type="text/csv", metadata={"owner": "etl"})
+    dev.commit("raw")
+    copied = repo.ref("dev").object("raw/a.csv").copy("main", "curated/a.csv")
+    assert isinstance(copied, lakectl.WriteableObject) and copied.ref == "main"
+    stat = copied.stat()
+    assert (stat.content_type, stat.metadata, stat.checksum) == (
+        "text/csv",
+        {"owner": "etl"},
+        dev.object("raw/a.csv").stat().checksum,
+    )
+    with copied.reader("r") as f:
+        assert f.read() == "id\n1\n"
+    assert [c.path for c in repo.branch("main").uncommitted()] == ["curated/a.csv"]
+    with pytest.raises(ObjectNotFoundException):
+        repo.ref("dev").object("raw/nope.csv").copy("main", "curated/nope.csv")
