@@ -7,6 +7,7 @@ for scripts that want their ``lakefs://`` URIs to reach this lake (docs/python.m
 
 from __future__ import annotations
 
+import datetime
 import tempfile
 from typing import Any
 
@@ -106,6 +107,13 @@ class LakectlFileSystem(AbstractFileSystem):  # type: ignore[misc]
         if under is None:
             raise FileNotFoundError(path)
         return self._dir(path)
+
+    def modified(self, path: str) -> datetime.datetime:
+        """When the object was written (its ``mtime``), in UTC."""
+        info = self.info(path)
+        if info["type"] != "file":
+            raise IsADirectoryError(path)
+        return datetime.datetime.fromtimestamp(info["mtime"], tz=datetime.UTC)
 
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
         path = self._strip_protocol(path)

@@ -8,6 +8,7 @@ import importlib
 import os
 from typing import Any
 
+import duckdb
 import fsspec
 import pandas as pd
 import polars as pl
@@ -116,3 +117,21 @@ def test_the_lakefs_protocol_reaches_the_lake_only_when_registered(client: lakec
 
 def test_the_lakectl_protocol_is_registered_by_the_package() -> None:
     assert fsspec.get_filesystem_class("lakectl") is lakectl_fs.LakectlFileSystem
+
+
+def test_duckdb_reads_and_writes_through_the_filesystem(client: lakectl.Client) -> None:
+    repo = lakectl.Repository(unique("duck"), client=client).create()
+    con = duckdb.connect()
+    con.register_filesystem(lakectl_fs.LakectlFileSystem(**options(client)))
+    base = f"lakectl://{repo.id}/main/events"
+    for day in (1, 2):
+        con.sql(
+            f"COPY (SELECT range AS id, {day} AS day FROM range({day * 10})) "
+            f"TO '{base}/day={day}/part.parquet' (FORMAT parquet)"
+        )
+    assert [o.path for o in repo.branch("main").objects(prefix="events/")] == [
+        "events/day=1/part.parquet",
+        "events/day=2/part.parquet",
+    ]
+    rows = con.sql(f"SELECT day, count(*) FROM read_parquet('{base}/*/*.parquet') GROUP BY day ORDER BY day")
+    assert rows.fetchall() == [(1, 10), (2, 20)]
