@@ -14,13 +14,79 @@ from typing import Any
 from fsspec import AbstractFileSystem
 from fsspec.registry import register_implementation
 from fsspec.spec import AbstractBufferedFile
+from fsspec.transaction import Transaction
 
 from lakectl.api.client import Client
+from lakectl.api.references import Branch, Reference
 from lakectl.errors import LakectlError, NotFound
 from lakectl.exceptions import ObjectNotFoundException, translated
 
 SPOOL_BYTES = 8 << 20
 """What a file being written keeps in memory before it spools to a temporary file."""
+
+
+class LakectlTransaction(Transaction):  # type: ignore[misc]
+    """lakefs-spec's transaction: ``with fs.transaction("repo", "main") as tx:`` makes an
+    ephemeral branch (``tx.branch``) from the base branch; files written under it are staged
+    there as they close, ``tx.commit(message)`` commits them; leaving the block merges the
+    branch into the base (``automerge``) when they differ and deletes it (``delete``:
+    ``onsuccess``, ``always`` or ``never``). An exception in the block merges nothing."""
+
+    def __init__(self, fs: LakectlFileSystem, **kwargs: Any) -> None:
+        super().__init__(fs, **kwargs)
+        self._base: Branch | None = None
+        self._ephemeral: Branch | None = None
+        self.automerge, self.delete = True, "onsuccess"
+
+    def __call__(
+        self,
+        repository: str,
+        base_branch: str | Branch = "main",
+        branch_name: str | None = None,
+        automerge: bool = True,
+        delete: str = "onsuccess",
+    ) -> LakectlTransaction:
+        import uuid
+
+        if delete not in ("onsuccess", "always", "never"):
+            raise ValueError(f"delete must be onsuccess, always or never, not {delete!r}")
+        client = self.fs.client
+        base = base_branch.id if isinstance(base_branch, Reference) else base_branch
+        self._base = Branch(repository, base, client)
+        self._ephemeral = Branch(repository, branch_name or f"transaction-{uuid.uuid4().hex[:12]}", client)
+        self.automerge, self.delete = automerge, delete
+        return self
+
+    @property
+    def branch(self) -> Branch:
+        """The ephemeral branch: write under ``<repository>/<tx.branch.id>/``."""
+        if self._ephemeral is None:
+            raise ValueError(
+                "call the transaction with a repository: fs.transaction(repository, base_branch)"
+            )
+        return self._ephemeral
+
+    def start(self) -> None:
+        super().start()
+        if self._ephemeral is not None and self._base is not None:
+            self._ephemeral.create(self._base.get_commit().id)
+
+    def commit(self, message: str, metadata: dict[str, str] | None = None) -> Reference:
+        """Commit what the transaction's branch staged."""
+        return self.branch.commit(message, metadata)
+
+    def complete(self, commit: bool = True) -> None:
+        super().complete(commit)
+        if self._ephemeral is None or self._base is None:
+            return
+        if (
+            commit
+            and self.automerge
+            and next(self._base.diff(self._ephemeral, max_amount=1), None) is not None
+        ):
+            self._ephemeral.merge_into(self._base)
+        if self.delete == "always" or (commit and self.delete == "onsuccess"):
+            self._ephemeral.delete()
 
 
 class LakectlFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -33,6 +99,7 @@ class LakectlFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     protocol = ("lakectl",)
     root_marker = ""
+    transaction_type = LakectlTransaction
 
     def __init__(
         self,
@@ -133,6 +200,9 @@ class LakectlFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def _open(self, path: str, mode: str = "rb", block_size: int | None = None, **kwargs: Any) -> Any:
         path = self._strip_protocol(path)
+        # Staged on close, in a transaction too: the transaction is its branch, and what it
+        # stages is committed by the transaction's commit (lakefs-spec's model).
+        kwargs["autocommit"] = True
         return LakectlFile(self, path, mode, block_size or "default", **kwargs)
 
     # -- writing ----------------------------------------------------------------------------
@@ -199,6 +269,8 @@ class LakectlFile(AbstractBufferedFile):  # type: ignore[misc]
         return True
 
     def commit(self) -> None:
+        if self._spool.closed:  # staged on close already (a transaction commits it again)
+            return
         repo, ref, key = self.fs.split(self.path)
         self._spool.seek(0)
         try:

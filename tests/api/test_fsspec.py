@@ -135,3 +135,27 @@ def test_duckdb_reads_and_writes_through_the_filesystem(client: lakectl.Client) 
     ]
     rows = con.sql(f"SELECT day, count(*) FROM read_parquet('{base}/*/*.parquet') GROUP BY day ORDER BY day")
     assert rows.fetchall() == [(1, 10), (2, 20)]
+
+
+def test_a_transaction_commits_on_its_branch_and_merges_on_exit(client: lakectl.Client) -> None:
+    repo = lakectl.Repository(unique("fstx"), client=client).create()
+    main = repo.branch("main")
+    fs = lakectl_fs.LakectlFileSystem(client=client)
+    with fs.transaction(repo.id, "main") as tx:
+        fs.pipe(f"{repo.id}/{tx.branch.id}/out/a.txt", b"a")
+        pd.DataFrame({"x": [1]}).to_parquet(
+            f"lakectl://{repo.id}/{tx.branch.id}/out/t.parquet", **{"storage_options": options(client)}
+        )
+        tx.commit(message="write out/", metadata={"by": "fsspec"})
+        assert not main.object("out/a.txt").exists()
+    assert main.object("out/a.txt").exists() and main.object("out/t.parquet").exists()
+    assert [c.message for c in main.log(max_amount=3)][1] == "write out/"
+    assert [b.id for b in repo.branches()] == ["main"]
+
+    head = main.get_commit().id
+    with pytest.raises(RuntimeError), fs.transaction(repo.id, "main") as tx:
+        fs.pipe(f"{repo.id}/{tx.branch.id}/out/b.txt", b"b")
+        tx.commit(message="half done")
+        raise RuntimeError("the job failed")
+    assert main.get_commit().id == head and not main.object("out/b.txt").exists()
+    assert [b.id for b in repo.branches()] == ["main", tx.branch.id]  # kept for inspection (onsuccess)
