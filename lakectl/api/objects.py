@@ -117,6 +117,15 @@ class WriteableObject(StoredObject):
         raw = _ObjectWriter(self, content_type, metadata)
         return cast(IO[Any], raw if "b" in mode else _TextWriter(raw))
 
+    def append(self, data: str | bytes) -> WriteableObject:
+        """lakectl's: add ``data`` (text as UTF-8) to the end of the object, as new blocks
+        (created if missing; its content type and metadata stay). Concurrent appends all land,
+        each whole (docs/concepts.md). Not in lakeFS's wrapper."""
+        body = data.encode() if isinstance(data, str) else bytes(data)
+        with api_errors():
+            self._client.backend.append(self._repo, self._ref, self._path, body)
+        return self
+
     def delete(self) -> None:
         with api_errors():
             self._client.backend.delete_objects(self._repo, self._ref, [self._path])

@@ -12,6 +12,7 @@ import duckdb
 import fsspec
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
@@ -43,6 +44,9 @@ def test_pandas_polars_and_pyarrow_read_and_write_parquet(client: lakectl.Client
         assert pl.read_parquet(f)["city"].to_list() == ["Rome"]
 
     fs = lakectl_fs.LakectlFileSystem(client=client)
+    extra = pa.table({"id": [5], "city": ["Kyiv"]})
+    ds.write_dataset(extra, f"{repo.id}/main/more", filesystem=fs, format="parquet")
+    assert ds.dataset(f"{repo.id}/main/more", filesystem=fs, format="parquet").to_table().num_rows == 1
     table = ds.dataset(f"{repo.id}/main/cities", filesystem=fs, format="parquet").to_table()
     assert table.num_rows == 4 and sorted(table.column("city").to_pylist()) == [
         "Lima",

@@ -75,6 +75,18 @@ def test_a_writer_stages_any_size_on_close_and_nothing_when_it_raises(
         assert not main.object(f"half-{mode}").exists()
 
 
+def test_appends_add_to_the_end_and_keep_the_type(client: lakectl.Client) -> None:
+    main = fresh(client).branch("main")
+    log = main.object("events/log.jsonl")
+    log.upload('{"n": 1}\n', content_type="application/x-ndjson")
+    log.append('{"n": 2}\n').append(b'{"n": 3}\n')
+    with log.reader("r") as f:
+        assert f.read().splitlines() == ['{"n": 1}', '{"n": 2}', '{"n": 3}']
+    assert log.stat().content_type == "application/x-ndjson"
+    main.object("events/new.jsonl").append("first\n")  # created by its first append
+    assert main.object("events/new.jsonl").stat().size_bytes == 6
+
+
 def test_modes_and_errors_are_lakefs_s(client: lakectl.Client) -> None:
     repo = fresh(client)
     main = repo.branch("main")
