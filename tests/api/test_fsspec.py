@@ -20,6 +20,7 @@ import lakectl
 from lakectl.api import fs as lakectl_fs
 from tests.api.spy import Recording
 from tests.server.conftest import unique
+from tests.server.wrapped import wrapped
 
 
 def options(client: lakectl.Client) -> dict[str, Any]:
@@ -163,3 +164,21 @@ def test_a_transaction_commits_on_its_branch_and_merges_on_exit(client: lakectl.
         raise RuntimeError("the job failed")
     assert main.get_commit().id == head and not main.object("out/b.txt").exists()
     assert [b.id for b in repo.branches()] == ["main", tx.branch.id]  # kept for inspection (onsuccess)
+
+
+def test_lakefs_spec_keeps_the_lakefs_protocol_beside_lakectl() -> None:
+    """Both installed: fsspec reads every package's entry points again, and lakefs:// is still
+    lakefs-spec's, lakectl:// lakectl's."""
+    lakefs_spec = wrapped("lakefs_spec")  # puts lakeFS's wrapper directory on sys.path
+    registry = importlib.import_module("fsspec.registry")
+    known, registered = dict(registry.known_implementations), dict(registry._registry)
+    try:
+        registry._registry.clear()
+        fsspec.process_entries()
+        assert fsspec.get_filesystem_class("lakefs") is lakefs_spec.LakeFSFileSystem
+        assert fsspec.get_filesystem_class("lakectl") is lakectl_fs.LakectlFileSystem
+    finally:
+        registry.known_implementations.clear()
+        registry.known_implementations.update(known)
+        registry._registry.clear()
+        registry._registry.update(registered)
