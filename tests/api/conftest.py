@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import lakectl
+from lakectl.api.fs import LakectlFileSystem
 from tests.server.conftest import Live, live
 
 __all__ = ["client", "live"]
 
 
 @pytest.fixture(params=["embedded", "remote"])
-def client(request: pytest.FixtureRequest, tmp_path: Path) -> lakectl.Client:
+def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[lakectl.Client]:
     if request.param == "embedded":
         options = {"home": str(tmp_path / "lake")}
     else:
@@ -28,4 +30,9 @@ def client(request: pytest.FixtureRequest, tmp_path: Path) -> lakectl.Client:
         options.get("host"), options.get("username"), options.get("password"), home=options.get("home")
     )
     made.options = options  # type: ignore[attr-defined]
-    return made
+    with made:  # its lake, or its connections to the shared server, closed after the test
+        yield made
+    # The filesystems the test opened (fsspec keeps each one for its options) hold clients too.
+    for fs in list(LakectlFileSystem._cache.values()):
+        fs.client.close()
+    LakectlFileSystem.clear_instance_cache()
