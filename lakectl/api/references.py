@@ -4,7 +4,8 @@ merge) and :class:`Tag`, as lakeFS's wrapper names them."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakectl.api.models import Change, Commit, CommonPrefix, ObjectInfo
@@ -13,6 +14,7 @@ from lakectl.exceptions import api_errors
 
 if TYPE_CHECKING:
     from lakectl.api.client import Client
+    from lakectl.core.model import Change as CoreChange
 
 
 class Reference:
@@ -81,14 +83,7 @@ class Reference:
             changes = self._client.backend.diff_refs(
                 self._repo, self._id, other, two_way=type == "two_dot", prefix=prefix or ""
             )
-            n = 0
-            for change in changes:
-                if after and change.path <= after:
-                    continue
-                if max_amount is not None and n >= max_amount:
-                    return
-                n += 1
-                yield Change.of(change)
+            yield from _page(changes, after, max_amount)
 
     def diff_table(
         self,
@@ -147,14 +142,7 @@ class Branch(Reference):
         """The staged changes, in path order."""
         with api_errors():
             changes = self._client.backend.diff_uncommitted(self._repo, self._id, prefix or "")
-        n = 0
-        for change in changes:
-            if after and change.path <= after:
-                continue
-            if max_amount is not None and n >= max_amount:
-                return
-            n += 1
-            yield Change.of(change)
+        yield from _page(changes, after, max_amount)
 
     def merge_into(self, destination_branch: str | Branch, message: str | None = None, **kwargs: Any) -> str:
         """Merge this branch into ``destination_branch``; the merge commit's id. lakectl's
@@ -249,3 +237,9 @@ class Tag(Reference):
     def delete(self) -> None:
         with api_errors():
             self._client.backend.delete_tag(self._repo, self._id)
+
+
+def _page(changes: Iterable[CoreChange], after: str | None, amount: int | None) -> Iterator[Change]:
+    """The changes after the path ``after``, at most ``amount`` (None: all), as the API's records."""
+    later = (c for c in changes if not after or c.path > after)
+    return (Change.of(c) for c in itertools.islice(later, amount))

@@ -3,6 +3,7 @@ wrapper names them."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -86,7 +87,7 @@ class Repository:
         """Branches by name; hidden ones (transactions') only with ``show_hidden``."""
         with api_errors():
             found = self._client.backend.list_branches(self._id, after or "", show_hidden=show_hidden)
-        yield from _first(
+        yield from itertools.islice(
             (Branch(self._id, b.name, self._client) for b in found if b.name.startswith(prefix or "")),
             max_amount,
         )
@@ -96,7 +97,7 @@ class Repository:
     ) -> Iterator[Tag]:
         with api_errors():
             found = self._client.backend.list_tags(self._id, after or "")
-        yield from _first(
+        yield from itertools.islice(
             (Tag(self._id, t.name, self._client) for t in found if t.name.startswith(prefix or "")),
             max_amount,
         )
@@ -117,17 +118,10 @@ def repositories(
     client = client if client is not None else default_client()
     with api_errors():
         found = client.backend.list_repos(after or "")
-    yield from _first(
+    yield from itertools.islice(
         (Repository(r.name, client) for r in found if r.name.startswith(prefix or "")), max_amount
     )
 
 
 def _properties(repo: CoreRepository) -> RepositoryProperties:
     return RepositoryProperties(repo.name, repo.creation_date, repo.default_branch, repo.storage_namespace)
-
-
-def _first(items: Iterator[Repository] | Iterator[Branch] | Iterator[Tag], amount: int | None) -> Iterator:  # type: ignore[type-arg]
-    for n, item in enumerate(items):
-        if amount is not None and n >= amount:
-            return
-        yield item
