@@ -22,6 +22,7 @@ import uvicorn
 
 from lakectl.core import keys
 from lakectl.core.journal import log as journallog
+from lakectl.core.journal import sealed
 from lakectl.core.lake import Lake
 from server.app import Dispatch, create_app, create_gateway, open_lake
 from server.config import Settings, load_settings
@@ -236,9 +237,23 @@ def snapshot(data_dir: Path) -> Snapshot:
     files = [
         (name, size)
         for name, size in files
-        if not name.startswith(f"blocks/{journallog.LOG_DIRECTORY}/") and Path(name).name not in batches
+        if not name.startswith(f"blocks/{journallog.LOG_DIRECTORY}/")
+        and Path(name).name not in batches
+        and not _sealed_batch(data_dir / name)
     ]
     return [r for r in rows if not _of_journal(r[0])], files, journal_entries(journal)
+
+
+def _sealed_batch(path: Path) -> bool:
+    """Whether a block is one of the journal's sealed batches, by the mark its Parquet footer
+    carries: a seal puts its block before it publishes the batch's row, and a compaction deletes
+    old batches' rows before their blocks, so the rows read a moment later can miss one."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - 256 * 1024))
+            return sealed.BATCH in f.read()
+    except FileNotFoundError:  # a batch a compaction has just deleted
+        return True
 
 
 def _of_journal(partition: str) -> bool:
