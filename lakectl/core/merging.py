@@ -16,7 +16,7 @@ from lakectl.core.journal import replayorder
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import Lake, branch_target, default_committer, now, write_target
 from lakectl.core.limits import check_metadata, check_name
-from lakectl.core.model import Branch, BranchId, Commit, RepositoryId, ResetKind
+from lakectl.core.model import Branch, BranchId, Commit, MetaRangeId, RepositoryId, ResetKind
 from lakectl.core.porcelain import check_message, commit_record, resolve, stage_updates
 from lakectl.core.protection import Move
 from lakectl.core.uri import check_path
@@ -25,6 +25,7 @@ from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, Predicat
 if TYPE_CHECKING:
     from lakectl.core import tablemerge
     from lakectl.core.graph.merge import MergePlan
+    from lakectl.core.tables import delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +91,41 @@ def merge(
     base_mid = base.meta_range_id if base is not None else lake.trees.empty()
     plan = plan_merge(lake.trees, base_mid, src.meta_range_id, dst.meta_range_id, rules)
     noted = dict(metadata or {})
+    what = f"merge of {source!r} into {dest!r}"
+    mids = (base_mid, src.meta_range_id, dst.meta_range_id)
+    tables = _delta_tables(lake, mids, plan, {"source": source, "sourceCommit": src.id}, what)
+    noted.update(tables.note())
     if row_rules:
         from lakectl.core import tablemerge
 
-        what = f"merge of {source!r} into {dest!r}"
-        mids = (base_mid, src.meta_range_id, dst.meta_range_id)
-        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what))
+        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what, skip=tables.roots))
     if plan.conflicts:
-        raise MergeConflict(
-            f"merge of {source!r} into {dest!r} has {len(plan.conflicts)} conflicting path(s)",
-            paths=plan.conflicts,
-        )
+        raise MergeConflict(f"{what} has {len(plan.conflicts)} conflicting path(s)", paths=plan.conflicts)
     return _commit_merge(lake, rid, bid, (source, src), (dest, dst), plan, message, committer, noted, squash)
+
+
+def _delta_tables(
+    lake: Lake,
+    mids: tuple[MetaRangeId, MetaRangeId, MetaRangeId],
+    plan: MergePlan,
+    about: dict[str, str],
+    what: str,
+) -> delta.Settled:
+    """The Delta tables both sides wrote, their source versions replayed after the destination's
+    (:func:`lakectl.core.tables.delta.settle`); ``MergeConflict`` with each table's conflicts as
+    data (``details.delta``) when one cannot be."""
+    from lakectl.core.tables import delta
+
+    settled = delta.settle(lake, *mids, plan, about)
+    if settled.conflicts:
+        paths = sorted({*plan.conflicts, *(f"{root}_delta_log/" for root in settled.conflicts)})
+        raise MergeConflict(
+            f"{what} has {len(paths)} conflicting path(s), {len(settled.conflicts)} Delta table(s) "
+            "written on both sides in ways that cannot both stand",
+            paths=paths,
+            delta=settled.conflicts,
+        )
+    return settled
 
 
 def _commit_merge(

@@ -19,7 +19,7 @@ in-process, or on Spark (:mod:`lakectl.sparkjobs.tablemerge`), with the same res
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -187,17 +187,20 @@ def plan_units(
     dest: MetaRangeId,
     conflicts: Sequence[str],
     rules: Sequence[RowRule],
+    skip: Collection[str] = (),
 ) -> list[Unit]:
     """The units to merge by rows, from the two sides' changes since ``base`` (cost follows the
     changes). A directory (under one rule) both sides changed is a unit of its own when a side
     added or removed an object in it (a rewrite, as Spark's writers make: their object names
     change each time); when both only changed objects in place, each object in ``conflicts`` is
     one. A directory one side changed, or both alike, keeps those objects, as the tree merge
-    left them."""
+    left them. Nothing under a prefix in ``skip`` is a unit (the Delta tables, whose logs say
+    which of their files hold rows: :mod:`lakectl.core.tables.delta`)."""
     changed: dict[tuple[str, int], list[tuple[bool, bool, bool, bool]]] = {}
+    skipped = tuple(skip)
     for path, src, dst in join_changes(lake.trees.diff(base, source), lake.trees.diff(base, dest)):
         index = _rule_for(rules, path)
-        if index is None:
+        if index is None or (skipped and path.startswith(skipped)):
             continue
         in_place = all(c is None or (c.old is not None and c.new is not None) for c in (src, dst))
         alike = src is not None and dst is not None and same_row(src.new, dst.new)
@@ -243,12 +246,13 @@ def resolve(
     plan: MergePlan,
     rules: Sequence[RowRule],
     runner: UnitRunner | None = None,
+    skip: Collection[str] = (),
 ) -> Resolution:
     """The tree merge's ``plan`` with the units merged by rows (:func:`plan_units`): a
     whole-directory unit's objects on the destination are replaced by its merged object, and
     what the tree merge took from the source in it is dropped; an in-place unit's merged object
     takes its path. Blocks written are synced before this returns."""
-    units = plan_units(lake, base, source, dest, plan.conflicts, rules)
+    units = plan_units(lake, base, source, dest, plan.conflicts, rules, skip)
     outcomes = (runner or run_in_process)(lake, units) if units else []
     if units:
         lake.blocks.sync()  # the merged objects' blocks, before the commit names them
@@ -283,12 +287,13 @@ def settle(
     rules: Sequence[RowRule],
     runner: UnitRunner | None,
     what: str,
+    skip: Collection[str] = (),
 ) -> dict[str, str]:
     """The tree merge's ``plan`` settled by the rows ``rules`` (:func:`resolve`): its updates
     replaced and its conflicts cleared, and the merge commit's metadata to add (:data:`NOTE`).
     ``MergeConflict`` (the paths, and ``details.rows``) when conflicts remain: ``what`` names
     the merge in its message."""
-    found = resolve(lake, base, source, dest, plan, rules, runner)
+    found = resolve(lake, base, source, dest, plan, rules, runner, skip)
     if found.conflicts:
         rows = f", {len(found.row_conflicts)} with conflicting rows" if found.row_conflicts else ""
         raise MergeConflict(

@@ -1,0 +1,273 @@
+"""Delta Lake tables on branches: a table's log read from a tree, its state at a version through
+``deltalake``, and the merge of two branches that both wrote it.
+
+**Reading.** ``deltalake`` reads a log from a directory. :func:`open_table` writes the part of a
+table's log a version needs into a temporary directory (the last checkpoint at or before it, and
+the versions after), never the data files: those are read through the block layer by a pyarrow
+filesystem over the same tree (:mod:`lakectl.core.tables.treefs`). The cost follows the versions
+since the last checkpoint, not the table's history.
+
+**Merging** (:func:`settle`). Two branches that both wrote a table wrote its versions after their
+common one under the same numbers: a tree merge conflicts on the log. Where both did, the source's
+versions since the common one are checked against the destination's as Delta's optimistic
+concurrency checks a second writer (:func:`lakectl.core.tables.deltalog.conflicts`), then written
+after the destination's last version (:func:`lakectl.core.tables.deltalog.replay`). The source's
+data files come with the tree merge (their names are unique); the source's other log files
+(checkpoints under its own numbering, ``_last_checkpoint``, logs it cleaned up) are left behind:
+the destination's log stays as it was, and grows by the replayed versions. The cost follows the
+versions the two sides wrote, not the table's history.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakectl.core import porcelain
+from lakectl.core.graph.refs import parse_ref
+from lakectl.core.lake import Lake
+from lakectl.core.model import Entry, MetaRangeId, Row
+from lakectl.core.tables import deltalog
+from lakectl.core.tables.deltalog import Line, Version
+from lakectl.core.tables.treefs import Tree
+from lakectl.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+    from lakectl.core.graph.merge import MergePlan
+    from lakectl.core.graph.tree import Update
+
+CONTENT_TYPE = "application/json"
+
+
+def of_tree(lake: Lake, mid: MetaRangeId) -> Tree:
+    return Tree(lambda p: lake.trees.lookup(mid, p), lambda s, p: lake.trees.iter(mid, s, p))
+
+
+def at_ref(lake: Lake, repo: str, ref: str) -> Tree:
+    """The tree of ``ref`` as :func:`lakectl.core.changes.diff_refs` sees it: a branch is its last
+    commit, ``main$`` its staging area over it."""
+    rid = porcelain.get_repo(lake, repo).name
+    res = porcelain.resolve(lake, repo, ref)
+    if res.branch is not None and parse_ref(ref).staging:
+        branch = res.branch
+        return Tree(
+            lambda p: lake.staging.lookup(rid, branch, p),
+            lambda s, p: lake.staging.iter_view(rid, branch, s, p),
+        )
+    return of_tree(lake, res.commit.meta_range_id)
+
+
+def read(lake: Lake, row: Row) -> bytes:
+    return b"".join(porcelain.read_entry(lake, Entry.from_row(row)))
+
+
+def is_table(tree: Tree, root: str) -> bool:
+    """Whether ``root`` (a prefix ending in ``/``, or "") holds a Delta table: a log with a
+    version or a checkpoint in it."""
+    log = deltalog.log_prefix(root)
+    for path, _ in islice(tree.iter(log, log), 4):
+        if deltalog.version_of(path) is not None or deltalog.checkpoint_version(path) is not None:
+            return True
+    return False
+
+
+def _last_checkpoint(lake: Lake, tree: Tree, root: str) -> int | None:
+    row = tree.lookup(deltalog.log_prefix(root) + deltalog.LAST_CHECKPOINT)
+    if row is None:
+        return None
+    try:
+        found = json.loads(read(lake, row)).get("version")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, int) and found >= 0 else None
+
+
+def _log_files(lake: Lake, tree: Tree, root: str, version: int | None) -> tuple[int, list[tuple[str, Row]]]:
+    """The log files a reader of ``version`` (None: the last) needs, and that version: the
+    newest checkpoint at or before it (found from ``_last_checkpoint`` when it serves, else by
+    listing the log) and the versions after it."""
+    log = deltalog.log_prefix(root)
+    start = _last_checkpoint(lake, tree, root)
+    if start is not None and version is not None and start > version:
+        start = None
+    if start is None:  # no checkpoint named, or a newer one: the newest at or before the version
+        points = [
+            n
+            for p, _ in tree.iter(log, log)
+            if (n := deltalog.checkpoint_version(p)) is not None and (version is None or n <= version)
+        ]
+        start = max(points, default=None)
+    first = f"{log}{start:020d}" if start is not None else log  # its checkpoint sorts before its JSON
+    files: list[tuple[str, Row]] = []
+    last = -1
+    for path, row in tree.iter(first, log):
+        number = deltalog.version_of(path)
+        point = deltalog.checkpoint_version(path)
+        if number is not None and (version is None or number <= version):
+            files.append((path, row))
+            last = max(last, number)
+        elif point is not None and point == start:
+            files.append((path, row))
+            last = max(last, point)
+        elif number is not None:
+            break
+    if last < 0 or (version is not None and last < version):
+        where = f"version {version}" if version is not None else "a version"
+        raise InvalidArgument(f"the Delta table {root or '/'} has no {where} in its log", path=root)
+    return last, files
+
+
+@contextmanager
+def open_table(lake: Lake, tree: Tree, root: str, version: int | None = None) -> Iterator[DeltaTable]:
+    """The Delta table at ``root`` of ``tree`` at ``version`` (None: its last), opened by
+    ``deltalake`` on a temporary copy of the log files that version needs."""
+    from deltalake import DeltaTable
+
+    last, files = _log_files(lake, tree, root, version)
+    with tempfile.TemporaryDirectory(prefix="lakectl-delta-") as tmp:
+        log = Path(tmp) / "_delta_log"
+        log.mkdir()
+        for path, row in files:
+            (log / path.rpartition("/")[2]).write_bytes(read(lake, row))
+        try:
+            yield DeltaTable(tmp, version=last)
+        except Exception as e:
+            if isinstance(e, InvalidArgument) or not type(e).__module__.startswith("deltalake"):
+                raise
+            raise InvalidArgument(f"{root or '/'} is not a readable Delta table: {e}", path=root) from e
+
+
+def metadata_action(table: DeltaTable) -> dict[str, Any]:
+    """The table's metadata as its log's ``metaData`` action carries what a merge compares."""
+    meta = table.metadata()
+    return {
+        "schemaString": table.schema().to_json(),
+        "partitionColumns": list(meta.partition_columns),
+        "configuration": dict(meta.configuration),
+    }
+
+
+# -- merging --------------------------------------------------------------------------------
+
+
+@dataclass
+class Settled:
+    """What the Delta tables of a merge became: the updates that replace the tree merge's log
+    updates, the conflicts per table, and the merge commit's note."""
+
+    roots: set[str] = field(default_factory=set)
+    """The tables both sides wrote (the rows strategy leaves their files alone)."""
+    updates: dict[str, list[Update]] = field(default_factory=dict)
+    conflicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    replayed: list[tuple[str, int, int, int]] = field(default_factory=list)
+
+    def note(self) -> dict[str, str]:
+        return {deltalog.NOTE: deltalog.note(self.replayed)} if self.replayed else {}
+
+
+def settle(
+    lake: Lake,
+    base: MetaRangeId,
+    source: MetaRangeId,
+    dest: MetaRangeId,
+    plan: MergePlan,
+    about: Mapping[str, str],
+) -> Settled:
+    """The Delta tables both sides of a merge wrote (found among the tree merge's conflicts, so
+    a merge with no table costs nothing here): each one's source versions replayed after the
+    destination's, or its conflicts. ``plan`` is changed for the tables that merge: the source's
+    log files leave its updates, the replayed versions join them, and the log's conflicts go.
+    ``about`` names the source in each replayed version's commit info."""
+    out = Settled()
+    roots = sorted({r for p in plan.conflicts if (r := deltalog.table_root(p)) is not None})
+    for root in roots:
+        out.roots.add(root)
+        found = _merge_table(lake, (base, source, dest), root, about, out)
+        if found:
+            out.conflicts[root] = found
+    merged = [r for r in roots if r not in out.conflicts]
+    if not merged:
+        return out
+    logs = tuple(deltalog.log_prefix(r) for r in merged)
+    plan.conflicts = [p for p in plan.conflicts if not p.startswith(logs)]
+    plan.updates = sorted(
+        [u for u in plan.updates if not u[0].startswith(logs)] + [u for r in merged for u in out.updates[r]],
+        key=lambda u: u[0],
+    )
+    lake.blocks.sync()  # the replayed versions' blocks, before the commit names them
+    return out
+
+
+def _versions(
+    lake: Lake, base: MetaRangeId, side: MetaRangeId, root: str
+) -> tuple[dict[int, Row], list[str]]:
+    """The versions a side added to the log since ``base`` (by number), and the versions it
+    rewrote in place (a log no writer should touch)."""
+    added: dict[int, Row] = {}
+    rewritten: list[str] = []
+    for change in lake.trees.diff(base, side, deltalog.log_prefix(root)):
+        number = deltalog.version_of(change.path)
+        if number is None:
+            continue
+        if change.old is None and change.new is not None:
+            added[number] = change.new
+        elif change.old is not None and change.new is not None:
+            rewritten.append(change.path)
+    return added, rewritten
+
+
+def _merge_table(
+    lake: Lake,
+    mids: tuple[MetaRangeId, MetaRangeId, MetaRangeId],
+    root: str,
+    about: Mapping[str, str],
+    out: Settled,
+) -> list[dict[str, Any]]:
+    base, source, dest = mids
+    src, src_rewritten = _versions(lake, base, source, root)
+    dst, dst_rewritten = _versions(lake, base, dest, root)
+    if not src or not dst:
+        return [{"type": "log-conflict", "path": deltalog.log_prefix(root)}]  # not two lines of versions
+    first = min(src)
+    if first == 0 and min(dst) == 0:
+        return [{"type": "created-on-both"}]
+    problems: list[dict[str, Any]] = [
+        {"type": "log-rewritten", "path": p} for p in src_rewritten + dst_rewritten
+    ]
+    for name, line in (("source", src), ("dest", dst)):
+        if min(line) != first or sorted(line) != list(range(first, first + len(line))):
+            problems.append({"type": "log-gap", "side": name, "versions": sorted(line)})
+    if problems:
+        return problems
+    mine = [Version.parse(n, read(lake, src[n]), deltalog.version_path(root, n)) for n in sorted(src)]
+    theirs = [Version.parse(n, read(lake, dst[n]), deltalog.version_path(root, n)) for n in sorted(dst)]
+    ours, other = Line(mine), Line(theirs)
+    base_meta = None
+    if ours.last("metaData") is not None or other.last("metaData") is not None:
+        with open_table(lake, of_tree(lake, base), root, first - 1) as table:
+            base_meta = metadata_action(table)
+    found = deltalog.conflicts(ours, other, base_meta)
+    if found:
+        return found
+    head = max(dst)
+    written = deltalog.replay(mine, head, deltalog.in_commit_timestamp(theirs[-1]), about)
+    out.updates[root] = [(deltalog.version_path(root, n), _json_object(lake, data)) for n, data in written]
+    out.replayed.append((root, first, max(src), head + 1))
+    return []
+
+
+def _json_object(lake: Lake, data: bytes) -> Row:
+    from lakectl.core.blocks.data import write_object
+    from lakectl.core.writes import entry_for
+
+    written = write_object(lake.blocks, io.BytesIO(data))
+    return entry_for(written.size, written.checksum, written.locators, CONTENT_TYPE, None).to_row()

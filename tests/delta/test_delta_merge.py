@@ -1,0 +1,98 @@
+"""Merging branches that both wrote a Delta table: the source's versions replayed after the
+destination's, checked with ``deltalake`` (rows, schema, history); conflicts as data, nothing
+changed. Embedded and against a server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+import lakectl
+from lakectl.exceptions import ConflictException
+from tests.delta.work import checkout, operations, push, rows
+from tests.server.conftest import unique
+
+ROOT = "tables/orders/"
+
+
+def _table(n: int, start: int = 1) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]})
+
+
+def _two_branches(client: lakectl.Client, tmp_path: Path) -> tuple[lakectl.Branch, lakectl.Branch]:
+    repo = lakectl.Repository(unique("delta"), client=client).create()
+    main = repo.branch("main")
+    write_deltalake(str(tmp_path / "main"), _table(10))
+    push(main, ROOT, tmp_path / "main", "orders: first load")
+    return repo.branch("a").create(main), repo.branch("b").create(main)
+
+
+def test_both_sides_versions_merge_into_one_valid_table(client: lakectl.Client, tmp_path: Path) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(2, 11), mode="append")
+    DeltaTable(str(wa)).delete("id = 3")
+    DeltaTable(str(wa)).optimize.compact()
+    DeltaTable(str(wa)).create_checkpoint()
+    push(a, ROOT, wa, "a: append, delete, optimize, checkpoint")
+
+    wb = checkout(b, ROOT, tmp_path / "b")
+    write_deltalake(str(wb), _table(2, 20), mode="append")
+    more = pa.table({"id": pa.array([30], pa.int64()), "v": ["v30"], "note": ["new column"]})
+    write_deltalake(str(wb), more, mode="append", schema_mode="merge")
+    push(b, ROOT, wb, "b: append, schema change")
+
+    b.merge_into(a)
+    merged = checkout(a, ROOT, tmp_path / "merged")
+    got = rows(merged)
+    expected = [i for i in range(1, 13) if i != 3] + [20, 21, 30]
+    assert [r["id"] for r in got] == expected
+    assert {r["id"]: r["note"] for r in got}[30] == "new column"
+    assert "note" in DeltaTable(str(merged)).schema().to_arrow().names
+    assert operations(merged) == ["WRITE", "WRITE", "DELETE", "OPTIMIZE", "WRITE", "WRITE"]
+    head = next(a.log(max_amount=1))
+    assert head.metadata["lakectl_delta_replayed"] == "tables/orders/:1-2>4-5"
+    assert DeltaTable(str(merged)).version() == 5
+
+
+def test_both_rewriting_one_file_conflicts_and_changes_nothing(
+    client: lakectl.Client, tmp_path: Path
+) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    DeltaTable(str(wa)).delete("id = 3")
+    head = push(a, ROOT, wa, "a: delete 3").get_commit().id
+    wb = checkout(b, ROOT, tmp_path / "b")
+    DeltaTable(str(wb)).delete("id = 5")
+    push(b, ROOT, wb, "b: delete 5")
+
+    with pytest.raises(ConflictException) as raised:
+        b.merge_into(a)
+    assert a.get_commit().id == head
+    details = raised.value.__cause__.details  # type: ignore[union-attr]
+    assert "tables/orders/_delta_log/" in details["conflicts"]
+    assert [c["type"] for c in details["delta"][ROOT]] == ["removed-on-both"]
+    after = rows(checkout(a, ROOT, tmp_path / "after"))
+    assert [r["id"] for r in after] == [i for i in range(1, 11) if i != 3]
+
+
+def test_a_compaction_against_a_delete_is_a_conflict(client: lakectl.Client, tmp_path: Path) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(1, 11), mode="append")
+    DeltaTable(str(wa)).optimize.compact()
+    head = push(a, ROOT, wa, "a: append, optimize").get_commit().id
+    wb = checkout(b, ROOT, tmp_path / "b")
+    DeltaTable(str(wb)).delete("id = 5")
+    push(b, ROOT, wb, "b: delete 5")
+
+    with pytest.raises(ConflictException) as raised:
+        b.merge_into(a)
+    details = raised.value.__cause__.details  # type: ignore[union-attr]
+    (found,) = details["delta"][ROOT]
+    assert found["type"] == "removed-on-both" and found["source_version"] == 1 and found["dest_version"] == 2
+    assert a.get_commit().id == head
