@@ -374,6 +374,8 @@ def table_diff(data: Data) -> None:
         was = f" (was {c['old_name']})" if c.get("old_name") else ""
         types = " → ".join(t for t in (c.get("old_type"), c.get("new_type")) if t)
         line(f"schema: {c['type']} {c['name']}{was} {types}".rstrip())
+    if data.get("delta"):
+        _delta_versions(data["delta"])
     if data["partitions"] and any(p["partition"] for p in data["partitions"]):
         table(
             ["Partition", "Rows left", "Rows right", "Added", "Removed", "Changed"],
@@ -391,6 +393,23 @@ def table_diff(data: Data) -> None:
         line(text, _DIFF_STYLE[r["type"]])
     if data["next_offset"]:
         note(f"more row changes: run again with --after '{data['next_offset']}'")
+
+
+def _delta_versions(delta: Data) -> None:
+    """A Delta table's versions since the merge base, each side's, and its properties changed."""
+    base = delta["base_version"]
+    for side in ("left", "right"):
+        for v in delta[side]["versions"]:
+            files = f"+{v['files_added']} \u2212{v['files_removed']} files"
+            line(f"{side} v{v['version']}: {v['operation']} ({files})")
+        hidden = delta[side]["count"] - len(delta[side]["versions"])
+        if hidden > 0:
+            note(f"{side}: {hidden:,} more version(s)")
+    if base is not None:
+        note(f"versions since v{base}, the merge base's last")
+    for p in delta["properties"]:
+        old, new = (p[k] if p[k] is not None else "-" for k in ("old", "new"))
+        line(f"property: {p['key']}: {old} \u2192 {new}")
 
 
 def message(data: Data) -> None:

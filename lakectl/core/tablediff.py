@@ -18,7 +18,7 @@ from lakectl.core.graph.commits import merge_base
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.lake import Lake
 from lakectl.core.porcelain import get_repo, resolve
-from lakectl.core.tables import declared, parts
+from lakectl.core.tables import declared, delta, parts
 from lakectl.core.tables.records import (
     ColumnChange,
     ColumnChangeType,
@@ -169,6 +169,11 @@ def diff_table(
     if not two_way:
         left = _three_dot_left(lake, repo, left, right)
     found_key = key or (declared.declared_key(lake, repo, (given, right), path) if use_declared else ())
+    root = _delta_root(lake, repo, (left, right), path)
+    if root is not None:
+        return _diff_delta(
+            lake, repo, (given, left, right), root, found_key, amount, after, (keyed, multiset), key
+        )
     located = parts.locate(lake, repo, left, right, path)
     lside = parts.open_side(lake, repo, left, located.left)
     try:
@@ -180,6 +185,63 @@ def diff_table(
             rside.close()
     finally:
         lside.close()
+
+
+def _delta_root(lake: Lake, repo: str, refs: tuple[str, str], path: str) -> str | None:
+    """The prefix of the Delta table at ``path`` (a prefix, not one object) on either side."""
+    if path.lower().endswith((".parquet", ".csv", ".tsv")):
+        return None
+    root = path.strip("/") + "/" if path.strip("/") else ""
+    for ref in refs:
+        if delta.is_table(delta.at_ref(lake, repo, ref), root):
+            return root
+    return None
+
+
+def _diff_delta(
+    lake: Lake,
+    repo: str,
+    refs: tuple[str, str, str],
+    root: str,
+    key: tuple[str, ...],
+    amount: int,
+    after: str,
+    compare: tuple[KeyedCompare, MultisetCompare],
+    given_key: tuple[str, ...],
+) -> TableDiff:
+    """The diff of a Delta table: the rows of the data files active on one side only (as
+    :func:`diff_table` compares a table's parts), the schemas and properties of the two sides'
+    last versions, and the versions each of the refs given (``refs``: left as given, the
+    compared left, right) wrote since their merge base."""
+    given, left, right = refs
+    trees = (delta.at_ref(lake, repo, left), delta.at_ref(lake, repo, right))
+    located, (lsnap, rsnap) = delta.locate(lake, trees, root)
+    lside = parts.open_side(lake, repo, left, located.left)
+    try:
+        rside = parts.open_side(lake, repo, right, located.right)
+        try:
+            found = _diff(located, lside, rside, key, amount, after, *compare)
+        finally:
+            rside.close()
+    finally:
+        lside.close()
+    empty = pa.schema([])
+    lschema = lsnap.schema if lsnap is not None else empty
+    rschema = rsnap.schema if rsnap is not None else empty
+    base = delta.at_ref(lake, repo, _three_dot_left(lake, repo, given, right))
+    since = delta.head_version(lake, base, root)
+    report = {
+        "base_version": since,
+        "left": delta.versions_after(lake, delta.at_ref(lake, repo, given), root, since),
+        "right": delta.versions_after(lake, trees[1], root, since),
+        "files_added": len(located.right),
+        "files_removed": len(located.left),
+        "properties": delta.properties_changed(
+            lsnap.configuration if lsnap is not None else {}, rsnap.configuration if rsnap is not None else {}
+        ),
+    }
+    schema = compare_schemas(lschema, rschema).changes
+    return replace(found, schema=schema, delta=report, key_declared=bool(key) and not given_key)
 
 
 def _diff(

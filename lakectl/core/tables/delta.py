@@ -29,17 +29,19 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from lakectl.core import porcelain
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.lake import Lake
 from lakectl.core.model import Entry, MetaRangeId, Row
-from lakectl.core.tables import deltalog
+from lakectl.core.tables import deltalog, parts
 from lakectl.core.tables.deltalog import Line, Version
 from lakectl.core.tables.treefs import Tree
-from lakectl.errors import InvalidArgument
+from lakectl.errors import InvalidArgument, NotFound
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from deltalake import DeltaTable
 
     from lakectl.core.graph.merge import MergePlan
@@ -89,6 +91,18 @@ def _last_checkpoint(lake: Lake, tree: Tree, root: str) -> int | None:
     except (ValueError, AttributeError):
         return None
     return found if isinstance(found, int) and found >= 0 else None
+
+
+def head_version(lake: Lake, tree: Tree, root: str) -> int | None:
+    """The last version of the table at ``root`` of ``tree``, found from its last checkpoint on;
+    None when the tree has no Delta table there."""
+    if not is_table(tree, root):
+        return None
+    log = deltalog.log_prefix(root)
+    start = _last_checkpoint(lake, tree, root)
+    first = f"{log}{start:020d}" if start is not None else log
+    numbers = (deltalog.version_of(p) for p, _ in tree.iter(first, log))
+    return max((n for n in numbers if n is not None), default=start)
 
 
 def _log_files(lake: Lake, tree: Tree, root: str, version: int | None) -> tuple[int, list[tuple[str, Row]]]:
@@ -198,13 +212,25 @@ def settle(
     if not merged:
         return out
     logs = tuple(deltalog.log_prefix(r) for r in merged)
-    plan.conflicts = [p for p in plan.conflicts if not p.startswith(logs)]
+    within = tuple(merged)
+    plan.conflicts = [
+        p
+        for p in plan.conflicts
+        if not p.startswith(logs) and not (p.startswith(within) and _same_content(lake, source, dest, p))
+    ]
     plan.updates = sorted(
         [u for u in plan.updates if not u[0].startswith(logs)] + [u for r in merged for u in out.updates[r]],
         key=lambda u: u[0],
     )
     lake.blocks.sync()  # the replayed versions' blocks, before the commit names them
     return out
+
+
+def _same_content(lake: Lake, source: MetaRangeId, dest: MetaRangeId, path: str) -> bool:
+    """Whether both sides hold the same bytes at ``path`` (a table's files uploaded again as they
+    were: small objects packed anew get new locators)."""
+    a, b = lake.trees.lookup(source, path), lake.trees.lookup(dest, path)
+    return a is not None and b is not None and (a[0], a[1]) == (b[0], b[1])
 
 
 def _versions(
@@ -220,8 +246,8 @@ def _versions(
             continue
         if change.old is None and change.new is not None:
             added[number] = change.new
-        elif change.old is not None and change.new is not None:
-            rewritten.append(change.path)
+        elif change.old is not None and change.new is not None and change.old[1] != change.new[1]:
+            rewritten.append(change.path)  # not a version uploaded again as it was
     return added, rewritten
 
 
@@ -271,3 +297,113 @@ def _json_object(lake: Lake, data: bytes) -> Row:
 
     written = write_object(lake.blocks, io.BytesIO(data))
     return entry_for(written.size, written.checksum, written.locators, CONTENT_TYPE, None).to_row()
+
+
+# -- the table diff ---------------------------------------------------------------------------
+
+
+@dataclass
+class Snapshot:
+    """A table's state at a version: its active data files (tree path -> size), its schema,
+    properties and partition columns."""
+
+    version: int
+    files: dict[str, int]
+    schema: pa.Schema
+    configuration: dict[str, str]
+    partition_columns: list[str]
+
+
+def snapshot(lake: Lake, tree: Tree, root: str, version: int | None = None) -> Snapshot | None:
+    """The table at ``root`` of ``tree`` at ``version`` (None: its last), or None when the tree
+    has no Delta table there. Files with deletion vectors are refused (``InvalidArgument``): the
+    rows they still hold are not read here."""
+    import pyarrow as pa
+
+    if not is_table(tree, root):
+        return None
+    with open_table(lake, tree, root, version) as table:
+        actions = pa.table(table.get_add_actions(flatten=True))
+        files = {
+            root + unquote(str(p)): int(s)
+            for p, s in zip(
+                actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(), strict=True
+            )
+        }
+        meta = table.metadata()
+        found = Snapshot(
+            table.version(),
+            files,
+            pa.schema(table.schema().to_arrow()),
+            dict(meta.configuration),
+            list(meta.partition_columns),
+        )
+        _refuse_deletion_vectors(tree, root)
+    return found
+
+
+def _refuse_deletion_vectors(tree: Tree, root: str) -> None:
+    """Deletion vectors live in files of the table's root (``deletion_vector_*.bin``)."""
+    marks = list(tree.iter(f"{root}deletion_vector_", f"{root}deletion_vector_"))
+    if not marks:
+        return
+    raise InvalidArgument(
+        f"the Delta table {root or '/'} has deletion vectors ({len(marks)} file(s)): lakectl reads "
+        "its data files whole, and would show rows they delete",
+        path=root,
+    )
+
+
+def versions_after(lake: Lake, tree: Tree, root: str, after: int | None, limit: int = 1000) -> dict[str, Any]:
+    """The versions of the table at ``root`` of ``tree`` after ``after`` (None: all of them),
+    each as :meth:`~lakectl.core.tables.deltalog.Version.summary` shows it (the first ``limit``),
+    their count and the last version."""
+    log = deltalog.log_prefix(root)
+    start = deltalog.version_path(root, after + 1) if after is not None else log
+    shown: list[dict[str, Any]] = []
+    count, last = 0, after
+    for path, row in tree.iter(start, log):
+        number = deltalog.version_of(path)
+        if number is None:
+            continue
+        count, last = count + 1, number
+        if len(shown) < limit:
+            shown.append(Version.parse(number, read(lake, row), path).summary())
+    return {"version": last, "count": count, "versions": shown}
+
+
+def properties_changed(left: Mapping[str, str], right: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"key": k, "old": left.get(k), "new": right.get(k)}
+        for k in sorted(set(left) | set(right))
+        if left.get(k) != right.get(k)
+    ]
+
+
+def locate(
+    lake: Lake, trees: tuple[Tree, Tree], root: str
+) -> tuple[parts.Located, tuple[Snapshot | None, Snapshot | None]]:
+    """The data files of the table at ``root`` that differ between the two trees' last
+    versions (active on one side only: added, or removed, rewritten, compacted), as
+    :func:`lakectl.core.tables.parts.locate` gives a table's parts, and each side's snapshot;
+    ``NotFound`` when neither tree has the table."""
+    sides = (snapshot(lake, trees[0], root), snapshot(lake, trees[1], root))
+    if sides[0] is None and sides[1] is None:
+        raise NotFound(f"no Delta table at {root!r} on either side", path=root)
+    located = parts.Located(root, left_exists=sides[0] is not None, right_exists=sides[1] is not None)
+    lfiles = sides[0].files if sides[0] is not None else {}
+    rfiles = sides[1].files if sides[1] is not None else {}
+    for files, other, tree, into in (
+        (lfiles, rfiles, trees[0], located.left),
+        (rfiles, lfiles, trees[1], located.right),
+    ):
+        for path in sorted(set(files) - set(other)):
+            row = tree.lookup(path)
+            if row is None:
+                raise InvalidArgument(
+                    f"the Delta table {root or '/'} names {path}, which is not there", path=path
+                )
+            partition, columns = parts.partition_of(root, path)
+            into.append((parts.Part(path, partition, columns, parts.Format.PARQUET), Entry.from_row(row)))
+    located.unchanged = len(set(lfiles) & set(rfiles))
+    return located, sides

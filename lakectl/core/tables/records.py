@@ -169,6 +169,9 @@ class TableDiff:
     """Objects of the table skipped because both sides have the same locators."""
     key_declared: bool = False
     """The key is the one the repository declares for the table (none was given)."""
+    delta: dict[str, Any] | None = None
+    """A Delta table's log: the versions each side wrote since the merge base, the data files
+    added and removed, its properties changed (:func:`lakectl.core.tablediff.diff_table`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -188,6 +191,7 @@ class TableDiff:
             "files_read": self.files_read,
             "files_unchanged": self.files_unchanged,
             "summary": self.summary(),
+            "delta": self.delta,
         }
 
     def summary(self) -> str:
@@ -209,4 +213,21 @@ class TableDiff:
             parts.append(text)
         if self.schema:
             parts.append("schema: " + ", ".join(c.text() for c in self.schema))
+        if self.delta is not None:
+            parts.append(_delta_summary(self.delta))
         return f"{name}: " + (", ".join(parts) if parts else "no changes")
+
+
+def _delta_summary(delta: dict[str, Any]) -> str:
+    """``Delta: right +3 versions (WRITE, DELETE), left +1 (OPTIMIZE), files +2 \u22121``."""
+
+    def side(found: dict[str, Any]) -> str:
+        ops = sorted({v["operation"] for v in found["versions"]})
+        return f"+{found['count']:,} version{'s' if found['count'] != 1 else ''}" + (
+            f" ({', '.join(ops)})" if ops else ""
+        )
+
+    text = f"Delta: right {side(delta['right'])}"
+    if delta["left"]["count"]:
+        text += f", left {side(delta['left'])}"
+    return text + f", files +{delta['files_added']:,} \u2212{delta['files_removed']:,}"
