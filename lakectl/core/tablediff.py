@@ -229,11 +229,11 @@ def _diff_delta(
     lschema = lsnap.schema if lsnap is not None else empty
     rschema = rsnap.schema if rsnap is not None else empty
     base = delta.at_ref(lake, repo, _three_dot_left(lake, repo, given, right))
-    since = delta.head_version(lake, base, root)
+    since = delta.head_version(base, root)
     report = {
         "base_version": since,
-        "left": delta.versions_after(lake, delta.at_ref(lake, repo, given), root, since),
-        "right": delta.versions_after(lake, trees[1], root, since),
+        "left": delta.versions_after(delta.at_ref(lake, repo, given), root, since),
+        "right": delta.versions_after(trees[1], root, since),
         "files_added": len(located.right),
         "files_removed": len(located.left),
         "properties": delta.properties_changed(

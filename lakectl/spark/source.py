@@ -62,7 +62,7 @@ from lakectl.spark.provenance import Recorder
 if TYPE_CHECKING:
     from lakectl.core.model import FeedChange
 
-FORMATS = ("parquet", "csv", "json", "text")
+FORMATS = ("parquet", "csv", "json", "text", "delta")
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "text": ".txt"}
 MAX_PARTITION_BYTES = 128 * 1024 * 1024
 """As Spark's ``spark.sql.files.maxPartitionBytes``: the most bytes of objects one task reads."""
@@ -100,7 +100,8 @@ class Target:
 class LakeFSDataSource(DataSource):
     """``spark.read.format("lakefs")`` / ``df.write.format("lakefs")``; see the module docstring.
 
-    Options: ``format`` (parquet, csv, json, text; default parquet), ``header`` and ``sep`` (csv,
+    Options: ``format`` (parquet, csv, json, text, delta; default parquet: ``delta`` reads a Delta
+    table's active files at the ref, ``versionAsOf`` an older version of it), ``header`` and ``sep`` (csv,
     as Spark: no header by default), ``pathGlobFilter`` (file names to read), ``basePath``
     (where partition directories start, at or above the loaded prefix), ``maxPartitionBytes``,
     ``commit_message`` (write: also commit), ``since`` (read: a change feed, the module
@@ -181,6 +182,11 @@ class LakeFSDataSource(DataSource):
         return recorder.metadata() if recorder is not None else {}
 
     def writer(self, schema: StructType, overwrite: bool) -> LakeFSWriter:
+        if self.format == "delta":
+            raise InvalidArgument(
+                "format delta reads Delta tables; write them with Delta's own connector "
+                "(format('delta') on an s3a:// path of the S3 gateway)"
+            )
         return LakeFSWriter(self, schema, overwrite)
 
     # -- format options --------------------------------------------------------------------
@@ -219,9 +225,13 @@ class Listing:
     files: list[LakeFile]
     partition_columns: list[tuple[str, pa.DataType]] = field(default_factory=list)
     labels: tuple[str, ...] = ()
+    schema: pa.Schema | None = None
+    """A Delta table's schema, from its log (else each read takes the newest file's)."""
 
     @staticmethod
     def take(source: LakeFSDataSource) -> Listing:
+        if source.format == "delta":
+            return Listing.delta(source)
         if source.since:
             return Listing.changed(source)
         t = source.target
@@ -268,7 +278,46 @@ class Listing:
         files = _selected(source, files)
         return Listing(files, _partition_columns(files) if files else [], FEED_COLUMNS)
 
+    @staticmethod
+    def delta(source: LakeFSDataSource) -> Listing:
+        """A Delta table's active files at the ref (``versionAsOf``: at that version of the
+        table, in the ref's log), from its log through ``deltalake`` on the driver
+        (:func:`lakectl.core.tables.delta.open_table`); its schema and partition columns typed
+        as the log says."""
+        from urllib.parse import unquote
+
+        from lakectl.core.tables.delta import open_table
+
+        t = source.target
+        if source.since:
+            raise InvalidArgument("a change feed (since) reads objects or rows, not a Delta table's versions")
+        version = source.options.get("versionAsOf")
+        if version is not None and not _INTEGER.fullmatch(str(version)):
+            raise InvalidArgument(f"versionAsOf is a Delta table version (0, 1, ...), not {version!r}")
+        backend = source.lake.backend()
+        try:
+            with open_table(backend_tree(backend, t.repo, t.ref), t.prefix, _int_or_none(version)) as table:
+                active = {
+                    unquote(str(p))
+                    for p in pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
+                }
+                schema = pa.schema(table.schema().to_arrow())
+                partitioned = list(table.metadata().partition_columns)
+            text = backend.export_manifest(t.repo, t.ref, t.prefix, signed=source.lake.remote)
+        finally:
+            backend.close()
+        files = [f for f in lake_files(text, _partition_of) if f.path in active]
+        missing = active - {f.path for f in files}
+        if missing:
+            raise NotFound(
+                f"the Delta table at {t.prefix} names {sorted(missing)[0]}, which is not at {t.ref}"
+            )
+        columns = [(name, schema.field(name).type) for name in partitioned]
+        return Listing(files, columns, schema=schema)
+
     def arrow_schema(self, source: LakeFSDataSource) -> pa.Schema:
+        if self.schema is not None:
+            return self.schema
         if not self.files:
             t = source.target
             raise NotFound(
@@ -290,6 +339,28 @@ class Listing:
         (the last insert), else the first file."""
         inserts = [f for f in self.files if ("_change_type", "insert") in f.labels]
         return inserts[-1] if inserts else self.files[0]
+
+
+def _int_or_none(text: Any) -> int | None:
+    return int(text) if text is not None else None
+
+
+def backend_tree(backend: Any, repo: str, ref: str) -> Any:
+    """``ref`` seen through a Backend as :class:`lakectl.core.tables.delta.Tree` reads a table:
+    each object's handle is its path."""
+    from lakectl.core.tables.delta import Tree
+
+    def lookup(path: str) -> str | None:
+        try:
+            backend.stat(repo, ref, path)
+        except NotFound:
+            return None
+        return path
+
+    def listing(after: str, prefix: str) -> Iterator[tuple[str, str]]:
+        return ((o.path, o.path) for o in backend.list_objects(repo, ref, prefix, after=after))
+
+    return Tree(lookup, listing, lambda path: b"".join(backend.read(repo, ref, path)))
 
 
 def _names_target(path: str, prefix: str) -> bool:
@@ -624,6 +695,7 @@ FORMAT_READERS: dict[str, tuple[Any, Any]] = {
     "csv": (_csv_schema, _csv_batches),
     "json": (_json_schema, _json_batches),
     "text": (_text_schema, _text_batches),
+    "delta": (_parquet_schema, _parquet_batches),  # a Delta table's active files are Parquet
 }
 
 

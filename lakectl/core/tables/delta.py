@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import json
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -37,7 +37,6 @@ from lakectl.core.lake import Lake
 from lakectl.core.model import Entry, MetaRangeId, Row
 from lakectl.core.tables import deltalog, parts
 from lakectl.core.tables.deltalog import Line, Version
-from lakectl.core.tables.treefs import Tree
 from lakectl.errors import InvalidArgument, NotFound
 
 if TYPE_CHECKING:
@@ -50,8 +49,26 @@ if TYPE_CHECKING:
 CONTENT_TYPE = "application/json"
 
 
+@dataclass(frozen=True)
+class Tree:
+    """Where a table is read: a commit's tree, a branch's staging area over its commit, or a
+    ref seen through a Backend (the Spark source's driver). What ``lookup`` and ``iter`` give
+    for a path is only handed back to ``read``."""
+
+    lookup: Callable[[str], Any]
+    """A path's handle, or None when there is no object there."""
+    iter: Callable[[str, str], Iterator[tuple[str, Any]]]
+    """(path, handle) under a prefix (the second argument), after a key no object is named
+    (the first), in path order."""
+    read: Callable[[Any], bytes]
+
+
 def of_tree(lake: Lake, mid: MetaRangeId) -> Tree:
-    return Tree(lambda p: lake.trees.lookup(mid, p), lambda s, p: lake.trees.iter(mid, s, p))
+    return Tree(
+        lambda p: lake.trees.lookup(mid, p),
+        lambda s, p: lake.trees.iter(mid, s, p),
+        lambda row: read(lake, row),
+    )
 
 
 def at_ref(lake: Lake, repo: str, ref: str) -> Tree:
@@ -64,6 +81,7 @@ def at_ref(lake: Lake, repo: str, ref: str) -> Tree:
         return Tree(
             lambda p: lake.staging.lookup(rid, branch, p),
             lambda s, p: lake.staging.iter_view(rid, branch, s, p),
+            lambda row: read(lake, row),
         )
     return of_tree(lake, res.commit.meta_range_id)
 
@@ -82,35 +100,35 @@ def is_table(tree: Tree, root: str) -> bool:
     return False
 
 
-def _last_checkpoint(lake: Lake, tree: Tree, root: str) -> int | None:
+def _last_checkpoint(tree: Tree, root: str) -> int | None:
     row = tree.lookup(deltalog.log_prefix(root) + deltalog.LAST_CHECKPOINT)
     if row is None:
         return None
     try:
-        found = json.loads(read(lake, row)).get("version")
+        found = json.loads(tree.read(row)).get("version")
     except (ValueError, AttributeError):
         return None
     return found if isinstance(found, int) and found >= 0 else None
 
 
-def head_version(lake: Lake, tree: Tree, root: str) -> int | None:
+def head_version(tree: Tree, root: str) -> int | None:
     """The last version of the table at ``root`` of ``tree``, found from its last checkpoint on;
     None when the tree has no Delta table there."""
     if not is_table(tree, root):
         return None
     log = deltalog.log_prefix(root)
-    start = _last_checkpoint(lake, tree, root)
+    start = _last_checkpoint(tree, root)
     first = f"{log}{start:020d}" if start is not None else log
     numbers = (deltalog.version_of(p) for p, _ in tree.iter(first, log))
     return max((n for n in numbers if n is not None), default=start)
 
 
-def _log_files(lake: Lake, tree: Tree, root: str, version: int | None) -> tuple[int, list[tuple[str, Row]]]:
+def _log_files(tree: Tree, root: str, version: int | None) -> tuple[int, list[tuple[str, Any]]]:
     """The log files a reader of ``version`` (None: the last) needs, and that version: the
     newest checkpoint at or before it (found from ``_last_checkpoint`` when it serves, else by
     listing the log) and the versions after it."""
     log = deltalog.log_prefix(root)
-    start = _last_checkpoint(lake, tree, root)
+    start = _last_checkpoint(tree, root)
     if start is not None and version is not None and start > version:
         start = None
     if start is None:  # no checkpoint named, or a newer one: the newest at or before the version
@@ -121,7 +139,7 @@ def _log_files(lake: Lake, tree: Tree, root: str, version: int | None) -> tuple[
         ]
         start = max(points, default=None)
     first = f"{log}{start:020d}" if start is not None else log  # its checkpoint sorts before its JSON
-    files: list[tuple[str, Row]] = []
+    files: list[tuple[str, Any]] = []
     last = -1
     for path, row in tree.iter(first, log):
         number = deltalog.version_of(path)
@@ -141,17 +159,17 @@ def _log_files(lake: Lake, tree: Tree, root: str, version: int | None) -> tuple[
 
 
 @contextmanager
-def open_table(lake: Lake, tree: Tree, root: str, version: int | None = None) -> Iterator[DeltaTable]:
+def open_table(tree: Tree, root: str, version: int | None = None) -> Iterator[DeltaTable]:
     """The Delta table at ``root`` of ``tree`` at ``version`` (None: its last), opened by
     ``deltalake`` on a temporary copy of the log files that version needs."""
     from deltalake import DeltaTable
 
-    last, files = _log_files(lake, tree, root, version)
+    last, files = _log_files(tree, root, version)
     with tempfile.TemporaryDirectory(prefix="lakectl-delta-") as tmp:
         log = Path(tmp) / "_delta_log"
         log.mkdir()
         for path, row in files:
-            (log / path.rpartition("/")[2]).write_bytes(read(lake, row))
+            (log / path.rpartition("/")[2]).write_bytes(tree.read(row))
         try:
             yield DeltaTable(tmp, version=last)
         except Exception as e:
@@ -279,7 +297,7 @@ def _merge_table(
     ours, other = Line(mine), Line(theirs)
     base_meta = None
     if ours.last("metaData") is not None or other.last("metaData") is not None:
-        with open_table(lake, of_tree(lake, base), root, first - 1) as table:
+        with open_table(of_tree(lake, base), root, first - 1) as table:
             base_meta = metadata_action(table)
     found = deltalog.conflicts(ours, other, base_meta)
     if found:
@@ -314,7 +332,7 @@ class Snapshot:
     partition_columns: list[str]
 
 
-def snapshot(lake: Lake, tree: Tree, root: str, version: int | None = None) -> Snapshot | None:
+def snapshot(tree: Tree, root: str, version: int | None = None) -> Snapshot | None:
     """The table at ``root`` of ``tree`` at ``version`` (None: its last), or None when the tree
     has no Delta table there. Files with deletion vectors are refused (``InvalidArgument``): the
     rows they still hold are not read here."""
@@ -322,7 +340,7 @@ def snapshot(lake: Lake, tree: Tree, root: str, version: int | None = None) -> S
 
     if not is_table(tree, root):
         return None
-    with open_table(lake, tree, root, version) as table:
+    with open_table(tree, root, version) as table:
         actions = pa.table(table.get_add_actions(flatten=True))
         files = {
             root + unquote(str(p)): int(s)
@@ -354,12 +372,12 @@ def _refuse_deletion_vectors(tree: Tree, root: str) -> None:
     )
 
 
-def versions_after(lake: Lake, tree: Tree, root: str, after: int | None, limit: int = 1000) -> dict[str, Any]:
+def versions_after(tree: Tree, root: str, after: int | None, limit: int = 1000) -> dict[str, Any]:
     """The versions of the table at ``root`` of ``tree`` after ``after`` (None: all of them),
     each as :meth:`~lakectl.core.tables.deltalog.Version.summary` shows it (the first ``limit``),
     their count and the last version."""
     log = deltalog.log_prefix(root)
-    start = deltalog.version_path(root, after + 1) if after is not None else log
+    start = f"{log}{after + 1:020d}" if after is not None else log
     shown: list[dict[str, Any]] = []
     count, last = 0, after
     for path, row in tree.iter(start, log):
@@ -368,7 +386,7 @@ def versions_after(lake: Lake, tree: Tree, root: str, after: int | None, limit: 
             continue
         count, last = count + 1, number
         if len(shown) < limit:
-            shown.append(Version.parse(number, read(lake, row), path).summary())
+            shown.append(Version.parse(number, tree.read(row), path).summary())
     return {"version": last, "count": count, "versions": shown}
 
 
@@ -387,7 +405,7 @@ def locate(
     versions (active on one side only: added, or removed, rewritten, compacted), as
     :func:`lakectl.core.tables.parts.locate` gives a table's parts, and each side's snapshot;
     ``NotFound`` when neither tree has the table."""
-    sides = (snapshot(lake, trees[0], root), snapshot(lake, trees[1], root))
+    sides = (snapshot(trees[0], root), snapshot(trees[1], root))
     if sides[0] is None and sides[1] is None:
         raise NotFound(f"no Delta table at {root!r} on either side", path=root)
     located = parts.Located(root, left_exists=sides[0] is not None, right_exists=sides[1] is not None)
