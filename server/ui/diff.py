@@ -14,6 +14,7 @@ from lakectl.core import merging, tablediff
 from lakectl.core import porcelain as p
 from lakectl.core.model import Change, DiffType
 from lakectl.core.tables import declared
+from lakectl.core.tables.deltalog import table_root
 from lakectl.core.tables.naming import table_of
 from lakectl.errors import InvalidArgument, LakectlError, MergeConflict, NotFound
 from server.api.deps import LakeDep
@@ -44,6 +45,9 @@ def _rows(changes: Iterable[Change], after: str, left: str, right: str) -> tuple
                 "table": table_of(c.path),
             }
         )
+    logs = tuple(r for row in rows if (r := table_root(row["path"])) is not None)
+    for row in rows:  # a Delta table's data files belong to the table whose log changed with them
+        row["table"] = _under(logs, row["path"]) or row["table"]
     return rows, page_[PAGE - 1].path if len(page_) > PAGE else ""
 
 
@@ -61,7 +65,10 @@ def table_summaries(
         known = declared.at_ref(lake, repo, sides[1])
     except LakectlError:  # a declaration file that does not parse: each table's diff says so
         known = {}
-    named = (declared.table_for(known, r["path"]) or r.get("table") for r in rows)
+    rows = list(rows)
+    # A Delta table's data files belong to the table whose log changed with them.
+    logs = tuple(r for row in rows if (r := table_root(row["path"])) is not None)
+    named = (declared.table_for(known, r["path"]) or _under(logs, r["path"]) or r.get("table") for r in rows)
     tables = list(dict.fromkeys(t for t in named if t))[:MAX_SUMMARIES]
     out = []
     for table in tables:
@@ -74,6 +81,10 @@ def table_summaries(
             continue
         out.append({"table": table, "summary": found.summary(), "key": ", ".join(found.key)})
     return out
+
+
+def _under(roots: tuple[str, ...], path: str) -> str:
+    return next((r for r in roots if path.startswith(r)), "")
 
 
 @router.get("/repos/{repo}/tablediff", dependencies=[READ])

@@ -96,3 +96,59 @@ def test_a_compaction_against_a_delete_is_a_conflict(client: lakectl.Client, tmp
     (found,) = details["delta"][ROOT]
     assert found["type"] == "removed-on-both" and found["source_version"] == 1 and found["dest_version"] == 2
     assert a.get_commit().id == head
+
+
+def test_metadata_changed_on_both_and_a_retype_are_conflicts(client: lakectl.Client, tmp_path: Path) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    DeltaTable(str(wa)).alter.set_table_properties({"delta.appendOnly": "false"})
+    head = push(a, ROOT, wa, "a: a property").get_commit().id
+    wb = checkout(b, ROOT, tmp_path / "b")
+    DeltaTable(str(wb)).alter.set_table_properties({"delta.logRetentionDuration": "interval 7 days"})
+    push(b, ROOT, wb, "b: another property")
+    with pytest.raises(ConflictException) as raised:
+        b.merge_into(a)
+    assert [c["type"] for c in raised.value.__cause__.details["delta"][ROOT]] == ["metaData-changed-on-both"]  # type: ignore[union-attr]
+    assert a.get_commit().id == head
+
+    # b retypes a column (an overwrite with a new schema) while a appends under the old one
+    wb = checkout(b, ROOT, tmp_path / "b2")
+    retyped = pa.table({"id": pa.array([1], pa.int32()), "v": ["one"]})
+    write_deltalake(str(wb), retyped, mode="overwrite", schema_mode="overwrite")
+    push(b, ROOT, wb, "b: id as int")
+    wa = checkout(a, ROOT, tmp_path / "a2")
+    write_deltalake(str(wa), _table(1, 40), mode="append")
+    head = push(a, ROOT, wa, "a: append").get_commit().id
+    with pytest.raises(ConflictException) as raised:
+        b.merge_into(a)
+    found = raised.value.__cause__.details["delta"][ROOT]  # type: ignore[union-attr]
+    assert {
+        "type": "schema-incompatible",
+        "field": "id",
+        "reason": "retyped",
+        "changed_on": "source",
+    } in found
+    assert a.get_commit().id == head
+
+
+def test_checkpoints_and_vacuums_on_one_side(client: lakectl.Client, tmp_path: Path) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wb = checkout(b, ROOT, tmp_path / "b")
+    for i in range(3):
+        write_deltalake(str(wb), _table(1, 100 + i), mode="append")
+    DeltaTable(str(wb)).optimize.compact()
+    DeltaTable(str(wb)).create_checkpoint()
+    DeltaTable(str(wb)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    push(b, ROOT, wb, "b: appends, optimize, checkpoint, vacuum")
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(1, 200), mode="append")
+    push(a, ROOT, wa, "a: append")
+
+    b.merge_into(a)
+    merged = checkout(a, ROOT, tmp_path / "merged")
+    assert [r["id"] for r in rows(merged)] == [*range(1, 11), 100, 101, 102, 200]
+    replayed = ["WRITE", "WRITE", "WRITE", "OPTIMIZE", "VACUUM START", "VACUUM END"]
+    assert operations(merged) == ["WRITE", "WRITE", *replayed]
+    names = {p.name for p in (merged / "_delta_log").iterdir()}
+    assert "00000000000000000004.checkpoint.parquet" not in names  # b's, under b's numbering
+    assert DeltaTable(str(merged)).version() == 7
