@@ -93,7 +93,8 @@ def merge(
     noted = dict(metadata or {})
     what = f"merge of {source!r} into {dest!r}"
     mids = (base_mid, src.meta_range_id, dst.meta_range_id)
-    tables = _delta_tables(lake, mids, plan, {"source": source, "sourceCommit": src.id}, what)
+    about = {"source": source, "sourceCommit": src.id}
+    tables = _delta_tables(lake, mids, plan, about, what, (row_rules, rows_runner))
     noted.update(tables.note())
     if row_rules:
         from lakectl.core import tablemerge
@@ -110,13 +111,14 @@ def _delta_tables(
     plan: MergePlan,
     about: dict[str, str],
     what: str,
+    rows: tuple[Sequence[tablemerge.RowRule], tablemerge.UnitRunner | None],
 ) -> delta.Settled:
     """The Delta tables both sides wrote, their source versions replayed after the destination's
     (:func:`lakectl.core.tables.delta.settle`); ``MergeConflict`` with each table's conflicts as
     data (``details.delta``) when one cannot be."""
     from lakectl.core.tables import delta
 
-    settled = delta.settle(lake, *mids, plan, about)
+    settled = delta.settle(lake, *mids, plan, about, delta.RowsRules(*rows))
     if settled.conflicts:
         paths = sorted({*plan.conflicts, *(f"{root}_delta_log/" for root in settled.conflicts)})
         raise MergeConflict(

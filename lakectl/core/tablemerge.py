@@ -354,7 +354,7 @@ def _read(
         )
         try:
             f = pq.ParquetFile(io.BytesIO(b"".join(chunks)))
-            tables.append(f.read())
+            tables.append(_without_views(f.read()))
         except Exception as e:  # pyarrow raises several kinds for a file that is no Parquet
             raise InvalidArgument(
                 f"cannot merge {path} by rows: it is not readable as Parquet: {e}", path=path
@@ -368,6 +368,18 @@ def _read(
         raise InvalidArgument(
             f"cannot merge {where} by rows: its objects' schemas differ: {e}", path=where
         ) from e
+
+
+def _without_views(table: pa.Table) -> pa.Table:
+    """``table`` with its view columns (``string_view``, ``binary_view``, as some writers store
+    strings, Delta's among them) as plain strings and binaries: one writer's file and another's
+    hold the same column."""
+    import pyarrow as pa
+
+    plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+    if not any(f.type in plain for f in table.schema):
+        return table
+    return table.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in table.schema]))
 
 
 def _write(blocks: Any, table: pa.Table, like: Row | None, meta: Any) -> Row:

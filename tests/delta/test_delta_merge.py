@@ -152,3 +152,71 @@ def test_checkpoints_and_vacuums_on_one_side(client: lakectl.Client, tmp_path: P
     names = {p.name for p in (merged / "_delta_log").iterdir()}
     assert "00000000000000000004.checkpoint.parquet" not in names  # b's, under b's numbering
     assert DeltaTable(str(merged)).version() == 7
+
+
+def test_the_rows_strategy_merges_files_both_sides_rewrote(client: lakectl.Client, tmp_path: Path) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    DeltaTable(str(wa)).update(updates={"v": "'a-edit'"}, predicate="id = 3")
+    write_deltalake(str(wa), _table(1, 11), mode="append")
+    push(a, ROOT, wa, "a: edit 3, append 11")
+    wb = checkout(b, ROOT, tmp_path / "b")
+    DeltaTable(str(wb)).update(updates={"v": "'b-edit'"}, predicate="id = 5")
+    DeltaTable(str(wb)).delete("id = 9")
+    write_deltalake(str(wb), _table(1, 20), mode="append")
+    push(b, ROOT, wb, "b: edit 5, delete 9, append 20")
+    with pytest.raises(ConflictException):
+        b.merge_into(a)  # without the strategy: both rewrote the first file
+
+    b.merge_into(a, strategies=["tables/orders/**=rows:key=id"])
+    merged = checkout(a, ROOT, tmp_path / "merged")
+    got = {r["id"]: r["v"] for r in rows(merged)}
+    assert sorted(got) == [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 20]
+    assert (got[3], got[5], got[1]) == ("a-edit", "b-edit", "v1")
+    assert operations(merged)[-1] == "MERGE"
+    info = DeltaTable(str(merged)).history(1)[0]
+    assert info["lakectlReplay"]["operations"] == ["UPDATE", "DELETE", "WRITE"]
+
+    # the same cell changed differently on both sides: a row conflict, nothing changed
+    head = a.get_commit().id
+    wa = checkout(a, ROOT, tmp_path / "a2")
+    DeltaTable(str(wa)).update(updates={"v": "'a-again'"}, predicate="id = 1")
+    head = push(a, ROOT, wa, "a: edit 1").get_commit().id
+    wb = checkout(b, ROOT, tmp_path / "b2")
+    DeltaTable(str(wb)).update(updates={"v": "'b-again'"}, predicate="id = 1")
+    push(b, ROOT, wb, "b: edit 1")
+    with pytest.raises(ConflictException) as raised:
+        b.merge_into(a, strategies=["tables/orders/**=rows:key=id"])
+    (found,) = raised.value.__cause__.details["delta"][ROOT]  # type: ignore[union-attr]
+    assert found["type"] == "rows" and found["count"] == 1
+    assert a.get_commit().id == head
+
+
+def test_merging_again_and_back_keeps_one_valid_table(client: lakectl.Client, tmp_path: Path) -> None:
+    """A long-lived branch merged again after its versions were replayed, and the destination
+    merged back into it: each side's versions arrive once, under the other's numbering (the
+    replays of its own versions are recognized as such)."""
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(1, 11), mode="append")
+    push(a, ROOT, wa, "a: append 11")
+    wb = checkout(b, ROOT, tmp_path / "b")
+    write_deltalake(str(wb), _table(1, 20), mode="append")
+    push(b, ROOT, wb, "b: append 20")
+    b.merge_into(a)
+
+    DeltaTable(str(wb)).delete("id = 20")
+    write_deltalake(str(wb), _table(1, 21), mode="append")
+    push(b, ROOT, wb, "b: delete 20, append 21")
+    b.merge_into(a)
+    merged = checkout(a, ROOT, tmp_path / "merged")
+    assert [r["id"] for r in rows(merged)] == [*range(1, 12), 21]
+    assert operations(merged) == ["WRITE", "WRITE", "WRITE", "DELETE", "WRITE"]
+
+    write_deltalake(str(wb), _table(1, 30), mode="append")
+    push(b, ROOT, wb, "b: append 30")
+    a.merge_into(b)  # b's own versions stay as they were; a's one version follows them
+    back = checkout(b, ROOT, tmp_path / "back")
+    assert [r["id"] for r in rows(back)] == [*range(1, 12), 21, 30]
+    assert operations(back) == ["WRITE", "WRITE", "DELETE", "WRITE", "WRITE", "WRITE"]
+    assert DeltaTable(str(back)).history(1)[0]["lakectlReplay"]["version"] == 1

@@ -23,17 +23,18 @@ from __future__ import annotations
 import io
 import json
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from lakectl.core import porcelain
 from lakectl.core.graph.refs import parse_ref
-from lakectl.core.lake import Lake
+from lakectl.core.lake import Lake, now
 from lakectl.core.model import Entry, MetaRangeId, Row
 from lakectl.core.tables import deltalog, parts
 from lakectl.core.tables.deltalog import Line, Version
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from deltalake import DeltaTable
 
+    from lakectl.core import tablemerge
     from lakectl.core.graph.merge import MergePlan
     from lakectl.core.graph.tree import Update
 
@@ -200,10 +202,25 @@ class Settled:
     """The tables both sides wrote (the rows strategy leaves their files alone)."""
     updates: dict[str, list[Update]] = field(default_factory=dict)
     conflicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    replayed: list[tuple[str, int, int, int]] = field(default_factory=list)
+    replayed: list[tuple[str, int, int, int, int]] = field(default_factory=list)
 
     def note(self) -> dict[str, str]:
         return {deltalog.NOTE: deltalog.note(self.replayed)} if self.replayed else {}
+
+
+@dataclass(frozen=True)
+class RowsRules:
+    """The merge's ``rows`` strategies, which settle the files both sides rewrote in a table
+    they cover by rows (:func:`_rows_merge`), and what runs the merges of rows."""
+
+    rules: Sequence[tablemerge.RowRule] = ()
+    runner: tablemerge.UnitRunner | None = None
+
+    def rule_for(self, root: str) -> tablemerge.RowRule | None:
+        from lakectl.core.graph.merge import glob_matches
+
+        probe = f"{root}part.parquet"  # a data file of the table, as a glob names its files
+        return next((r for r in self.rules if glob_matches(r.pattern, probe)), None)
 
 
 def settle(
@@ -213,17 +230,20 @@ def settle(
     dest: MetaRangeId,
     plan: MergePlan,
     about: Mapping[str, str],
+    rows: RowsRules = RowsRules(),
 ) -> Settled:
     """The Delta tables both sides of a merge wrote (found among the tree merge's conflicts, so
     a merge with no table costs nothing here): each one's source versions replayed after the
     destination's, or its conflicts. ``plan`` is changed for the tables that merge: the source's
     log files leave its updates, the replayed versions join them, and the log's conflicts go.
-    ``about`` names the source in each replayed version's commit info."""
+    ``about`` names the source in each replayed version's commit info. Where the only
+    conflicts are files both sides rewrote and a ``rows`` strategy covers the table, the
+    source's changes arrive as one version merged by rows instead (:func:`_rows_merge`)."""
     out = Settled()
     roots = sorted({r for p in plan.conflicts if (r := deltalog.table_root(p)) is not None})
     for root in roots:
         out.roots.add(root)
-        found = _merge_table(lake, (base, source, dest), root, about, out)
+        found = _merge_table(lake, (base, source, dest), root, about, out, rows)
         if found:
             out.conflicts[root] = found
     merged = [r for r in roots if r not in out.conflicts]
@@ -251,22 +271,40 @@ def _same_content(lake: Lake, source: MetaRangeId, dest: MetaRangeId, path: str)
     return a is not None and b is not None and (a[0], a[1]) == (b[0], b[1])
 
 
-def _versions(
-    lake: Lake, base: MetaRangeId, side: MetaRangeId, root: str
-) -> tuple[dict[int, Row], list[str]]:
-    """The versions a side added to the log since ``base`` (by number), and the versions it
-    rewrote in place (a log no writer should touch)."""
-    added: dict[int, Row] = {}
-    rewritten: list[str] = []
+def _new_versions(lake: Lake, mids: tuple[MetaRangeId, MetaRangeId], root: str, common: int) -> list[Version]:
+    """The versions of a side's log since ``base`` (``mids``: base, side) that the base's log
+    does not hold: added or written anew under a number the base has (a merge renumbers the
+    versions it replays), but for the base's own versions a merge replayed on this side."""
+    base, side = mids
+    found = []
     for change in lake.trees.diff(base, side, deltalog.log_prefix(root)):
         number = deltalog.version_of(change.path)
-        if number is None:
+        if number is None or change.new is None:
             continue
-        if change.old is None and change.new is not None:
-            added[number] = change.new
-        elif change.old is not None and change.new is not None and change.old[1] != change.new[1]:
-            rewritten.append(change.path)  # not a version uploaded again as it was
-    return added, rewritten
+        if change.old is not None and change.old[1] == change.new[1]:
+            continue  # a version uploaded again as it was
+        version = Version.parse(number, read(lake, change.new), change.path)
+        if not _replays(lake, base, root, version, common):
+            found.append(version)
+    return found
+
+
+def _replays(lake: Lake, base: MetaRangeId, root: str, version: Version, common: int) -> bool:
+    """Whether ``version`` is a merge's replay of one of the base's versions (the same actions,
+    its commit info aside)."""
+    marked = version.info.get(deltalog.REPLAY)
+    number = marked.get("version") if isinstance(marked, dict) else None
+    if not isinstance(number, int) or number > common:
+        return False
+    row = lake.trees.lookup(base, deltalog.version_path(root, number))
+    if row is None:
+        return False
+    original = Version.parse(number, read(lake, row), deltalog.version_path(root, number))
+    return _without_info(original) == _without_info(version)
+
+
+def _without_info(version: Version) -> list[dict[str, Any]]:
+    return [a for a in version.actions if "commitInfo" not in a]
 
 
 def _merge_table(
@@ -275,38 +313,221 @@ def _merge_table(
     root: str,
     about: Mapping[str, str],
     out: Settled,
+    rows: RowsRules,
 ) -> list[dict[str, Any]]:
+    """One table both sides wrote: the source's versions the destination has not seen, checked
+    against the destination's the source has not seen, then replayed after the destination's
+    last version (or merged by rows); the conflicts, or [] with ``out`` told what to write."""
     base, source, dest = mids
-    src, src_rewritten = _versions(lake, base, source, root)
-    dst, dst_rewritten = _versions(lake, base, dest, root)
-    if not src or not dst:
-        return [{"type": "log-conflict", "path": deltalog.log_prefix(root)}]  # not two lines of versions
-    first = min(src)
-    if first == 0 and min(dst) == 0:
+    common = head_version(of_tree(lake, base), root)
+    head = head_version(of_tree(lake, dest), root)
+    if common is None or head is None:
         return [{"type": "created-on-both"}]
-    problems: list[dict[str, Any]] = [
-        {"type": "log-rewritten", "path": p} for p in src_rewritten + dst_rewritten
-    ]
-    for name, line in (("source", src), ("dest", dst)):
-        if min(line) != first or sorted(line) != list(range(first, first + len(line))):
-            problems.append({"type": "log-gap", "side": name, "versions": sorted(line)})
-    if problems:
-        return problems
-    mine = [Version.parse(n, read(lake, src[n]), deltalog.version_path(root, n)) for n in sorted(src)]
-    theirs = [Version.parse(n, read(lake, dst[n]), deltalog.version_path(root, n)) for n in sorted(dst)]
+    mine = _new_versions(lake, (base, source), root, common)
+    theirs = _new_versions(lake, (base, dest), root, common)
+    out.updates[root] = []
+    if not mine:
+        return []  # the destination holds every version the source wrote
     ours, other = Line(mine), Line(theirs)
     base_meta = None
     if ours.last("metaData") is not None or other.last("metaData") is not None:
-        with open_table(of_tree(lake, base), root, first - 1) as table:
+        with open_table(of_tree(lake, base), root, common) as table:
             base_meta = metadata_action(table)
-    found = deltalog.conflicts(ours, other, base_meta)
-    if found:
-        return found
-    head = max(dst)
-    written = deltalog.replay(mine, head, deltalog.in_commit_timestamp(theirs[-1]), about)
+    found = [c for c in deltalog.conflicts(ours, other, base_meta) if c["type"] != "removed-on-both"]
+    files = _missing(lake, dest, root, ours, other)
+    rule = rows.rule_for(root)
+    if files and not found and rule is not None:
+        conflicted = {root + c["path"] for c in files}
+        sides = _Sides(mids, (ours, other), common, head)
+        return _rows_merge(lake, root, sides, about, (rule, rows.runner), out, conflicted)
+    if found or files:
+        return files + found
+    last = other.versions[-1] if other.versions else None
+    written = deltalog.replay(mine, head, deltalog.in_commit_timestamp(last), about)
     out.updates[root] = [(deltalog.version_path(root, n), _json_object(lake, data)) for n, data in written]
-    out.replayed.append((root, first, max(src), head + 1))
+    out.replayed.append((root, mine[0].number, mine[-1].number, head + 1, head + len(mine)))
     return []
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """A table both sides of a merge wrote: the trees, each side's versions since the common
+    one, that version and the destination's last."""
+
+    mids: tuple[MetaRangeId, MetaRangeId, MetaRangeId]
+    lines: tuple[Line, Line]
+    common: int
+    head: int
+
+
+def _source_changes(line: Line) -> tuple[dict[str, int], list[str]]:
+    """What the source's versions did to files they did not add themselves (removed: by the
+    first version that did), and the files they added still active at their end; as paths under
+    the table's root (the log names files URL-encoded)."""
+    removed: dict[str, int] = {}
+    added: dict[str, None] = {}
+    for v in line.versions:
+        if any(isinstance(a.get("deletionVector"), dict) for a in v.of("add")):
+            raise InvalidArgument(f"version {v.number} marks rows with deletion vectors: not merged by rows")
+        for path in map(unquote, v.removed):
+            if path in added:
+                del added[path]
+            else:
+                removed.setdefault(path, v.number)
+        added.update((unquote(path), None) for path in v.added)
+    return removed, list(added)
+
+
+def _missing(lake: Lake, dest: MetaRangeId, root: str, ours: Line, other: Line) -> list[dict[str, Any]]:
+    """The files the source's versions removed (rewrote, deleted from, compacted) that are not
+    active at the destination's last version: the destination removed them too, or never had
+    them (it took the source's earlier files merged by rows). Delta refuses such a writer."""
+    removed, _ = _source_changes(ours)
+    if not removed:
+        return []  # appends alone read no file: no snapshot needed
+    found = snapshot(of_tree(lake, dest), root)
+    active = set(found.files) if found is not None else set()
+    theirs = {unquote(p): n for p, n in other.removed().items()}
+    out = []
+    for path, number in sorted(removed.items()):
+        if root + path in active:
+            continue
+        if path in theirs:
+            both = {"source_version": number, "dest_version": theirs[path]}
+            out.append({"type": "removed-on-both", "path": path, **both})
+        else:
+            out.append({"type": "missing-in-dest", "path": path, "source_version": number})
+    return out
+
+
+def _rows_merge(
+    lake: Lake,
+    root: str,
+    sides: _Sides,
+    about: Mapping[str, str],
+    how: tuple[tablemerge.RowRule, tablemerge.UnitRunner | None],
+    out: Settled,
+    conflicted: set[str],
+) -> list[dict[str, Any]]:
+    """The source's versions as one version after the destination's: each partition holding a
+    file in conflict (``conflicted``, paths under the root) merged by rows as the ``rows``
+    strategy merges a Parquet directory (:func:`lakectl.core.tablemerge.merge_unit`): the
+    active files there at the common version, at the source's last and at the destination's
+    last, their rows merged by key into one new file that replaces the destination's; in every
+    other partition, the source's files taken and removed as its versions did. Row conflicts
+    come back as data, nothing written."""
+    from lakectl.core import tablemerge
+
+    removed, added = _source_changes(sides.lines[0])
+    merged = {parts.partition_of(root, p)[0] for p in conflicted}
+    at = (sides.common, None, sides.head)
+    snaps = [snapshot(of_tree(lake, mid), root, v) for mid, v in zip(sides.mids, at, strict=True)]
+    rule, runner = how
+    units = []
+    taken = [p for p in added if parts.partition_of("", p)[0] not in merged]
+    dropped = [p for p in removed if parts.partition_of("", p)[0] not in merged]
+    for partition in sorted(merged):
+        files = [
+            sorted(
+                p for p in (s.files if s is not None else {}) if parts.partition_of(root, p)[0] == partition
+            )
+            for s in snaps
+        ]
+        b, sr, d = (
+            tuple((p, _row(lake, mid, p)) for p in paths)
+            for mid, paths in zip(sides.mids, files, strict=True)
+        )
+        output = f"{root}{partition + '/' if partition else ''}part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        key = rule.key_of(root)
+        units.append(tablemerge.Unit(root + partition, key, rule.winner, (b, sr, d), output, True))
+        dropped += [p[len(root) :] for p in files[2]]
+    outcomes = (runner or tablemerge.run_in_process)(lake, units) if units else []
+    conflicts = [
+        {"type": "rows", "partition": u.directory, **o}
+        for u, o in zip(units, outcomes, strict=True)
+        if isinstance(o, dict)
+    ]
+    if conflicts:
+        return conflicts
+    lake.blocks.sync()  # the merged files' blocks, before the commit names them
+    made = [
+        (u.output, o)
+        for u, o in zip(units, outcomes, strict=True)
+        if o is not None and not isinstance(o, dict)
+    ]
+    version = _merged_version(lake, root, sides, about, (taken, dropped, made))
+    number = sides.head + 1
+    out.updates[root] = [(deltalog.version_path(root, number), _json_object(lake, version)), *made]
+    versions = sides.lines[0].versions
+    out.replayed.append((root, versions[0].number, versions[-1].number, number, number))
+    return []
+
+
+def _row(lake: Lake, mid: MetaRangeId, path: str) -> Row:
+    row = lake.trees.lookup(mid, path)
+    if row is None:
+        raise InvalidArgument(f"the Delta table's log names {path}, which is not there", path=path)
+    return row
+
+
+def _merged_version(
+    lake: Lake,
+    root: str,
+    sides: _Sides,
+    about: Mapping[str, str],
+    files: tuple[list[str], list[str], list[tuple[str, Row]]],
+) -> bytes:
+    """The version a rows merge writes: the source's files taken, the destination's files of
+    the merged partitions and the source's removed ones removed, the merged files added, the
+    source's last metadata, protocol, transactions and domains, and a commit info that names
+    the source's versions and operations."""
+    taken, dropped, made = files
+    mine = sides.lines[0]
+    stamp = now() * 1000
+    source_adds = {unquote(str(a.get("path"))): a for v in mine.versions for a in v.of("add")}
+    actions: list[dict[str, Any]] = [
+        {
+            "commitInfo": {
+                "timestamp": stamp,
+                "operation": "MERGE",
+                "operationParameters": {"predicate": "lakectl rows merge", "source": about.get("source", "")},
+                "readVersion": sides.head,
+                "isBlindAppend": False,
+                deltalog.REPLAY: {
+                    **about,
+                    "versions": [v.number for v in mine.versions],
+                    "operations": [v.operation for v in mine.versions],
+                },
+            }
+        }
+    ]
+    for kind in ("protocol", "metaData"):
+        last = mine.last(kind)
+        if last is not None:
+            actions.append({kind: last})
+    for kind, key in (("txn", "appId"), ("domainMetadata", "domain")):
+        actions += [{kind: a} for a in mine.keyed(kind, key).values()]
+    actions += [{"add": source_adds[p]} for p in taken]
+    for path in dropped:
+        values = dict(parts.partition_of("", path)[1])
+        removal = {"path": quote(path, safe="/="), "dataChange": True, "deletionTimestamp": stamp}
+        removal["partitionValues"] = values
+        actions.append({"remove": {**removal, "extendedFileMetadata": False}})
+    for path, row in made:
+        rel = path[len(root) :]
+        values = dict(parts.partition_of("", rel)[1])
+        actions.append(
+            {
+                "add": {
+                    "path": quote(rel, safe="/="),
+                    "partitionValues": values,
+                    "size": row[0],
+                    "modificationTime": stamp,
+                    "dataChange": True,
+                }
+            }
+        )
+    return ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()
 
 
 def _json_object(lake: Lake, data: bytes) -> Row:

@@ -246,7 +246,7 @@ def in_commit_timestamp(version: Version | None) -> int | None:
     return stamp if isinstance(stamp, int) else None
 
 
-def note(replayed: Iterable[tuple[str, int, int, int]]) -> str:
-    """The merge commit's note (:data:`NOTE`): per table, the source's versions and the versions
-    they became (``tables/orders/:3-5>9-11``)."""
-    return ",".join(f"{r or '/'}:{first}-{last}>{at}-{at + last - first}" for r, first, last, at in replayed)
+def note(replayed: Iterable[tuple[str, int, int, int, int]]) -> str:
+    """The merge commit's note (:data:`NOTE`): per table, the source's first and last versions
+    replayed and the versions they became (``tables/orders/:3-5>9-11``)."""
+    return ",".join(f"{r or '/'}:{first}-{last}>{at}-{end}" for r, first, last, at, end in replayed)
