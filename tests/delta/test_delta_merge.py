@@ -220,3 +220,19 @@ def test_merging_again_and_back_keeps_one_valid_table(client: lakectl.Client, tm
     assert [r["id"] for r in rows(back)] == [*range(1, 12), 21, 30]
     assert operations(back) == ["WRITE", "WRITE", "DELETE", "WRITE", "WRITE", "WRITE"]
     assert DeltaTable(str(back)).history(1)[0]["lakectlReplay"]["version"] == 1
+
+
+def test_a_pull_request_merges_a_delta_table_both_sides_wrote(client: lakectl.Client, tmp_path: Path) -> None:
+    a, b = _two_branches(client, tmp_path)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(1, 11), mode="append")
+    push(a, ROOT, wa, "a: append 11")
+    wb = checkout(b, ROOT, tmp_path / "b")
+    DeltaTable(str(wb)).delete("id = 1")
+    push(b, ROOT, wb, "b: delete 1")
+    backend = client.backend
+    pull = backend.create_pull(a.repo_id, "delete row 1", "b", "a")
+    backend.merge_pull(a.repo_id, pull.id)
+    merged = checkout(a, ROOT, tmp_path / "merged")
+    assert [r["id"] for r in rows(merged)] == list(range(2, 12))
+    assert operations(merged) == ["WRITE", "WRITE", "DELETE"]

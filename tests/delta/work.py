@@ -47,3 +47,22 @@ def operations(directory: Path) -> list[str]:
     from deltalake import DeltaTable
 
     return [h["operation"] for h in reversed(DeltaTable(str(directory)).history())]
+
+
+def checkout_backend(backend: Any, repo: str, branch: str, root: str, into: Path) -> Path:
+    """:func:`checkout` through a Backend."""
+    for obj in backend.list_objects(repo, branch, root):
+        target = into / obj.path[len(root) :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(backend.read(repo, branch, obj.path)))
+    return into
+
+
+def push_backend(backend: Any, repo: str, branch: str, root: str, directory: Path, message: str) -> None:
+    """:func:`push` through a Backend: the files new or changed (by size) uploaded, committed."""
+    there = {o.path: o.entry.size for o in backend.list_objects(repo, branch, root)}
+    for file in sorted(directory.rglob("*")):
+        path = f"{root}{file.relative_to(directory).as_posix()}"
+        if file.is_file() and there.get(path) != file.stat().st_size:
+            backend.upload(repo, branch, path, file.read_bytes())
+    backend.commit(repo, branch, message)

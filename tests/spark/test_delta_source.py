@@ -52,3 +52,33 @@ def test_a_delta_table_reads_its_active_files_and_older_versions(spark: Any, lak
     assert sorted(r.id for r in old.collect()) == [1, 2, 3, 4]
     with pytest.raises(Exception, match="versionAsOf"):
         read(spark, f"lakefs://{repo}/main/tables/t", format="delta", versionAsOf="last").collect()
+
+
+def test_a_delta_diff_and_rows_merge_run_on_spark_as_in_process(spark: Any, tmp_path: Path) -> None:
+    """``--spark``: the row diff of a Delta table and its merge by rows, as a Spark job on the
+    session's local[2], give the in-process answer."""
+    from lakectl.client.local import LocalBackend
+    from tests.delta.work import checkout_backend, push_backend
+
+    backend = LocalBackend(str(tmp_path / "lake"))
+    try:
+        backend.create_repo("rep")
+        work = tmp_path / "main"
+        write_deltalake(str(work), pa.table({"id": pa.array(range(1, 101), pa.int64()), "v": ["x"] * 100}))
+        push_backend(backend, "rep", "main", "t/", work, "t")
+        backend.create_branch("rep", "dev", "main")
+        wd = checkout_backend(backend, "rep", "dev", "t/", tmp_path / "dev")
+        DeltaTable(str(wd)).update(updates={"v": "'dev'"}, predicate="id < 5")
+        push_backend(backend, "rep", "dev", "t/", wd, "dev: 4 rows")
+        wm = checkout_backend(backend, "rep", "main", "t/", tmp_path / "m")
+        DeltaTable(str(wm)).update(updates={"v": "'main'"}, predicate="id > 95")
+        push_backend(backend, "rep", "main", "t/", wm, "main: 5 rows")
+
+        args = ("rep", "main", "dev", "t/", ["id"], 100, "")
+        assert backend.diff_table(*args, "local[2]") == backend.diff_table(*args, None)
+        backend.merge("rep", "dev", "main", ["t/**=rows:key=id"], spark_master="local[2]")
+        merged = checkout_backend(backend, "rep", "main", "t/", tmp_path / "merged")
+        got = {r["id"]: r["v"] for r in DeltaTable(str(merged)).to_pyarrow_table().to_pylist()}
+        assert [i for i, v in sorted(got.items()) if v != "x"] == [1, 2, 3, 4, 96, 97, 98, 99, 100]
+    finally:
+        backend.close()

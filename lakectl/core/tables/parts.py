@@ -288,13 +288,19 @@ def read_columns(o: Opened, columns: Sequence[str]) -> pa.Table:
     return table.append_column(PART_COLUMN, pa.repeat(pa.scalar(o.part.partition, pa.string()), n))
 
 
+_PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
 def _decoded(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with dictionary-encoded columns (pandas categoricals) as their values' type:
+    """``schema`` with dictionary-encoded columns (pandas categoricals) as their values' type,
+    and view columns (``string_view``, as Delta's writers may store strings) as plain strings:
     the encoding is how an object stores a column, not what the column holds, and two objects'
-    dictionaries differ."""
-    if not any(pa.types.is_dictionary(f.type) for f in schema):
+    encodings differ."""
+    if not any(pa.types.is_dictionary(f.type) or f.type in _PLAIN for f in schema):
         return schema
-    return pa.schema(
-        [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema],
-        metadata=schema.metadata,
-    )
+    return pa.schema([_plain(f) for f in schema], metadata=schema.metadata)
+
+
+def _plain(field: pa.Field) -> pa.Field:
+    kind = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+    return field.with_type(_PLAIN.get(kind, kind))
