@@ -4,6 +4,7 @@ changed. Embedded and against a server."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -236,3 +237,31 @@ def test_a_pull_request_merges_a_delta_table_both_sides_wrote(client: lakectl.Cl
     merged = checkout(a, ROOT, tmp_path / "merged")
     assert [r["id"] for r in rows(merged)] == list(range(2, 12))
     assert operations(merged) == ["WRITE", "WRITE", "DELETE"]
+
+
+def test_replayed_versions_that_end_a_checkpoint_interval_leave_a_checkpoint(
+    client: lakectl.Client, tmp_path: Path
+) -> None:
+    repo = lakectl.Repository(unique("dcp"), client=client).create()
+    main = repo.branch("main")
+    write_deltalake(str(tmp_path / "main"), _table(3), configuration={"delta.checkpointInterval": "3"})
+    push(main, ROOT, tmp_path / "main", "orders, a checkpoint every 3 versions")
+    a, b = repo.branch("a").create(main), repo.branch("b").create(main)
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(1, 10), mode="append")
+    push(a, ROOT, wa, "a: append")
+    wb = checkout(b, ROOT, tmp_path / "b")
+    for i in (20, 21):
+        write_deltalake(str(wb), _table(1, i), mode="append")
+    push(b, ROOT, wb, "b: two appends")
+
+    b.merge_into(a)
+    merged = checkout(a, ROOT, tmp_path / "merged")
+    names = sorted(p.name for p in (merged / "_delta_log").iterdir())
+    assert "00000000000000000003.checkpoint.parquet" in names
+    assert "00000000000000000002.checkpoint.parquet" not in names  # b's, under b's numbering
+    assert json.loads((merged / "_delta_log" / "_last_checkpoint").read_text())["version"] == 3
+    for name in names:  # the checkpoint alone holds the table's state
+        if name.endswith(".json") and not name.startswith("00000000000000000003"):
+            (merged / "_delta_log" / name).unlink()
+    assert [r["id"] for r in rows(merged)] == [1, 2, 3, 10, 20, 21]

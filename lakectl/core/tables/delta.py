@@ -345,8 +345,41 @@ def _merge_table(
     last = other.versions[-1] if other.versions else None
     written = deltalog.replay(mine, head, deltalog.in_commit_timestamp(last), about)
     out.updates[root] = [(deltalog.version_path(root, n), _json_object(lake, data)) for n, data in written]
+    out.updates[root] += _checkpoint(lake, of_tree(lake, dest), root, head, written)
     out.replayed.append((root, mine[0].number, mine[-1].number, head + 1, head + len(mine)))
     return []
+
+
+def _checkpoint(
+    lake: Lake, dest: Tree, root: str, head: int, written: list[tuple[int, bytes]]
+) -> list[Update]:
+    """A checkpoint of the merged table at its new last version, as a writer of the replayed
+    versions makes one (``delta.checkpointInterval``, 100 by default, as ``deltalake``): where
+    a replayed version ends an interval. Written by ``deltalake`` from the destination's last
+    checkpoint on, and the replayed versions."""
+    from deltalake import DeltaTable
+
+    _, files = _log_files(dest, root, head)
+    with tempfile.TemporaryDirectory(prefix="lakectl-delta-") as tmp:
+        log = Path(tmp) / "_delta_log"
+        log.mkdir()
+        for path, handle in files:
+            (log / path.rpartition("/")[2]).write_bytes(dest.read(handle))
+        for number, data in written:
+            (log / f"{number:020d}.json").write_bytes(data)
+        table = DeltaTable(tmp)
+        interval = int(table.metadata().configuration.get("delta.checkpointInterval") or 100)
+        if not any((n + 1) % max(1, interval) == 0 for n, _ in written):
+            return []
+        table.create_checkpoint()
+        made = [f for f in log.iterdir() if f.name.startswith(f"{table.version():020d}.checkpoint.")]
+        return [
+            (f"{deltalog.log_prefix(root)}{f.name}", _json_object(lake, f.read_bytes(), content_type))
+            for f, content_type in [
+                *((f, "application/octet-stream") for f in made),
+                (log / deltalog.LAST_CHECKPOINT, CONTENT_TYPE),
+            ]
+        ]
 
 
 @dataclass(frozen=True)
@@ -530,12 +563,13 @@ def _merged_version(
     return ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()
 
 
-def _json_object(lake: Lake, data: bytes) -> Row:
+def _json_object(lake: Lake, data: bytes, content_type: str = CONTENT_TYPE) -> Row:
+    """A new object of the log (a version, a checkpoint) in the lake's blocks."""
     from lakectl.core.blocks.data import write_object
     from lakectl.core.writes import entry_for
 
     written = write_object(lake.blocks, io.BytesIO(data))
-    return entry_for(written.size, written.checksum, written.locators, CONTENT_TYPE, None).to_row()
+    return entry_for(written.size, written.checksum, written.locators, content_type, None).to_row()
 
 
 # -- the table diff ---------------------------------------------------------------------------
