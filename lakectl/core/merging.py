@@ -95,11 +95,12 @@ def merge(
     mids = (base_mid, src.meta_range_id, dst.meta_range_id)
     about = {"source": source, "sourceCommit": src.id}
     tables = _delta_tables(lake, mids, plan, about, what, (row_rules, rows_runner))
-    noted.update(tables.note())
+    noted.update(tables.note() if tables is not None else {})
     if row_rules:
         from lakectl.core import tablemerge
 
-        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what, skip=tables.roots))
+        skip = tables.roots if tables is not None else ()
+        noted.update(tablemerge.settle(lake, *mids, plan, row_rules, rows_runner, what, skip=skip))
     if plan.conflicts:
         raise MergeConflict(f"{what} has {len(plan.conflicts)} conflicting path(s)", paths=plan.conflicts)
     return _commit_merge(lake, rid, bid, (source, src), (dest, dst), plan, message, committer, noted, squash)
@@ -112,10 +113,14 @@ def _delta_tables(
     about: dict[str, str],
     what: str,
     rows: tuple[Sequence[tablemerge.RowRule], tablemerge.UnitRunner | None],
-) -> delta.Settled:
+) -> delta.Settled | None:
     """The Delta tables both sides wrote, their source versions replayed after the destination's
     (:func:`lakectl.core.tables.delta.settle`); ``MergeConflict`` with each table's conflicts as
     data (``details.delta``) when one cannot be."""
+    from lakectl.core.tables import deltalog
+
+    if not any(deltalog.table_root(p) is not None for p in plan.conflicts):
+        return None  # no Delta table written on both sides: nothing of deltalake's to import
     from lakectl.core.tables import delta
 
     settled = delta.settle(lake, *mids, plan, about, delta.RowsRules(*rows))

@@ -239,9 +239,10 @@ def test_a_pull_request_merges_a_delta_table_both_sides_wrote(client: lakectl.Cl
     assert operations(merged) == ["WRITE", "WRITE", "DELETE"]
 
 
-def test_replayed_versions_that_end_a_checkpoint_interval_leave_a_checkpoint(
-    client: lakectl.Client, tmp_path: Path
-) -> None:
+def test_a_merge_leaving_a_long_log_tail_writes_a_checkpoint(client: lakectl.Client, tmp_path: Path) -> None:
+    """The replayed versions would leave more than twice the checkpoint interval since the last
+    checkpoint: the merge writes one at the merged table's last version (the source's own
+    checkpoints, numbered for its log, stay behind)."""
     repo = lakectl.Repository(unique("dcp"), client=client).create()
     main = repo.branch("main")
     write_deltalake(str(tmp_path / "main"), _table(3), configuration={"delta.checkpointInterval": "3"})
@@ -251,17 +252,17 @@ def test_replayed_versions_that_end_a_checkpoint_interval_leave_a_checkpoint(
     write_deltalake(str(wa), _table(1, 10), mode="append")
     push(a, ROOT, wa, "a: append")
     wb = checkout(b, ROOT, tmp_path / "b")
-    for i in (20, 21):
+    for i in range(20, 26):
         write_deltalake(str(wb), _table(1, i), mode="append")
-    push(b, ROOT, wb, "b: two appends")
+    push(b, ROOT, wb, "b: six appends")
+    assert (wb / "_delta_log" / "00000000000000000005.checkpoint.parquet").exists()
 
     b.merge_into(a)
     merged = checkout(a, ROOT, tmp_path / "merged")
     names = sorted(p.name for p in (merged / "_delta_log").iterdir())
-    assert "00000000000000000003.checkpoint.parquet" in names
-    assert "00000000000000000002.checkpoint.parquet" not in names  # b's, under b's numbering
-    assert json.loads((merged / "_delta_log" / "_last_checkpoint").read_text())["version"] == 3
+    assert [n for n in names if "checkpoint." in n] == ["00000000000000000007.checkpoint.parquet"]
+    assert json.loads((merged / "_delta_log" / "_last_checkpoint").read_text())["version"] == 7
     for name in names:  # the checkpoint alone holds the table's state
-        if name.endswith(".json") and not name.startswith("00000000000000000003"):
+        if name.endswith(".json"):
             (merged / "_delta_log" / name).unlink()
-    assert [r["id"] for r in rows(merged)] == [1, 2, 3, 10, 20, 21]
+    assert [r["id"] for r in rows(merged)] == [1, 2, 3, 10, *range(20, 26)]

@@ -55,3 +55,31 @@ def test_a_rotten_byte_in_the_object_itself_is_caught(tmp_path: Path) -> None:
     flip_byte(Path(lake.blocks.root), md5, offset + length - 1)
     with pytest.raises(CorruptBlock):
         b"".join(porcelain.read(lake, "repo", "main", "c.bin"))
+
+
+def test_many_packed_objects_read_a_block_at_a_time_and_a_rotten_pack_is_caught(tmp_path: Path) -> None:
+    """``read_small_objects``: the objects of one pack from one read of the pack, verified whole
+    (a rotten byte anywhere in it is ``CorruptBlock``: its objects are not handed out)."""
+    from lakectl.core.blocks.data import read_small_objects
+
+    lake, data, where = _packed(tmp_path)
+    infos = {i.path: i for i in listing.list_objects(lake, "repo", "main")}
+    names = sorted(data)
+    tokens = [infos[n].entry.locators for n in names]  # type: ignore[union-attr]
+    calls = []
+    real_get = lake.blocks.get
+
+    def counting_get(*args: object, **kwargs: object) -> bytes:
+        calls.append(args)
+        return real_get(*args, **kwargs)  # type: ignore[arg-type]
+
+    lake.blocks.get = counting_get  # type: ignore[method-assign]
+    assert read_small_objects(lake.blocks, tokens) == [data[n] for n in names]
+    assert len(calls) == 1
+    lake.blocks.get = real_get  # type: ignore[method-assign]
+    md5, offset, _ = where["c.bin"]
+    assert isinstance(lake.blocks, LocalAdapter)
+    flip_byte(Path(lake.blocks.root), md5, offset + 10)
+    with pytest.raises(CorruptBlock):
+        read_small_objects(lake.blocks, tokens)
+    lake.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 
 @runtime_checkable
@@ -117,3 +117,25 @@ class HasMaps(Protocol):
         direct write can take it; nothing writes it), once its size and md5 are checked; None
         for an empty block. ``BlockNotFound``, ``CorruptBlock`` as :meth:`BlockAdapter.get`."""
         ...
+
+
+_CAPABLE: dict[tuple[type, object], bool] = {}
+
+
+def _capable(adapter: object, capability: Any) -> bool:
+    """``isinstance(adapter, capability)`` for the optional capabilities above, by the adapter's
+    class (their methods are the class's): a runtime-checkable protocol's ``isinstance`` looks
+    up every method each time, ~0.2 ms, which a read of many small objects paid per object."""
+    key = (type(adapter), capability)
+    found = _CAPABLE.get(key)
+    if found is None:
+        found = _CAPABLE[key] = isinstance(adapter, capability)
+    return found
+
+
+def has_parts(adapter: object) -> TypeGuard[HasParts]:
+    return _capable(adapter, HasParts)
+
+
+def has_maps(adapter: object) -> TypeGuard[HasMaps]:
+    return _capable(adapter, HasMaps)

@@ -14,7 +14,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final, Protocol, cast, runtime_checkable
 
-from lakectl.core.blocks import BlockAdapter, HasMaps, HasParts
+from lakectl.core.blocks import BlockAdapter, has_maps, has_parts
 from lakectl.core.model import BLOCK_SIZE
 from lakectl.errors import BlockNotFound, InvalidArgument, InvalidLocator, MissingData
 
@@ -231,6 +231,30 @@ def read_object(
     return (_get(adapter, *read, mapped=mapped) for read in reads)
 
 
+def read_small_objects(adapter: BlockAdapter, objects: Sequence[Sequence[str]]) -> list[bytes]:
+    """The bytes of many objects, each given by its segment tokens: those that are one part of
+    a block (packed small objects) read a block at a time, the block read once and verified
+    whole, instead of one read of the block per object; any other object as
+    :func:`read_object` reads it."""
+    segments = [[parse_segment(token) for token in tokens] for tokens in objects]
+    by_block: dict[str, list[int]] = {}
+    for i, segs in enumerate(segments):
+        if len(segs) == 1:
+            by_block.setdefault(segs[0][0], []).append(i)
+    out: list[bytes] = [b""] * len(objects)
+    for locator, indexes in by_block.items():
+        if len(indexes) == 1:
+            continue
+        block = _get(adapter, locator, 0, None)
+        for i in indexes:
+            _, _, offset, length = segments[i][0]
+            out[i] = block[offset : offset + length]
+    for i, tokens in enumerate(objects):
+        if not (len(segments[i]) == 1 and len(by_block[segments[i][0][0]]) > 1):
+            out[i] = b"".join(read_object(adapter, tokens))
+    return out
+
+
 def _reads(
     segments: list[tuple[str, int, int, int]], offset: int, end: int
 ) -> Iterator[tuple[str, int, int | None]]:
@@ -289,7 +313,7 @@ def _get(
     try:
         if md5:
             return get_checked(adapter, locator, offset, length, md5)
-        if mapped and length is None and isinstance(adapter, HasMaps):
+        if mapped and length is None and has_maps(adapter):
             mapping = adapter.get_mapped(locator)
             if mapping is not None:
                 return cast(bytes, mapping)
@@ -306,7 +330,7 @@ def get_checked(adapter: BlockAdapter, locator: str, offset: int, length: int | 
     again with the whole block, verified as every read is: a rotten block is ``CorruptBlock``;
     an intact one gives its part (a checksum that is no md5 of the part's bytes costs the read
     of the block, as before)."""
-    if length is not None and isinstance(adapter, HasParts):
+    if length is not None and has_parts(adapter):
         data = adapter.get_part(locator, offset, length)
         if len(data) == length and hashlib.md5(data).hexdigest() == md5:
             return data

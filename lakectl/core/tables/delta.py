@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import io
 import json
-import tempfile
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,7 +34,7 @@ from lakectl.core import porcelain
 from lakectl.core.graph.refs import parse_ref
 from lakectl.core.lake import Lake, now
 from lakectl.core.model import Entry, MetaRangeId, Row
-from lakectl.core.tables import deltalog, parts
+from lakectl.core.tables import deltalog
 from lakectl.core.tables.deltalog import Line, Version
 from lakectl.errors import InvalidArgument, NotFound
 
@@ -47,8 +45,11 @@ if TYPE_CHECKING:
     from lakectl.core import tablemerge
     from lakectl.core.graph.merge import MergePlan
     from lakectl.core.graph.tree import Update
+    from lakectl.core.tables import parts
 
 CONTENT_TYPE = "application/json"
+DEFAULT_CHECKPOINT_INTERVAL = 100
+"""``delta.checkpointInterval`` where a table sets none (``deltalake``'s)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,8 @@ def _log_files(tree: Tree, root: str, version: int | None) -> tuple[int, list[tu
 def open_table(tree: Tree, root: str, version: int | None = None) -> Iterator[DeltaTable]:
     """The Delta table at ``root`` of ``tree`` at ``version`` (None: its last), opened by
     ``deltalake`` on a temporary copy of the log files that version needs."""
+    import tempfile
+
     from deltalake import DeltaTable
 
     last, files = _log_files(tree, root, version)
@@ -274,16 +277,27 @@ def _same_content(lake: Lake, source: MetaRangeId, dest: MetaRangeId, path: str)
 def _new_versions(lake: Lake, mids: tuple[MetaRangeId, MetaRangeId], root: str, common: int) -> list[Version]:
     """The versions of a side's log since ``base`` (``mids``: base, side) that the base's log
     does not hold: added or written anew under a number the base has (a merge renumbers the
-    versions it replays), but for the base's own versions a merge replayed on this side."""
+    versions it replays), but for the base's own versions a merge replayed on this side. The
+    versions are read together (packed small objects: a block at a time)."""
+    from lakectl.core.blocks.data import read_small_objects
+
     base, side = mids
-    found = []
+    changed = []
     for change in lake.trees.diff(base, side, deltalog.log_prefix(root)):
         number = deltalog.version_of(change.path)
         if number is None or change.new is None:
             continue
         if change.old is not None and change.old[1] == change.new[1]:
             continue  # a version uploaded again as it was
-        version = Version.parse(number, read(lake, change.new), change.path)
+        changed.append((number, change.path, change.new))
+    entries = [Entry.from_row(row) for _, _, row in changed]
+    if any(e.external is not None for e in entries):  # imported: each from its source
+        datas = [read(lake, row) for _, _, row in changed]
+    else:
+        datas = read_small_objects(lake.blocks, [e.locators for e in entries])
+    found = []
+    for (number, path, _), data in zip(changed, datas, strict=True):
+        version = Version.parse(number, data, path)
         if not _replays(lake, base, root, version, common):
             found.append(version)
     return found
@@ -292,6 +306,8 @@ def _new_versions(lake: Lake, mids: tuple[MetaRangeId, MetaRangeId], root: str, 
 def _replays(lake: Lake, base: MetaRangeId, root: str, version: Version, common: int) -> bool:
     """Whether ``version`` is a merge's replay of one of the base's versions (the same actions,
     its commit info aside)."""
+    if not version.mentions(deltalog.REPLAY):
+        return False
     marked = version.info.get(deltalog.REPLAY)
     number = marked.get("version") if isinstance(marked, dict) else None
     if not isinstance(number, int) or number > common:
@@ -344,19 +360,27 @@ def _merge_table(
         return files + found
     last = other.versions[-1] if other.versions else None
     written = deltalog.replay(mine, head, deltalog.in_commit_timestamp(last), about)
-    out.updates[root] = [(deltalog.version_path(root, n), _json_object(lake, data)) for n, data in written]
-    out.updates[root] += _checkpoint(lake, of_tree(lake, dest), root, head, written)
+    out.updates[root] = _log_objects(lake, [(deltalog.version_path(root, n), data) for n, data in written])
+    out.updates[root] += _checkpoint(lake, of_tree(lake, dest), root, head, written, (ours, other))
     out.replayed.append((root, mine[0].number, mine[-1].number, head + 1, head + len(mine)))
     return []
 
 
 def _checkpoint(
-    lake: Lake, dest: Tree, root: str, head: int, written: list[tuple[int, bytes]]
+    lake: Lake, dest: Tree, root: str, head: int, written: list[tuple[int, bytes]], lines: tuple[Line, Line]
 ) -> list[Update]:
-    """A checkpoint of the merged table at its new last version, as a writer of the replayed
-    versions makes one (``delta.checkpointInterval``, 100 by default, as ``deltalake``): where
-    a replayed version ends an interval. Written by ``deltalake`` from the destination's last
-    checkpoint on, and the replayed versions."""
+    """A checkpoint of the merged table at its new last version when its log's tail (the
+    versions since its last checkpoint) would pass twice the table's checkpoint interval
+    (``delta.checkpointInterval``, 100 by default, as ``deltalake``): a reader then never reads
+    more than that, and a merge that leaves a shorter tail leaves the next checkpoint to the
+    table's next writer. Written by ``deltalake`` from the destination's last checkpoint on, and
+    the replayed versions; what it costs is ``deltalake``'s (benchmarks/bench_delta_merge.py)."""
+    since = _last_checkpoint(dest, root)
+    tail = head + len(written) - (since if since is not None else -1)
+    if tail <= 2 * _interval(dest, root, since, lines):
+        return []
+    import tempfile
+
     from deltalake import DeltaTable
 
     _, files = _log_files(dest, root, head)
@@ -368,9 +392,6 @@ def _checkpoint(
         for number, data in written:
             (log / f"{number:020d}.json").write_bytes(data)
         table = DeltaTable(tmp)
-        interval = int(table.metadata().configuration.get("delta.checkpointInterval") or 100)
-        if not any((n + 1) % max(1, interval) == 0 for n, _ in written):
-            return []
         table.create_checkpoint()
         made = [f for f in log.iterdir() if f.name.startswith(f"{table.version():020d}.checkpoint.")]
         return [
@@ -380,6 +401,43 @@ def _checkpoint(
                 (log / deltalog.LAST_CHECKPOINT, CONTENT_TYPE),
             ]
         ]
+
+
+def _interval(dest: Tree, root: str, since: int | None, lines: tuple[Line, Line]) -> int:
+    """The table's checkpoint interval: from the newest metadata the merge read (either side's
+    versions since the common one), else as the table was made (its first version; where log
+    clean-up removed that, its last checkpoint). An interval changed in between and not since
+    the common version is missed: the checkpoint then comes a little early or late."""
+    meta = lines[0].last("metaData") or lines[1].last("metaData")
+    first = dest.lookup(deltalog.version_path(root, 0)) if meta is None else None
+    if first is not None:  # the table's first version made it: a small JSON, no Parquet reader
+        meta = Line([Version.parse(0, dest.read(first), deltalog.version_path(root, 0))]).last("metaData")
+    elif meta is None and since is not None:  # cleaned up: the last checkpoint holds it
+        meta = _checkpoint_metadata(dest, root, since)
+    configured = (meta or {}).get("configuration") or {}
+    try:
+        return max(1, int(configured.get("delta.checkpointInterval") or DEFAULT_CHECKPOINT_INTERVAL))
+    except ValueError:
+        return DEFAULT_CHECKPOINT_INTERVAL
+
+
+def _checkpoint_metadata(dest: Tree, root: str, version: int) -> dict[str, Any] | None:
+    """The ``metaData`` action a classic checkpoint holds (its one row with one)."""
+    import pyarrow.parquet as pq
+
+    handle = dest.lookup(f"{deltalog.log_prefix(root)}{version:020d}.checkpoint.parquet")
+    if handle is None:
+        return None
+    try:
+        # ParquetFile, not read_table: that one imports pyarrow.dataset (0.4 s of a merge).
+        column = pq.ParquetFile(io.BytesIO(dest.read(handle))).read(columns=["metaData"]).column("metaData")
+    except (OSError, KeyError, ValueError):
+        return None
+    found = next((m for m in column.to_pylist() if m), None)
+    if found is None:
+        return None
+    configuration = found.get("configuration")
+    return {"configuration": dict(configuration) if configuration else {}}
 
 
 @dataclass(frozen=True)
@@ -449,7 +507,10 @@ def _rows_merge(
     last, their rows merged by key into one new file that replaces the destination's; in every
     other partition, the source's files taken and removed as its versions did. Row conflicts
     come back as data, nothing written."""
+    import uuid
+
     from lakectl.core import tablemerge
+    from lakectl.core.tables import parts
 
     removed, added = _source_changes(sides.lines[0])
     merged = {parts.partition_of(root, p)[0] for p in conflicted}
@@ -514,6 +575,8 @@ def _merged_version(
     the merged partitions and the source's removed ones removed, the merged files added, the
     source's last metadata, protocol, transactions and domains, and a commit info that names
     the source's versions and operations."""
+    from lakectl.core.tables import parts
+
     taken, dropped, made = files
     mine = sides.lines[0]
     stamp = now() * 1000
@@ -565,11 +628,28 @@ def _merged_version(
 
 def _json_object(lake: Lake, data: bytes, content_type: str = CONTENT_TYPE) -> Row:
     """A new object of the log (a version, a checkpoint) in the lake's blocks."""
-    from lakectl.core.blocks.data import write_object
+    row = _log_objects(lake, [("", data)], content_type)[0][1]
+    assert row is not None
+    return row
+
+
+def _log_objects(
+    lake: Lake, files: Sequence[tuple[str, bytes]], content_type: str = CONTENT_TYPE
+) -> list[Update]:
+    """New objects of the log, packed into shared blocks as an upload of small files packs them
+    (one block to make durable for a hundred versions, not a hundred)."""
+    from lakectl.core.blocks.data import AdapterPacks, Packer
     from lakectl.core.writes import entry_for
 
-    written = write_object(lake.blocks, io.BytesIO(data))
-    return entry_for(written.size, written.checksum, written.locators, content_type, None).to_row()
+    packer = Packer(AdapterPacks(lake.blocks))
+    for i, (_, data) in enumerate(files):
+        packer.add(str(i), data)
+    written = packer.close()
+    out: list[Update] = []
+    for i, (path, _) in enumerate(files):
+        w = written[str(i)]
+        out.append((path, entry_for(w.size, w.checksum, w.locators, content_type, None).to_row()))
+    return out
 
 
 # -- the table diff ---------------------------------------------------------------------------
@@ -660,6 +740,8 @@ def locate(
     versions (active on one side only: added, or removed, rewritten, compacted), as
     :func:`lakectl.core.tables.parts.locate` gives a table's parts, and each side's snapshot;
     ``NotFound`` when neither tree has the table."""
+    from lakectl.core.tables import parts
+
     sides = (snapshot(trees[0], root), snapshot(trees[1], root))
     if sides[0] is None and sides[1] is None:
         raise NotFound(f"no Delta table at {root!r} on either side", path=root)

@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 LOG = "_delta_log/"
@@ -67,29 +68,29 @@ def checkpoint_version(path: str) -> int | None:
 
 @dataclass(frozen=True)
 class Version:
-    """One version of a table's log: its number and its actions, as written."""
+    """One version of a table's log: its number and its bytes as written, read into actions when
+    asked (a merge of appends reads few of them: each question first looks for its action's
+    name in the bytes)."""
 
     number: int
-    actions: tuple[dict[str, Any], ...]
+    raw: bytes
+    where: str = ""
 
     @classmethod
     def parse(cls, number: int, data: bytes, where: str) -> Version:
-        from lakectl.errors import InvalidArgument
+        return cls(number, data, where)
 
-        actions = []
-        for line in data.decode("utf-8", errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                action = json.loads(line)
-            except ValueError as e:
-                raise InvalidArgument(f"{where} is not a Delta log version: {e}", path=where) from e
-            if not isinstance(action, dict):
-                raise InvalidArgument(f"{where} is not a Delta log version: a line is no action", path=where)
-            actions.append(action)
-        return cls(number, tuple(actions))
+    @cached_property
+    def actions(self) -> tuple[dict[str, Any], ...]:
+        """The version's actions; ``InvalidArgument`` when a line is no JSON object."""
+        return tuple(_action(line, self.where) for line in self.raw.splitlines() if line.strip())
+
+    def mentions(self, name: str) -> bool:
+        return f'"{name}"'.encode() in self.raw
 
     def of(self, kind: str) -> list[dict[str, Any]]:
+        if not self.mentions(kind):
+            return []
         return [a[kind] for a in self.actions if isinstance(a.get(kind), dict)]
 
     @property
@@ -118,6 +119,18 @@ class Version:
             "files_added": len(self.added),
             "files_removed": len(self.removed),
         }
+
+
+def _action(line: bytes, where: str) -> dict[str, Any]:
+    from lakectl.errors import InvalidArgument
+
+    try:
+        action = json.loads(line)
+    except ValueError as e:
+        raise InvalidArgument(f"{where} is not a Delta log version: {e}", path=where) from e
+    if not isinstance(action, dict):
+        raise InvalidArgument(f"{where} is not a Delta log version: a line is no action", path=where)
+    return action
 
 
 @dataclass
@@ -224,20 +237,22 @@ def replay(
     for offset, v in enumerate(versions, start=1):
         number = after + offset
         lines = []
-        for action in v.actions:
-            info = action.get("commitInfo")
-            if isinstance(info, dict):
-                info = dict(info)
-                if "readVersion" in info:
-                    info["readVersion"] = number - 1
-                if isinstance(info.get("inCommitTimestamp"), int):
-                    stamp = int(info["inCommitTimestamp"])
-                    info["inCommitTimestamp"] = stamp if previous is None else max(stamp, previous + 1)
-                    previous = info["inCommitTimestamp"]
-                info[REPLAY] = {**about, "version": v.number}
-                action = {"commitInfo": info}
-            lines.append(json.dumps(action, separators=(",", ":")))
-        out.append((number, ("\n".join(lines) + "\n").encode()))
+        for line in v.raw.splitlines():
+            if not line.strip():
+                continue
+            if b'"commitInfo"' not in line[:16]:
+                lines.append(line)  # every other action byte for byte
+                continue
+            info = dict(_action(line, v.where)["commitInfo"])
+            if "readVersion" in info:
+                info["readVersion"] = number - 1
+            if isinstance(info.get("inCommitTimestamp"), int):
+                stamp = int(info["inCommitTimestamp"])
+                info["inCommitTimestamp"] = stamp if previous is None else max(stamp, previous + 1)
+                previous = info["inCommitTimestamp"]
+            info[REPLAY] = {**about, "version": v.number}
+            lines.append(json.dumps({"commitInfo": info}, separators=(",", ":")).encode())
+        out.append((number, b"\n".join(lines) + b"\n"))
     return out
 
 
