@@ -73,6 +73,8 @@ if [[ $quick -eq 1 ]]; then
     bench 300 bench_table_diff.py --rows 1000000 --runs 1
     bench 300 bench_table_diff_engines.py --rows 1000000 --runs 1
     bench 300 bench_rows_merge.py --rows 1000000 --runs 1
+    bench 300 bench_delta_merge.py --versions 2000 --small 200 --runs 2
+    bench 300 bench_delta_diff.py --rows 1000000 --runs 1
 else
     bench 1800 bench_cost_follows_changes.py
     bench 900 bench_commit_1m.py --runs 3
@@ -99,6 +101,8 @@ else
     bench 600 bench_table_diff.py
     bench 900 bench_table_diff_engines.py
     bench 900 bench_rows_merge.py
+    bench 900 bench_delta_merge.py
+    bench 900 bench_delta_diff.py
 fi
 
 echo
