@@ -32,7 +32,7 @@ def _rows(changes: Iterable[Change], after: str, left: str, right: str) -> tuple
     """One page of changes after the path ``after`` as table rows (a removed path links to the
     object at ``left``, any other to ``right``), and the offset of the next page ("" if none)."""
     page_ = list(islice((c for c in changes if c.path > after), PAGE + 1))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in page_[:PAGE]:
         row = c.new if c.new is not None else c.old
         removed = c.type is DiffType.REMOVED
@@ -45,9 +45,9 @@ def _rows(changes: Iterable[Change], after: str, left: str, right: str) -> tuple
                 "table": table_of(c.path),
             }
         )
-    logs = tuple(r for row in rows if (r := table_root(row["path"])) is not None)
-    for row in rows:  # a Delta table's data files belong to the table whose log changed with them
-        row["table"] = _under(logs, row["path"]) or row["table"]
+    logs = tuple(r for shown in rows if (r := table_root(shown["path"])) is not None)
+    for shown in rows:  # a Delta table's data files belong to the table whose log changed with them
+        shown["table"] = _under(logs, shown["path"]) or shown["table"]
     return rows, page_[PAGE - 1].path if len(page_) > PAGE else ""
 
 
