@@ -216,9 +216,15 @@ def _diff_delta(
     given, left, right = refs
     trees = (delta.at_ref(lake, repo, left), delta.at_ref(lake, repo, right))
     located, (lsnap, rsnap) = delta.locate(lake, trees, root)
-    lside = parts.open_side(lake, repo, left, located.left)
+    if (located.left_masks or located.right_masks) and compare[0] is not _in_process:
+        raise InvalidArgument(
+            f"the Delta table {root or '/'} has deletion vectors, which only the in-process diff "
+            "reads: run it without --spark",
+            path=root,
+        )
+    lside = parts.open_side(lake, repo, left, located.left, located.left_masks)
     try:
-        rside = parts.open_side(lake, repo, right, located.right)
+        rside = parts.open_side(lake, repo, right, located.right, located.right_masks)
         try:
             found = _diff(located, lside, rside, key, amount, after, *compare)
         finally:

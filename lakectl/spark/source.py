@@ -286,7 +286,7 @@ class Listing:
         as the log says."""
         from urllib.parse import unquote
 
-        from lakectl.core.tables.delta import open_table
+        from lakectl.core.tables.delta import deletion_masks, open_table
 
         t = source.target
         if source.since:
@@ -296,7 +296,13 @@ class Listing:
             raise InvalidArgument(f"versionAsOf is a Delta table version (0, 1, ...), not {version!r}")
         backend = source.lake.backend()
         try:
-            with open_table(backend_tree(backend, t.repo, t.ref), t.prefix, _int_or_none(version)) as table:
+            tree = backend_tree(backend, t.repo, t.ref)
+            with open_table(tree, t.prefix, _int_or_none(version)) as table:
+                if deletion_masks(tree, t.prefix, table):
+                    raise InvalidArgument(
+                        f"the Delta table at {t.prefix} has deletion vectors, which the lakefs source does "
+                        "not apply: read it with Delta's connector, or diff it with lakectl diff --table"
+                    )
                 active = {
                     unquote(str(p))
                     for p in pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()

@@ -10,7 +10,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 import lakectl
-from tests.delta.work import checkout, push
+from tests.delta.work import checkout, delete_with_vector, push
 from tests.server.conftest import unique
 
 ROOT = "tables/orders/"
@@ -54,3 +54,27 @@ def test_a_delta_diff_names_versions_files_schema_and_rows(client: lakectl.Clien
     by_type = {r["type"]: r["key"]["id"] for r in found["rows"]}
     assert by_type == {"added": 11, "removed": 7, "changed": 4}
     assert "Delta: right +4 versions" in found["summary"]
+
+
+def test_a_deletion_vector_is_honoured(client: lakectl.Client, tmp_path: Path) -> None:
+    """Rows a deletion vector marks are gone from the diff's side (its file keeps its path)."""
+    repo = lakectl.Repository(unique("ddv"), client=client).create()
+    main = repo.branch("main")
+    first = pa.table({"id": pa.array(range(1, 7), pa.int64()), "amount": [float(i) for i in range(1, 7)]})
+    write_deltalake(str(tmp_path / "main"), first, configuration={"delta.enableDeletionVectors": "true"})
+    push(main, ROOT, tmp_path / "main", "orders")
+    dev = repo.branch("dev").create(main)
+    work = checkout(dev, ROOT, tmp_path / "dev")
+    delete_with_vector(work, [1, 4])  # ids 2 and 5
+    push(dev, ROOT, work, "dev: delete 2 and 5, with a deletion vector")
+
+    found = client.backend.diff_table(repo.id, "main", "dev", ROOT, ["id"], 100, "", None, False, True)
+    assert (found["added"], found["removed"], found["changed"]) == (0, 2, 0)
+    assert sorted(r["key"]["id"] for r in found["rows"]) == [2, 5]
+    assert (found["rows_left"], found["rows_right"]) == (6, 4)
+    assert [v["operation"] for v in found["delta"]["right"]["versions"]] == ["DELETE"]
+
+    delete_with_vector(work, [0, 1, 4])  # id 1 too: the file's vector changes
+    push(dev, ROOT, work, "dev: delete 1 as well")
+    again = client.backend.diff_table(repo.id, "main", "dev", ROOT, ["id"], 100, "", None, False, True)
+    assert sorted(r["key"]["id"] for r in again["rows"]) == [1, 2, 5]

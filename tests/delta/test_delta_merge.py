@@ -13,7 +13,7 @@ from deltalake import DeltaTable, write_deltalake
 
 import lakectl
 from lakectl.exceptions import ConflictException
-from tests.delta.work import checkout, operations, push, rows
+from tests.delta.work import checkout, delete_with_vector, operations, push, rows
 from tests.server.conftest import unique
 
 ROOT = "tables/orders/"
@@ -266,3 +266,37 @@ def test_a_merge_leaving_a_long_log_tail_writes_a_checkpoint(client: lakectl.Cli
         if name.endswith(".json"):
             (merged / "_delta_log" / name).unlink()
     assert [r["id"] for r in rows(merged)] == [1, 2, 3, 10, *range(20, 26)]
+
+
+def _kept_ids(directory: Path) -> list[int]:
+    """The table's ids as ``deltalake``'s query engine reads them (deletion vectors applied)."""
+    from deltalake import QueryBuilder
+
+    found = QueryBuilder().register("t", DeltaTable(str(directory))).execute("select id from t").read_all()
+    return sorted(pa.table(found).column("id").to_pylist())
+
+
+def test_deletion_vectors_replay_and_conflict_as_delta_would(client: lakectl.Client, tmp_path: Path) -> None:
+    repo = lakectl.Repository(unique("dmdv"), client=client).create()
+    main = repo.branch("main")
+    write_deltalake(str(tmp_path / "main"), _table(6), configuration={"delta.enableDeletionVectors": "true"})
+    push(main, ROOT, tmp_path / "main", "orders")
+    a, b = repo.branch("a").create(main), repo.branch("b").create(main)
+    wb = checkout(b, ROOT, tmp_path / "b")
+    delete_with_vector(wb, [1])  # id 2
+    push(b, ROOT, wb, "b: delete 2 with a deletion vector")
+    wa = checkout(a, ROOT, tmp_path / "a")
+    write_deltalake(str(wa), _table(1, 10), mode="append")
+    push(a, ROOT, wa, "a: append 10")
+    b.merge_into(a)
+    assert _kept_ids(checkout(a, ROOT, tmp_path / "merged")) == [1, 3, 4, 5, 6, 10]
+
+    # both delete rows of the same file with deletion vectors: Delta's delete-delete conflict
+    c = repo.branch("c").create(main)
+    wc = checkout(c, ROOT, tmp_path / "c")
+    delete_with_vector(wc, [4])  # id 5
+    head = push(c, ROOT, wc, "c: delete 5 with a deletion vector").get_commit().id
+    with pytest.raises(ConflictException) as raised:
+        b.merge_into(c)
+    assert [f["type"] for f in raised.value.__cause__.details["delta"][ROOT]] == ["removed-on-both"]  # type: ignore[union-attr]
+    assert c.get_commit().id == head

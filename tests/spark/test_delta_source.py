@@ -82,3 +82,22 @@ def test_a_delta_diff_and_rows_merge_run_on_spark_as_in_process(spark: Any, tmp_
         assert [i for i, v in sorted(got.items()) if v != "x"] == [1, 2, 3, 4, 96, 97, 98, 99, 100]
     finally:
         backend.close()
+
+
+def test_deletion_vectors_are_refused_where_they_would_not_be_applied(spark: Any, lake: Lake) -> None:
+    """The lakefs source and the Spark diff read data files whole: a table with deletion
+    vectors is refused there (its in-process diff applies them)."""
+    from tests.delta.work import delete_with_vector
+
+    repo = unique("sdv")
+    lake.backend.create_repo(repo)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        table = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+        write_deltalake(str(work), table, configuration={"delta.enableDeletionVectors": "true"})
+        delete_with_vector(work, [0])
+        _upload(lake, repo, work, "tables/t/")
+    lake.backend.commit(repo, "main", "a table with a deletion vector")
+    lake.register(spark)
+    with pytest.raises(Exception, match="deletion vectors"):
+        read(spark, f"lakefs://{repo}/main/tables/t", format="delta").collect()

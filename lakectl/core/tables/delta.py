@@ -458,8 +458,6 @@ def _source_changes(line: Line) -> tuple[dict[str, int], list[str]]:
     removed: dict[str, int] = {}
     added: dict[str, None] = {}
     for v in line.versions:
-        if any(isinstance(a.get("deletionVector"), dict) for a in v.of("add")):
-            raise InvalidArgument(f"version {v.number} marks rows with deletion vectors: not merged by rows")
         for path in map(unquote, v.removed):
             if path in added:
                 del added[path]
@@ -481,8 +479,8 @@ def _missing(lake: Lake, dest: MetaRangeId, root: str, ours: Line, other: Line) 
     theirs = {unquote(p): n for p, n in other.removed().items()}
     out = []
     for path, number in sorted(removed.items()):
-        if root + path in active:
-            continue
+        if root + path in active and path not in theirs:
+            continue  # still there as the source read it (a file keyed by its deletion vector too)
         if path in theirs:
             both = {"source_version": number, "dest_version": theirs[path]}
             out.append({"type": "removed-on-both", "path": path, **both})
@@ -512,6 +510,9 @@ def _rows_merge(
     from lakectl.core import tablemerge
     from lakectl.core.tables import parts
 
+    for v in sides.lines[0].versions:
+        if any(isinstance(a.get("deletionVector"), dict) for a in v.of("add")):
+            raise InvalidArgument(f"version {v.number} marks rows with deletion vectors: not merged by rows")
     removed, added = _source_changes(sides.lines[0])
     merged = {parts.partition_of(root, p)[0] for p in conflicted}
     at = (sides.common, None, sides.head)
@@ -527,6 +528,13 @@ def _rows_merge(
             )
             for s in snaps
         ]
+        for snap, paths in zip(snaps, files, strict=True):
+            if snap is not None and any(p in snap.masks for p in paths):
+                raise InvalidArgument(
+                    f"partition {partition or '/'} of {root} has files with deletion vectors: "
+                    "not merged by rows",
+                    path=root,
+                )
         b, sr, d = (
             tuple((p, _row(lake, mid, p)) for p in paths)
             for mid, paths in zip(sides.mids, files, strict=True)
@@ -665,12 +673,13 @@ class Snapshot:
     schema: pa.Schema
     configuration: dict[str, str]
     partition_columns: list[str]
+    masks: dict[str, list[bool]] = field(default_factory=dict)
+    """The rows each file with a deletion vector keeps (True), by its path."""
 
 
 def snapshot(tree: Tree, root: str, version: int | None = None) -> Snapshot | None:
     """The table at ``root`` of ``tree`` at ``version`` (None: its last), or None when the tree
-    has no Delta table there. Files with deletion vectors are refused (``InvalidArgument``): the
-    rows they still hold are not read here."""
+    has no Delta table there; with the rows each file's deletion vector keeps (``masks``)."""
     import pyarrow as pa
 
     if not is_table(tree, root):
@@ -690,21 +699,33 @@ def snapshot(tree: Tree, root: str, version: int | None = None) -> Snapshot | No
             pa.schema(table.schema().to_arrow()),
             dict(meta.configuration),
             list(meta.partition_columns),
+            deletion_masks(tree, root, table),
         )
-        _refuse_deletion_vectors(tree, root)
     return found
 
 
-def _refuse_deletion_vectors(tree: Tree, root: str) -> None:
-    """Deletion vectors live in files of the table's root (``deletion_vector_*.bin``)."""
-    marks = list(tree.iter(f"{root}deletion_vector_", f"{root}deletion_vector_"))
-    if not marks:
-        return
-    raise InvalidArgument(
-        f"the Delta table {root or '/'} has deletion vectors ({len(marks)} file(s)): lakectl reads "
-        "its data files whole, and would show rows they delete",
-        path=root,
-    )
+def deletion_masks(tree: Tree, root: str, table: DeltaTable) -> dict[str, list[bool]]:
+    """Each active file's deletion vector as the rows it keeps (True: kept), by its path in the
+    tree, as ``deltalake`` reads them: none unless the table's protocol has the feature. The
+    vectors stored in files (``deletion_vector_*.bin``) are copied beside the log first."""
+    from urllib.parse import urlparse
+
+    import pyarrow as pa
+
+    if "deletionVectors" not in (table.protocol().reader_features or []):
+        return {}
+    local = Path(unquote(urlparse(table.table_uri).path))
+    for path, handle in tree.iter(root, root):
+        name = path[len(root) :]
+        if name.rpartition("/")[2].startswith("deletion_vector_") and "_delta_log/" not in name:
+            (local / name).parent.mkdir(parents=True, exist_ok=True)
+            (local / name).write_bytes(tree.read(handle))
+    found = pa.table(table.deletion_vectors()).to_pylist()
+    prefix = local.as_posix().rstrip("/") + "/"
+    return {
+        root + unquote(urlparse(r["filepath"]).path)[len(prefix) :]: list(r["selection_vector"])
+        for r in found
+    }
 
 
 def versions_after(tree: Tree, root: str, after: int | None, limit: int = 1000) -> dict[str, Any]:
@@ -748,11 +769,15 @@ def locate(
     located = parts.Located(root, left_exists=sides[0] is not None, right_exists=sides[1] is not None)
     lfiles = sides[0].files if sides[0] is not None else {}
     rfiles = sides[1].files if sides[1] is not None else {}
+    located.left_masks = sides[0].masks if sides[0] is not None else {}
+    located.right_masks = sides[1].masks if sides[1] is not None else {}
+    # A file in both whose deletion vector changed (rows deleted from it) differs too.
+    marked = {p for p in set(lfiles) & set(rfiles) if located.left_masks.get(p) != located.right_masks.get(p)}
     for files, other, tree, into in (
         (lfiles, rfiles, trees[0], located.left),
         (rfiles, lfiles, trees[1], located.right),
     ):
-        for path in sorted(set(files) - set(other)):
+        for path in sorted((set(files) - set(other)) | marked):
             row = tree.lookup(path)
             if row is None:
                 raise InvalidArgument(
@@ -760,5 +785,5 @@ def locate(
                 )
             partition, columns = parts.partition_of(root, path)
             into.append((parts.Part(path, partition, columns, parts.Format.PARQUET), Entry.from_row(row)))
-    located.unchanged = len(set(lfiles) & set(rfiles))
+    located.unchanged = len((set(lfiles) & set(rfiles)) - marked)
     return located, sides

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import io
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -98,6 +98,9 @@ class Located:
     left_exists: bool = False
     """Whether the table has any part on the left (read or not)."""
     right_exists: bool = False
+    left_masks: dict[str, list[bool]] = field(default_factory=dict)
+    """The rows a part keeps on the left (a Delta file's deletion vector), by path."""
+    right_masks: dict[str, list[bool]] = field(default_factory=dict)
 
 
 def _view(lake: Lake, repo: str, ref: str, prefix: str) -> Iterator[tuple[str, Row]]:
@@ -169,6 +172,8 @@ class Opened:
     parquet: Any = None  # pq.ParquetFile
     csv: Any = None  # pa.Table
     rows: int = 0
+    keep: Any = None
+    """The rows kept (a boolean array: a Delta file's deletion vector), or None: all."""
 
 
 @dataclass
@@ -220,9 +225,16 @@ class Side:
             o.file.close()
 
 
-def open_side(lake: Lake, repo: str, ref: str, parts: Sequence[tuple[Part, Entry]]) -> Side:
+def open_side(
+    lake: Lake,
+    repo: str,
+    ref: str,
+    parts: Sequence[tuple[Part, Entry]],
+    masks: Mapping[str, Sequence[bool]] | None = None,
+) -> Side:
     """Open each part and read its schema; the reads are announced to the journal as reads of
-    the objects at ``ref``."""
+    the objects at ``ref``. ``masks``: the rows a part keeps, by its path (a Delta file's
+    deletion vector): the others are not read."""
     side = Side(ref)
     if not parts:
         return side
@@ -235,7 +247,7 @@ def open_side(lake: Lake, repo: str, ref: str, parts: Sequence[tuple[Part, Entry
             found = reads.ObjectRead(rid, ref, part.path, entry, res.commit.id, branch, staged=staged)
             f = objectfile.open_read(lake, found)
             try:
-                side.opened.append(_open(part, f))
+                side.opened.append(_kept(_open(part, f), (masks or {}).get(part.path)))
             except BaseException:
                 f.close()
                 raise
@@ -243,6 +255,19 @@ def open_side(lake: Lake, repo: str, ref: str, parts: Sequence[tuple[Part, Entry
         side.close()
         raise
     return side
+
+
+def _kept(opened: Opened, mask: Sequence[bool] | None) -> Opened:
+    if mask is None:
+        return opened
+    if len(mask) != opened.rows:
+        raise InvalidArgument(
+            f"the deletion vector of {opened.part.path} covers {len(mask)} rows; the file has {opened.rows}",
+            path=opened.part.path,
+        )
+    opened.keep = pa.array(mask, pa.bool_())
+    opened.rows = sum(1 for kept in mask if kept)
+    return opened
 
 
 def _open(part: Part, f: objectfile.ObjectFile) -> Opened:
@@ -281,6 +306,8 @@ def read_columns(o: Opened, columns: Sequence[str]) -> pa.Table:
             f"cannot read {o.part.path} as {o.part.format.value}: {e}", path=o.part.path
         ) from e
     table = table.cast(_decoded(table.schema)) if table.schema != _decoded(table.schema) else table
+    if o.keep is not None:
+        table = table.filter(o.keep)
     n = table.num_rows
     for name, value in o.part.columns:
         if name in columns and name not in table.column_names:
