@@ -202,6 +202,11 @@ def _report(d: dict[str, Any]) -> None:
     render.note(
         f"checked {scope}, {d['commits']} commits: {d['blocks']} blocks, {render.size(d['bytes'])} verified"
     )
+    if d.get("expired_commits"):
+        render.note(
+            f"{d['expired_commits']} commit(s) past their retention not checked: garbage collection "
+            "may have collected them (lakectl gc set-config)"
+        )
     rows = []
     for problem in ("missing", "corrupt"):
         for damage in d[problem]:

@@ -154,3 +154,27 @@ def test_fsck_and_doctor_through_a_lakectl_server(tmp_path: Path) -> None:
         assert refused.exit_code == 10, refused.stdout
     gone = CliRunner().invoke(app, ["doctor", "--json"], env=env)  # the server has stopped
     assert gone.exit_code == 9, gone.stdout
+
+
+def test_fsck_after_a_gc_that_expired_commits_counts_them_and_passes(
+    run: Run, js: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Garbage collection takes the trees of commits past retention (a deleted branch's): fsck
+    counts those commits as expired and checks what retention keeps, exit 0, not a missing
+    metarange."""
+    run("repo", "create", "lakefs://repo1")
+    run("branch", "create", "lakefs://repo1/doomed", "--source", "lakefs://repo1/main")
+    (tmp_path / "f").write_text("doomed data\n")
+    run("fs", "upload", "lakefs://repo1/doomed/a.txt", "--source", str(tmp_path / "f"))
+    run("commit", "lakefs://repo1/doomed", "-m", "x")
+    run("branch", "delete", "lakefs://repo1/doomed", "--yes")
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"default_retention_days": 21, "branches": []}')
+    run("gc", "set-config", "lakefs://repo1", "-f", str(rules))
+    collected = js("gc", "run", "lakefs://repo1", "--grace-hours", "0")
+    assert collected["expired_commits"] >= 1
+
+    checked = js("fsck")
+    assert checked["ok"] is True and checked["missing"] == [] and checked["expired_commits"] == 1
+    human = run("fsck")
+    assert "1 commit(s) past their retention not checked" in human.stderr + human.stdout

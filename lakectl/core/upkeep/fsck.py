@@ -26,7 +26,7 @@ import contextlib
 import enum
 import os
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,10 +36,10 @@ from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
 from lakectl.core.journal import journal
-from lakectl.core.lake import Lake
-from lakectl.core.model import MetaRangeId, RangeId
+from lakectl.core.lake import Lake, now
+from lakectl.core.model import Commit, CommitId, MetaRangeId, RangeId, RepositoryId
 from lakectl.core.upkeep import gc, refsdump, retention
-from lakectl.errors import BlockNotFound, CorruptBlock, LakectlError
+from lakectl.errors import BlockNotFound, CorruptBlock, LakectlError, NotFound
 
 ORPHANS_SHOWN = 1000
 """Orphaned blocks listed by locator in a report (all are counted): a lake with much garbage has
@@ -100,6 +100,9 @@ class Start:
     """Each commit's metarange, and its first commit."""
     direct: dict[str, Origin]
     """The blocks of staged entries and of uploads in flight, and the first entry or upload."""
+    expired: int = 0
+    """Commits past their repository's retention: garbage collection may have taken their
+    blocks, so they are counted, not checked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,8 @@ class Report:
     orphaned_bytes: int
     temporaries: tuple[Temporary, ...] | None
     """Temporary files writers left, by volume and name; None when one repository was checked."""
+    expired: int = 0
+    """Commits past their retention, not checked (garbage collection may have taken them)."""
 
     @property
     def ok(self) -> bool:
@@ -175,6 +180,7 @@ class Report:
             "ok": self.ok,
             "repositories": self.repositories,
             "commits": self.commits,
+            "expired_commits": self.expired,
             "blocks": self.blocks,
             "bytes": self.bytes,
             "missing": [d.to_dict() for d in self.damaged if d.problem is Problem.MISSING],
@@ -205,19 +211,25 @@ class Report:
 
 
 def start(lake: Lake, repo: str | None = None) -> Start:
-    """The roots of a check of ``repo`` (None: every repository): every commit's metarange,
-    every staged entry's, upload part's and refs dump's blocks. ``RepositoryNotFound`` for an unknown one."""
+    """The roots of a check of ``repo`` (None: every repository): the metarange of every commit
+    its repository's retention keeps (those past it are counted), every staged entry's, upload
+    part's and refs dump's blocks. ``RepositoryNotFound`` for an unknown one."""
     if repo is None:
         names = [record.name for record in lake.refs.list_repos()]
     else:
         names = [porcelain.get_repo(lake, repo).name]
-    commits = 0
+    commits = expired = 0
     metaranges: dict[str, Origin] = {}
     direct: dict[str, Origin] = {}
+    moment = now()
     for name in names:
-        for commit in retention.list_commits(lake, name):
-            commits += 1
-            metaranges.setdefault(commit.meta_range_id, Origin(name, commit=commit.id))
+        every = {c.id: c for c in retention.list_commits(lake, name)}
+        kept = _retained(lake, name, every, moment)
+        expired += len(every) - len(kept)
+        for commit in every.values():
+            if commit.id in kept:
+                commits += 1
+                metaranges.setdefault(commit.meta_range_id, Origin(name, commit=commit.id))
         for branch, path, found in gc.staged_blocks(lake, name):
             for locator in found:
                 direct.setdefault(locator, Origin(name, branch=branch, path=path))
@@ -230,7 +242,19 @@ def start(lake: Lake, repo: str | None = None) -> Start:
         for batch in journal.batches(lake.kv):
             where = f"(journal batch {batch['first']}..{batch['last']})"
             direct.setdefault(batch["locator"], Origin("", path=where))
-    return Start(None if repo is None else names[0], len(names), commits, metaranges, direct)
+    return Start(None if repo is None else names[0], len(names), commits, metaranges, direct, expired)
+
+
+def _retained(
+    lake: Lake, repo: RepositoryId, commits: Mapping[CommitId, Commit], moment: float
+) -> set[CommitId]:
+    """The commits of ``repo`` its retention rules keep (all of them without rules), as
+    garbage collection decides them: what it collects is what expired, not damage."""
+    try:
+        rules = retention.get_rules(lake, repo)
+    except NotFound:
+        return set(commits)
+    return retention.kept_commits(lake, repo, commits, rules, moment)
 
 
 def references(lake: Lake, begin: Start) -> dict[str, Link]:
@@ -357,6 +381,7 @@ def conclude(
         0 if orphans is None else len(orphans),
         0 if orphans is None else sum(_size(o) for o in orphans),
         None if temporaries is None else tuple(sorted(temporaries, key=lambda t: (t.volume or "", t.name))),
+        begin.expired,
     )
 
 
