@@ -56,11 +56,13 @@ def test_what_the_cache_holds_is_read_from_it_and_the_rest_around_it(tmp_path: P
         os.preadv(fd, [bytearray(3 * MIB)], 3 * MIB)
     finally:
         os.close(fd)
-    assert resident(path) == 3 * MIB
+    cached = resident(path)  # 3 MiB, less what the kernel reclaimed since
+    assert 2 * MIB < cached <= 3 * MIB
     with directio.SourceFile(str(path)) as source:
         assert b"".join(read_in(source, 2 * MIB)) == data
     if direct_reads_allowed(tmp_path):
-        assert resident(path) == 3 * MIB  # what it lacked it still lacks
+        # What it lacked it still lacks (a page the kernel reclaims meanwhile is not a read).
+        assert resident(path) <= cached
 
 
 def test_a_head_read_moments_ago_starts_no_read_ahead_of_the_rest(tmp_path: Path) -> None:
