@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lakectl import __version__
+from lakectl.core.blocks import BlockAdapter
 from lakectl.core.hostpaths import Confinement
 from lakectl.core.lake import Lake
 from lakectl.errors import AlreadyExists
@@ -32,10 +33,19 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
     database over stored blocks stops it too (``StorageError``, :mod:`lakectl.core.identity`),
     unless ``create`` asks for a new lake over them (``lakectl server setup``).
     """
-    from lakectl.core.blocks import BlockAdapter
     from lakectl.core.identity import open_metadata
     from lakectl.core.journal import journal
 
+    blocks = open_blocks(settings)
+    kv, identity = open_metadata(settings.database.url, blocks, create)
+    lake = Lake(kv=kv, blocks=blocks, home=settings.data_dir, identity=identity)
+    lake.confinement = confinement(settings)
+    journal.install(lake)
+    return lake
+
+
+def open_blocks(settings: Settings) -> BlockAdapter:
+    """The configured blockstore; an S3 bucket is listed once (:func:`open_lake`)."""
     store = settings.blockstore
     blocks: BlockAdapter
     if store.type is BlockstoreType.S3:
@@ -66,11 +76,7 @@ def open_lake(settings: Settings, create: bool = False) -> Lake:
             from lakectl.core.blocks.volumes import local_volumes
 
             blocks = local_volumes(local.paths, local.replicas)
-    kv, identity = open_metadata(settings.database.url, blocks, create)
-    lake = Lake(kv=kv, blocks=blocks, home=settings.data_dir, identity=identity)
-    lake.confinement = confinement(settings)
-    journal.install(lake)
-    return lake
+    return blocks
 
 
 HOST_SYSTEM = ("/proc", "/sys", "/dev")

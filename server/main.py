@@ -5,10 +5,13 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakectl.errors import StorageError
 from server.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from lakectl.core.lake import Lake
 
 
 def load(config_file: str | None, data_dir: str | None) -> Settings:
@@ -95,3 +98,22 @@ def run(
             return
     if not server.started:
         raise StorageError("the server did not start: see its log")
+
+
+def open_configured(config_file: str) -> Lake:
+    """The lake a server's configuration file describes (its database and blockstore, its
+    journal), opened in this process: maintenance from a host that reaches both, as ``lakectl
+    fsck``, ``gc run`` and ``admin rebuild`` do with ``--server-config``."""
+    from server.app import open_lake
+
+    return open_lake(load(config_file, None))
+
+
+def rebuild(config_file: str) -> dict[str, Any]:
+    """Rebuild the metadata database a server's configuration names from the journal among the
+    blocks of its blockstore (:func:`lakectl.core.journal.rebuild.rebuild_database`)."""
+    from lakectl.core.journal.rebuild import rebuild_database
+    from server.app import open_blocks
+
+    settings = load(config_file, None)
+    return rebuild_database(settings.database.url, open_blocks(settings))

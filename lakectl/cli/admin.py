@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import Annotated, Any
 
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, noun
+from lakectl.cli.common import JsonFlag, ServerConfigOpt, backend, noun
 from lakectl.errors import InvalidArgument
+
+
+def _server() -> Any:
+    """The server's maintenance functions, handed over by name (as ``lakectl server`` does)."""
+    return importlib.import_module("server.main")
+
 
 app = noun("Operations on the lake as a whole: rebuild its metadata.")
 
@@ -19,6 +26,7 @@ def rebuild(
         bool,
         typer.Option("--from-journal", help="Rebuild from the blocks and the journal alone (required)."),
     ] = False,
+    server_config: ServerConfigOpt = None,
     json_: JsonFlag = False,
 ) -> None:
     """Build a new metadata database for the embedded lake from its blocks and its journal.
@@ -28,11 +36,16 @@ def rebuild(
     Every change is in the blocks before it is acknowledged. An existing lake.db is never
     overwritten (move it aside first: exit 4); a lake whose journal was off has nothing to
     rebuild from (exit 3); against a server, refused (exit 2): run it where the lake's
-    directory is.
+    directory is. With --server-config, the database that server configuration names is
+    rebuilt from its blockstore (SQLite, or a PostgreSQL database that holds no lake yet),
+    users and access keys included: start the servers again with the same configuration.
     """
     if not from_journal:
         raise InvalidArgument("say what to rebuild from: --from-journal")
-    done = backend().rebuild_from_journal()
+    if server_config is not None:
+        done = _server().rebuild(server_config)
+    else:
+        done = backend().rebuild_from_journal()
     render.emit(
         done,
         json_,

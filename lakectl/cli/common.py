@@ -77,6 +77,17 @@ def _no_op() -> None:
 
 _backend: Backend | None = None
 
+ServerConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server-config",
+        help="Work on the lake this server configuration file describes (its database and "
+        "blockstore), directly rather than through a server: maintenance from a host that "
+        "reaches both.",
+        show_default=False,
+    ),
+]
+
 
 def backend() -> Backend:
     """The backend of this invocation, created on first use (closed by the app on exit)."""
@@ -87,6 +98,26 @@ def backend() -> Backend:
         _backend = get_backend()
         endpoint = getattr(_backend, "endpoint", None)
         options.info("lake: %s", f"the lakectl server at {endpoint}" if endpoint else "embedded")
+    return _backend
+
+
+def backend_for(server_config: str | None) -> Backend:
+    """:func:`backend`; with ``server_config``, the lake that server configuration describes,
+    opened in this process by the server package (handed over by name at run time, as ``lakectl
+    server`` does: the CLI never imports it otherwise)."""
+    global _backend
+    if server_config is None:
+        return backend()
+    if not server_config:
+        raise InvalidArgument("--server-config needs a file name")
+    if _backend is None:
+        import importlib
+
+        from lakectl.client.local import LocalBackend
+
+        maintenance = importlib.import_module("server.main")
+        _backend = LocalBackend(opener=lambda: maintenance.open_configured(server_config))
+        options.info("lake: the one %s describes", server_config)
     return _backend
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, backend, repo_uri
+from lakectl.cli.common import JsonFlag, ServerConfigOpt, backend, backend_for, repo_uri
 from lakectl.errors import Forbidden, IntegrityError, LakectlError, Unauthenticated
 
 SparkOption = Annotated[
@@ -37,11 +37,13 @@ def fsck(
         ),
     ] = False,
     spark: SparkOption = None,
+    server_config: ServerConfigOpt = None,
     json_: JsonFlag = False,
 ) -> None:
     """Verify the md5 of every block the lake (or one repository) references.
 
-    Every commit of every repository, every staged object and every multipart upload in
+    Every commit its repository's retention keeps (commits past it are counted: garbage
+    collection may have removed their objects' data), every staged object and every multipart upload in
     flight: metaranges, ranges and object data are read back and checked against their
     locators. A missing or corrupt block is reported with a repository, commit and path that
     reference it. Lake-wide, orphaned blocks (stored, referenced by nothing: gc run collects
@@ -52,7 +54,7 @@ def fsck(
     """
     repo = None if repository is None else repo_uri(repository)
     with render.progress_bytes("verifying blocks", not json_) as progress:
-        report = backend().fsck(repo, repair, spark, progress)
+        report = backend_for(server_config).fsck(repo, repair, spark, progress)
     if not json_:
         _report(report)
     _fail_on_damage(report, report)
@@ -205,7 +207,7 @@ def _report(d: dict[str, Any]) -> None:
     if d.get("expired_commits"):
         render.note(
             f"{d['expired_commits']} commit(s) past their retention not checked: garbage collection "
-            "may have collected them (lakectl gc set-config)"
+            "may have removed their objects' data (lakectl gc set-config)"
         )
     rows = []
     for problem in ("missing", "corrupt"):

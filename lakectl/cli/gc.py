@@ -8,7 +8,16 @@ from typing import Annotated, Any
 import typer
 
 from lakectl.cli import render
-from lakectl.cli.common import JsonFlag, _remember_json, backend, noun, read_input, repo_uri
+from lakectl.cli.common import (
+    JsonFlag,
+    ServerConfigOpt,
+    _remember_json,
+    backend,
+    backend_for,
+    noun,
+    read_input,
+    repo_uri,
+)
 from lakectl.errors import InvalidArgument
 
 app = noun("Garbage collection: retention rules, and collecting blocks nothing needs.")
@@ -105,20 +114,24 @@ def run(
             "first; the refusal is lifted for good.",
         ),
     ] = False,
+    server_config: ServerConfigOpt = None,
     json_: JsonFlag = False,
 ) -> None:
     """Delete the blocks the lake no longer needs once the repository's expired commits go.
 
     Kept: branch heads, their ancestors within the retention rules (all commits without
     rules), tagged commits, every other repository, staged objects, uploads in flight, and any
-    block younger than the grace period. Multipart uploads started more than 7 days ago are
-    aborted first, and their parts collected; staging that deleted branches left behind is
-    dropped, and so are the temporary block files of killed writers, once older than the grace
-    period. With --spark, the same collection runs as a Spark job, driven from where the lake
-    is: this process, or the lakectl server.
+    block younger than the grace period. The trees of expired commits stay (listings, diffs and
+    merges over them work); reading their objects' data then answers gone. Multipart uploads
+    started more than 7 days ago are aborted first, and their parts collected; staging that
+    deleted branches left behind is dropped, and so are the temporary block files of killed
+    writers, once older than the grace period. With --spark, the same collection runs as a
+    Spark job, driven from where the lake is: this process, or the lakectl server.
     """
     repo = repo_uri(repository)
-    report = backend().gc_run(repo, dry_run, grace_hours * 3600, spark, allow_preexisting_blocks)
+    report = backend_for(server_config).gc_run(
+        repo, dry_run, grace_hours * 3600, spark, allow_preexisting_blocks
+    )
     render.emit(report, json_, _report)
 
 

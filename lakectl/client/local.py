@@ -7,7 +7,7 @@ pulls in pyarrow and sqlite, which ``lakectl --help`` must not pay for.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lakectl.client.protocol import PARALLELISM, ByteProgress, NewBlocks, Progress
@@ -52,14 +52,16 @@ class LocalBackend:
     """A :class:`~lakectl.client.Backend` over the lake at ``home`` (None: ``$LAKECTL_HOME`` or
     the default directory), opened on the first operation."""
 
-    def __init__(self, home: str | None = None) -> None:
+    def __init__(self, home: str | None = None, opener: Callable[[], Lake] | None = None) -> None:
         self._home = home
+        self._opener = opener
+        """Opens another lake than an embedded one: a server's, from its configuration."""
         self._lake: Lake | None = None
 
     @property
     def lake(self) -> Lake:
         if self._lake is None:
-            self._lake = opening.open_lake(self._home)
+            self._lake = opening.open_lake(self._home) if self._opener is None else self._opener()
         return self._lake
 
     def init(self) -> dict[str, Any]:

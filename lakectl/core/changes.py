@@ -8,11 +8,11 @@ from itertools import islice
 
 from lakectl.core import history
 from lakectl.core.graph.commits import is_ancestor, merge_base, walk_log, walk_range
-from lakectl.core.graph.refs import parse_ref
+from lakectl.core.graph.refs import Resolved, parse_ref
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import Lake, branch_target
 from lakectl.core.model import Change, Commit, MetaRangeId, RepositoryId, same_row
-from lakectl.core.porcelain import get_repo, resolve
+from lakectl.core.porcelain import explained, get_repo, resolve
 from lakectl.core.uri import check_path
 from lakectl.errors import InvalidArgument
 
@@ -153,8 +153,9 @@ def diff_refs(
             base = found if found is not None else lc
         lstaged = lres.branch if two_way and parse_ref(left).staging else None
         rstaged = rres.branch if parse_ref(right).staging else None
+        sides = (Resolved(base), Resolved(rc))
         if lstaged is None and rstaged is None:
-            return lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix)
+            return explained(lake, rid, lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix), *sides)
         views = [
             refdiff.View(
                 mid,
@@ -164,7 +165,7 @@ def diff_refs(
         ]
         # A commit may move staged rows into the tree between the reads: read both again.
         if all(lake.refs.get_branch(rid, b.name) == b for b in (lstaged, rstaged) if b is not None):
-            return refdiff.diff_views(lake.trees, views[0], views[1], prefix)
+            return explained(lake, rid, refdiff.diff_views(lake.trees, views[0], views[1], prefix), *sides)
         return AGAIN
 
     return retry(STAGING_TOKEN, attempt, f"could not diff {left!r} and {right!r}: the branch kept changing")

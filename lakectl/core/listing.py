@@ -12,8 +12,9 @@ from lakectl.core.graph.tree import prefix_end
 from lakectl.core.kv.retry import AGAIN, STAGING_TOKEN, Again, retry
 from lakectl.core.lake import LIST_PAGE, Lake
 from lakectl.core.model import Entry, ObjectInfo, PathType, RepositoryId, Row
-from lakectl.core.porcelain import check_after, get_repo
+from lakectl.core.porcelain import check_after, explain_missing, get_repo
 from lakectl.core.uri import check_path
+from lakectl.errors import BlockNotFound, MissingData
 
 
 def _iter_view(
@@ -42,7 +43,10 @@ def list_objects(
 
     def page_after(cursor: str, want: int) -> list[ObjectInfo] | Again:
         res = lake.refs.resolve(rid, ref)
-        page = list(islice(_list_view(lake, res, rid, prefix, delimiter, cursor), want))
+        try:
+            page = list(islice(_list_view(lake, res, rid, prefix, delimiter, cursor), want))
+        except (BlockNotFound, MissingData) as exc:  # a file of the tree is gone
+            raise explain_missing(lake, rid, res, exc) from exc
         if res.branch is None or lake.refs.get_branch(rid, res.branch.name) == res.branch:
             return page
         return AGAIN

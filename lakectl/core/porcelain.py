@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
+from typing import TypeVar
 
 # protection, refdiff and graph.merge are imported by the verbs that write, diff or merge:
 # a read (`fs stat`, `show commit`, `branch list`) is done before they would have loaded.
@@ -51,6 +52,7 @@ from lakectl.core.model import (
     Branch,
     BranchId,
     Commit,
+    CommitId,
     Entry,
     ObjectInfo,
     PathType,
@@ -76,6 +78,8 @@ from lakectl.errors import (
     RepositoryNotFound,
     TagNotFound,
 )
+
+_T = TypeVar("_T")
 
 # -- repositories ---------------------------------------------------------------------------
 
@@ -372,9 +376,8 @@ def read(
     For a reader of whole files (a download): the next blocks are read and verified on two
     threads while the caller writes one (:func:`read_object`'s ``ahead``); with ``mapped``,
     whole blocks come as checked mappings of their files (:func:`read_object`'s)."""
-    found, res = _open_at(lake, repo, ref, path)
-    chunks = read_opened(lake, found, offset, length, ahead=READ_AHEAD, mapped=mapped)
-    return _explained(lake, found.repo, res, chunks)
+    found = _open_at(lake, repo, ref, path)[0]
+    return read_opened(lake, found, offset, length, ahead=READ_AHEAD, mapped=mapped)
 
 
 def open_object(lake: Lake, repo: str, ref: str, path: str) -> reads.ObjectRead:
@@ -400,9 +403,18 @@ def read_opened(
     mapped: bool = False,
 ) -> Iterator[bytes]:
     """The bytes of an object :func:`open_object` found: every read of an object's bytes comes
-    here, once per request, and is announced to the journal when the lake audits reads."""
+    here, once per request, and is announced to the journal when the lake audits reads. A
+    block gone from under a commit past its retention is ``Gone`` (:func:`explain_missing`)."""
     reads.announce(lake, found, offset, length)
-    return read_entry(lake, found.entry, offset, length, ahead, mapped)
+    return _explained_read(lake, found, read_entry(lake, found.entry, offset, length, ahead, mapped))
+
+
+def _explained_read(lake: Lake, found: reads.ObjectRead, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    try:
+        yield from chunks
+    except MissingData as exc:
+        commit = lake.refs.get_commit(found.repo, CommitId(found.commit_id))
+        raise explain_missing(lake, found.repo, Resolved(commit, found.seen), exc) from exc
 
 
 def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
@@ -418,11 +430,15 @@ def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
             raise explain_missing(lake, rid, lake.refs.resolve(rid, ref), lost)
 
 
-def _explained(lake: Lake, rid: RepositoryId, res: Resolved, chunks: Iterator[bytes]) -> Iterator[bytes]:
+def explained(lake: Lake, rid: RepositoryId, items: Iterator[_T], *at: Resolved) -> Iterator[_T]:
+    """``items`` (an object's bytes, a diff's changes) read at the refs ``at`` resolved to, a
+    block or tree file gone from under them explained (:func:`explain_missing`): ``Gone`` if
+    one of them is a commit past its retention."""
     try:
-        yield from chunks
-    except MissingData as exc:
-        raise explain_missing(lake, rid, res, exc) from exc
+        yield from items
+    except (BlockNotFound, MissingData) as exc:
+        told = [explain_missing(lake, rid, res, exc) for res in at]
+        raise next((e for e in told if isinstance(e, Gone)), told[0]) from exc
 
 
 def read_entry(

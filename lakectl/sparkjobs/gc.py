@@ -22,6 +22,7 @@ run this interpreter).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,7 @@ from lakectl.core.graph.ranges import RangeStore
 from lakectl.core.lake import Lake
 from lakectl.core.model import MetaRangeId, RangeId
 from lakectl.core.upkeep import gc
+from lakectl.errors import BlockNotFound
 from lakectl.sparkjobs.session import executor_blocks, local_root, shared, translate
 
 if TYPE_CHECKING:
@@ -103,11 +105,11 @@ def _mark_and_sweep(
         .distinct()  # and so is a range
     )
     entries = range_ids.mapInArrow(functools.partial(_blocks_of_ranges, root), _LOCATOR_SCHEMA)
-    entries = entries.unionByName(page_ids)
+    entries = entries.unionByName(page_ids).unionByName(_tree_files(spark, root, start, tasks))
     # Both sides of the join hash-partitioned by locator into `tasks` parts: the join needs no
     # other exchange, and adaptive execution does not coalesce the sweep into one task.
     live = (
-        _frame(spark, [*start.locators, *metaranges], tasks)
+        _frame(spark, [*start.locators, *metaranges, *start.trees], tasks)
         .unionByName(entries)
         .repartition(tasks, "locator")
         .distinct()
@@ -138,6 +140,19 @@ def _mark_and_sweep(
     return total
 
 
+def _tree_files(spark: SparkSession, root: str, start: gc.Roots, tasks: int) -> DataFrame:
+    """The pages and ranges of the trees of commits past their retention, which stay (their
+    entries' blocks are not read: they may go)."""
+    pages = (
+        _frame(spark, sorted(start.trees), tasks)
+        .mapInArrow(functools.partial(_pages_of_metaranges, root, gone_ok=True), _LOCATOR_SCHEMA)
+        .repartition(tasks, "locator")
+        .distinct()
+    )
+    ranges = pages.mapInArrow(functools.partial(_ranges_of_pages, root, gone_ok=True), _LOCATOR_SCHEMA)
+    return pages.unionByName(ranges)
+
+
 def _frame(spark: SparkSession, locators: Sequence[str], tasks: int) -> DataFrame:
     """A one-column DataFrame of locators known to the driver, spread over up to ``tasks`` parts."""
     rows = spark.sparkContext.parallelize([(b,) for b in locators], max(1, min(tasks, len(locators))))
@@ -153,20 +168,31 @@ def _column(values: list[str]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array(values, pa.string())], names=["locator"])
 
 
-def _pages_of_metaranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The page ids of each metarange (a metarange of the flat format is its own page)."""
+def _pages_of_metaranges(
+    root: str, batches: Iterator[pa.RecordBatch], gone_ok: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """The page ids of each metarange (a metarange of the flat format is its own page); with
+    ``gone_ok``, none for a metarange no longer stored (an expired tree collected before)."""
     store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for mid in batch.column(0).to_pylist():
-            yield _column([page.id for page in store.pages(MetaRangeId(mid))])
+            with _passed_over(gone_ok):
+                yield _column([page.id for page in store.pages(MetaRangeId(mid))])
 
 
-def _ranges_of_pages(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The range ids of each page."""
+def _ranges_of_pages(
+    root: str, batches: Iterator[pa.RecordBatch], gone_ok: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """The range ids of each page (with ``gone_ok``, none for a page no longer stored)."""
     store = RangeStore(executor_blocks(root), cache_size=0)
     for batch in batches:
         for pid in batch.column(0).to_pylist():
-            yield _column([info.id for info in store.page_ranges(RangeId(pid))])
+            with _passed_over(gone_ok):
+                yield _column([info.id for info in store.page_ranges(RangeId(pid))])
+
+
+def _passed_over(gone_ok: bool) -> contextlib.AbstractContextManager[object]:
+    return contextlib.suppress(BlockNotFound) if gone_ok else contextlib.nullcontext()
 
 
 def _blocks_of_ranges(root: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -21,6 +21,9 @@ _ERRORS: tuple[tuple[type[e.LakectlError], str, int], ...] = (
     (e.IntegrityError, "ServiceUnavailable", 503),
     (e.RepositoryNotFound, "NoSuchBucket", 404),
     (e.UploadNotFound, "NoSuchUpload", 404),
+    # Data a collection removed from under a commit past its retention: the key exists there, so
+    # not NoSuchKey; 410 as the REST API and lakeFS answer (S3 has no code of its own for it).
+    (e.Gone, "Gone", 410),
     (e.NotFound, "NoSuchKey", 404),
     (e.InvalidAccessKey, "InvalidAccessKeyId", 403),
     (e.SignatureMismatch, "SignatureDoesNotMatch", 403),

@@ -31,9 +31,9 @@ def readable(lake: Lake, ref: str) -> dict[str, bytes]:
 
 
 def test_a_collection_deletes_exactly_the_expired_blocks(lake: Lake, dated: dict[str, str]) -> None:
-    kept_trees = tree_blocks(lake, dated["v3"]) | tree_blocks(lake, "main~3")  # main~3: the initial commit
+    """The data only expired commits name goes; their trees stay (decision 0025)."""
+    expired_trees = tree_blocks(lake, dated["v1"]) | tree_blocks(lake, dated["v2"])
     gone = blocks(lake, dated["v1"], "a") | blocks(lake, dated["v2"], "a")
-    gone |= (tree_blocks(lake, dated["v1"]) | tree_blocks(lake, dated["v2"])) - kept_trees
     write(lake, "main", "staged", "staged, not committed")
     keep = {ref: readable(lake, ref) for ref in ("main", dated["v3"])}
     retention.set_rules(lake, REPO, retention.GCRules(7))
@@ -45,6 +45,7 @@ def test_a_collection_deletes_exactly_the_expired_blocks(lake: Lake, dated: dict
     report = gc.run(lake, REPO, now=T0)
     assert dry.to_dict() == {**report.to_dict(), "dry_run": True}
     assert stored - set(lake.blocks.list()) == gone
+    assert expired_trees <= set(lake.blocks.list()), "the trees of expired commits stay"
     assert report.deleted == len(gone) and report.bytes_freed == sum(int(b.split("+")[1]) for b in gone)
     assert (report.retained_commits, report.expired_commits) == (2, 2)
     for ref, objects in keep.items():

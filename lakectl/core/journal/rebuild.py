@@ -660,14 +660,19 @@ def rebuild_embedded(home: str) -> dict[str, Any]:
     aside and renamed into place once whole. ``AlreadyExists`` when a non-empty ``lake.db`` is
     there (move it aside first: a rebuild never overwrites metadata)."""
     from lakectl.core.blocks.local import LocalAdapter
+
+    home = os.path.abspath(home)
+    return rebuild_sqlite(os.path.join(home, "lake.db"), LocalAdapter(os.path.join(home, "blocks")))
+
+
+def rebuild_sqlite(database: str, blocks: BlockAdapter) -> dict[str, Any]:
+    """Rebuild a lake's SQLite metadata ``database`` from ``blocks``: written aside and renamed
+    into place once whole; ``AlreadyExists`` when a non-empty one is there."""
     from lakectl.core.identity import claim
     from lakectl.core.kv.sqlite import SQLiteStore
 
-    home = os.path.abspath(home)
-    database = os.path.join(home, "lake.db")
     if os.path.exists(database) and os.path.getsize(database) > 0:
         raise AlreadyExists(f"{database} exists: move it aside to rebuild the metadata from the journal")
-    blocks = LocalAdapter(os.path.join(home, "blocks"))
     building = database + ".rebuilding"
     for stale in (building, building + "-wal", building + "-shm"):
         with contextlib.suppress(FileNotFoundError):
@@ -685,3 +690,21 @@ def rebuild_embedded(home: str) -> dict[str, Any]:
     kv.close()
     os.replace(building, database)
     return {"database": database, **done.to_dict()}
+
+
+def rebuild_database(url: str, blocks: BlockAdapter) -> dict[str, Any]:
+    """Rebuild the metadata database at ``url`` (a server's: SQLite, or PostgreSQL, which must
+    hold no lake) from ``blocks``. PostgreSQL is written in place: a rebuild that fails leaves
+    it partly filled, to be emptied before the next attempt."""
+    from lakectl.core.identity import claim
+    from lakectl.core.kv.stores import open_store
+
+    if url.startswith("sqlite:///"):
+        return rebuild_sqlite(url.removeprefix("sqlite:///"), blocks)
+    kv = open_store(url)
+    try:
+        done = rebuild(blocks, kv)
+        claim(kv, blocks, url)
+    finally:
+        kv.close()
+    return {"database": url.split("@", 1)[-1], **done.to_dict()}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,7 +36,7 @@ from lakectl.core import porcelain
 from lakectl.core.blocks import BlockAdapter, HasTemporaries, Temporary
 from lakectl.core.blocks.volumes import VolumeSet
 from lakectl.core.graph.ranges import ROOT_LEVEL, RangeStore
-from lakectl.core.journal import journal
+from lakectl.core.journal import journal, log
 from lakectl.core.lake import Lake, now
 from lakectl.core.model import Commit, CommitId, MetaRangeId, RangeId, RepositoryId
 from lakectl.core.upkeep import gc, refsdump, retention
@@ -103,6 +104,8 @@ class Start:
     expired: int = 0
     """Commits past their repository's retention: garbage collection may have taken their
     blocks, so they are counted, not checked."""
+    expired_trees: frozenset[str] = frozenset()
+    """Their metaranges: the files of their trees, which collections keep, are no orphans."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +223,7 @@ def start(lake: Lake, repo: str | None = None) -> Start:
         names = [porcelain.get_repo(lake, repo).name]
     commits = expired = 0
     metaranges: dict[str, Origin] = {}
+    trees: set[str] = set()
     direct: dict[str, Origin] = {}
     moment = now()
     for name in names:
@@ -230,6 +234,8 @@ def start(lake: Lake, repo: str | None = None) -> Start:
             if commit.id in kept:
                 commits += 1
                 metaranges.setdefault(commit.meta_range_id, Origin(name, commit=commit.id))
+            else:
+                trees.add(commit.meta_range_id)
         for branch, path, found in gc.staged_blocks(lake, name):
             for locator in found:
                 direct.setdefault(locator, Origin(name, branch=branch, path=path))
@@ -242,7 +248,9 @@ def start(lake: Lake, repo: str | None = None) -> Start:
         for batch in journal.batches(lake.kv):
             where = f"(journal batch {batch['first']}..{batch['last']})"
             direct.setdefault(batch["locator"], Origin("", path=where))
-    return Start(None if repo is None else names[0], len(names), commits, metaranges, direct, expired)
+    expired_trees = frozenset(trees - metaranges.keys())
+    scope = None if repo is None else names[0]
+    return Start(scope, len(names), commits, metaranges, direct, expired, expired_trees)
 
 
 def _retained(
@@ -275,6 +283,36 @@ def references(lake: Lake, begin: Start) -> dict[str, Link]:
                 if known is None or link < known:
                     found[locator] = link
     return found
+
+
+def _orphans(lake: Lake, begin: Start, found: Mapping[str, Link], began: float) -> list[str]:
+    """Stored blocks nothing references, as a collection would see them: not the files of the
+    trees it keeps, nor a block written since the check began (a write or a seal in flight),
+    nor the journal's log records where they are blocks (the journal's until sealed)."""
+    kept = _expired_tree_files(lake, begin)
+    logs = log.directory(lake.blocks) is None
+    orphans = []
+    for locator in lake.blocks.list():
+        if locator in found or locator in kept:
+            continue
+        try:
+            if lake.blocks.modified(locator) >= began or (logs and gc.is_log(lake.blocks, locator)):
+                continue
+        except BlockNotFound:
+            continue  # deleted meanwhile
+        orphans.append(locator)
+    return orphans
+
+
+def _expired_tree_files(lake: Lake, begin: Start) -> set[str]:
+    """The files of the trees of commits past their retention, as far as they are stored:
+    collections keep them, and those an older collection took are not reported missing."""
+    store = RangeStore(lake.blocks, cache_size=0)
+    files: set[str] = set()
+    seen: set[str] = set()
+    for metarange in sorted(begin.expired_trees):
+        files.update(gc.tree_files(store, MetaRangeId(metarange), seen))
+    return files
 
 
 # -- verification ------------------------------------------------------------------------------
@@ -447,13 +485,14 @@ def check(
     # deleted: a log block is no orphan, but the journal's until its entries are sealed.
     with contextlib.suppress(LakectlError):
         journal.flush(lake)
+    began = time.time()
     begin = start(lake, repo)
     found = references(lake, begin)
     findings = verify_all(lake.blocks, found, progress)
     orphaned: list[str] | None = None
     temporaries: list[Temporary] | None = None
     if repo is None:
-        orphaned = [locator for locator in lake.blocks.list() if locator not in found]
+        orphaned = _orphans(lake, begin, found, began)
         temporaries = list(lake.blocks.temporaries()) if isinstance(lake.blocks, HasTemporaries) else []
     size = sum(_size(locator) for locator in found)
     return conclude(lake, begin, len(found), size, findings, orphaned, temporaries, repair)

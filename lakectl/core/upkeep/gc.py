@@ -52,6 +52,9 @@ class Roots:
 
     metaranges: frozenset[MetaRangeId]
     """The metaranges of every kept commit, in every repository of the lake."""
+    trees: frozenset[MetaRangeId]
+    """The metaranges of the other commits: their trees' files stay (a merge base, a diff or a
+    listing at an expired commit reads them), the blocks of their objects may go."""
     locators: frozenset[str]
     """Bare locators of staged entries and of parts of uploads in flight, in every repository."""
     retained: int
@@ -88,6 +91,7 @@ def roots(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[s
         rules = None
     moment = current_time() if now is None else now
     metaranges: set[MetaRangeId] = set()
+    trees: set[MetaRangeId] = set()
     direct: set[str] = set()
     retained = expired = 0
     for record in lake.refs.list_repos():
@@ -98,11 +102,12 @@ def roots(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[s
                 keep = kept_commits(lake, record.name, commits, rules, moment)
             retained, expired = len(keep), len(commits) - len(keep)
         metaranges.update(commits[cid].meta_range_id for cid in keep)
+        trees.update(commits[cid].meta_range_id for cid in commits.keys() - keep)
         _mark_staged(lake, record.name, direct)
         direct.update(refsdump.dump_blocks(lake, record.name))
         _mark_uploads(lake, record.name, direct, expiring if record.name == target else frozenset())
     direct.update(journal.sealed_blocks(lake.kv))
-    return Roots(frozenset(metaranges), frozenset(direct), retained, expired)
+    return Roots(frozenset(metaranges), frozenset(trees - metaranges), frozenset(direct), retained, expired)
 
 
 def mark(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[str] = frozenset()) -> Mark:
@@ -116,12 +121,15 @@ def mark(lake: Lake, repo: str, now: float | None = None, expiring: frozenset[st
 
 
 def _live(lake: Lake, start: Roots) -> set[str]:
-    """The direct locators of ``start``, and the metarange, ranges and entries' blocks of each
-    of its trees."""
+    """The direct locators of ``start``, the metarange, pages, ranges and entries' blocks of each
+    of its kept trees, and the files alone of its other trees."""
     live: set[str] = set(start.locators)
     seen_ranges: set[str] = set()
     for metarange in start.metaranges:
         _mark_tree(lake, metarange, live, seen_ranges)
+    seen_files: set[str] = set()  # apart: a range seen here has had none of its entries marked
+    for metarange in start.trees:
+        live.update(tree_files(lake.ranges, metarange, seen_files))
     return live
 
 
@@ -182,6 +190,26 @@ def tree_blocks(
                 raise
             continue
         yield info.id, [locator for tokens in column for locator in bare_locators(tokens)]
+
+
+def tree_files(store: RangeStore, metarange: MetaRangeId, seen: set[str]) -> Iterator[str]:
+    """The files of a tree (its metarange, pages and ranges), not what its entries name: what a
+    collection keeps of a commit past its retention. Pages in ``seen`` are not read again. A
+    file already gone (collected before collections kept these trees) is passed over."""
+    yield metarange
+    try:
+        index = store.read_index(metarange)
+    except BlockNotFound:
+        return
+    if index.level != ROOT_LEVEL:
+        yield from (info.id for info in index.entries)  # a tree of the flat format
+        return
+    for page in index.entries:
+        if page.id not in seen:
+            seen.add(page.id)
+            yield page.id
+            with contextlib.suppress(BlockNotFound):
+                yield from [info.id for info in store.page_ranges(page.id)]
 
 
 def staged_blocks(lake: Lake, repo: RepositoryId) -> Iterator[tuple[BranchId, str, list[str]]]:
@@ -305,7 +333,7 @@ class Tally:
                 return
         except BlockNotFound:
             return  # deleted meanwhile
-        if logs and _is_log(store, locator):
+        if logs and is_log(store, locator):
             self.live += 1
             return
         if not dry_run:
@@ -422,7 +450,7 @@ touched since stay) and ``dry_run``, it deletes what nothing live references and
 counts. In-process by default (:func:`collect`); :mod:`lakectl.sparkjobs.gc` passes a Spark job."""
 
 
-def _is_log(store: BlockAdapter, locator: str) -> bool:
+def is_log(store: BlockAdapter, locator: str) -> bool:
     """Whether a stored block is a journal log record (read only for a block about to go)."""
     try:
         return log.is_log(store.get(locator, 0, len(log.MAGIC)))
