@@ -24,11 +24,12 @@ def rebuild(
     """Build a new metadata database for the embedded lake from its blocks and its journal.
 
     For a lake whose lake.db is lost: the journal's sealed batches are found among the blocks
-    and replayed in order -- repositories, branches, tags, commits, staged objects, settings.
-    Every change is in the blocks before it is acknowledged. An existing lake.db is never
-    overwritten (move it aside first: exit 4); a lake whose journal was off has nothing to
-    rebuild from (exit 3); against a server, refused (exit 2): run it where the lake's
-    directory is.
+    and replayed in order -- repositories, branches, tags, commits, staged objects, settings,
+    and a server's users, groups, policies and access keys (the server that serves the
+    rebuilt lake needs the same auth.encrypt.secret_key to read the keys). Every change is in
+    the blocks before it is acknowledged. An existing lake.db is never overwritten (move it
+    aside first: exit 4); a lake whose journal was off has nothing to rebuild from (exit 3);
+    against a server, refused (exit 2): run it where the lake's directory is.
     """
     if not from_journal:
         raise InvalidArgument("say what to rebuild from: --from-journal")
