@@ -209,3 +209,12 @@ def test_a_record_whose_writer_died_before_writing_it_is_journalled_as_it_is(
         assert stored(fresh, "auth/") == {USERS: {"ada": b"kept"}}
     finally:
         fresh.close()
+
+
+def test_the_journals_human_lines_name_the_record(lake: Lake, capsys: pytest.CaptureFixture[str]) -> None:
+    from lakectl.cli import render
+
+    journaled(lake).set(USERS, "ada", b'{"id": "ada"}')
+    (entry,) = journal.tail(lake.kv, lake.blocks, amount=1)
+    render.journal_line(entry.to_dict())
+    assert capsys.readouterr().out.split()[-3:] == ["auth", "partition=auth/users", "key=ada"]
