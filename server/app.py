@@ -17,7 +17,7 @@ from lakectl.core.lake import Lake
 from lakectl.errors import AlreadyExists
 from server import errors
 from server.auth.secret import load_secret_key
-from server.auth.store import Auth
+from server.auth.store import Auth, lake_auth
 from server.config import Settings
 from server.configkeys import BlockstoreType
 from server.responses import SafeJSONResponse
@@ -165,7 +165,7 @@ def _served_lake(settings: Settings, lake: Lake | None) -> Lake:
 
 def _auth(settings: Settings, lake: Lake) -> Auth:
     """The users of ``lake``, the first one set up from the settings' ``installation``."""
-    auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+    auth = lake_auth(lake, load_secret_key(settings.secret_key, settings.data_dir))
     installed = settings.installation
     if installed is not None and not auth.is_set_up():
         # lakeFS's installation.*: set up on the first run; a server that did meanwhile wins.

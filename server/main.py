@@ -26,12 +26,12 @@ def setup(config_file: str | None, data_dir: str | None, username: str) -> dict[
     """Create the first admin user of the server's lake and return its new access key."""
     from server.app import open_lake
     from server.auth.secret import load_secret_key
-    from server.auth.store import Auth
+    from server.auth.store import lake_auth
 
     settings = load(config_file, data_dir)
     lake = open_lake(settings, create=True)  # the explicit ask for a new lake, as `lakectl init`
     try:
-        auth = Auth(lake.kv, load_secret_key(settings.secret_key, settings.data_dir))
+        auth = lake_auth(lake, load_secret_key(settings.secret_key, settings.data_dir))
         installed = settings.installation
         if installed is None:
             creds = auth.setup(username)

@@ -32,13 +32,15 @@ def rebuild(
     """Build a new metadata database for the embedded lake from its blocks and its journal.
 
     For a lake whose lake.db is lost: the journal's sealed batches are found among the blocks
-    and replayed in order -- repositories, branches, tags, commits, staged objects, settings.
-    Every change is in the blocks before it is acknowledged. An existing lake.db is never
-    overwritten (move it aside first: exit 4); a lake whose journal was off has nothing to
-    rebuild from (exit 3); against a server, refused (exit 2): run it where the lake's
-    directory is. With --server-config, the database that server configuration names is
-    rebuilt from its blockstore (SQLite, or a PostgreSQL database that holds no lake yet),
-    users and access keys included: start the servers again with the same configuration.
+    and replayed in order -- repositories, branches, tags, commits, staged objects, settings,
+    and a server's users, groups, policies and access keys (the server that serves the
+    rebuilt lake needs the same auth.encrypt.secret_key to read the keys). Every change is in
+    the blocks before it is acknowledged. An existing lake.db is never overwritten (move it
+    aside first: exit 4); a lake whose journal was off has nothing to rebuild from (exit 3);
+    against a server, refused (exit 2): run it where the lake's directory is. With
+    --server-config, the database that server configuration names is rebuilt from its
+    blockstore (SQLite, or a PostgreSQL database that holds no lake yet): start the servers
+    again with the same configuration.
     """
     if not from_journal:
         raise InvalidArgument("say what to rebuild from: --from-journal")

@@ -63,9 +63,11 @@ def compact(json_: JsonFlag = False) -> None:
     """Rewrite the sealed journal without the entries a rebuild no longer needs.
 
     Dropped: every entry of a repository up to its deletion; staged writes, deletes and resets
-    of a branch up to its deletion; each setting but the last of its key. Commits, branches and
-    tags stay, and every entry keeps its logical timestamp (the journal then has gaps). The
-    audit trail of what was dropped is gone: compaction runs only when asked.
+    of a branch up to its deletion; each setting but the last of its key; each of a server's
+    auth records (users, groups, policies, access keys) but the last of its key, and that one
+    too when it deletes the record. Commits, branches and tags stay, and every entry keeps its
+    logical timestamp (the journal then has gaps). The audit trail of what was dropped is gone:
+    compaction runs only when asked.
     """
     done = backend().journal_compact()
     render.emit(

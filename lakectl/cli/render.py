@@ -541,7 +541,7 @@ def journal(entries: list[Data]) -> None:
 def journal_line(entry: Data) -> None:
     """``<timestamp> <time> <client> <repository> <event> <what>``, flushed (``tail --follow``)."""
     payload = entry["event_payload"]
-    keys = ("ref", "path", "branch", "tag", "source_ref", "commit_id", "range")
+    keys = ("ref", "path", "branch", "tag", "source_ref", "commit_id", "range", "partition", "key")
     what = [f"{k}={payload[k]}" for k in keys if payload.get(k)]
     rows = payload.get("rows")
     if rows:

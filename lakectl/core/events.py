@@ -47,6 +47,9 @@ class Verb(enum.Enum):
     """A pull request opened, changed, commented, reviewed or merged (``lakectl.core.workflow.pulls``)."""
     READ_OBJECT = "read-object"
     """Not a mutation: an audited read (``before`` only; see the module's docstring)."""
+    AUTH = "auth"
+    """A server's auth record (a user, a group, a policy, an access key...) stored or deleted,
+    lake-wide (repository ""): journal-only (``lakectl.core.journal.records``)."""
 
     @property
     def has_hooks(self) -> bool:

@@ -18,7 +18,12 @@ the lake's ``lakectl.core.keys``):
                                                   "creation_date", "secret": Fernet token}
     auth/revoked      key sha256 hex of a token → its expiry (Unix seconds, text): signed out
 
-The first three are :mod:`server.auth.store`'s, the last :mod:`server.auth.tokens`'.
+The first three are :mod:`server.auth.store`'s, the last :mod:`server.auth.tokens`'. Every
+change the server makes of a partition under ``auth/`` goes through the lake's events
+(:func:`server.auth.store.lake_auth`): with the lake's journal on, it is journalled as stored, so
+that a lake rebuilt from its journal has its users back, for a server with the same secret
+(:mod:`lakectl.core.journal.records`). Partitions of the server's that are not under ``auth/``
+(the UI's ``ui/links``, ``ui/ended``) are not journalled.
 
 ``incarnation`` is random per created user: access keys, login tokens and signed block locators
 name it (:attr:`User.signing_token <server.auth.users.User.signing_token>`), so a key, token or

@@ -19,8 +19,9 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lakectl.core.journal import records
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.retry import AGAIN, PRINCIPAL, Again, retry
 from lakectl.errors import (
@@ -47,6 +48,9 @@ from server.auth.users import (
 from server.external_principals import ExternalPrincipals
 from server.groups import Directory, Group, Policy, links
 from server.policies import BUILTIN
+
+if TYPE_CHECKING:
+    from lakectl.core.lake import Lake
 
 META = "auth/meta"
 USERS = "auth/users"
@@ -367,6 +371,13 @@ class Auth:
         if not hmac.compare_digest(expected.encode(), secret_access_key.encode()) or found is None:
             raise Unauthenticated("invalid access key id or secret access key")
         return found[0]
+
+
+def lake_auth(lake: Lake, secret_key: str) -> Auth:
+    """The users of ``lake``, their records written through the lake's events: with the lake's
+    journal on, each change is journalled as stored (secrets as encrypted), and a lake rebuilt
+    from its journal has them back (:mod:`lakectl.core.journal.records`)."""
+    return Auth(records.Journaled(lake.kv, lambda: lake.events), secret_key)
 
 
 def _check_not_leaving_admins(group_id: str, user_id: str, by: str | None) -> None:

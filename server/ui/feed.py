@@ -129,13 +129,18 @@ def _entry_item(e: journal.Entry) -> Item:
     )
 
 
+_NOT_ACTIVITY = frozenset({Verb.READ_OBJECT.value, Verb.AUTH.value})
+"""Entries the feed leaves out: reads (no change), and the server's auth records (who may use
+the lake is not a repository's activity, and their records are for those who manage users)."""
+
+
 def _from_journal(lake: Lake, user: User, repo: str, after: int) -> tuple[list[Item], int]:
     found = journal.tail(lake.kv, lake.blocks, amount=SIZE * 4, after=after, repo=repo)
     cursor = max((e.logical_timestamp for e in found), default=after)
     shown = [
         _entry_item(e)
         for e in found
-        if e.event_type != Verb.READ_OBJECT.value and user.allows(Permission.READ_REPO, e.repo_id)
+        if e.event_type not in _NOT_ACTIVITY and user.allows(Permission.READ_REPO, e.repo_id)
     ]
     return shown[::-1][:SIZE], cursor
 

@@ -46,7 +46,8 @@ CLI_TIMEOUT_S = 120.0
 
 
 def _conf(tmp: Path, name: str, pg_url: str, s3: str) -> tuple[Path, str, str]:
-    """A server's configuration on PostgreSQL and the S3 bucket; its API and S3 gateway URLs."""
+    """A server's configuration on PostgreSQL and the S3 bucket, under the test's own prefix (the
+    bucket outlives a test); its API and S3 gateway URLs."""
     api, gateway = _free_port(), _free_port()
     conf = tmp / f"{name}.yaml"
     conf.write_text(
@@ -55,7 +56,8 @@ def _conf(tmp: Path, name: str, pg_url: str, s3: str) -> tuple[Path, str, str]:
         f"data_dir: {tmp / name}\n"
         "logging: {level: warn}\n"
         f"database: {{type: postgres, connection_string: '{pg_url}'}}\n"
-        f"blockstore: {{type: s3, s3: {{bucket: {BUCKET}, endpoint: '{s3}', region: us-east-1, "
+        f"blockstore: {{type: s3, s3: {{bucket: {BUCKET}, prefix: {tmp.name}, endpoint: '{s3}', "
+        "region: us-east-1, "
         "access_key_id: testing, secret_access_key: testing}}\n"
         "auth: {encrypt: {secret_key: upkeep-servers-share-this-secret}}\n"
     )
@@ -248,7 +250,7 @@ def second_database(postgres_server: Any) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_a_shared_lake_is_rebuilt_from_its_journal_into_a_new_database_from_the_cli(
+def test_a_shared_lake_is_rebuilt_from_its_journal_into_a_new_database_with_its_users(
     servers: Servers, tmp_path: Path, pg_url: str, second_database: str, s3_endpoint: str
 ) -> None:
     lost = _conf(tmp_path, "lost", pg_url, s3_endpoint)
@@ -285,13 +287,8 @@ def test_a_shared_lake_is_rebuilt_from_its_journal_into_a_new_database_from_the_
     assert checked["ok"] is True and checked["commits"] >= 4
     servers.start(rebuilt)
     with httpx.Client(base_url=rebuilt[1], timeout=HTTP_TIMEOUT_S) as anon:
-        r = anon.post("/setup_lakefs", json={"username": "admin"})
-        assert r.status_code == 200, r.text
-    with httpx.Client(
-        base_url=rebuilt[1],
-        auth=(r.json()["access_key_id"], r.json()["secret_access_key"]),
-        timeout=HTTP_TIMEOUT_S,
-    ) as api:
+        assert anon.post("/setup_lakefs", json={"username": "admin"}).status_code == 409, "set up already"
+    with httpx.Client(base_url=rebuilt[1], auth=auth, timeout=HTTP_TIMEOUT_S) as api:  # the same key
         assert _main(api) == before
         assert (
             api.get(f"/repositories/{REPO}/refs/main/objects", params={"path": "staged.csv"}).content

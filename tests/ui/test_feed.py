@@ -219,3 +219,17 @@ def test_the_feed_needs_a_session(quiet: Live) -> None:
         assert page.status_code == 303 and page.headers["location"].startswith("/ui/login")
         fragment = anon.get("/ui/feed/entries")
         assert fragment.status_code == 303 and "x-feed-mode" not in fragment.headers
+
+
+def test_the_journal_feed_leaves_out_the_servers_users(journaled: Live) -> None:
+    """Who may use the server is no repository's activity: its journal entries stay out."""
+    name = unique("journalled-user")
+    with _api(journaled) as api:
+        assert api.post("/auth/users", json={"id": name}).status_code == 201
+        repo = new_repo(api)
+        found = api.get("/journal", params={"amount": 1000}).json()["results"]
+    assert "auth" in {e["event_type"] for e in found}
+    with sign_in(journaled, journaled.key_id, journaled.secret) as ui:
+        rows = _rows(ui.get("/ui/feed").text)
+    assert any(repo in row for row in rows)
+    assert not [row for row in rows if "auth" in row.split() or name in row]

@@ -11,4 +11,5 @@ replayed. Callers import the module whose names they use; this package re-export
 - :mod:`.recovery`: the intents a dead writer left open, decided from the lake.
 - :mod:`.rebuild`: a fresh metadata database from the blocks and the sealed journal.
 - :mod:`.replayorder`: what an entry says so that a rebuild replays concurrent writers in order.
+- :mod:`.records`: a server's auth records, journalled as stored and stored again by a rebuild.
 """

@@ -8,7 +8,7 @@ from typing import Any
 from lakectl.core import keys
 from lakectl.core.blocks.data import block_locator
 from lakectl.core.events import Verb
-from lakectl.core.journal import log
+from lakectl.core.journal import log, records
 from lakectl.core.journal.form import json_bytes
 from lakectl.core.journal.seal import SEAL_BATCH, finish, seal
 from lakectl.core.journal.sealed import Entry, batches, generation_of, parquet, read_batch, read_cursor
@@ -21,11 +21,14 @@ from lakectl.errors import PredicateFailed
 def superseded(entries_: list[Entry]) -> set[int]:
     """The logical timestamps of entries a replay no longer needs: everything of a repository up
     to its last deletion; staged writes, deletes and resets of a branch up to its deletion; every
-    setting of a repository but the last of its key. Commits stay (other refs may reach them), and
-    so do reads (no replay needs them; they are the audit trail of who read what)."""
+    setting of a repository but the last of its key; every auth record but the last of its key,
+    and that one too when it is a deletion (a rebuild starts from no records). Commits stay
+    (other refs may reach them), and so do reads (no replay needs them; they are the audit trail
+    of who read what)."""
     gone_repo: dict[str, int] = {}
     gone_branch: dict[tuple[str, str], int] = {}
     last_setting: dict[tuple[str, str], int] = {}
+    last_record: dict[tuple[str, str], Entry] = {}
     for e in entries_:
         if e.event_type == "delete-repository":
             gone_repo[e.repo_id] = e.logical_timestamp
@@ -33,6 +36,8 @@ def superseded(entries_: list[Entry]) -> set[int]:
             gone_branch[(e.repo_id, e.event_payload.get("branch", ""))] = e.logical_timestamp
         elif e.event_type == "settings":
             last_setting[(e.repo_id, e.event_payload.get("key", ""))] = e.logical_timestamp
+        elif e.event_type == Verb.AUTH.value:
+            last_record[_record_key(e)] = e
     out: set[int] = set()
     for e in entries_:
         if e.event_type == Verb.READ_OBJECT.value:
@@ -43,9 +48,20 @@ def superseded(entries_: list[Entry]) -> set[int]:
         by_repo = ts <= gone_repo.get(e.repo_id, 0)
         by_branch = e.event_type in STAGED_TYPES and ts < gone_branch.get(branch, 0)
         by_setting = e.event_type == "settings" and ts < last_setting[setting]
-        if by_repo or by_branch or by_setting:
+        by_record = e.event_type == Verb.AUTH.value and _record_superseded(e, last_record[_record_key(e)])
+        if by_repo or by_branch or by_setting or by_record:
             out.add(ts)
     return out
+
+
+def _record_key(e: Entry) -> tuple[str, str]:
+    return str(e.event_payload.get("partition", "")), str(e.event_payload.get("key", ""))
+
+
+def _record_superseded(e: Entry, last: Entry) -> bool:
+    """Whether an auth record's entry is needed by no rebuild: a later one of its key replaces
+    it, or the last one of its key deletes it (a rebuild starts from none)."""
+    return e.logical_timestamp < last.logical_timestamp or records.deleted(last.event_payload)
 
 
 STAGED_TYPES = frozenset({"write-objects", "delete-objects", "reset"})

@@ -4,10 +4,11 @@
 The sealed batches are found among the blocks by what each says it is (Parquet schema
 metadata), chained by the locator of the batch before, and replayed into an empty KV store:
 repositories, branches, tags, commits (each entry that made one carries the commit record),
-staged entries and settings. Writers seal what they finished on close and within a second, and
-log every acknowledged entry in the block store before the acknowledgement
-(:mod:`lakectl.core.journal.log`): the logged entries no batch holds are sealed into one more
-batch and replayed after the others, so every acknowledged change is rebuilt.
+staged entries, settings, and a server's auth records (:mod:`lakectl.core.journal.records`).
+Writers seal what they finished on close and within a second, and log every acknowledged entry
+in the block store before the acknowledgement (:mod:`lakectl.core.journal.log`): the logged
+entries no batch holds are sealed into one more batch and replayed after the others, so every
+acknowledged change is rebuilt.
 
 Entries are replayed in logical-timestamp order, which follows the writers' clocks taken before each
 mutation, not the order in which concurrent mutations landed. Where that order would decide the
@@ -38,6 +39,7 @@ from lakectl.core.events import Verb
 from lakectl.core.graph.ranges import PARQUET_MAGIC
 from lakectl.core.graph.refs import new_staging_token, token_time
 from lakectl.core.journal import form, journal, log, recovery, replayorder, sealed
+from lakectl.core.journal import records as auth_records
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions, scan_prefix, set_many
 from lakectl.core.lake import Lake
@@ -406,6 +408,10 @@ class Replay:
         rid = RepositoryId(entry.repo_id)
         p = entry.event_payload
         verb = Verb(entry.event_type)
+        if verb is Verb.AUTH:
+            # A server's record, stored again as it was: in journal order, the last one wins.
+            auth_records.replay(lake.kv, p)
+            return
         bid = BranchId(p.get("branch", ""))
         at = entry.time * 1000
         self._name(rid, verb, p)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakectl.core import keys
 from lakectl.core.events import Verb
-from lakectl.core.journal import form, log, sealed, writers
+from lakectl.core.journal import form, log, records, sealed, writers
 from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import scan_prefix
 from lakectl.core.model import BranchId, Commit, RepositoryId, TagId
@@ -109,6 +109,8 @@ def _decide_state(
         return {**payload, "commit_id": first.id, "commit": first.encode().decode()}
     if verb is Verb.DELETE_REPOSITORY:
         return None if _exists(lambda: refs.get_repo(rid)) else payload
+    if verb is Verb.AUTH:  # as a setting: recorded with the value it has now
+        return records.decide(lake.kv, payload)
     bid = BranchId(payload.get("branch", ""))
     if verb is Verb.CREATE_BRANCH:
         return payload if _exists(lambda: refs.get_branch(rid, bid)) else None
