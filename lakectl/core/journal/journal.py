@@ -733,6 +733,8 @@ def disable(lake: Lake) -> dict[str, Any]:
     retry(SETTING, attempt, "could not change the journal's setting: it kept changing")
     found = find(lake.events)
     if found is not None:
+        with contextlib.suppress(LakectlError):  # else the next seal takes them, as after a close
+            flush(lake)  # what it journalled while on, sealed now rather than by another process
         found.close()
         sinks = lake.events.sinks if isinstance(lake.events, Fanout) else ()
         rest = [sink for sink in sinks if sink is not found]

@@ -436,27 +436,7 @@ class Replay:
         elif verb in replayorder.STAGED and "rows" in p:
             self._stage(rid, bid, p, at)
         elif verb in (Verb.RESET, Verb.COMMIT, Verb.MERGE, Verb.REVERT, Verb.CHERRY_PICK):
-            head = _commit(lake, rid, p).id if verb is not Verb.RESET else None
-            made = replayorder.record_of(bid, p)
-            if made is not None and p.get("prefixes"):
-                self._keep(rid, made, p.get("dropped", []), p["prefixes"])
-            if made is not None:
-                self._move(rid, bid, made, p.get("dropped", []), at)
-                return
-            if head is not None and p.get("prefixes"):
-                # No record named (an intent recovery decided): the rest kept, as of the entry.
-                was = self._branch(rid, bid)
-                made = Branch(bid, head, self._dated(at), (self._dated(at + 1),))
-                if self._newer(rid, made):
-                    self._keep(rid, made, list(was.tokens), p["prefixes"])
-                    self._move(rid, bid, made, was.tokens, at)
-                return
-            # No record named (an older journal; an intent recovery decided): the branch at the
-            # commit with nothing staged, as of the entry's time, unless a newer record is in.
-            was = self._branch(rid, bid)
-            dated = Branch(bid, head or was.commit_id, self._dated(at))
-            if self._newer(rid, dated):
-                self._move(rid, bid, dated, was.tokens, at)
+            self._moved(rid, bid, verb, p, at)
         elif verb is Verb.CREATE_BRANCH:
             made = replayorder.record_of(bid, p)
             self._move(rid, bid, made or Branch(bid, CommitId(p["commit_id"]), self._dated(at)), [], at)
@@ -489,6 +469,31 @@ class Replay:
             pulls.replay(lake, rid, p)
         # GARBAGE_COLLECTION: what it deleted were blocks and uploads in flight, neither replayed.
         # READ_OBJECT: an audited read changed nothing.
+
+    def _moved(self, rid: RepositoryId, bid: BranchId, verb: Verb, p: Mapping[str, Any], at: int) -> None:
+        """A commit, merge, revert, cherry-pick or reset: the branch record it left."""
+        lake = self.lake
+        head = _commit(lake, rid, p).id if verb is not Verb.RESET else None
+        made = replayorder.record_of(bid, p)
+        if made is not None and p.get("prefixes"):
+            self._keep(rid, made, p.get("dropped", []), p["prefixes"])
+        if made is not None:
+            self._move(rid, bid, made, p.get("dropped", []), at)
+            return
+        if head is not None and p.get("prefixes"):
+            # No record named (an intent recovery decided): the rest kept, as of the entry.
+            was = self._branch(rid, bid)
+            made = Branch(bid, head, self._dated(at), (self._dated(at + 1),))
+            if self._newer(rid, made):
+                self._keep(rid, made, list(was.tokens), p["prefixes"])
+                self._move(rid, bid, made, was.tokens, at)
+            return
+        # No record named (an older journal; an intent recovery decided): the branch at the
+        # commit with nothing staged, as of the entry's time, unless a newer record is in.
+        was = self._branch(rid, bid)
+        dated = Branch(bid, head or was.commit_id, self._dated(at))
+        if self._newer(rid, dated):
+            self._move(rid, bid, dated, was.tokens, at)
 
     def _name(self, rid: RepositoryId, verb: Verb, p: Mapping[str, Any]) -> None:
         """Note what an entry names (see :attr:`named`)."""
