@@ -48,18 +48,18 @@ SCHEMA = {
 _CHILD = """
 import json, sys, time
 from lakectl.core import merging, opening
-from lakectl.core.tables import delta
+from lakectl.core.tables import deltamerge
 home, repo, dest = sys.argv[1:4]
 lake = opening.open_lake(home)
 spent = []
-checkpoint = delta._checkpoint
+checkpoint = deltamerge._checkpoint
 def timed_checkpoint(*args):
     start = time.perf_counter()
     try:
         return checkpoint(*args)
     finally:
         spent.append(time.perf_counter() - start)
-delta._checkpoint = timed_checkpoint
+deltamerge._checkpoint = timed_checkpoint
 start = time.perf_counter()
 done = merging.merge(lake, repo, "b", dest)
 seconds = time.perf_counter() - start
@@ -208,7 +208,7 @@ def deltalake_checkpoint(home: str, repo: str, work: Path) -> float:
     try:
         tree = delta.at_ref(lake, repo, "run0")
         head = delta.head_version(tree, ROOT)
-        _, files = delta._log_files(tree, ROOT, (head or 0) - 2 * SIDE_VERSIONS)
+        _, files = delta.log_files(tree, ROOT, (head or 0) - 2 * SIDE_VERSIONS)
         log = work / "floor" / "_delta_log"
         log.mkdir(parents=True)
         for path, handle in files:

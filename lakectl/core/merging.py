@@ -25,7 +25,7 @@ from lakectl.errors import DirtyBranch, InvalidArgument, MergeConflict, Predicat
 if TYPE_CHECKING:
     from lakectl.core import tablemerge
     from lakectl.core.graph.merge import MergePlan
-    from lakectl.core.tables import delta
+    from lakectl.core.tables import deltamerge
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,17 +113,17 @@ def _delta_tables(
     about: dict[str, str],
     what: str,
     rows: tuple[Sequence[tablemerge.RowRule], tablemerge.UnitRunner | None],
-) -> delta.Settled | None:
+) -> deltamerge.Settled | None:
     """The Delta tables both sides wrote, their source versions replayed after the destination's
-    (:func:`lakectl.core.tables.delta.settle`); ``MergeConflict`` with each table's conflicts as
+    (:func:`lakectl.core.tables.deltamerge.settle`); ``MergeConflict`` with each table's conflicts as
     data (``details.delta``) when one cannot be."""
     from lakectl.core.tables import deltalog
 
     if not any(deltalog.table_root(p) is not None for p in plan.conflicts):
         return None  # no Delta table written on both sides: nothing of deltalake's to import
-    from lakectl.core.tables import delta
+    from lakectl.core.tables import deltamerge
 
-    settled = delta.settle(lake, *mids, plan, about, delta.RowsRules(*rows))
+    settled = deltamerge.settle(lake, *mids, plan, about, deltamerge.RowsRules(*rows))
     if settled.conflicts:
         paths = sorted({*plan.conflicts, *(f"{root}_delta_log/" for root in settled.conflicts)})
         raise MergeConflict(

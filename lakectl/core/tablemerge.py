@@ -195,7 +195,7 @@ def plan_units(
     change each time); when both only changed objects in place, each object in ``conflicts`` is
     one. A directory one side changed, or both alike, keeps those objects, as the tree merge
     left them. Nothing under a prefix in ``skip`` is a unit (the Delta tables, whose logs say
-    which of their files hold rows: :mod:`lakectl.core.tables.delta`)."""
+    which of their files hold rows: :mod:`lakectl.core.tables.deltamerge`)."""
     changed: dict[tuple[str, int], list[tuple[bool, bool, bool, bool]]] = {}
     skipped = tuple(skip)
     for path, src, dst in join_changes(lake.trees.diff(base, source), lake.trees.diff(base, dest)):

@@ -1,7 +1,7 @@
 """Structured Streaming into a branch, exactly once: each micro-batch is one commit.
 
 ``df.writeStream.format("lakefs").option("checkpointLocation", C).start("lakefs://r/BRANCH/path")``:
-tasks write their rows as blocks, as a batch write does (:class:`~lakectl.spark.source.LakeFSWriter`);
+tasks write their rows as blocks, as a batch write does (:class:`~lakectl.spark.writing.LakeFSWriter`);
 when Spark commits the micro-batch, the driver stages the files under ``path`` and commits them,
 the commit's metadata naming the stream (``lakectl_stream_id``, from the checkpoint location: the
 same query restarted is the same stream) and the batch (``lakectl_batch_id``).
@@ -27,8 +27,9 @@ from pyspark.sql.types import StructType
 
 from lakectl.client.protocol import Backend
 from lakectl.errors import InvalidArgument
-from lakectl.spark.source import LakeFSDataSource, LakeFSWriter, Written
+from lakectl.spark.source import LakeFSDataSource
 from lakectl.spark.streamsource import LakeFSStreamReader
+from lakectl.spark.writing import LakeFSWriter, Written
 
 STREAM_ID = "lakectl_stream_id"
 BATCH_ID = "lakectl_batch_id"

@@ -5,6 +5,7 @@ changed. Embedded and against a server."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,6 +31,41 @@ def _two_branches(client: lakectl.Client, tmp_path: Path) -> tuple[lakectl.Branc
     write_deltalake(str(tmp_path / "main"), _table(10))
     push(main, ROOT, tmp_path / "main", "orders: first load")
     return repo.branch("a").create(main), repo.branch("b").create(main)
+
+
+def _change(branch: lakectl.Branch, into: Path, message: str, *steps: Callable[[str], object]) -> str:
+    """``branch``'s table checked out into ``into``, changed by each step (given the table's
+    directory), and pushed: the new commit's id."""
+    work = checkout(branch, ROOT, into)
+    for step in steps:
+        step(str(work))
+    return str(push(branch, ROOT, work, message).get_commit().id)
+
+
+def _append(n: int, start: int) -> Callable[[str], object]:
+    return lambda table: write_deltalake(table, _table(n, start), mode="append")
+
+
+def _delete(predicate: str) -> Callable[[str], object]:
+    return lambda table: DeltaTable(table).delete(predicate)
+
+
+def _update(value: str, predicate: str) -> Callable[[str], object]:
+    return lambda table: DeltaTable(table).update(updates={"v": f"'{value}'"}, predicate=predicate)
+
+
+def _compact(table: str) -> None:
+    DeltaTable(table).optimize.compact()
+
+
+def _retype_id(table: str) -> None:
+    """An overwrite with a new schema: ``id`` an int32."""
+    retyped = pa.table({"id": pa.array([1], pa.int32()), "v": ["one"]})
+    write_deltalake(table, retyped, mode="overwrite", schema_mode="overwrite")
+
+
+def _property(key: str, value: str) -> Callable[[str], object]:
+    return lambda table: DeltaTable(table).alter.set_table_properties({key: value})
 
 
 def test_both_sides_versions_merge_into_one_valid_table(client: lakectl.Client, tmp_path: Path) -> None:
@@ -64,12 +100,8 @@ def test_both_rewriting_one_file_conflicts_and_changes_nothing(
     client: lakectl.Client, tmp_path: Path
 ) -> None:
     a, b = _two_branches(client, tmp_path)
-    wa = checkout(a, ROOT, tmp_path / "a")
-    DeltaTable(str(wa)).delete("id = 3")
-    head = push(a, ROOT, wa, "a: delete 3").get_commit().id
-    wb = checkout(b, ROOT, tmp_path / "b")
-    DeltaTable(str(wb)).delete("id = 5")
-    push(b, ROOT, wb, "b: delete 5")
+    head = _change(a, tmp_path / "a", "a: delete 3", _delete("id = 3"))
+    _change(b, tmp_path / "b", "b: delete 5", _delete("id = 5"))
 
     with pytest.raises(ConflictException) as raised:
         b.merge_into(a)
@@ -83,13 +115,8 @@ def test_both_rewriting_one_file_conflicts_and_changes_nothing(
 
 def test_a_compaction_against_a_delete_is_a_conflict(client: lakectl.Client, tmp_path: Path) -> None:
     a, b = _two_branches(client, tmp_path)
-    wa = checkout(a, ROOT, tmp_path / "a")
-    write_deltalake(str(wa), _table(1, 11), mode="append")
-    DeltaTable(str(wa)).optimize.compact()
-    head = push(a, ROOT, wa, "a: append, optimize").get_commit().id
-    wb = checkout(b, ROOT, tmp_path / "b")
-    DeltaTable(str(wb)).delete("id = 5")
-    push(b, ROOT, wb, "b: delete 5")
+    head = _change(a, tmp_path / "a", "a: append, optimize", _append(1, 11), _compact)
+    _change(b, tmp_path / "b", "b: delete 5", _delete("id = 5"))
 
     with pytest.raises(ConflictException) as raised:
         b.merge_into(a)
@@ -101,25 +128,18 @@ def test_a_compaction_against_a_delete_is_a_conflict(client: lakectl.Client, tmp
 
 def test_metadata_changed_on_both_and_a_retype_are_conflicts(client: lakectl.Client, tmp_path: Path) -> None:
     a, b = _two_branches(client, tmp_path)
-    wa = checkout(a, ROOT, tmp_path / "a")
-    DeltaTable(str(wa)).alter.set_table_properties({"delta.appendOnly": "false"})
-    head = push(a, ROOT, wa, "a: a property").get_commit().id
-    wb = checkout(b, ROOT, tmp_path / "b")
-    DeltaTable(str(wb)).alter.set_table_properties({"delta.logRetentionDuration": "interval 7 days"})
-    push(b, ROOT, wb, "b: another property")
+    head = _change(a, tmp_path / "a", "a: a property", _property("delta.appendOnly", "false"))
+    _change(
+        b, tmp_path / "b", "b: another property", _property("delta.logRetentionDuration", "interval 7 days")
+    )
     with pytest.raises(ConflictException) as raised:
         b.merge_into(a)
     assert [c["type"] for c in raised.value.__cause__.details["delta"][ROOT]] == ["metaData-changed-on-both"]  # type: ignore[union-attr]
     assert a.get_commit().id == head
 
     # b retypes a column (an overwrite with a new schema) while a appends under the old one
-    wb = checkout(b, ROOT, tmp_path / "b2")
-    retyped = pa.table({"id": pa.array([1], pa.int32()), "v": ["one"]})
-    write_deltalake(str(wb), retyped, mode="overwrite", schema_mode="overwrite")
-    push(b, ROOT, wb, "b: id as int")
-    wa = checkout(a, ROOT, tmp_path / "a2")
-    write_deltalake(str(wa), _table(1, 40), mode="append")
-    head = push(a, ROOT, wa, "a: append").get_commit().id
+    _change(b, tmp_path / "b2", "b: id as int", _retype_id)
+    head = _change(a, tmp_path / "a2", "a: append", _append(1, 40))
     with pytest.raises(ConflictException) as raised:
         b.merge_into(a)
     found = raised.value.__cause__.details["delta"][ROOT]  # type: ignore[union-attr]
@@ -141,9 +161,7 @@ def test_checkpoints_and_vacuums_on_one_side(client: lakectl.Client, tmp_path: P
     DeltaTable(str(wb)).create_checkpoint()
     DeltaTable(str(wb)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     push(b, ROOT, wb, "b: appends, optimize, checkpoint, vacuum")
-    wa = checkout(a, ROOT, tmp_path / "a")
-    write_deltalake(str(wa), _table(1, 200), mode="append")
-    push(a, ROOT, wa, "a: append")
+    _change(a, tmp_path / "a", "a: append", _append(1, 200))
 
     b.merge_into(a)
     merged = checkout(a, ROOT, tmp_path / "merged")
@@ -157,15 +175,9 @@ def test_checkpoints_and_vacuums_on_one_side(client: lakectl.Client, tmp_path: P
 
 def test_the_rows_strategy_merges_files_both_sides_rewrote(client: lakectl.Client, tmp_path: Path) -> None:
     a, b = _two_branches(client, tmp_path)
-    wa = checkout(a, ROOT, tmp_path / "a")
-    DeltaTable(str(wa)).update(updates={"v": "'a-edit'"}, predicate="id = 3")
-    write_deltalake(str(wa), _table(1, 11), mode="append")
-    push(a, ROOT, wa, "a: edit 3, append 11")
-    wb = checkout(b, ROOT, tmp_path / "b")
-    DeltaTable(str(wb)).update(updates={"v": "'b-edit'"}, predicate="id = 5")
-    DeltaTable(str(wb)).delete("id = 9")
-    write_deltalake(str(wb), _table(1, 20), mode="append")
-    push(b, ROOT, wb, "b: edit 5, delete 9, append 20")
+    _change(a, tmp_path / "a", "a: edit 3, append 11", _update("a-edit", "id = 3"), _append(1, 11))
+    steps = (_update("b-edit", "id = 5"), _delete("id = 9"), _append(1, 20))
+    _change(b, tmp_path / "b", "b: edit 5, delete 9, append 20", *steps)
     with pytest.raises(ConflictException):
         b.merge_into(a)  # without the strategy: both rewrote the first file
 
@@ -179,13 +191,8 @@ def test_the_rows_strategy_merges_files_both_sides_rewrote(client: lakectl.Clien
     assert info["lakectlReplay"]["operations"] == ["UPDATE", "DELETE", "WRITE"]
 
     # the same cell changed differently on both sides: a row conflict, nothing changed
-    head = a.get_commit().id
-    wa = checkout(a, ROOT, tmp_path / "a2")
-    DeltaTable(str(wa)).update(updates={"v": "'a-again'"}, predicate="id = 1")
-    head = push(a, ROOT, wa, "a: edit 1").get_commit().id
-    wb = checkout(b, ROOT, tmp_path / "b2")
-    DeltaTable(str(wb)).update(updates={"v": "'b-again'"}, predicate="id = 1")
-    push(b, ROOT, wb, "b: edit 1")
+    head = _change(a, tmp_path / "a2", "a: edit 1", _update("a-again", "id = 1"))
+    _change(b, tmp_path / "b2", "b: edit 1", _update("b-again", "id = 1"))
     with pytest.raises(ConflictException) as raised:
         b.merge_into(a, strategies=["tables/orders/**=rows:key=id"])
     (found,) = raised.value.__cause__.details["delta"][ROOT]  # type: ignore[union-attr]
@@ -225,12 +232,8 @@ def test_merging_again_and_back_keeps_one_valid_table(client: lakectl.Client, tm
 
 def test_a_pull_request_merges_a_delta_table_both_sides_wrote(client: lakectl.Client, tmp_path: Path) -> None:
     a, b = _two_branches(client, tmp_path)
-    wa = checkout(a, ROOT, tmp_path / "a")
-    write_deltalake(str(wa), _table(1, 11), mode="append")
-    push(a, ROOT, wa, "a: append 11")
-    wb = checkout(b, ROOT, tmp_path / "b")
-    DeltaTable(str(wb)).delete("id = 1")
-    push(b, ROOT, wb, "b: delete 1")
+    _change(a, tmp_path / "a", "a: append 11", _append(1, 11))
+    _change(b, tmp_path / "b", "b: delete 1", _delete("id = 1"))
     backend = client.backend
     pull = backend.create_pull(a.repo_id, "delete row 1", "b", "a")
     backend.merge_pull(a.repo_id, pull.id)
