@@ -111,9 +111,13 @@ def open_configured(config_file: str) -> Lake:
 
 def rebuild(config_file: str) -> dict[str, Any]:
     """Rebuild the metadata database a server's configuration names from the journal among the
-    blocks of its blockstore (:func:`lakectl.core.journal.rebuild.rebuild_database`)."""
+    blocks of its blockstore (:func:`lakectl.core.journal.rebuild.rebuild_database`), its users'
+    records verified with the server's secret (without one, a journal holding any is refused)."""
     from lakectl.core.journal.rebuild import rebuild_database
     from server.app import open_blocks
+    from server.auth.secret import existing_secret_key, journal_seal
 
     settings = load(config_file, None)
-    return rebuild_database(settings.database.url, open_blocks(settings))
+    secret = existing_secret_key(settings.secret_key, settings.data_dir)
+    seal = None if secret is None else journal_seal(secret)
+    return rebuild_database(settings.database.url, open_blocks(settings), seal)

@@ -39,8 +39,9 @@ def rebuild(
     aside first: exit 4); a lake whose journal was off has nothing to rebuild from (exit 3);
     against a server, refused (exit 2): run it where the lake's directory is. With
     --server-config, the database that server configuration names is rebuilt from its
-    blockstore (SQLite, or a PostgreSQL database that holds no lake yet): start the servers
-    again with the same configuration.
+    blockstore (SQLite, or a PostgreSQL database that holds no lake yet), the users' records
+    verified with the server's secret: start the servers again with the same configuration. A
+    journal holding a server's users is rebuilt only so (exit 2 otherwise).
     """
     if not from_journal:
         raise InvalidArgument("say what to rebuild from: --from-journal")

@@ -24,6 +24,24 @@ def derive_key(secret_key: str, purpose: bytes) -> bytes:
     return HKDF(hashes.SHA256(), 32, salt=None, info=purpose).derive(secret_key.encode())
 
 
+JOURNAL_PURPOSE = b"lakectl journal auth records v1"
+"""Under which the key signing the journal's auth entries is derived
+(:mod:`lakectl.core.journal.records`)."""
+
+
+def journal_seal(secret_key: str) -> bytes:
+    """The key the server signs its users' journal entries with, and a rebuild verifies them."""
+    return derive_key(secret_key, JOURNAL_PURPOSE)
+
+
+def existing_secret_key(configured: str, data_dir: str) -> str | None:
+    """The server's secret as :func:`load_secret_key` finds it, but None where there is none yet
+    (nothing is generated: a rebuild must verify with the secret the journal was signed with)."""
+    if configured or os.path.exists(os.path.join(data_dir, SECRET_FILE)):
+        return load_secret_key(configured, data_dir)
+    return None
+
+
 def load_secret_key(configured: str, data_dir: str) -> str:
     """``auth.encrypt.secret_key`` when configured; else a random key generated once into
     ``<data dir>/auth-secret`` (mode 0600). Several servers sharing one database must share it."""

@@ -33,7 +33,7 @@ from lakectl.errors import (
     StorageError,
     Unauthenticated,
 )
-from server.auth.secret import derive_key
+from server.auth.secret import derive_key, journal_seal
 from server.auth.tokens import LoginTokens
 from server.auth.users import (
     Credentials,
@@ -377,7 +377,7 @@ def lake_auth(lake: Lake, secret_key: str) -> Auth:
     """The users of ``lake``, their records written through the lake's events: with the lake's
     journal on, each change is journalled as stored (secrets as encrypted), and a lake rebuilt
     from its journal has them back (:mod:`lakectl.core.journal.records`)."""
-    return Auth(records.Journaled(lake.kv, lambda: lake.events), secret_key)
+    return Auth(records.Journaled(lake.kv, lambda: lake.events, journal_seal(secret_key)), secret_key)
 
 
 def _check_not_leaving_admins(group_id: str, user_id: str, by: str | None) -> None:

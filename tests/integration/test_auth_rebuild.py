@@ -263,7 +263,13 @@ def test_a_server_rebuilt_from_its_journal_has_its_users_back(server: Server, co
     for name in ("lake.db", "lake.db-wal", "lake.db-shm"):
         if (server.home / name).exists():
             (server.home / name).rename(aside / name)
-    server.lakectl("admin", "rebuild", "--from-journal", "--json", home=True)
+    # Embedded, without the server's secret to verify its users' records with: refused.
+    env = {**server.env, "LAKECTL_HOME": str(server.home)}
+    bare = [*_lakectl(), "admin", "rebuild", "--from-journal"]
+    refused = subprocess.run(bare, env=env, capture_output=True, text=True, timeout=REBUILD_TIMEOUT_S)
+    assert refused.returncode == 2 and "--server-config" in refused.stderr, refused.stderr
+    assert not (server.home / "lake.db").exists(), "nothing half-built is left"
+    server.lakectl("admin", "rebuild", "--from-journal", "--server-config", str(server.conf), "--json")
     server.start()
 
     assert answers(server, keys) == EXPECTED

@@ -21,6 +21,7 @@ from lakectl.core.kv.helpers import partitions
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
 from lakectl.errors import StorageError, Unauthenticated
+from server.auth.secret import journal_seal
 from server.auth.store import Auth, lake_auth
 from server.config import load_settings
 from server.policies import Permission
@@ -82,7 +83,7 @@ def test_a_lake_rebuilt_from_its_journal_has_the_servers_users_back(lake: Lake, 
     assert not [s for s in secrets if any(s in t for t in texts)]  # never in clear
     fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     try:
-        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh, journal_seal(SECRET))
         assert stored(fresh) == stored(lake.kv)
         check_users(Auth(fresh, SECRET), made)
         with pytest.raises(StorageError, match="secret_key"):  # another secret reads no key

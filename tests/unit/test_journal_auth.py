@@ -23,10 +23,11 @@ from lakectl.core.kv import KVStore
 from lakectl.core.kv.helpers import partitions
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
-from lakectl.errors import IntegrityError, PredicateFailed
+from lakectl.errors import IntegrityError, InvalidArgument, PredicateFailed
 from tests.unit.test_journal_recovery import DiesAfterTheChange, DiesBeforeTheChange, die
 
 USERS, KEYS = "auth/users", "auth/credentials"
+SEAL = b"the key a server derives from its secret"
 
 
 @pytest.fixture
@@ -40,12 +41,15 @@ def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
 
 def journaled(lake: Lake) -> records.Journaled:
     """The store as a server's users write it (``server.auth.store.lake_auth``)."""
-    return records.Journaled(lake.kv, lambda: lake.events)
+    return records.Journaled(lake.kv, lambda: lake.events, SEAL)
 
 
 def auth_entries(lake: Lake) -> list[dict[str, Any]]:
+    """The payloads of the journal's auth entries, their signatures checked and left out."""
     found = journal.tail(lake.kv, lake.blocks, amount=1000)
-    return [dict(e.event_payload) for e in found if e.event_type == Verb.AUTH.value]
+    payloads = [dict(e.event_payload) for e in found if e.event_type == Verb.AUTH.value]
+    assert all(p.pop("mac") == records.signature(SEAL, p) for p in payloads)
+    return payloads
 
 
 def stored(kv: KVStore, prefix: str = "") -> dict[str, dict[str, bytes]]:
@@ -53,12 +57,21 @@ def stored(kv: KVStore, prefix: str = "") -> dict[str, dict[str, bytes]]:
     return {part: dict(kv.scan(part)) for part in partitions(kv, prefix) or []}
 
 
-def rebuilt(lake: Lake, tmp_path: Path, name: str = "rebuilt.db") -> SQLiteStore:
-    """A new database rebuilt from the lake's blocks alone (the caller closes it)."""
+def rebuilt(lake: Lake, tmp_path: Path, name: str = "rebuilt.db", seal: bytes | None = SEAL) -> SQLiteStore:
+    """A new database rebuilt from the lake's blocks alone, auth entries verified with ``seal``
+    (the caller closes it)."""
     journal.flush(lake)
     fresh = SQLiteStore(str(tmp_path / name))
-    rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh)
+    try:
+        rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh, seal)
+    except BaseException:
+        fresh.close()
+        raise
     return fresh
+
+
+def signed(payload: dict[str, Any], seal: bytes = SEAL) -> dict[str, Any]:
+    return {**payload, "mac": records.signature(seal, payload)}
 
 
 def test_each_change_of_a_record_is_an_entry_with_the_value_as_stored(lake: Lake) -> None:
@@ -122,7 +135,7 @@ def test_an_entry_naming_a_partition_outside_auth_is_refused(
     lake: Lake, tmp_path: Path, partition: str | None
 ) -> None:
     p.create_repo(lake, "between")
-    forged = {"partition": partition, "key": "evil", "value": '{"name": "evil"}'}
+    forged = signed({"partition": partition, "key": "evil", "value": '{"name": "evil"}'})
     sink = journal.find(lake.events)
     assert sink is not None
     event = Event(Verb.AUTH, "", payload=forged)  # as a forged or damaged journal would hold it
@@ -133,7 +146,7 @@ def test_an_entry_naming_a_partition_outside_auth_is_refused(
     fresh = SQLiteStore(str(tmp_path / "direct.db"))
     try:
         with pytest.raises(IntegrityError):
-            records.replay(fresh, forged)
+            records.replay(fresh, forged, SEAL)
         assert stored(fresh) == {}
     finally:
         fresh.close()
@@ -152,7 +165,7 @@ def test_a_damaged_record_is_refused_and_writes_nothing(tmp_path: Path, bad: dic
     fresh = SQLiteStore(str(tmp_path / "direct.db"))
     try:
         with pytest.raises(IntegrityError):
-            records.replay(fresh, bad)
+            records.replay(fresh, signed(bad), SEAL)
         assert stored(fresh) == {}
     finally:
         fresh.close()
@@ -218,3 +231,31 @@ def test_the_journals_human_lines_name_the_record(lake: Lake, capsys: pytest.Cap
     (entry,) = journal.tail(lake.kv, lake.blocks, amount=1)
     render.journal_line(entry.to_dict())
     assert capsys.readouterr().out.split()[-3:] == ["auth", "partition=auth/users", "key=ada"]
+
+
+@pytest.mark.parametrize("seal", [None, b"another server's key"])
+def test_a_record_not_signed_by_the_servers_secret_is_refused(
+    lake: Lake, tmp_path: Path, seal: bytes | None
+) -> None:
+    """As a user on a store whose log records are blocks could plant one: an object whose
+    bytes read as a log record naming a new admin. Unsigned, or signed under another key, it
+    stops the rebuild (which ``admin rebuild`` writes aside: nothing is left)."""
+    p.create_repo(lake, "between")
+    planted = {"partition": USERS, "key": "mallory", "value": '{"groups": {"Admins": "builtin"}}'}
+    if seal is not None:
+        planted = signed(planted, seal)
+    sink = journal.find(lake.events)
+    assert sink is not None
+    event = Event(Verb.AUTH, "", payload=planted)
+    sink.before(event)
+    sink.after(event)
+    with pytest.raises(IntegrityError, match="not signed by this server's secret"):
+        rebuilt(lake, tmp_path).close()
+
+
+def test_a_journal_with_a_servers_records_is_not_rebuilt_without_its_secret(
+    lake: Lake, tmp_path: Path
+) -> None:
+    journaled(lake).set(USERS, "ada", b"{}")
+    with pytest.raises(InvalidArgument, match="--server-config"):
+        rebuilt(lake, tmp_path, seal=None).close()

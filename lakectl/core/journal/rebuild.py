@@ -59,7 +59,7 @@ from lakectl.core.model import (
 from lakectl.core.porcelain import delete_repo
 from lakectl.core.upkeep import retention
 from lakectl.core.workflow import pulls
-from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, NotFound
+from lakectl.errors import AlreadyExists, CommitNotFound, IntegrityError, InvalidArgument, NotFound
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +163,11 @@ def find_journal(blocks: BlockAdapter) -> tuple[list[dict[str, Any]], list[str],
     return ordered, logs, forks
 
 
-def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
+def rebuild(blocks: BlockAdapter, kv: KVStore, seal: bytes | None = None) -> Rebuilt:
     """Replay the journal in ``blocks`` into ``kv``, which must hold nothing (``AlreadyExists``
-    otherwise); the rebuilt lake keeps journalling from where the journal ended."""
+    otherwise); the rebuilt lake keeps journalling from where the journal ended. ``seal``
+    verifies a server's auth records (:mod:`lakectl.core.journal.records`): without it, a
+    journal that holds some is refused (``InvalidArgument``)."""
     if partitions(kv, "") or next(iter(kv.scan(keys.REPOSITORIES)), None) is not None:
         raise AlreadyExists("the metadata database to rebuild into is not empty: give a new one")
     batches, logs, forks = find_journal(blocks)
@@ -181,7 +183,7 @@ def rebuild(blocks: BlockAdapter, kv: KVStore) -> Rebuilt:
         batches.append(_seal_logged(blocks, batches, logged))
     lake = Lake(kv=kv, blocks=blocks)
     count = 0
-    replaying = Replay(lake)
+    replaying = Replay(lake, seal)
     for entry in _entries(blocks, batches):
         replaying.apply(entry)
         count += 1
@@ -385,8 +387,10 @@ class Replay:
     written to, a branch takes the newest record its moves name, a dropped token stays dropped, and
     of two staged writes of one path into one token the one that landed last wins."""
 
-    def __init__(self, lake: Lake) -> None:
+    def __init__(self, lake: Lake, seal: bytes | None = None) -> None:
         self.lake = lake
+        self.seal = seal
+        """The key a server's auth records are verified with (None: a journal without them)."""
         self.current: dict[tuple[RepositoryId, BranchId], tuple[Branch, tuple[int, int]]] = {}
         self.dead: dict[RepositoryId, set[str]] = {}
         self.clocks: dict[tuple[RepositoryId, str], dict[str, int]] = {}
@@ -410,7 +414,12 @@ class Replay:
         verb = Verb(entry.event_type)
         if verb is Verb.AUTH:
             # A server's record, stored again as it was: in journal order, the last one wins.
-            auth_records.replay(lake.kv, p)
+            if self.seal is None:
+                raise InvalidArgument(
+                    "the journal holds a server's users and access keys: rebuild it with "
+                    "--server-config <the server's configuration>, whose secret verifies them"
+                )
+            auth_records.replay(lake.kv, p, self.seal)
             return
         bid = BranchId(p.get("branch", ""))
         at = entry.time * 1000
@@ -676,7 +685,7 @@ def rebuild_embedded(home: str) -> dict[str, Any]:
     return rebuild_sqlite(os.path.join(home, "lake.db"), LocalAdapter(os.path.join(home, "blocks")))
 
 
-def rebuild_sqlite(database: str, blocks: BlockAdapter) -> dict[str, Any]:
+def rebuild_sqlite(database: str, blocks: BlockAdapter, seal: bytes | None = None) -> dict[str, Any]:
     """Rebuild a lake's SQLite metadata ``database`` from ``blocks``: written aside and renamed
     into place once whole; ``AlreadyExists`` when a non-empty one is there."""
     from lakectl.core.identity import claim
@@ -690,7 +699,7 @@ def rebuild_sqlite(database: str, blocks: BlockAdapter) -> dict[str, Any]:
             os.remove(stale)  # a rebuild killed before: it starts over
     kv = SQLiteStore(building)
     try:
-        done = rebuild(blocks, kv)
+        done = rebuild(blocks, kv, seal)
         claim(kv, blocks, database)
     except BaseException:
         kv.close()
@@ -703,7 +712,7 @@ def rebuild_sqlite(database: str, blocks: BlockAdapter) -> dict[str, Any]:
     return {"database": database, **done.to_dict()}
 
 
-def rebuild_database(url: str, blocks: BlockAdapter) -> dict[str, Any]:
+def rebuild_database(url: str, blocks: BlockAdapter, seal: bytes | None = None) -> dict[str, Any]:
     """Rebuild the metadata database at ``url`` (a server's: SQLite, or PostgreSQL, which must
     hold no lake) from ``blocks``. PostgreSQL is written in place: a rebuild that fails leaves
     it partly filled, to be emptied before the next attempt."""
@@ -711,10 +720,10 @@ def rebuild_database(url: str, blocks: BlockAdapter) -> dict[str, Any]:
     from lakectl.core.kv.stores import open_store
 
     if url.startswith("sqlite:///"):
-        return rebuild_sqlite(url.removeprefix("sqlite:///"), blocks)
+        return rebuild_sqlite(url.removeprefix("sqlite:///"), blocks, seal)
     kv = open_store(url)
     try:
-        done = rebuild(blocks, kv)
+        done = rebuild(blocks, kv, seal)
         claim(kv, blocks, url)
     finally:
         kv.close()

@@ -109,7 +109,7 @@ def _decide_state(
         return {**payload, "commit_id": first.id, "commit": first.encode().decode()}
     if verb is Verb.DELETE_REPOSITORY:
         return None if _exists(lambda: refs.get_repo(rid)) else payload
-    if verb is Verb.AUTH:  # as a setting: recorded with the value it has now
+    if verb is Verb.AUTH:  # recorded if the store holds what it wrote (still signed)
         return records.decide(lake.kv, payload)
     bid = BranchId(payload.get("branch", ""))
     if verb is Verb.CREATE_BRANCH:
