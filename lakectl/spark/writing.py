@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
@@ -22,7 +22,25 @@ from lakectl.errors import InvalidArgument
 from lakectl.spark.lake import BlockWriter, segments_of
 
 if TYPE_CHECKING:
-    from lakectl.spark.source import LakeFSDataSource
+    from lakectl.core.model import Commit
+    from lakectl.spark.lake import Connection
+
+
+class Source(Protocol):
+    """What a write needs of its data source (:class:`lakectl.spark.source.LakeFSDataSource`,
+    which imports this module)."""
+
+    options: Any
+    target: Any
+    """``repo``, ``ref`` (the branch) and ``prefix``."""
+    format: str
+    lake: Connection
+
+    def recorded(self) -> dict[str, str]: ...
+    def announce(self, commit: Commit) -> None: ...
+    def header(self) -> bool: ...
+    def separator(self) -> str: ...
+
 
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "text": ".txt"}
 
@@ -36,7 +54,7 @@ class Written(WriterCommitMessage):
 
 
 class LakeFSWriter(DataSourceArrowWriter):
-    def __init__(self, source: LakeFSDataSource, schema: StructType, overwrite: bool) -> None:
+    def __init__(self, source: Source, schema: StructType, overwrite: bool) -> None:
         self.source = source
         self.overwrite = overwrite
         self.job = uuid.uuid4().hex[:16]
@@ -121,7 +139,7 @@ def _write_lines(to_lines: Any, batches: Iterator[pa.RecordBatch], sink: BlockWr
     return rows
 
 
-def _write_parquet(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+def _write_parquet(source: Source, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
     import pyarrow.parquet as pq
 
     def open_writer(out: Any, schema: pa.Schema) -> Any:
@@ -130,7 +148,7 @@ def _write_parquet(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], 
     return _write_arrow(open_writer, batches, sink)
 
 
-def _write_csv(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+def _write_csv(source: Source, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
     import pyarrow.csv as csv
 
     options = csv.WriteOptions(include_header=source.header(), delimiter=source.separator())
@@ -141,14 +159,14 @@ def _write_csv(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink
     return _write_arrow(open_writer, batches, sink)
 
 
-def _write_json(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+def _write_json(source: Source, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
     def lines(batch: pa.RecordBatch) -> list[str]:
         return [json.dumps(row, default=str, ensure_ascii=False) for row in batch.to_pylist()]
 
     return _write_lines(lines, batches, sink)
 
 
-def _write_text(source: LakeFSDataSource, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
+def _write_text(source: Source, batches: Iterator[pa.RecordBatch], sink: BlockWriter) -> int:
     def lines(batch: pa.RecordBatch) -> list[str]:
         if batch.num_columns != 1 or not pa.types.is_string(batch.schema.types[0]):
             raise InvalidArgument("the text format writes one string column")

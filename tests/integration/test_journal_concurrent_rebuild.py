@@ -36,7 +36,8 @@ from lakectl.core.journal import journal, rebuild
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError
-from server.config import load_settings
+from server.auth.secret import journal_seal, load_secret_key
+from server.config import Settings, load_settings
 from tests.integration.test_two_servers import _lakectl
 from tests.pg import PostgresServer
 from tests.property.test_journal_rebuild import state
@@ -302,12 +303,17 @@ def test_a_lake_served_to_concurrent_clients_is_rebuilt_from_its_journal(tmp_pat
     for name in ("lake.db", "lake.db-wal", "lake.db-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.remove(home / name)
-    rebuild.rebuild_embedded(str(home))
+    rebuild.rebuild_sqlite(str(home / "lake.db"), LocalAdapter(str(home / "blocks")), _seal(settings))
     kv = SQLiteStore(str(home / "lake.db"))
     try:
         assert state(Lake(kv=kv, blocks=LocalAdapter(str(home / "blocks"))), dangling=False) == expected
     finally:
         kv.close()
+
+
+def _seal(settings: Settings) -> bytes:
+    """The key the server's users' journal entries are verified with (its secret's)."""
+    return journal_seal(load_secret_key(settings.secret_key, settings.data_dir))
 
 
 @pytest.mark.slow
@@ -326,7 +332,7 @@ def test_a_lake_on_postgresql_served_to_concurrent_clients_is_rebuilt_from_its_j
         # The database is lost: the lake is rebuilt into another one from the blocks alone.
         fresh = PostgresStore(into)
         try:
-            rebuild.rebuild(blocks, fresh)
+            rebuild.rebuild(blocks, fresh, _seal(settings))
             assert state(Lake(kv=fresh, blocks=blocks), dangling=False) == expected
         finally:
             fresh.close()

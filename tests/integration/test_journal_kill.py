@@ -32,8 +32,11 @@ from lakectl.core import porcelain as p
 from lakectl.core.journal import journal, rebuild
 from lakectl.core.lake import Lake
 from lakectl.errors import LakectlError, ObjectNotFound
+from server.auth.secret import journal_seal
 
 REPO = "killed"
+SECRET = "killed-server-secret"
+"""The servers' auth secret: their users' journal entries are verified with its key."""
 RUN_S = 8.0
 MAX_RUN_S = 60.0
 ENOUGH_WRITES = 50
@@ -378,7 +381,7 @@ def _restart(tmp: Path, i: int, port: str) -> tuple[subprocess.Popen[bytes], str
 def _server_conf(tmp: Path, name: str, database: str, blocks: Path) -> tuple[Path, str]:
     from tests.integration.test_two_servers import server_conf
 
-    return server_conf(tmp, name, database, blocks, "killed-server-secret")
+    return server_conf(tmp, name, database, blocks, SECRET)
 
 
 def _serve(tmp: Path, name: str, conf: Path) -> subprocess.Popen[bytes]:
@@ -478,8 +481,8 @@ def test_a_killed_server_loses_no_acknowledged_change_with_its_database(tmp_path
             (home / lost).unlink()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER_")}
     done = subprocess.run(
-        [*_lakectl(), "admin", "rebuild", "--from-journal"],
-        env={**env, "LAKECTL_HOME": str(home)},
+        [*_lakectl(), "admin", "rebuild", "--from-journal", "--server-config", str(conf)],
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -505,7 +508,7 @@ def test_a_killed_server_on_postgres_loses_no_acknowledged_change(tmp_path: Path
     kv = SQLiteStore(str(tmp_path / "rebuilt.db"))
     lake = Lake(kv=kv, blocks=LocalAdapter(str(blocks)))
     try:
-        rebuild.rebuild(lake.blocks, kv)
+        rebuild.rebuild(lake.blocks, kv, journal_seal(SECRET))
         _check_rebuilt(lake, acked)
     finally:
         lake.close()
