@@ -60,6 +60,7 @@ if [[ $quick -eq 1 ]]; then
     bench 600 bench_remote_vs_embedded.py --size-mib 128 --files 5000 --runs 1
     bench 300 bench_gateway.py --size-mib 256 --runs 1 --seconds 3
     bench 300 bench_gc.py --blocks 50000
+    bench 300 bench_gc_expired.py --objects 10000 --commits 50
     bench 300 bench_fsck.py --size-mib 256 --small-files 10000 --runs 1
     bench 300 bench_spark_read.py --rows 200000 --runs 2
     bench 300 bench_change_feed.py --objects 20000 --runs 2
@@ -88,6 +89,7 @@ else
     bench 1800 bench_remote_vs_embedded.py
     bench 900 bench_gateway.py
     bench 1200 bench_gc.py
+    bench 600 bench_gc_expired.py
     bench 600 bench_fsck.py
     bench 900 bench_spark_read.py
     bench 600 bench_change_feed.py

@@ -11,6 +11,7 @@ read-modify-write is a compare-and-swap in the database.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -31,11 +32,13 @@ from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.kv.postgres import PostgresStore
 from lakectl.core.lake import Lake
 from tests.integration.test_concurrency import (
+    LEAST_WRITES,
     REPO,
     SPAWN_GRACE_S,
     _acked,
     _checksum,
     _content,
+    _going,
     _run,
     _summary,
     _wait,
@@ -49,6 +52,7 @@ START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 """For a server to exit after SIGTERM before it is killed."""
 HTTP_TIMEOUT_S = 15.0
+CLI_TIMEOUT_S = 120.0
 
 
 def _free_port() -> int:
@@ -61,6 +65,17 @@ def _lakectl() -> list[str]:
     """The installed console script of this interpreter's environment, else the same entry point."""
     script = shutil.which("lakectl", path=os.path.dirname(sys.executable))
     return [script] if script else [sys.executable, "-c", "from lakectl.cli.app import main; main()"]
+
+
+def _lakectl_json(*args: str, code: int = 0, **env: str) -> Any:
+    """``lakectl <args> --json`` in a process of its own, with ``env`` added to the test's
+    environment less its ``LAKECTL_SERVER*`` variables: it exits ``code``; what it printed."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER")}, **env}
+    done = subprocess.run(
+        [*_lakectl(), *args, "--json"], capture_output=True, env=env, timeout=CLI_TIMEOUT_S, check=False
+    )
+    assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+    return json.loads(done.stdout)
 
 
 def server_conf(tmp: Path, name: str, database: str, blocks: Path, secret: str) -> tuple[Path, str]:
@@ -160,7 +175,7 @@ def _http_writer(
     n = 0
     _wait(start_at)
     with open(Path(out, f"ack-w{idx}.txt"), "a") as ack:
-        while time.time() < end_at:
+        while _going(end_at, counts["acked_s0"] + counts["acked_s1"], LEAST_WRITES):
             path = f"w{idx}/{n:06d}"
             server = n % len(clients)
             n += 1
@@ -186,7 +201,7 @@ def _http_committer(
     counts: Counter[str] = Counter()
     n = idx  # the committers start on different servers
     _wait(start_at)
-    while time.time() < end_at:
+    while _going(end_at, min(counts["commits_s0"], counts["commits_s1"]), 1):  # through both
         server = n % len(clients)
         n += 1
         r = clients[server].post(

@@ -5,9 +5,6 @@ commits counted, nothing missing, no orphan; and every acknowledged write reads 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -25,20 +22,14 @@ from tests.integration.test_concurrency import (
     _run,
     _writer,
 )
-from tests.integration.test_two_servers import _lakectl
+from tests.integration.test_two_servers import _lakectl_json
 
 RUN_S = 3.0
-CLI_TIMEOUT_S = 120.0
 
 
 def _cli(home: Path, *args: str) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECTL_SERVER")}
-    env.update(LAKECTL_HOME=str(home), LAKECTL_CONFIG=str(home.parent / "no-config.yaml"))
-    done = subprocess.run(
-        [*_lakectl(), *args, "--json"], capture_output=True, env=env, timeout=CLI_TIMEOUT_S, check=False
-    )
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return json.loads(done.stdout)
+    """``lakectl <args> --json`` on the embedded lake at ``home``."""
+    return _lakectl_json(*args, LAKECTL_HOME=str(home), LAKECTL_CONFIG=str(home.parent / "no-config.yaml"))
 
 
 def _busy(home: Path, out: Path, rounds: int) -> list[str]:

@@ -1,0 +1,107 @@
+"""What keeping the trees of expired commits costs garbage collection's mark.
+
+A collection keeps the tree files (metarange, pages, ranges) of every commit, and deletes only the
+object data of expired ones: a merge base or a three-dot diff older than the retention still
+reads its tree. The mark therefore reads, beyond the kept commits' trees, the root and pages of
+each expired commit's tree (each file once; a range shared with a kept tree is already marked).
+
+The lake is an embedded one: a base commit of ``--objects`` synthetic entries (staged rows: the
+mark reads trees, not data), then ``--commits`` commits of ``--changed`` rewritten objects each.
+Rules of 0 days, a day later: every commit but the head is expired. Timed, each on a freshly
+opened lake (no range cache), best of 3:
+
+- floor: the mark of the kept trees alone (the rule before trees were kept: what a mark must read
+  in any case);
+- the mark with the expired commits' trees kept, and its cost per expired commit;
+- the same on a lake twice as big with the same commits: the added cost follows the expired
+  commits and the pages they changed, not the number of objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+
+from _benchutil import Table, make_rows, print_context, synthetic_row, temp_dir
+
+REPO = "expired"
+RUNS = 3
+
+
+def build(home: str, objects: int, commits: int, changed: int) -> None:
+    """The base commit of ``objects`` entries, then ``commits`` commits of ``changed`` each."""
+    from lakectl.core import opening, porcelain, writes
+    from lakectl.core.upkeep import retention
+
+    lake = opening.open_lake(home)
+    porcelain.create_repo(lake, REPO)
+    rows = make_rows(objects)
+    writes.stage_rows(lake, REPO, "main", rows)
+    porcelain.commit(lake, REPO, "main", "base", committer="bench")
+    for c in range(commits):
+        picked = [rows[(c * 7919 + j * 104_729) % objects][0] for j in range(changed)]
+        writes.stage_rows(lake, REPO, "main", [(p, synthetic_row(p, version=c + 1)) for p in picked])
+        porcelain.commit(lake, REPO, "main", f"change {c}", committer="bench")
+    retention.set_rules(lake, REPO, retention.GCRules(0))
+    lake.close()
+
+
+def measure(home: str) -> dict[str, float]:
+    """The roots a day later; the best mark time with and without the expired commits' trees."""
+    from lakectl.core import opening
+    from lakectl.core.upkeep import gc
+
+    lake = opening.open_lake(home)
+    start = gc.roots(lake, REPO, time.time() + 86_400)
+    lake.close()
+    figures: dict[str, float] = {"expired": start.expired, "trees": len(start.trees)}
+    for label, roots in (("floor", dataclasses.replace(start, trees=frozenset())), ("kept", start)):
+        best = float("inf")
+        for _ in range(RUNS):
+            lake = opening.open_lake(home)  # no range cache: every file is read again
+            began = time.perf_counter()
+            live = gc._live(lake, roots)
+            best = min(best, time.perf_counter() - began)
+            lake.close()
+        figures[label], figures[f"{label}_live"] = best, len(live)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--commits", type=int, default=300)
+    parser.add_argument("--changed", type=int, default=25, help="objects rewritten by each commit")
+    parser.add_argument("--dir", default=None, help="where to work (default: system temp dir)")
+    args = parser.parse_args()
+    print_context("bench_gc_expired")
+    table = Table(
+        "lake", "expired commits", "floor: kept trees only", "trees of expired kept", "added per expired"
+    )
+    with temp_dir("lakectl-bench-gc-expired-", args.dir) as work:
+        for objects in (args.objects, 2 * args.objects):
+            home = os.path.join(work, f"lake-{objects}")
+            began = time.perf_counter()
+            build(home, objects, args.commits, args.changed)
+            print(
+                f"  built {objects:,} objects + {args.commits} commits ({time.perf_counter() - began:.0f} s)"
+            )
+            f = measure(home)
+            added = (f["kept"] - f["floor"]) / max(1, f["expired"]) * 1000
+            table.add(
+                f"{objects:,} objects",
+                f"{f['expired']:,.0f} ({f['trees']:,.0f} trees)",
+                f"{f['floor'] * 1000:,.0f} ms ({f['floor_live']:,.0f} live)",
+                f"{f['kept'] * 1000:,.0f} ms ({f['kept_live']:,.0f} live)",
+                f"{added:.2f} ms",
+            )
+    table.print("gc mark with the trees of expired commits kept (embedded lake, best of 3, no range cache)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
