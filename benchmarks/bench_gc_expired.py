@@ -13,14 +13,19 @@ opened lake (no range cache), best of 3:
 - floor: the mark of the kept trees alone (the rule before trees were kept: what a mark must read
   in any case);
 - the mark with the expired commits' trees kept, and its cost per expired commit;
-- the same on a lake twice as big with the same commits: the added cost follows the expired
-  commits and the pages they changed, not the number of objects.
+- the same on a lake twice as big with the same commits.
+
+Each lake is built twice: with each commit's changes spread over the tree (each touches most of
+its pages of ~30k rows, so a bigger lake has more pages to read per commit), and clustered
+(neighbouring objects: one page). The added cost follows the pages the expired commits changed,
+at most as many as their changes, not the number of objects.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import os
 import time
 
@@ -30,8 +35,9 @@ REPO = "expired"
 RUNS = 3
 
 
-def build(home: str, objects: int, commits: int, changed: int) -> None:
-    """The base commit of ``objects`` entries, then ``commits`` commits of ``changed`` each."""
+def build(home: str, objects: int, commits: int, changed: int, spread: bool) -> None:
+    """The base commit of ``objects`` entries, then ``commits`` commits of ``changed`` each:
+    ``spread`` over the tree, or neighbours."""
     from lakectl.core import opening, porcelain, writes
     from lakectl.core.upkeep import retention
 
@@ -41,7 +47,8 @@ def build(home: str, objects: int, commits: int, changed: int) -> None:
     writes.stage_rows(lake, REPO, "main", rows)
     porcelain.commit(lake, REPO, "main", "base", committer="bench")
     for c in range(commits):
-        picked = [rows[(c * 7919 + j * 104_729) % objects][0] for j in range(changed)]
+        step = 104_729 if spread else 1
+        picked = sorted({rows[(c * 7919 + j * step) % objects][0] for j in range(changed)})
         writes.stage_rows(lake, REPO, "main", [(p, synthetic_row(p, version=c + 1)) for p in picked])
         porcelain.commit(lake, REPO, "main", f"change {c}", committer="bench")
     retention.set_rules(lake, REPO, retention.GCRules(0))
@@ -55,8 +62,12 @@ def measure(home: str) -> dict[str, float]:
 
     lake = opening.open_lake(home)
     start = gc.roots(lake, REPO, time.time() + 86_400)
+    pages: set[str] = set()
+    for metarange in start.trees:
+        for _ in gc.tree_files(lake.ranges, metarange, pages):
+            pass
     lake.close()
-    figures: dict[str, float] = {"expired": start.expired, "trees": len(start.trees)}
+    figures: dict[str, float] = {"expired": start.expired, "pages": len(pages)}
     for label, roots in (("floor", dataclasses.replace(start, trees=frozenset())), ("kept", start)):
         best = float("inf")
         for _ in range(RUNS):
@@ -80,21 +91,25 @@ def main() -> None:
     args = parser.parse_args()
     print_context("bench_gc_expired")
     table = Table(
-        "lake", "expired commits", "floor: kept trees only", "trees of expired kept", "added per expired"
+        "lake, changes",
+        "expired (pages read)",
+        "floor: kept trees only",
+        "trees of expired kept",
+        "added per expired",
     )
     with temp_dir("lakectl-bench-gc-expired-", args.dir) as work:
-        for objects in (args.objects, 2 * args.objects):
-            home = os.path.join(work, f"lake-{objects}")
+        for spread, objects in itertools.product((True, False), (args.objects, 2 * args.objects)):
+            home = os.path.join(work, f"lake-{objects}-{'spread' if spread else 'clustered'}")
             began = time.perf_counter()
-            build(home, objects, args.commits, args.changed)
+            build(home, objects, args.commits, args.changed, spread)
             print(
                 f"  built {objects:,} objects + {args.commits} commits ({time.perf_counter() - began:.0f} s)"
             )
             f = measure(home)
             added = (f["kept"] - f["floor"]) / max(1, f["expired"]) * 1000
             table.add(
-                f"{objects:,} objects",
-                f"{f['expired']:,.0f} ({f['trees']:,.0f} trees)",
+                f"{objects:,} objects, {'spread' if spread else 'clustered'}",
+                f"{f['expired']:,.0f} ({f['pages']:,.0f})",
                 f"{f['floor'] * 1000:,.0f} ms ({f['floor_live']:,.0f} live)",
                 f"{f['kept'] * 1000:,.0f} ms ({f['kept_live']:,.0f} live)",
                 f"{added:.2f} ms",
