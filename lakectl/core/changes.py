@@ -153,9 +153,12 @@ def diff_refs(
             base = found if found is not None else lc
         lstaged = lres.branch if two_way and parse_ref(left).staging else None
         rstaged = rres.branch if parse_ref(right).staging else None
-        sides = (Resolved(base), Resolved(rc))
+
+        def sides() -> tuple[Resolved, Resolved]:  # where a read that fails was
+            return Resolved(base), Resolved(rc)
+
         if lstaged is None and rstaged is None:
-            return explained(lake, rid, lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix), *sides)
+            return explained(lake, rid, lake.trees.diff(base.meta_range_id, rc.meta_range_id, prefix), sides)
         views = [
             refdiff.View(
                 mid,
@@ -165,7 +168,7 @@ def diff_refs(
         ]
         # A commit may move staged rows into the tree between the reads: read both again.
         if all(lake.refs.get_branch(rid, b.name) == b for b in (lstaged, rstaged) if b is not None):
-            return explained(lake, rid, refdiff.diff_views(lake.trees, views[0], views[1], prefix), *sides)
+            return explained(lake, rid, refdiff.diff_views(lake.trees, views[0], views[1], prefix), sides)
         return AGAIN
 
     return retry(STAGING_TOKEN, attempt, f"could not diff {left!r} and {right!r}: the branch kept changing")

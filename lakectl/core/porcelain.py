@@ -7,7 +7,7 @@ opened lake is :mod:`lakectl.core.lake`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import TypeVar
 
@@ -406,15 +406,12 @@ def read_opened(
     here, once per request, and is announced to the journal when the lake audits reads. A
     block gone from under a commit past its retention is ``Gone`` (:func:`explain_missing`)."""
     reads.announce(lake, found, offset, length)
-    return _explained_read(lake, found, read_entry(lake, found.entry, offset, length, ahead, mapped))
+    chunks = read_entry(lake, found.entry, offset, length, ahead, mapped)
+    return explained(lake, found.repo, chunks, lambda: [_read_at(lake, found)])
 
 
-def _explained_read(lake: Lake, found: reads.ObjectRead, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    try:
-        yield from chunks
-    except MissingData as exc:
-        commit = lake.refs.get_commit(found.repo, CommitId(found.commit_id))
-        raise explain_missing(lake, found.repo, Resolved(commit, found.seen), exc) from exc
+def _read_at(lake: Lake, found: reads.ObjectRead) -> Resolved:
+    return Resolved(lake.refs.get_commit(found.repo, CommitId(found.commit_id)), found.seen)
 
 
 def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
@@ -430,14 +427,16 @@ def check_blocks(lake: Lake, repo: str, ref: str, info: ObjectInfo) -> None:
             raise explain_missing(lake, rid, lake.refs.resolve(rid, ref), lost)
 
 
-def explained(lake: Lake, rid: RepositoryId, items: Iterator[_T], *at: Resolved) -> Iterator[_T]:
-    """``items`` (an object's bytes, a diff's changes) read at the refs ``at`` resolved to, a
-    block or tree file gone from under them explained (:func:`explain_missing`): ``Gone`` if
-    one of them is a commit past its retention."""
+def explained(
+    lake: Lake, rid: RepositoryId, items: Iterator[_T], at: Callable[[], Sequence[Resolved]]
+) -> Iterator[_T]:
+    """``items`` (an object's bytes, a diff's changes) read at the refs ``at`` gives (asked only
+    when a read fails), a block or tree file gone from under them explained
+    (:func:`explain_missing`): ``Gone`` if one of them is a commit past its retention."""
     try:
         yield from items
     except (BlockNotFound, MissingData) as exc:
-        told = [explain_missing(lake, rid, res, exc) for res in at]
+        told = [explain_missing(lake, rid, res, exc) for res in at()]
         raise next((e for e in told if isinstance(e, Gone)), told[0]) from exc
 
 

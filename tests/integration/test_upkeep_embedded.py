@@ -6,6 +6,7 @@ commits counted, nothing missing, no orphan; and every acknowledged write reads 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,18 @@ def _busy(home: Path, out: Path, rounds: int) -> list[str]:
     return doomed
 
 
+def gc_then_fsck(cli: Callable[..., Any], expired: int) -> None:
+    """``gc run --grace-hours 0`` through ``cli``: at least ``expired`` commits expired and a
+    block deleted; then ``fsck`` passes with the same count of expired commits and no orphan."""
+    time.sleep(1.1)  # commit dates have whole seconds: a commit of this second is not older than now
+    collected = cli("gc", "run", f"lakefs://{REPO}", "--grace-hours", "0")
+    assert collected["expired_commits"] >= expired and collected["deleted"] >= 1, collected
+    checked = cli("fsck")
+    assert checked["ok"] is True and checked["missing"] == [] and checked["corrupt"] == []
+    assert checked["expired_commits"] == collected["expired_commits"]
+    assert checked["orphaned"]["count"] == 0, checked["orphaned"]
+
+
 @pytest.mark.slow
 def test_fsck_passes_after_every_gc_of_a_lake_with_concurrent_committers(tmp_path: Path) -> None:
     home = tmp_path / "lake"
@@ -65,13 +78,7 @@ def test_fsck_passes_after_every_gc_of_a_lake_with_concurrent_committers(tmp_pat
     deleted: set[str] = set()
     for rounds in range(2):
         deleted.update(_busy(home, out, rounds))
-        time.sleep(1.1)  # commit dates have whole seconds: a commit of this second is not older than now
-        collected = _cli(home, "gc", "run", f"lakefs://{REPO}", "--grace-hours", "0")
-        assert collected["expired_commits"] >= 1 and collected["deleted"] >= 1, collected
-        checked = _cli(home, "fsck")
-        assert checked["ok"] is True and checked["missing"] == [] and checked["corrupt"] == []
-        assert checked["expired_commits"] == collected["expired_commits"]
-        assert checked["orphaned"]["count"] == 0, checked["orphaned"]
+        gc_then_fsck(lambda *args: _cli(home, *args), expired=1)
 
     acked = [p for p in _acked(out) if p not in deleted]
     assert len(acked) > 20 and deleted

@@ -26,8 +26,9 @@ from lakectl.core.upkeep import gc, retention
 from lakectl.errors import MergeConflict, PredicateFailed
 
 
-@pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
+@pytest.fixture(name="lake")
+def journalled_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
+    """An embedded lake with its journal on."""
     monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
     opened = opening.open_lake(str(tmp_path / "lake"))
     journal.enable(opened)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lakectl.core import opening
 from lakectl.core import porcelain as p
 from lakectl.core.blocks.local import LocalAdapter
 from lakectl.core.events import Event, Verb
@@ -24,19 +24,11 @@ from lakectl.core.kv.helpers import partitions
 from lakectl.core.kv.sqlite import SQLiteStore
 from lakectl.core.lake import Lake
 from lakectl.errors import IntegrityError, InvalidArgument, PredicateFailed
+from tests.unit.test_journal import journalled_lake  # noqa: F401 - the fixture `lake`
 from tests.unit.test_journal_recovery import DiesAfterTheChange, DiesBeforeTheChange, die
 
 USERS, KEYS = "auth/users", "auth/credentials"
 SEAL = b"the key a server derives from its secret"
-
-
-@pytest.fixture
-def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lake]:
-    monkeypatch.setenv("LAKECTL_COMMITTER", "ada")
-    opened = opening.open_lake(str(tmp_path / "lake"))
-    journal.enable(opened)
-    yield opened
-    opened.close()
 
 
 def journaled(lake: Lake) -> records.Journaled:
@@ -57,17 +49,25 @@ def stored(kv: KVStore, prefix: str = "") -> dict[str, dict[str, bytes]]:
     return {part: dict(kv.scan(part)) for part in partitions(kv, prefix) or []}
 
 
-def rebuilt(lake: Lake, tmp_path: Path, name: str = "rebuilt.db", seal: bytes | None = SEAL) -> SQLiteStore:
-    """A new database rebuilt from the lake's blocks alone, auth entries verified with ``seal``
-    (the caller closes it)."""
+@contextmanager
+def rebuilt(lake: Lake, tmp_path: Path, seal: bytes | None = SEAL) -> Iterator[SQLiteStore]:
+    """A new database rebuilt from the lake's blocks alone, auth entries verified with ``seal``."""
     journal.flush(lake)
-    fresh = SQLiteStore(str(tmp_path / name))
+    fresh = SQLiteStore(str(tmp_path / "rebuilt.db"))
     try:
         rebuild.rebuild(LocalAdapter(os.path.join(lake.home, "blocks")), fresh, seal)
-    except BaseException:
+        yield fresh
+    finally:
         fresh.close()
-        raise
-    return fresh
+
+
+def plant(lake: Lake, payload: dict[str, Any]) -> None:
+    """An auth entry of ``payload`` in the journal, as a forged or damaged one would hold it."""
+    sink = journal.find(lake.events)
+    assert sink is not None
+    event = Event(Verb.AUTH, "", payload=payload)
+    sink.before(event)
+    sink.after(event)
 
 
 def signed(payload: dict[str, Any], seal: bytes = SEAL) -> dict[str, Any]:
@@ -116,15 +116,12 @@ def test_a_rebuild_gives_back_every_record_as_it_was_last_written(lake: Lake, tm
     kv.delete(KEYS, "AKIA-GONE")
     kv.set("auth/revoked", "0" * 64, b"1900000000")
     kv.set("ui/ended", "cookie", b"1")
-    fresh = rebuilt(lake, tmp_path)
-    try:
+    with rebuilt(lake, tmp_path) as fresh:
         assert stored(fresh, "auth/") == stored(lake.kv, "auth/")
         assert stored(fresh, "auth/")[USERS] == {"ada": b"v2"}
         assert KEYS not in stored(fresh, "auth/")
         assert stored(fresh, "ui/") == {}
         assert [r.name for r in Lake(kv=fresh, blocks=lake.blocks).refs.list_repos()] == ["between"]
-    finally:
-        fresh.close()
 
 
 FORGED = ["repositories", "lake", "journal", "repo/between", "auth", "auth/", "authx/users", "", None]
@@ -136,13 +133,9 @@ def test_an_entry_naming_a_partition_outside_auth_is_refused(
 ) -> None:
     p.create_repo(lake, "between")
     forged = signed({"partition": partition, "key": "evil", "value": '{"name": "evil"}'})
-    sink = journal.find(lake.events)
-    assert sink is not None
-    event = Event(Verb.AUTH, "", payload=forged)  # as a forged or damaged journal would hold it
-    sink.before(event)
-    sink.after(event)
-    with pytest.raises(IntegrityError, match="refused"):
-        rebuilt(lake, tmp_path).close()
+    plant(lake, forged)
+    with pytest.raises(IntegrityError, match="refused"), rebuilt(lake, tmp_path):
+        pass
     fresh = SQLiteStore(str(tmp_path / "direct.db"))
     try:
         with pytest.raises(IntegrityError):
@@ -190,22 +183,16 @@ def test_compaction_keeps_the_last_record_of_each_key_and_a_rebuild_still_gives_
         {"partition": USERS, "key": "bob", "value": "b1"},
         {"partition": "auth/revoked", "key": "t1", "value": "2"},
     ]
-    fresh = rebuilt(lake, tmp_path)
-    try:
+    with rebuilt(lake, tmp_path) as fresh:
         assert stored(fresh, "auth/") == stored(lake.kv, "auth/") != {}
-    finally:
-        fresh.close()
 
 
 def test_a_record_whose_writer_died_after_writing_it_is_journalled(lake: Lake, tmp_path: Path) -> None:
     die(lake, DiesAfterTheChange, lambda lake: journaled(lake).set(USERS, "ada", b"landed"))
     journal.seal(lake.kv, lake.blocks)  # recovery decides the dead writer's intent
     assert auth_entries(lake) == [{"partition": USERS, "key": "ada", "value": "landed"}]
-    fresh = rebuilt(lake, tmp_path)
-    try:
+    with rebuilt(lake, tmp_path) as fresh:
         assert stored(fresh, "auth/") == {USERS: {"ada": b"landed"}}
-    finally:
-        fresh.close()
 
 
 def test_a_record_whose_writer_died_before_writing_it_is_journalled_as_it_is(
@@ -217,11 +204,8 @@ def test_a_record_whose_writer_died_before_writing_it_is_journalled_as_it_is(
     journal.seal(lake.kv, lake.blocks)
     # As a setting: recorded with the value it has now, which it kept; a rebuild changes nothing.
     assert auth_entries(lake)[-1] == {"partition": USERS, "key": "ada", "value": "kept"}
-    fresh = rebuilt(lake, tmp_path)
-    try:
+    with rebuilt(lake, tmp_path) as fresh:
         assert stored(fresh, "auth/") == {USERS: {"ada": b"kept"}}
-    finally:
-        fresh.close()
 
 
 def test_the_journals_human_lines_name_the_record(lake: Lake, capsys: pytest.CaptureFixture[str]) -> None:
@@ -244,18 +228,14 @@ def test_a_record_not_signed_by_the_servers_secret_is_refused(
     planted = {"partition": USERS, "key": "mallory", "value": '{"groups": {"Admins": "builtin"}}'}
     if seal is not None:
         planted = signed(planted, seal)
-    sink = journal.find(lake.events)
-    assert sink is not None
-    event = Event(Verb.AUTH, "", payload=planted)
-    sink.before(event)
-    sink.after(event)
-    with pytest.raises(IntegrityError, match="not signed by this server's secret"):
-        rebuilt(lake, tmp_path).close()
+    plant(lake, planted)
+    with pytest.raises(IntegrityError, match="not signed by this server's secret"), rebuilt(lake, tmp_path):
+        pass
 
 
 def test_a_journal_with_a_servers_records_is_not_rebuilt_without_its_secret(
     lake: Lake, tmp_path: Path
 ) -> None:
     journaled(lake).set(USERS, "ada", b"{}")
-    with pytest.raises(InvalidArgument, match="--server-config"):
-        rebuilt(lake, tmp_path, seal=None).close()
+    with pytest.raises(InvalidArgument, match="--server-config"), rebuilt(lake, tmp_path, seal=None):
+        pass

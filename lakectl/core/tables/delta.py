@@ -150,12 +150,11 @@ def log_files(tree: Tree, root: str, version: int | None) -> tuple[int, list[tup
 
 
 @contextmanager
-def open_table(tree: Tree, root: str, version: int | None = None) -> Iterator[DeltaTable]:
-    """The Delta table at ``root`` of ``tree`` at ``version`` (None: its last), opened by
-    ``deltalake`` on a temporary copy of the log files that version needs."""
+def log_copy(tree: Tree, root: str, version: int | None = None) -> Iterator[tuple[int, Path]]:
+    """``version`` of the table at ``root`` of ``tree`` (None: its last), and a temporary table
+    directory whose ``_delta_log`` holds the log files that version needs: where ``deltalake``
+    opens the table."""
     import tempfile
-
-    from deltalake import DeltaTable
 
     last, files = log_files(tree, root, version)
     with tempfile.TemporaryDirectory(prefix="lakectl-delta-") as tmp:
@@ -163,8 +162,18 @@ def open_table(tree: Tree, root: str, version: int | None = None) -> Iterator[De
         log.mkdir()
         for path, row in files:
             (log / path.rpartition("/")[2]).write_bytes(tree.read(row))
+        yield last, Path(tmp)
+
+
+@contextmanager
+def open_table(tree: Tree, root: str, version: int | None = None) -> Iterator[DeltaTable]:
+    """The Delta table at ``root`` of ``tree`` at ``version`` (None: its last), opened by
+    ``deltalake`` on a temporary copy of the log files that version needs."""
+    from deltalake import DeltaTable
+
+    with log_copy(tree, root, version) as (last, tmp):
         try:
-            yield DeltaTable(tmp, version=last)
+            yield DeltaTable(str(tmp), version=last)
         except Exception as e:
             if isinstance(e, InvalidArgument) or not type(e).__module__.startswith("deltalake"):
                 raise

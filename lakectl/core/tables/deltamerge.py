@@ -19,7 +19,6 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -32,7 +31,7 @@ from lakectl.core.tables.delta import (
     Tree,
     head_version,
     last_checkpoint,
-    log_files,
+    log_copy,
     metadata_action,
     of_tree,
     open_table,
@@ -242,19 +241,13 @@ def _checkpoint(
     tail = head + len(written) - (since if since is not None else -1)
     if tail <= 2 * _interval(dest, root, since, lines):
         return []
-    import tempfile
-
     from deltalake import DeltaTable
 
-    _, files = log_files(dest, root, head)
-    with tempfile.TemporaryDirectory(prefix="lakectl-delta-") as tmp:
-        log = Path(tmp) / "_delta_log"
-        log.mkdir()
-        for path, handle in files:
-            (log / path.rpartition("/")[2]).write_bytes(dest.read(handle))
+    with log_copy(dest, root, head) as (_, tmp):
+        log = tmp / "_delta_log"
         for number, data in written:
             (log / f"{number:020d}.json").write_bytes(data)
-        table = DeltaTable(tmp)
+        table = DeltaTable(str(tmp))
         table.create_checkpoint()
         made = [f for f in log.iterdir() if f.name.startswith(f"{table.version():020d}.checkpoint.")]
         return [
